@@ -1,0 +1,201 @@
+"""Binning: which bin a confidence falls in, as a polars expression.
+
+Conventions
+-----------
+* Default: 10 equal-width bins on [0, 1], **left-closed** ``[k/M, (k+1)/M)`` with the
+  last bin closed at 1.0. ``closed="right"`` gives ``(k/M, (k+1)/M]`` with the first bin
+  closed at 0.0. 0.0 and 1.0 always land in the first and last bin, never in an extra one.
+* The edges of M equal-width bins are the doubles nearest to k/M (Python's ``k / M``).
+  A confidence equal to such an edge lands where the closedness says, for every M.
+  Neither ``np.linspace(0, 1, M + 1)`` (which gives 0.30000000000000004 for 3/10),
+  division by the bin width (``0.3 / 0.1 == 2.9999999999999996``) nor a bare
+  ``floor(p * M)`` (``49 * (1 / 49) < 1``) gets every edge right; here ``floor(p * M)``
+  is only a first guess that is corrected by comparing ``p`` with the exact edges.
+* Custom edges: any strictly increasing sequence; values outside ``[edges[0], edges[-1]]``
+  are invalid input. The closedness rule is the same as above.
+* Equal-mass bins (:meth:`Binning.quantile`) are computed per group from ranks:
+  a row whose confidence has ``r`` strictly smaller confidences in its group of ``n``
+  rows goes to bin ``floor(r * M / n)``. Identical confidences therefore never split
+  across bins (a bin may be empty when many rows tie). They need every row of a group
+  in memory (a window over the group), are not additive across partial tables, and
+  their bounds are the smallest and largest confidence seen in the bin.
+
+How other libraries bin (and how to reproduce their numbers)
+------------------------------------------------------------
+* scikit-learn ``calibration_curve(strategy="uniform")``: edges
+  ``np.linspace(0, 1, M + 1)``, ``np.searchsorted(edges[1:-1], p)`` (side left), so bins
+  are right-closed with the first closed at 0, and empty bins are dropped from the
+  returned arrays. Reproduce with :meth:`Binning.like_sklearn`.
+* netcal ``ECE(bins=M)`` / ``MCE``: see :meth:`Binning.like_netcal`.
+* torchmetrics ``binary_calibration_error``: edges ``torch.linspace(0, 1, M + 1)`` in the
+  confidence dtype, ``torch.bucketize(p, edges, right=True) - 1``: left-closed, but
+  p = 1.0 goes to a hidden extra bin M (index past the last edge) that still counts in
+  the ECE. Reproduce with ``Binning.edges([*np.linspace(0, 1, M + 1),
+  np.nextafter(1, 2)])``: the extra last bin ``[1, 1 + ulp)`` holds exactly the ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import polars as pl
+
+from calib_frames.inputs import divide
+
+__all__ = ["Binning", "BinsLike", "as_binning"]
+
+Closed = Literal["left", "right"]
+Kind = Literal["uniform", "edges", "quantile"]
+
+
+@dataclass(frozen=True)
+class Binning:
+    """How confidences are assigned to bins.
+
+    Build one with :meth:`uniform`, :meth:`edges` or :meth:`quantile`; every function
+    that takes ``bins=`` also accepts an ``int`` (uniform) or a sequence of edges.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> df = pl.DataFrame({"p": [0.0, 0.1, 0.3, 0.95, 1.0]})
+    >>> df.select(Binning.uniform(10).assign(pl.col("p")))["p"].to_list()
+    [0, 1, 3, 9, 9]
+    >>> df.select(Binning.uniform(10, closed="right").assign(pl.col("p")))["p"].to_list()
+    [0, 0, 2, 9, 9]
+    """
+
+    kind: Kind
+    n_bins: int
+    closed: Closed = "left"
+    bin_edges: tuple[float, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.n_bins, bool) or not isinstance(self.n_bins, int | np.integer):
+            raise TypeError(f"n_bins must be a positive integer, got {self.n_bins!r}")
+        if self.n_bins < 1:
+            raise ValueError(f"n_bins must be a positive integer, got {self.n_bins}")
+        if self.closed not in ("left", "right"):
+            raise ValueError(f"closed must be 'left' or 'right', got {self.closed!r}")
+
+    # -- constructors -------------------------------------------------------------------
+
+    @classmethod
+    def uniform(cls, n_bins: int = 10, *, closed: Closed = "left") -> Binning:
+        """``n_bins`` equal-width bins on [0, 1] with exact edges ``k / n_bins``."""
+        return cls("uniform", n_bins, closed)
+
+    @classmethod
+    def edges(cls, edges: Sequence[float], *, closed: Closed = "left") -> Binning:
+        """Bins between the given strictly increasing edges (at least two)."""
+        values = tuple(float(e) for e in edges)
+        if len(values) < 2:
+            raise ValueError(f"bin edges need at least two values, got {list(values)}")
+        if not all(np.isfinite(values)):
+            raise ValueError(f"bin edges must be finite, got {list(values)}")
+        if any(b <= a for a, b in zip(values, values[1:], strict=False)):
+            raise ValueError(f"bin edges must be strictly increasing, got {list(values)}")
+        return cls("edges", len(values) - 1, closed, values)
+
+    @classmethod
+    def quantile(cls, n_bins: int = 10) -> Binning:
+        """``n_bins`` equal-mass bins per group (ties kept together; not additive)."""
+        return cls("quantile", n_bins)
+
+    @classmethod
+    def like_sklearn(cls, n_bins: int = 5) -> Binning:
+        """The binning of scikit-learn's ``calibration_curve(..., strategy="uniform")``:
+        ``np.linspace`` edges, right-closed (first bin closed at 0)."""
+        return cls.edges(np.linspace(0.0, 1.0, n_bins + 1).tolist(), closed="right")
+
+    @classmethod
+    def like_netcal(cls, n_bins: int = 10) -> Binning:
+        """The binning of netcal's ``ECE(bins=n_bins)`` on binary confidences."""
+        return cls.edges(np.linspace(0.0, 1.0, n_bins + 1).tolist(), closed="left")
+
+    # -- properties ---------------------------------------------------------------------
+
+    @property
+    def additive(self) -> bool:
+        """Whether bin statistics of partial data can be merged (fixed edges)."""
+        return self.kind != "quantile"
+
+    @property
+    def range(self) -> tuple[float, float]:
+        """The interval a confidence must lie in: [0, 1], narrowed by custom edges."""
+        if self.bin_edges is None:
+            return (0.0, 1.0)
+        return (max(0.0, self.bin_edges[0]), min(1.0, self.bin_edges[-1]))
+
+    def edge_values(self) -> list[float] | None:
+        """The M + 1 edges (exact ``k / M`` for uniform bins), ``None`` for equal-mass bins."""
+        if self.kind == "uniform":
+            return [k / self.n_bins for k in range(self.n_bins + 1)]
+        if self.bin_edges is not None:
+            return list(self.bin_edges)
+        return None
+
+    def bounds(self) -> pl.DataFrame:
+        """One row per bin: ``bin`` and, for fixed edges, ``bin_lower`` and ``bin_upper``."""
+        index = pl.Series("bin", range(self.n_bins), dtype=pl.UInt32)
+        edges = self.edge_values()
+        if edges is None:
+            return index.to_frame()
+        return pl.DataFrame(
+            [index, pl.Series("bin_lower", edges[:-1]), pl.Series("bin_upper", edges[1:])]
+        )
+
+    # -- the expression -----------------------------------------------------------------
+
+    def assign(self, confidence: pl.Expr, *, keys: Sequence[str] = ()) -> pl.Expr:
+        """Bin index (UInt32) of each confidence; only valid for confidences in
+        :attr:`range` (others are caught by the input checks).
+
+        ``keys`` matters only for equal-mass bins, which rank within each group.
+        """
+        p = confidence.cast(pl.Float64)
+        m = self.n_bins
+        if self.kind == "quantile":
+            smaller = p.rank(method="min").cast(pl.UInt64) - 1
+            rows = p.count().cast(pl.UInt64)
+            if keys:
+                smaller, rows = smaller.over(keys), rows.over(keys)
+            return (smaller * m // rows).cast(pl.UInt32, strict=False)
+        if self.kind == "edges":
+            assert self.bin_edges is not None
+            inner = list(self.bin_edges[1:-1])
+            return p.bin_intervals(inner, labels=False, right_closed=self.closed == "right")
+        # Equal width: floor/ceil of p*M is a first guess, off by at most one next to an
+        # edge; comparing p with the exact edges k/M (correctly rounded) fixes it.
+        if self.closed == "left":
+            guess = (p * m).floor()
+            below = (p < divide(guess, m)).cast(pl.Float64)
+            above = (p >= divide(guess + 1.0, m)).cast(pl.Float64)
+        else:
+            guess = (p * m).ceil() - 1.0
+            below = (p <= divide(guess, m)).cast(pl.Float64)
+            above = (p > divide(guess + 1.0, m)).cast(pl.Float64)
+        index = (guess - below + above).clip(0.0, float(m - 1))
+        return index.cast(pl.UInt32, strict=False)
+
+
+BinsLike = int | Sequence[float] | Binning
+
+
+def as_binning(bins: BinsLike) -> Binning:
+    """Turn the ``bins=`` argument into a :class:`Binning`.
+
+    ``int`` → :meth:`Binning.uniform`; a sequence of floats → :meth:`Binning.edges`.
+    """
+    if isinstance(bins, Binning):
+        return bins
+    if isinstance(bins, int | np.integer) and not isinstance(bins, bool):
+        return Binning.uniform(int(bins))
+    if isinstance(bins, Sequence | np.ndarray) and not isinstance(bins, str):
+        return Binning.edges(list(bins))
+    raise TypeError(
+        f"bins= takes a positive int, a sequence of edges or a Binning, got {bins!r}"
+    )

@@ -1,0 +1,215 @@
+"""Inputs: frame plumbing, schema checks and row checks that ride along the aggregation pass.
+
+Every entry point of calib_frames accepts a polars ``DataFrame`` or ``LazyFrame``
+and returns the same kind: lazy in, lazy out; eager in, eager out.
+
+Bad input is found in two places:
+
+* **Schema checks** (missing columns, wrong dtypes, clashing names) run when the
+  query is built, from the frame's schema alone.
+* **Row checks** (null/NaN/out-of-range values, negative NLL, fractional counts, ...)
+  are counted *inside* the same ``group_by`` pass that computes the statistics: each
+  :class:`RowCheck` adds one ``sum`` of a boolean to the aggregation. After the pass the
+  small aggregated frame goes through :func:`raise_on_bad_rows`; only if some count is
+  non-zero does it look up one offending row (a short, early-stopping filtered scan on
+  the error path) so that the message can show an example with its group keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+import polars as pl
+
+__all__ = [
+    "CalibrationInputError",
+    "Frame",
+    "RowCheck",
+    "as_lazy",
+    "count_bad_rows",
+    "divide",
+    "group_keys",
+    "integral_check",
+    "not_true",
+    "raise_on_bad_rows",
+    "require_columns",
+    "return_like",
+]
+
+Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
+
+
+class CalibrationInputError(ValueError):
+    """Raised when the input cannot give a correct number: names the column, the count
+    of offending rows and one example with its group keys."""
+
+
+def as_lazy(frame: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
+    """Return ``frame`` as a LazyFrame, raising a clear error for anything else."""
+    if isinstance(frame, pl.LazyFrame):
+        return frame
+    if isinstance(frame, pl.DataFrame):
+        return frame.lazy()
+    raise TypeError(
+        f"expected a polars DataFrame or LazyFrame, got {type(frame).__name__}; "
+        "wrap arrays with pl.DataFrame({...}) or use CalibrationReport.from_predictions"
+    )
+
+
+def return_like(template: pl.DataFrame | pl.LazyFrame, result: pl.LazyFrame) -> Frame:  # type: ignore[type-var]
+    """Collect ``result`` if ``template`` was eager, so that the output kind matches the input."""
+    if isinstance(template, pl.DataFrame):
+        return result.collect()  # type: ignore[return-value]
+    return result  # type: ignore[return-value]
+
+
+def group_keys(by: str | Sequence[str] | None) -> list[str]:
+    """Normalise a ``by=`` argument to a list of column names (``None`` = whole frame)."""
+    if by is None:
+        return []
+    if isinstance(by, str):
+        return [by]
+    keys = list(by)
+    for key in keys:
+        if not isinstance(key, str):
+            raise TypeError(f"by= takes column names, got {key!r} of type {type(key).__name__}")
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"by= names a column twice: {keys}")
+    return keys
+
+
+def require_columns(
+    schema: pl.Schema,
+    columns: Mapping[str, str],
+    *,
+    numeric: Sequence[str] = (),
+    reserved: Sequence[str] = (),
+    keys: Sequence[str] = (),
+) -> None:
+    """Check that every column exists, that the numeric roles are numeric, and that the
+    group keys do not clash with output column names.
+
+    ``columns`` maps a role (``"confidence"``) to the user's column name. Raises
+    :class:`CalibrationInputError` naming the role, the column and the available columns.
+    """
+    missing = [f"{role}={name!r}" for role, name in columns.items() if name not in schema]
+    missing += [f"by={key!r}" for key in keys if key not in schema]
+    if missing:
+        available = ", ".join(repr(c) for c in schema.names())
+        raise CalibrationInputError(
+            f"column not found: {', '.join(missing)}; available columns: {available or 'none'}"
+        )
+    for role in numeric:
+        name = columns[role]
+        dtype = schema[name]
+        if not (dtype.is_numeric() or dtype == pl.Boolean):
+            raise CalibrationInputError(
+                f"column {name!r} ({role}) must be numeric, got dtype {dtype}"
+            )
+    clashes = [key for key in keys if key in reserved]
+    if clashes:
+        raise CalibrationInputError(
+            f"group key(s) {clashes} clash with output columns of the same name; "
+            "rename them first, e.g. frame.rename({'bin': 'bin_key'})"
+        )
+
+
+@dataclass(frozen=True)
+class RowCheck:
+    """A row-level contract: ``bad`` is True on rows that break it.
+
+    Attributes
+    ----------
+    column
+        The user's column the check is about (shown in the error).
+    problem
+        What is wrong with the offending rows, phrased to follow "N rows ...".
+    bad
+        Boolean expression, True on offending rows (nulls must already be mapped to True).
+    """
+
+    column: str
+    problem: str
+    bad: pl.Expr
+
+
+def count_bad_rows(checks: Sequence[RowCheck]) -> list[pl.Expr]:
+    """Aggregation expressions counting each check's offending rows (for the first pass)."""
+    return [check.bad.sum().alias(_count_name(i)) for i, check in enumerate(checks)]
+
+
+def _count_name(index: int) -> str:
+    return f"__calib_bad_{index}"
+
+
+def raise_on_bad_rows(
+    aggregated: pl.LazyFrame,
+    *,
+    source: pl.LazyFrame,
+    keys: Sequence[str],
+    checks: Sequence[RowCheck],
+    total_rows: str,
+) -> pl.LazyFrame:
+    """Raise after the pass if any check counted offending rows; else drop the counts.
+
+    ``aggregated`` is the small per-group output of the pass that carries the counts of
+    :func:`count_bad_rows` and a column ``total_rows`` with the
+    number of rows per group. The check runs when the result is collected, so lazy
+    inputs stay lazy.
+    """
+    count_names = [_count_name(i) for i in range(len(checks))]
+    schema = aggregated.collect_schema()
+    out_schema = {name: dtype for name, dtype in schema.items() if name not in count_names}
+
+    def check(frame: pl.DataFrame) -> pl.DataFrame:
+        totals = frame.select(pl.col(name).sum() for name in [*count_names, total_rows]).row(0)
+        *bad_counts, n_rows = totals
+        problems = [
+            _describe(check, count, n_rows or 0, source, keys)
+            for check, count in zip(checks, bad_counts, strict=True)
+            if count
+        ]
+        if problems:
+            raise CalibrationInputError("invalid input:\n  " + "\n  ".join(problems))
+        return frame.drop(count_names)
+
+    return aggregated.map_batches(check, schema=out_schema)
+
+
+def _describe(
+    check: RowCheck, count: int, n_rows: int, source: pl.LazyFrame, keys: Sequence[str]
+) -> str:
+    example = source.filter(check.bad).select(*keys, check.column).head(1).collect()
+    where = ""
+    if example.height:
+        row = example.row(0, named=True)
+        group = ", ".join(f"{key}={row[key]!r}" for key in keys)
+        where = f"; e.g. {group + ': ' if group else ''}{check.column}={row[check.column]!r}"
+    noun = "row" if count == 1 else "rows"
+    return f"column {check.column!r}: {count:,} of {n_rows:,} {noun} {check.problem}{where}"
+
+
+def divide(numerator: pl.Expr, denominator: float) -> pl.Expr:
+    """``numerator / denominator``, correctly rounded like Python's ``/``.
+
+    polars divides a column by a scalar through the scalar's reciprocal, so
+    ``3.0 / 10`` gives 0.30000000000000004 there. Dividing by a column made from the
+    numerator (``numerator * 0 + denominator``, NaN where the numerator is not finite)
+    keeps plain IEEE division. Bin edges and ratios that must match other tools to the
+    last digit go through here.
+    """
+    return numerator / (numerator * 0.0 + float(denominator))
+
+
+def not_true(expr: pl.Expr) -> pl.Expr:
+    """``~expr`` with null counted as a violation (the building block of RowCheck.bad)."""
+    return expr.not_().fill_null(True)
+
+
+def integral_check(column: str, *, minimum: int, problem: str) -> RowCheck:
+    """Rows whose value in ``column`` is not a finite whole number >= ``minimum``."""
+    value = pl.col(column).cast(pl.Float64)
+    ok = value.is_finite() & (value >= minimum) & (value == value.floor())
+    return RowCheck(column, problem, not_true(ok))
