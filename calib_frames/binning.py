@@ -36,6 +36,7 @@ How other libraries bin (and how to reproduce their numbers)
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -96,7 +97,7 @@ class Binning:
             raise ValueError(f"bin edges need at least two values, got {list(values)}")
         if not all(np.isfinite(values)):
             raise ValueError(f"bin edges must be finite, got {list(values)}")
-        if any(b <= a for a, b in zip(values, values[1:], strict=False)):
+        if any(b <= a for a, b in itertools.pairwise(values)):
             raise ValueError(f"bin edges must be strictly increasing, got {list(values)}")
         return cls("edges", len(values) - 1, closed, values)
 
@@ -196,6 +197,4 @@ def as_binning(bins: BinsLike) -> Binning:
         return Binning.uniform(int(bins))
     if isinstance(bins, Sequence | np.ndarray) and not isinstance(bins, str):
         return Binning.edges(list(bins))
-    raise TypeError(
-        f"bins= takes a positive int, a sequence of edges or a Binning, got {bins!r}"
-    )
+    raise TypeError(f"bins= takes a positive int, a sequence of edges or a Binning, got {bins!r}")

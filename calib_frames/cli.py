@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import polars as pl
@@ -19,18 +19,30 @@ import polars as pl
 from calib_frames.binning import Binning
 from calib_frames.compare import comparison_table
 from calib_frames.inputs import CalibrationInputError
-from calib_frames.metrics import calibration_metrics
-from calib_frames.perplexity import perplexity
+from calib_frames.metrics import METRIC_COLUMNS, calibration_metrics
+from calib_frames.perplexity import PERPLEXITY_COLUMNS, SUM_COLUMNS, perplexity
 
 __all__ = ["main", "scan"]
 
-_SCANNERS = {
+_SCANNERS: dict[str, Callable[[Path], pl.LazyFrame]] = {
     ".parquet": pl.scan_parquet,
     ".csv": pl.scan_csv,
     ".jsonl": pl.scan_ndjson,
     ".ndjson": pl.scan_ndjson,
 }
 _WRITERS = {".csv": "write_csv", ".parquet": "write_parquet", ".json": "write_json"}
+_ALL_METRICS = {*METRIC_COLUMNS, *SUM_COLUMNS, *PERPLEXITY_COLUMNS}
+_SUMMARY = (
+    "n",
+    "accuracy",
+    "overconfidence",
+    "ece",
+    "mce",
+    "brier",
+    "log_loss",
+    "perplexity",
+    "bits_per_byte",
+)
 
 
 def scan(path: str | Path) -> pl.LazyFrame:
@@ -68,13 +80,22 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--token-count", default=None, help="tokens-per-row column")
     compare.add_argument("--bytes", default=None, help="bytes-per-row column")
     compare.add_argument("--words", default=None, help="words-per-row column")
-    compare.add_argument("--tokens-by", action="append", default=None,
-                         help="group keys of the token file (default: those of --by it has)")
+    compare.add_argument(
+        "--tokens-by",
+        action="append",
+        default=None,
+        help="group keys of the token file (default: those of --by it has)",
+    )
     compare.add_argument("--output", type=Path, help="write the table (.csv, .parquet, .json)")
+    compare.add_argument(
+        "--all-columns",
+        action="store_true",
+        help="print every column (default: keys and a summary; --output always has all)",
+    )
     return parser
 
 
-def _compare(args: argparse.Namespace) -> pl.DataFrame:
+def _compare(args: argparse.Namespace) -> tuple[pl.DataFrame, list[str]]:
     by = args.by or []
     table = calibration_metrics(
         scan(args.predictions),
@@ -97,7 +118,9 @@ def _compare(args: argparse.Namespace) -> pl.DataFrame:
             by=tokens_by,
         )
         table = comparison_table(table, ppl)
-    return table.collect()
+    result = table.collect()
+    keys = [name for name in result.columns if name not in _ALL_METRICS]
+    return result, keys
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -114,12 +137,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise CalibrationInputError(
                     f"--output {args.output}: unknown file type; use one of {sorted(_WRITERS)}"
                 )
-        table = _compare(args)
+        table, keys = _compare(args)
     except CalibrationInputError as error:
         print(f"calib-frames: error: {error}", file=sys.stderr)
         return 2
+    shown = (
+        table
+        if args.all_columns
+        else table.select(*keys, *(name for name in _SUMMARY if name in table.columns))
+    )
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=10_000, float_precision=4):
-        print(table)
+        print(shown)
     if args.output is not None and writer is not None:
         getattr(table, writer)(args.output)
         print(f"wrote {table.height} rows to {args.output}")

@@ -7,8 +7,6 @@ group keys they share (e.g. calibration by model × task, perplexity by model).
 
 from __future__ import annotations
 
-import polars as pl
-
 from calib_frames.inputs import CalibrationInputError, Frame, as_lazy, return_like
 from calib_frames.metrics import METRIC_COLUMNS
 from calib_frames.perplexity import PERPLEXITY_COLUMNS, SUM_COLUMNS
@@ -42,13 +40,14 @@ def comparison_table(calibration: Frame, perplexity: Frame) -> Frame:
     [('a', 2, 0.5, 4, 1.6487212707001282), ('b', 1, 1.0, 4, 1.2840254166877414)]
     """
     left, right = as_lazy(calibration), as_lazy(perplexity)
-    left_keys = [c for c in left.collect_schema().names() if c not in METRIC_COLUMNS]
-    right_keys = [c for c in right.collect_schema().names() if c not in _PERPLEXITY_OUTPUTS]
-    on = [key for key in left_keys if key in right_keys]
+    left_keys: list[str] = [c for c in left.collect_schema().names() if c not in METRIC_COLUMNS]
+    right_keys: list[str] = [
+        c for c in right.collect_schema().names() if c not in _PERPLEXITY_OUTPUTS
+    ]
+    on: list[str] = [key for key in left_keys if key in right_keys]
     if (left_keys or right_keys) and not on:
         raise CalibrationInputError(
-            f"the tables share no group key: calibration by {left_keys}, "
-            f"perplexity by {right_keys}"
+            f"the tables share no group key: calibration by {left_keys}, perplexity by {right_keys}"
         )
     keys = [*left_keys, *(key for key in right_keys if key not in on)]
     if on:

@@ -58,11 +58,11 @@ def as_lazy(frame: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-def return_like(template: pl.DataFrame | pl.LazyFrame, result: pl.LazyFrame) -> Frame:  # type: ignore[type-var]
+def return_like(template: Frame, result: pl.LazyFrame) -> Frame:
     """Collect ``result`` if ``template`` was eager, so that the output kind matches the input."""
     if isinstance(template, pl.DataFrame):
-        return result.collect()  # type: ignore[return-value]
-    return result  # type: ignore[return-value]
+        return result.collect()
+    return result
 
 
 def group_keys(by: str | Sequence[str] | None) -> list[str]:

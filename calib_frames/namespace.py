@@ -34,7 +34,7 @@ class CalibNamespace(Generic[Frame]):
     """Calibration and perplexity methods of a DataFrame or LazyFrame."""
 
     def __init__(self, frame: Frame) -> None:
-        self._frame = frame
+        self._frame: Frame = frame
 
     def bin_statistics(
         self,
@@ -90,7 +90,12 @@ class CalibNamespace(Generic[Frame]):
     ) -> Frame:
         """See :func:`calib_frames.nll_sums`."""
         return nll_sums(
-            self._frame, nll=nll, tokens=tokens, bytes=bytes, words=words, by=by,
+            self._frame,
+            nll=nll,
+            tokens=tokens,
+            bytes=bytes,
+            words=words,
+            by=by,
             log_probs=log_probs,
         )
 
@@ -106,7 +111,12 @@ class CalibNamespace(Generic[Frame]):
     ) -> Frame:
         """See :func:`calib_frames.perplexity`."""
         return perplexity(
-            self._frame, nll=nll, tokens=tokens, bytes=bytes, words=words, by=by,
+            self._frame,
+            nll=nll,
+            tokens=tokens,
+            bytes=bytes,
+            words=words,
+            by=by,
             log_probs=log_probs,
         )
 

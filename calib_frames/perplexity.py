@@ -137,8 +137,11 @@ def nll_sums(
         nll_value.sum().alias("nll_sum"),
         (pl.len().cast(pl.Int64) if tokens is None else _count_sum(tokens)).alias("tokens"),
     ]
-    aggs += [_count_sum(name).alias(role) for role, name in (("bytes", bytes), ("words", words))
-             if name is not None]
+    aggs += [
+        _count_sum(name).alias(role)
+        for role, name in (("bytes", bytes), ("words", words))
+        if name is not None
+    ]
     first_pass = (
         source.group_by(keys).agg(*aggs, *count_bad_rows(checks))
         if keys
@@ -199,8 +202,7 @@ def merge_nll_sums(*tables: Frame) -> Frame:
         other = frame.collect_schema()
         if other.names() != schema.names():
             raise CalibrationInputError(
-                f"cannot merge NLL sums with different columns: {schema.names()} vs "
-                f"{other.names()}"
+                f"cannot merge NLL sums with different columns: {schema.names()} vs {other.names()}"
             )
     combined = pl.concat(frames)
     sums = [pl.col(name).sum() for name in schema.names() if name in SUM_COLUMNS]

@@ -169,7 +169,8 @@ def bin_statistics(
         "sum_confidence_sq": p * p,
         "sum_confidence_correct": p * y,
         "sum_squared_error": (p - y) * (p - y),
-        "sum_log_loss": pl.when(y > 0.5).then(-p.log()).otherwise(-(-p).log1p()),
+        # one log per row: ln of the probability given to the outcome (p or 1 - p)
+        "sum_log_loss": -pl.when(y > 0.5).then(p).otherwise(1.0 - p).log(),
     }
     aggs = [pl.len().alias("count")]
     if weight is None:
@@ -274,7 +275,7 @@ def merge_bin_statistics(*tables: Frame) -> Frame:
     if not tables:
         raise ValueError("merge_bin_statistics needs at least one table")
     frames = [as_lazy(table) for table in tables]
-    keys = stat_keys(frames[0].collect_schema())
+    keys: list[str] = stat_keys(frames[0].collect_schema())
     for frame in frames[1:]:
         if stat_keys(frame.collect_schema()) != keys:
             raise CalibrationInputError(
@@ -283,7 +284,9 @@ def merge_bin_statistics(*tables: Frame) -> Frame:
             )
     on = [*keys, "bin"]
     summed = (
-        pl.concat([frame.select(*on, "bin_lower", "bin_upper", *ADDITIVE_COLUMNS) for frame in frames])
+        pl.concat(
+            [frame.select(*on, "bin_lower", "bin_upper", *ADDITIVE_COLUMNS) for frame in frames]
+        )
         .group_by(on)
         .agg(
             pl.col(*ADDITIVE_COLUMNS).sum(),
@@ -342,4 +345,6 @@ def reliability_table(
         predictions, confidence=confidence, correct=correct, by=by, bins=bins, weight=weight
     )
     keys = group_keys(by)
-    return stats.select(*keys, "bin", "bin_lower", "bin_upper", "count", "mean_confidence", "accuracy")
+    return stats.select(
+        *keys, "bin", "bin_lower", "bin_upper", "count", "mean_confidence", "accuracy"
+    )
