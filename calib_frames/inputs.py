@@ -8,11 +8,12 @@ Bad input is found in two places:
 * **Schema checks** (missing columns, wrong dtypes, clashing names) run when the
   query is built, from the frame's schema alone.
 * **Row checks** (null/NaN/out-of-range values, negative NLL, fractional counts, ...)
-  are counted *inside* the same ``group_by`` pass that computes the statistics: each
-  :class:`RowCheck` adds one ``sum`` of a boolean to the aggregation. After the pass the
-  small aggregated frame goes through :func:`raise_on_bad_rows`; only if some count is
-  non-zero does it look up one offending row (a short, early-stopping filtered scan on
-  the error path) so that the message can show an example with its group keys.
+  are counted *inside* the same ``group_by`` pass that computes the statistics: a
+  :class:`RowCheck` either adds one ``sum`` of a boolean to the aggregation or is counted
+  from a group key that is null on offending rows. After the pass the small aggregated
+  frame goes through :func:`raise_on_bad_rows`; only if some count is non-zero does it
+  look up one offending row (a short, early-stopping filtered scan on the error path) so
+  that the message can show an example with its group keys.
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ def require_columns(
 
 @dataclass(frozen=True)
 class RowCheck:
-    """A row-level contract: ``bad`` is True on rows that break it.
+    """A row-level contract and how the aggregation pass counts its violations.
 
     Attributes
     ----------
@@ -127,17 +128,28 @@ class RowCheck:
     problem
         What is wrong with the offending rows, phrased to follow "N rows ...".
     bad
-        Boolean expression, True on offending rows (nulls must already be mapped to True).
+        Row-level boolean expression, True on offending rows (nulls mapped to True);
+        used to find an example on the error path.
+    count
+        Expression over the *aggregated* frame giving the number of offending rows.
+        ``None`` means "count ``bad`` in the pass": :func:`count_bad_rows` adds the sum.
+        (The bin statistics need no extra column for most checks: an invalid confidence
+        or outcome gets a null bin/outcome key, so its rows form their own group.)
     """
 
     column: str
     problem: str
     bad: pl.Expr
+    count: pl.Expr | None = None
 
 
 def count_bad_rows(checks: Sequence[RowCheck]) -> list[pl.Expr]:
-    """Aggregation expressions counting each check's offending rows (for the first pass)."""
-    return [check.bad.sum().alias(_count_name(i)) for i, check in enumerate(checks)]
+    """Aggregation expressions for the checks counted by an extra sum in the pass."""
+    return [
+        check.bad.sum().alias(_count_name(i))
+        for i, check in enumerate(checks)
+        if check.count is None
+    ]
 
 
 def _count_name(index: int) -> str:
@@ -150,22 +162,24 @@ def raise_on_bad_rows(
     source: pl.LazyFrame,
     keys: Sequence[str],
     checks: Sequence[RowCheck],
-    total_rows: str,
+    total_rows: pl.Expr,
 ) -> pl.LazyFrame:
-    """Raise after the pass if any check counted offending rows; else drop the counts.
+    """Raise after the pass if any check counted offending rows; else pass the frame on.
 
-    ``aggregated`` is the small per-group output of the pass that carries the counts of
-    :func:`count_bad_rows` and a column ``total_rows`` with the
-    number of rows per group. The check runs when the result is collected, so lazy
-    inputs stay lazy.
+    ``aggregated`` is the small output of the pass (with the columns of
+    :func:`count_bad_rows`, which are dropped); ``total_rows`` evaluates to the number of
+    input rows on it. The check runs when the result is collected, so lazy stays lazy.
     """
-    count_names = [_count_name(i) for i in range(len(checks))]
+    counted = [_count_name(i) for i, check in enumerate(checks) if check.count is None]
+    totals = [
+        (pl.col(_count_name(i)).sum() if check.count is None else check.count).alias(f"c{i}")
+        for i, check in enumerate(checks)
+    ]
     schema = aggregated.collect_schema()
-    out_schema = {name: dtype for name, dtype in schema.items() if name not in count_names}
+    out_schema = {name: dtype for name, dtype in schema.items() if name not in counted}
 
     def check(frame: pl.DataFrame) -> pl.DataFrame:
-        totals = frame.select(pl.col(name).sum() for name in [*count_names, total_rows]).row(0)
-        *bad_counts, n_rows = totals
+        *bad_counts, n_rows = frame.select(*totals, total_rows.alias("n")).row(0)
         problems = [
             _describe(check, count, n_rows or 0, source, keys)
             for check, count in zip(checks, bad_counts, strict=True)
@@ -173,7 +187,7 @@ def raise_on_bad_rows(
         ]
         if problems:
             raise CalibrationInputError("invalid input:\n  " + "\n  ".join(problems))
-        return frame.drop(count_names)
+        return frame.drop(counted)
 
     return aggregated.map_batches(check, schema=out_schema)
 

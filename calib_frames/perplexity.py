@@ -147,7 +147,9 @@ def nll_sums(
         if keys
         else source.select(*aggs, *count_bad_rows(checks))
     )
-    sums = raise_on_bad_rows(first_pass, source=source, keys=keys, checks=checks, total_rows="rows")
+    sums = raise_on_bad_rows(
+        first_pass, source=source, keys=keys, checks=checks, total_rows=pl.col("rows").sum()
+    )
     if keys:
         sums = sums.sort(keys, nulls_last=True)
     return return_like(data, sums)

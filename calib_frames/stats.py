@@ -1,30 +1,39 @@
 """Bin statistics: the one central, additive table.
 
-One row per (group keys…, bin) for **every** bin of every group (empty bins zero-filled):
+One row per (group keys…, bin) for **every** bin of every group (empty bins zero-filled).
+With confidence p, outcome y ∈ {0, 1}, row weight w and the *residual* r = |p − y| (the
+distance from the confidence to the outcome: 1 − p for a correct row, p for a wrong one):
 
-============================  =====================================================
-column                        meaning (sums run over the rows of the bin, weight w)
-============================  =====================================================
-``bin``                       bin index 0 … M-1 (UInt32)
-``bin_lower``, ``bin_upper``  the bin's edges (equal-mass bins: smallest and largest
-                              confidence seen in the bin; null when empty)
-``count``                     number of rows (UInt64)
-``weight``                    Σ w (= count without a weight column)
-``mean_confidence``           Σ w·p / Σ w (0.0 for an empty bin)
-``accuracy``                  Σ w·y / Σ w (0.0 for an empty bin)
-``sum_confidence``            Σ w·p
-``sum_correct``               Σ w·y
-``sum_confidence_sq``         Σ w·p²
-``sum_confidence_correct``    Σ w·p·y
-``sum_squared_error``         Σ w·(p − y)²
-``sum_log_loss``              Σ w·(−y·ln p − (1 − y)·ln(1 − p))
-============================  =====================================================
+=============================  ====================================================
+column                         meaning (sums over the rows of the bin)
+=============================  ====================================================
+``bin``                        bin index 0 … M-1 (UInt32)
+``bin_lower``, ``bin_upper``   the bin's edges (equal-mass bins: smallest and largest
+                               confidence seen in the bin; null when empty)
+``count``                      number of rows (UInt64)
+``weight``                     Σ w (= count without a weight column)
+``mean_confidence``            Σ w·p / Σ w (0.0 for an empty bin)
+``accuracy``                   Σ w·y / Σ w (0.0 for an empty bin)
+``weight_correct``             Σ w over correct rows (y = 1)
+``weight_wrong``               Σ w over wrong rows (y = 0)
+``sum_residual_correct``       Σ w·(1 − p) over correct rows
+``sum_residual_wrong``         Σ w·p over wrong rows
+``sum_sq_residual_correct``    Σ w·(1 − p)² over correct rows
+``sum_sq_residual_wrong``      Σ w·p² over wrong rows
+``sum_log_loss``               Σ w·(−ln(p if y else 1 − p))
+=============================  ====================================================
 
-Every ``count``/``weight``/``sum_*`` column is a plain sum, so statistics of disjoint
-parts of the data merge exactly by adding them (:func:`merge_bin_statistics`); the means
-are recomputed from the sums. ``sum_squared_error`` is kept although it follows from the
-other sums (Σp² − 2Σpy + Σy): for near-certain predictions that difference cancels
-catastrophically, while the direct sum keeps the Brier score accurate to the last digits.
+Every column after ``accuracy`` is a plain sum, so tables of disjoint parts of the data
+merge exactly by adding them (:func:`merge_bin_statistics`); the means are recomputed.
+
+Why residuals and not Σp, Σp²: every metric is a function of how far confidences sit
+from outcomes. Sums of p and p² are dominated by their large common part, and the metrics
+would be small differences of them: for near-certain predictions (p ≈ 1 − 10⁻⁶) Σp and
+Σy agree to 13 digits, so ECE = |Σp − Σy|/N keeps only about 6 correct digits after
+polars' summation, and Σp² − (Σp)²/N is pure rounding noise. The residual sums carry the
+small quantities directly, so every metric keeps its relative precision. The pass groups
+by (keys, bin, outcome), which is also how invalid confidences and outcomes are counted:
+they get a null bin or outcome key and so form their own groups, at no extra cost.
 """
 
 from __future__ import annotations
@@ -59,11 +68,12 @@ __all__ = [
 ADDITIVE_COLUMNS = (
     "count",
     "weight",
-    "sum_confidence",
-    "sum_correct",
-    "sum_confidence_sq",
-    "sum_confidence_correct",
-    "sum_squared_error",
+    "weight_correct",
+    "weight_wrong",
+    "sum_residual_correct",
+    "sum_residual_wrong",
+    "sum_sq_residual_correct",
+    "sum_sq_residual_wrong",
     "sum_log_loss",
 )
 STAT_COLUMNS = ("bin", "bin_lower", "bin_upper", "mean_confidence", "accuracy", *ADDITIVE_COLUMNS)
@@ -77,7 +87,9 @@ _ORDER = (
     "accuracy",
     *ADDITIVE_COLUMNS[2:],
 )
-_ROW_BIN = "__calib_bin"
+# Internal names of the pass: the bin and outcome keys, and per-cell sums.
+_BIN, _OUTCOME = "__calib_bin", "__calib_outcome"
+_W, _R, _Q = "__calib_w", "__calib_r", "__calib_q"
 
 
 def bin_statistics(
@@ -152,47 +164,67 @@ def bin_statistics(
     columns = {"confidence": confidence, "correct": correct}
     if weight is not None:
         columns["weight"] = weight
+    schema = source.collect_schema()
     require_columns(
-        source.collect_schema(),
+        schema,
         columns,
         numeric=list(columns),
-        reserved=(*STAT_COLUMNS, _ROW_BIN),
+        reserved=(*STAT_COLUMNS, _BIN, _OUTCOME, _W, _R, _Q),
         keys=keys,
     )
+    outcome = _outcome_key(pl.col(correct), schema[correct])
+    p = pl.col(confidence).cast(pl.Float64)
+    low, high = binning.range
+    bin_key = pl.when(p.is_between(low, high)).then(binning.assign(p, keys=keys))
     checks = _prediction_checks(confidence, correct, weight, binning)
 
-    p = pl.col(confidence).cast(pl.Float64)
-    y = pl.col(correct).cast(pl.Float64)
-    summands = {
-        "sum_confidence": p,
-        "sum_correct": y,
-        "sum_confidence_sq": p * p,
-        "sum_confidence_correct": p * y,
-        "sum_squared_error": (p - y) * (p - y),
-        # one log per row: ln of the probability given to the outcome (p or 1 - p)
-        "sum_log_loss": -pl.when(y > 0.5).then(p).otherwise(1.0 - p).log(),
-    }
-    aggs = [pl.len().alias("count")]
-    if weight is None:
-        aggs += [term.sum().alias(name) for name, term in summands.items()]
-    else:
-        w = pl.col(weight).cast(pl.Float64)
-        aggs += [w.sum().alias("weight")]
-        aggs += [(w * term).sum().alias(name) for name, term in summands.items()]
+    # One pass, grouped by (keys, bin, outcome). Per cell: rows, Σw, Σw·r, Σw·r², Σw·loss.
+    residual = pl.when(pl.col(_OUTCOME)).then(1.0 - p).otherwise(p)
+    loss = -pl.when(pl.col(_OUTCOME)).then(p).otherwise(1.0 - p).log()
+    w = None if weight is None else pl.col(weight).cast(pl.Float64)
+    cell_sums = [
+        pl.len().alias("count"),
+        (pl.len().cast(pl.Float64) if w is None else w.sum()).alias(_W),
+        (residual if w is None else w * residual).sum().alias(_R),
+        (residual * residual if w is None else w * residual * residual).sum().alias(_Q),
+        (loss if w is None else w * loss).sum().alias("sum_log_loss"),
+    ]
     if not binning.additive:
-        aggs += [p.min().alias("bin_lower"), p.max().alias("bin_upper")]
-
-    first_pass = (
-        source.with_columns(binning.assign(pl.col(confidence), keys=keys).alias(_ROW_BIN))
-        .group_by(*keys, _ROW_BIN)
-        .agg(*aggs, *count_bad_rows(checks))
+        cell_sums += [p.min().alias("bin_lower"), p.max().alias("bin_upper")]
+    cells = (
+        source.with_columns(bin_key.alias(_BIN), outcome.alias(_OUTCOME))
+        .group_by(*keys, _BIN, _OUTCOME)
+        .agg(*cell_sums, *count_bad_rows(checks))
     )
-    present = raise_on_bad_rows(
-        first_pass, source=source, keys=keys, checks=checks, total_rows="count"
-    ).rename({_ROW_BIN: "bin"})
-    if weight is None:
-        present = present.with_columns(weight=pl.col("count").cast(pl.Float64))
+    cells = raise_on_bad_rows(
+        cells, source=source, keys=keys, checks=checks, total_rows=pl.col("count").sum()
+    )
+
+    # Small second stage: one row per (keys, bin), the outcome split into columns.
+    correct_cell = pl.col(_OUTCOME)
+    per_bin = [
+        pl.col("count").sum().cast(pl.UInt64),
+        pl.col(_W).sum().alias("weight"),
+        pl.col(_W).filter(correct_cell).sum().alias("weight_correct"),
+        pl.col(_W).filter(~correct_cell).sum().alias("weight_wrong"),
+        pl.col(_R).filter(correct_cell).sum().alias("sum_residual_correct"),
+        pl.col(_R).filter(~correct_cell).sum().alias("sum_residual_wrong"),
+        pl.col(_Q).filter(correct_cell).sum().alias("sum_sq_residual_correct"),
+        pl.col(_Q).filter(~correct_cell).sum().alias("sum_sq_residual_wrong"),
+        pl.col("sum_log_loss").sum(),
+    ]
+    if not binning.additive:
+        per_bin += [pl.col("bin_lower").min(), pl.col("bin_upper").max()]
+    present = cells.group_by(*keys, _BIN).agg(per_bin).rename({_BIN: "bin"})
     return return_like(predictions, _complete_grid(present, keys, binning))
+
+
+def _outcome_key(correct: pl.Expr, dtype: pl.DataType) -> pl.Expr:
+    """True/False for a correct/wrong row; null for anything that is not boolean or 0/1."""
+    if dtype == pl.Boolean:
+        return correct
+    y = correct.cast(pl.Float64)
+    return pl.when(y == 1.0).then(True).when(y == 0.0).then(False)
 
 
 def _prediction_checks(
@@ -206,9 +238,15 @@ def _prediction_checks(
         RowCheck(
             confidence,
             f"are not a probability in {interval} (null, NaN, infinite or out of range)",
-            not_true(p.is_between(low, high)),
+            bad=not_true(p.is_between(low, high)),
+            count=pl.col("count").filter(pl.col(_BIN).is_null()).sum(),
         ),
-        RowCheck(correct, "are not boolean or 0/1 (or are null)", not_true((y == 0) | (y == 1))),
+        RowCheck(
+            correct,
+            "are not boolean or 0/1 (or are null)",
+            bad=not_true((y == 0) | (y == 1)),
+            count=pl.col("count").filter(pl.col(_OUTCOME).is_null()).sum(),
+        ),
     ]
     if weight is not None:
         w = pl.col(weight).cast(pl.Float64)
@@ -233,12 +271,14 @@ def _complete_grid(present: pl.LazyFrame, keys: list[str], binning: Binning) -> 
 def _with_means(stats: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
     weight = pl.col("weight")
     populated = weight > 0
+    confidence_sum = (
+        pl.col("weight_correct") - pl.col("sum_residual_correct") + pl.col("sum_residual_wrong")
+    )
     return (
         stats.with_columns(
-            mean_confidence=pl.when(populated).then(pl.col("sum_confidence") / weight),
-            accuracy=pl.when(populated).then(pl.col("sum_correct") / weight),
+            mean_confidence=pl.when(populated).then(confidence_sum / weight).otherwise(0.0),
+            accuracy=pl.when(populated).then(pl.col("weight_correct") / weight).otherwise(0.0),
         )
-        .with_columns(pl.col("mean_confidence", "accuracy").fill_null(0.0))
         .select(*keys, *_ORDER)
         .sort(*keys, "bin", nulls_last=True)
     )
