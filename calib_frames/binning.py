@@ -22,16 +22,27 @@ Conventions
 
 How other libraries bin (and how to reproduce their numbers)
 ------------------------------------------------------------
+All three treat a binary probability p as the confidence and y as the "accuracy"
+(a reliability diagram of P(y = 1)), as calib_frames does; they differ in edges and
+closedness:
+
 * scikit-learn ``calibration_curve(strategy="uniform")``: edges
-  ``np.linspace(0, 1, M + 1)``, ``np.searchsorted(edges[1:-1], p)`` (side left), so bins
-  are right-closed with the first closed at 0, and empty bins are dropped from the
-  returned arrays. Reproduce with :meth:`Binning.like_sklearn`.
-* netcal ``ECE(bins=M)`` / ``MCE``: see :meth:`Binning.like_netcal`.
+  ``np.linspace(0, 1, M + 1)``, ``np.searchsorted(edges[1:-1], p)`` (side left): bins are
+  right-closed with the first closed at 0, and empty bins are dropped from the returned
+  arrays. Reproduce with :meth:`Binning.like_sklearn`.
+* netcal ``ECE(bins=M)`` / ``MCE``: edges ``np.linspace(0, 1, M + 1)``, counted with
+  ``np.histogramdd``: left-closed with the last bin closed at 1. It first clips p to
+  ``[eps, 1 - eps]``, which moves 0 and 1 by one ulp. Reproduce with
+  :meth:`Binning.like_netcal`.
 * torchmetrics ``binary_calibration_error``: edges ``torch.linspace(0, 1, M + 1)`` in the
-  confidence dtype, ``torch.bucketize(p, edges, right=True) - 1``: left-closed, but
-  p = 1.0 goes to a hidden extra bin M (index past the last edge) that still counts in
-  the ECE. Reproduce with ``Binning.edges([*np.linspace(0, 1, M + 1),
-  np.nextafter(1, 2)])``: the extra last bin ``[1, 1 + ulp)`` holds exactly the ones.
+  confidence's dtype, ``torch.bucketize(p, edges, right=True) - 1``: left-closed, but
+  p = 1.0 goes to a hidden extra bin M that still counts in the ECE and MCE. Reproduce
+  with ``Binning.edges([*torch.linspace(0, 1, M + 1).tolist(), np.nextafter(1, 2)])``:
+  the extra last bin ``[1, 1 + ulp)`` holds exactly the ones.
+
+Note that ``np.linspace`` edges are not the exact k/M (for M = 10, 0.30000000000000004,
+0.6000000000000001 and 0.7000000000000001), so a confidence written as 0.3 lands in a
+different bin in scikit-learn and netcal than with calib_frames' exact edges.
 """
 
 from __future__ import annotations
