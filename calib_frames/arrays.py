@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from calib_frames.binning import BinsLike
+from calib_frames.binning import BinsLike, as_binning
 from calib_frames.inputs import CalibrationInputError
 from calib_frames.metrics import metrics_from_bin_statistics
 from calib_frames.perplexity import perplexity
@@ -126,8 +126,7 @@ class CalibrationReport:
         frame = pl.DataFrame(list(columns.values()))
         stats = bin_statistics(frame, bins=bins, weight="weight" if weights is not None else None)
         row: dict[str, Any] = metrics_from_bin_statistics(stats).row(0, named=True)
-        lower, upper = stats["bin_lower"], stats["bin_upper"]
-        edges = None if lower.has_nulls() else np.append(lower.to_numpy(), upper[-1])
+        edge_values = as_binning(bins).edge_values()
         return cls(
             ece=row["ece"],
             rmsce=row["rmsce"],
@@ -145,7 +144,7 @@ class CalibrationReport:
                 stats["accuracy"].to_numpy(),
                 stats["count"].to_numpy().astype(np.int64),
             ),
-            bin_edges=edges,
+            bin_edges=None if edge_values is None else np.array(edge_values),
         )
 
 

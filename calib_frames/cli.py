@@ -139,7 +139,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
         table, keys = _compare(args)
     except CalibrationInputError as error:
-        print(f"calib-frames: error: {error}", file=sys.stderr)
+        message = "; ".join(line.strip() for line in str(error).splitlines())
+        print(f"calib-frames: error: {message}", file=sys.stderr)
         return 2
     shown = (
         table

@@ -126,7 +126,7 @@ class RowCheck:
     column
         The user's column the check is about (shown in the error).
     problem
-        What is wrong with the offending rows, phrased to follow "N rows ...".
+        What is wrong with the offending rows, phrased to follow "N rows are ...".
     bad
         Row-level boolean expression, True on offending rows (nulls mapped to True);
         used to find an example on the error path.
@@ -201,8 +201,8 @@ def _describe(
         row = example.row(0, named=True)
         group = ", ".join(f"{key}={row[key]!r}" for key in keys)
         where = f"; e.g. {group + ': ' if group else ''}{check.column}={row[check.column]!r}"
-    noun = "row" if count == 1 else "rows"
-    return f"column {check.column!r}: {count:,} of {n_rows:,} {noun} {check.problem}{where}"
+    verb = "is" if count == 1 else "are"
+    return f"column {check.column!r}: {count:,} of {n_rows:,} rows {verb} {check.problem}{where}"
 
 
 def divide(numerator: pl.Expr, denominator: float) -> pl.Expr:

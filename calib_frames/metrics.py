@@ -32,9 +32,10 @@ Stephenson, Coelho and Jolliffe 2008, which binning introduces):
     brier = reliability − resolution + uncertainty + within_bin_variance + within_bin_covariance
 
 How they are computed from the bin statistics (:mod:`calib_frames.stats`): split each bin
-into its correct rows (weight W¹, residual sums R¹ = Σw(1 − p), Q¹ = Σw(1 − p)²) and its
-wrong rows (W⁰, R⁰ = Σwp, Q⁰ = Σwp²). Then W_b(p̄_b − ȳ_b) = R⁰ − R¹, the Brier sum is
-Q¹ + Q⁰, and with the gap between the two classes' mean confidences
+into its correct rows (weight W¹, S¹ = Σwp, residual sums R¹ = Σw(1 − p),
+Q¹ = Σw(1 − p)²) and its wrong rows (W⁰, R⁰ = Σwp, Q⁰ = Σwp²). Then W_b p̄_b = S¹ + R⁰,
+W_b(p̄_b − ȳ_b) = R⁰ − R¹, the Brier sum is Q¹ + Q⁰, and with the gap between the two
+classes' mean confidences
 Δ = 1 − R¹/W¹ − R⁰/W⁰:
 
 * Σ_{i∈b} w_i (p_i − p̄_b)² = (Q¹ − (R¹)²/W¹) + (Q⁰ − (R⁰)²/W⁰) + W¹W⁰Δ²/W_b
@@ -59,13 +60,14 @@ from collections.abc import Sequence
 import polars as pl
 
 from calib_frames.binning import BinsLike
-from calib_frames.inputs import Frame, as_lazy, return_like
+from calib_frames.inputs import CalibrationInputError, Frame, as_lazy, return_like
 from calib_frames.stats import bin_statistics, stat_keys
 
 __all__ = ["METRIC_COLUMNS", "calibration_metrics", "metrics_from_bin_statistics"]
 
 W = pl.col("weight")
 W1, W0 = pl.col("weight_correct"), pl.col("weight_wrong")
+S1 = pl.col("sum_confidence_correct")
 R1, R0 = pl.col("sum_residual_correct"), pl.col("sum_residual_wrong")
 Q1, Q0 = pl.col("sum_sq_residual_correct"), pl.col("sum_sq_residual_wrong")
 POPULATED = W > 0
@@ -109,7 +111,7 @@ def _metric_expressions() -> dict[str, pl.Expr]:
         "n": pl.col("count").sum(),
         "weight": W.sum(),
         "accuracy": _mean(W1.sum()),
-        "mean_confidence": _mean((W1 - R1 + R0).sum()),
+        "mean_confidence": _mean((S1 + R0).sum()),
         "overconfidence": _mean(gap.sum()),
         "ece": _per_n(gap.abs().sum()),
         "rmsce": _per_n(squared_gap).sqrt(),
@@ -145,6 +147,12 @@ def metrics_from_bin_statistics(stats: Frame) -> Frame:
     """
     lazy = as_lazy(stats)
     keys = stat_keys(lazy.collect_schema())
+    clashes = [key for key in keys if key in METRIC_COLUMNS]
+    if clashes:
+        raise CalibrationInputError(
+            f"group key(s) {clashes} clash with metric columns of the same name; "
+            "rename them first, e.g. frame.rename({'n': 'n_key'})"
+        )
     exprs = [expr.alias(name) for name, expr in _metric_expressions().items()]
     if keys:
         result = lazy.group_by(keys).agg(exprs).sort(keys, nulls_last=True)

@@ -119,15 +119,19 @@ def nll_sums(
     roles = {"nll": nll, "tokens": tokens, "bytes": bytes, "words": words}
     columns = {role: name for role, name in roles.items() if name is not None}
     require_columns(
-        source.collect_schema(), columns, numeric=list(columns), reserved=SUM_COLUMNS, keys=keys
+        source.collect_schema(),
+        columns,
+        numeric=list(columns),
+        reserved=(*SUM_COLUMNS, *PERPLEXITY_COLUMNS),
+        keys=keys,
     )
     value = pl.col(nll).cast(pl.Float64)
     nll_value = -value if log_probs else value
     checks = [_nll_check(nll, value, log_probs)]
     if tokens is not None:
-        checks.append(integral_check(tokens, minimum=1, problem="are not a whole number >= 1"))
+        checks.append(integral_check(tokens, minimum=1, problem="not a whole number >= 1"))
     checks += [
-        integral_check(name, minimum=0, problem="are not a whole number >= 0")
+        integral_check(name, minimum=0, problem="not a whole number >= 0")
         for name in (bytes, words)
         if name is not None
     ]
@@ -163,12 +167,12 @@ def _nll_check(column: str, value: pl.Expr, log_probs: bool) -> RowCheck:
     if log_probs:
         return RowCheck(
             column,
-            "are not a log-probability (finite and <= 0; log_probs=True was given)",
+            "not a log-probability (finite and <= 0; log_probs=True was given)",
             not_true(value.is_finite() & (value <= 0)),
         )
     return RowCheck(
         column,
-        "are not a finite NLL >= 0 in nats (a negative NLL usually means the adapter "
+        "not a finite NLL >= 0 in nats (a negative NLL usually means the adapter "
         "returned log p instead of -log p; pass log_probs=True if the column holds log p)",
         not_true(value.is_finite() & (value >= 0)),
     )

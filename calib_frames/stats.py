@@ -16,6 +16,7 @@ column                         meaning (sums over the rows of the bin)
 ``accuracy``                   Σ w·y / Σ w (0.0 for an empty bin)
 ``weight_correct``             Σ w over correct rows (y = 1)
 ``weight_wrong``               Σ w over wrong rows (y = 0)
+``sum_confidence_correct``     Σ w·p over correct rows
 ``sum_residual_correct``       Σ w·(1 − p) over correct rows
 ``sum_residual_wrong``         Σ w·p over wrong rows
 ``sum_sq_residual_correct``    Σ w·(1 − p)² over correct rows
@@ -31,7 +32,9 @@ from outcomes. Sums of p and p² are dominated by their large common part, and t
 would be small differences of them: for near-certain predictions (p ≈ 1 − 10⁻⁶) Σp and
 Σy agree to 13 digits, so ECE = |Σp − Σy|/N keeps only about 6 correct digits after
 polars' summation, and Σp² − (Σp)²/N is pure rounding noise. The residual sums carry the
-small quantities directly, so every metric keeps its relative precision. The pass groups
+small quantities directly, so every metric keeps its relative precision. (The mean
+confidence of a bin is Σ w·p over correct rows plus ``sum_residual_wrong``, both direct
+sums, so it stays exact too, even for correct rows with tiny p.) The pass groups
 by (keys, bin, outcome), which is also how invalid confidences and outcomes are counted:
 they get a null bin or outcome key and so form their own groups, at no extra cost.
 """
@@ -70,6 +73,7 @@ ADDITIVE_COLUMNS = (
     "weight",
     "weight_correct",
     "weight_wrong",
+    "sum_confidence_correct",
     "sum_residual_correct",
     "sum_residual_wrong",
     "sum_sq_residual_correct",
@@ -89,7 +93,7 @@ _ORDER = (
 )
 # Internal names of the pass: the bin and outcome keys, and per-cell sums.
 _BIN, _OUTCOME = "__calib_bin", "__calib_outcome"
-_W, _R, _Q = "__calib_w", "__calib_r", "__calib_q"
+_W, _S, _R, _Q = "__calib_w", "__calib_s", "__calib_r", "__calib_q"
 
 
 def bin_statistics(
@@ -169,7 +173,7 @@ def bin_statistics(
         schema,
         columns,
         numeric=list(columns),
-        reserved=(*STAT_COLUMNS, _BIN, _OUTCOME, _W, _R, _Q),
+        reserved=(*STAT_COLUMNS, _BIN, _OUTCOME, _W, _S, _R, _Q),
         keys=keys,
     )
     outcome = _outcome_key(pl.col(correct), schema[correct])
@@ -178,16 +182,23 @@ def bin_statistics(
     bin_key = pl.when(p.is_between(low, high)).then(binning.assign(p, keys=keys))
     checks = _prediction_checks(confidence, correct, weight, binning)
 
-    # One pass, grouped by (keys, bin, outcome). Per cell: rows, Σw, Σw·r, Σw·r², Σw·loss.
-    residual = pl.when(pl.col(_OUTCOME)).then(1.0 - p).otherwise(p)
-    loss = -pl.when(pl.col(_OUTCOME)).then(p).otherwise(1.0 - p).log()
+    # One pass, grouped by (keys, bin, outcome), with q the probability given to the
+    # outcome (p or 1 - p) and r = 1 - q the residual, computed from p without rounding
+    # q first. Per cell: rows, Σw, Σw·q, Σw·r, Σw·r², Σw·(−ln q).
+    is_correct = pl.col(_OUTCOME)
+    q = pl.when(is_correct).then(p).otherwise(1.0 - p)
+    r = pl.when(is_correct).then(1.0 - p).otherwise(p)
+    summands: dict[str, pl.Expr] = {_S: q, _R: r, _Q: r * r, "sum_log_loss": -q.log()}
     w = None if weight is None else pl.col(weight).cast(pl.Float64)
+
+    def weighted(term: pl.Expr) -> pl.Expr:
+        # a weight-0 row is no data, even where its loss is infinite (0 * inf is NaN)
+        return term if w is None else pl.when(w > 0).then(w * term).otherwise(0.0)
+
     cell_sums = [
         pl.len().alias("count"),
         (pl.len().cast(pl.Float64) if w is None else w.sum()).alias(_W),
-        (residual if w is None else w * residual).sum().alias(_R),
-        (residual * residual if w is None else w * residual * residual).sum().alias(_Q),
-        (loss if w is None else w * loss).sum().alias("sum_log_loss"),
+        *[weighted(term).sum().alias(name) for name, term in summands.items()],
     ]
     if not binning.additive:
         cell_sums += [p.min().alias("bin_lower"), p.max().alias("bin_upper")]
@@ -207,6 +218,7 @@ def bin_statistics(
         pl.col(_W).sum().alias("weight"),
         pl.col(_W).filter(correct_cell).sum().alias("weight_correct"),
         pl.col(_W).filter(~correct_cell).sum().alias("weight_wrong"),
+        pl.col(_S).filter(correct_cell).sum().alias("sum_confidence_correct"),
         pl.col(_R).filter(correct_cell).sum().alias("sum_residual_correct"),
         pl.col(_R).filter(~correct_cell).sum().alias("sum_residual_wrong"),
         pl.col(_Q).filter(correct_cell).sum().alias("sum_sq_residual_correct"),
@@ -215,7 +227,8 @@ def bin_statistics(
     ]
     if not binning.additive:
         per_bin += [pl.col("bin_lower").min(), pl.col("bin_upper").max()]
-    present = cells.group_by(*keys, _BIN).agg(per_bin).rename({_BIN: "bin"})
+    # cache(): the grid completion reads this small result twice; the pass must run once.
+    present = cells.group_by(*keys, _BIN).agg(per_bin).rename({_BIN: "bin"}).cache()
     return return_like(predictions, _complete_grid(present, keys, binning))
 
 
@@ -237,13 +250,13 @@ def _prediction_checks(
     checks = [
         RowCheck(
             confidence,
-            f"are not a probability in {interval} (null, NaN, infinite or out of range)",
+            f"not a probability in {interval} (null, NaN, infinite or out of range)",
             bad=not_true(p.is_between(low, high)),
             count=pl.col("count").filter(pl.col(_BIN).is_null()).sum(),
         ),
         RowCheck(
             correct,
-            "are not boolean or 0/1 (or are null)",
+            "not boolean or 0/1 (or null)",
             bad=not_true((y == 0) | (y == 1)),
             count=pl.col("count").filter(pl.col(_OUTCOME).is_null()).sum(),
         ),
@@ -251,7 +264,7 @@ def _prediction_checks(
     if weight is not None:
         w = pl.col(weight).cast(pl.Float64)
         checks.append(
-            RowCheck(weight, "are not a finite weight >= 0", not_true(w.is_finite() & (w >= 0)))
+            RowCheck(weight, "not a finite weight >= 0", not_true(w.is_finite() & (w >= 0)))
         )
     return checks
 
@@ -271,9 +284,7 @@ def _complete_grid(present: pl.LazyFrame, keys: list[str], binning: Binning) -> 
 def _with_means(stats: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
     weight = pl.col("weight")
     populated = weight > 0
-    confidence_sum = (
-        pl.col("weight_correct") - pl.col("sum_residual_correct") + pl.col("sum_residual_wrong")
-    )
+    confidence_sum = pl.col("sum_confidence_correct") + pl.col("sum_residual_wrong")
     return (
         stats.with_columns(
             mean_confidence=pl.when(populated).then(confidence_sum / weight).otherwise(0.0),
