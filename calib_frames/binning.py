@@ -32,13 +32,15 @@ closedness:
   arrays. Reproduce with :meth:`Binning.like_sklearn`.
 * netcal ``ECE(bins=M)`` / ``MCE``: edges ``np.linspace(0, 1, M + 1)``, counted with
   ``np.histogramdd``: left-closed with the last bin closed at 1. It first clips p to
-  ``[eps, 1 - eps]``, which moves 0 and 1 by one ulp. Reproduce with
+  ``[eps, 1 - eps]``, which moves 0 up by 2.2e-16 and 1 down by two ulps. Reproduce with
   :meth:`Binning.like_netcal`.
 * torchmetrics ``binary_calibration_error``: edges ``torch.linspace(0, 1, M + 1)`` in the
   confidence's dtype, ``torch.bucketize(p, edges, right=True) - 1``: left-closed, but
   p = 1.0 goes to a hidden extra bin M that still counts in the ECE and MCE. Reproduce
-  with ``Binning.edges([*torch.linspace(0, 1, M + 1).tolist(), np.nextafter(1, 2)])``:
-  the extra last bin ``[1, 1 + ulp)`` holds exactly the ones.
+  float64 confidences with ``Binning.edges([*torch.linspace(0, 1, M + 1,
+  dtype=torch.float64).tolist(), np.nextafter(1, 2)])`` (float32 edges for float32
+  confidences): the extra last bin ``[1, 1 + ulp]`` holds exactly the ones. Note that
+  torch's float64 edges differ from ``np.linspace``'s (exactly 0.6 and 0.7 for M = 10).
 
 Note that ``np.linspace`` edges are not the exact k/M (for M = 10, 0.30000000000000004,
 0.6000000000000001 and 0.7000000000000001), so a confidence written as 0.3 lands in a
