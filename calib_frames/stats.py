@@ -188,7 +188,12 @@ def bin_statistics(
     is_correct = pl.col(_OUTCOME)
     q = pl.when(is_correct).then(p).otherwise(1.0 - p)
     r = pl.when(is_correct).then(1.0 - p).otherwise(p)
-    summands: dict[str, pl.Expr] = {_S: q, _R: r, _Q: r * r, "sum_log_loss": -q.log()}
+    # −ln(1 − p) of a wrong row with tiny p would lose digits to the rounding of 1 − p;
+    # that rounding error (1 − q) − p is exact, and adding it to ln q (first order) restores
+    # full precision with one log per row instead of a log and a log1p.
+    rounding = pl.when(is_correct).then(0.0).otherwise((1.0 - q) - p)
+    loss = -(q.log() + rounding)
+    summands: dict[str, pl.Expr] = {_S: q, _R: r, _Q: r * r, "sum_log_loss": loss}
     w = None if weight is None else pl.col(weight).cast(pl.Float64)
 
     def weighted(term: pl.Expr) -> pl.Expr:
