@@ -182,18 +182,18 @@ class Binning:
             assert self.bin_edges is not None
             inner = list(self.bin_edges[1:-1])
             return p.bin_intervals(inner, labels=False, right_closed=self.closed == "right")
-        # Equal width: floor/ceil of p*M is a first guess, off by at most one next to an
-        # edge; comparing p with the exact edges k/M (correctly rounded) fixes it.
+        # Equal width: p*M, nudged by 4 ulps towards the side that cannot overshoot, gives
+        # the bin or its neighbour before it (left-closed: floor(p*M(1 - 4eps)) is k* or
+        # k* - 1; right-closed: ceil(p*M(1 + 4eps)) - 1 is k* or k* + 1), so one comparison
+        # with an exact edge k/M (correctly rounded division) settles it.
+        nudge = 4 * np.finfo(np.float64).eps
         if self.closed == "left":
-            guess = (p * m).floor()
-            below = (p < divide(guess, m)).cast(pl.Float64)
-            above = (p >= divide(guess + 1.0, m)).cast(pl.Float64)
+            guess = (p * (m * (1 - nudge))).floor()
+            index = guess + (p >= divide(guess + 1.0, m)).cast(pl.Float64)
         else:
-            guess = (p * m).ceil() - 1.0
-            below = (p <= divide(guess, m)).cast(pl.Float64)
-            above = (p > divide(guess + 1.0, m)).cast(pl.Float64)
-        index = (guess - below + above).clip(0.0, float(m - 1))
-        return index.cast(pl.UInt32, strict=False)
+            guess = (p * (m * (1 + nudge))).ceil() - 1.0
+            index = guess - (p <= divide(guess, m)).cast(pl.Float64)
+        return index.clip(0.0, float(m - 1)).cast(pl.UInt32, strict=False)
 
 
 BinsLike = int | Sequence[float] | Binning

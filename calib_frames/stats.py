@@ -93,7 +93,7 @@ _ORDER = (
 )
 # Internal names of the pass: the bin and outcome keys, and per-cell sums.
 _BIN, _OUTCOME = "__calib_bin", "__calib_outcome"
-_W, _S, _R, _Q = "__calib_w", "__calib_s", "__calib_r", "__calib_q"
+_W, _S, _R, _Q, _L = "__calib_w", "__calib_s", "__calib_r", "__calib_q", "__calib_l"
 
 
 def bin_statistics(
@@ -173,7 +173,7 @@ def bin_statistics(
         schema,
         columns,
         numeric=list(columns),
-        reserved=(*STAT_COLUMNS, _BIN, _OUTCOME, _W, _S, _R, _Q),
+        reserved=(*STAT_COLUMNS, _BIN, _OUTCOME, _W, _S, _R, _Q, _L),
         keys=keys,
     )
     outcome = _outcome_key(pl.col(correct), schema[correct])
@@ -183,17 +183,16 @@ def bin_statistics(
     checks = _prediction_checks(confidence, correct, weight, binning)
 
     # One pass, grouped by (keys, bin, outcome), with q the probability given to the
-    # outcome (p or 1 - p) and r = 1 - q the residual, computed from p without rounding
-    # q first. Per cell: rows, Σw, Σw·q, Σw·r, Σw·r², Σw·(−ln q).
+    # outcome (p or 1 - p) and r the residual (1 - p or p), both computed from p.
+    # Per cell: rows, Σw, Σw·q, Σw·r, Σw·r², Σw·ln q (negated in the second stage).
+    # (q and r are row columns: polars does not share subexpressions inside an agg.)
     is_correct = pl.col(_OUTCOME)
-    q = pl.when(is_correct).then(p).otherwise(1.0 - p)
-    r = pl.when(is_correct).then(1.0 - p).otherwise(p)
-    # −ln(1 − p) of a wrong row with tiny p would lose digits to the rounding of 1 − p;
-    # that rounding error (1 − q) − p is exact, and adding it to ln q (first order) restores
-    # full precision with one log per row instead of a log and a log1p.
-    rounding = pl.when(is_correct).then(0.0).otherwise((1.0 - q) - p)
-    loss = -(q.log() + rounding)
-    summands: dict[str, pl.Expr] = {_S: q, _R: r, _Q: r * r, "sum_log_loss": loss}
+    q, r = pl.col(_S), pl.col(_R)
+    # ln(1 − p) of a wrong row with tiny p would lose digits to the rounding of 1 − p.
+    # That rounding error, (1 − q) − r, is exact (and 0 for correct rows); adding it to
+    # ln q (first order) keeps full precision with one log per row, not a log and a log1p.
+    log_q = q.log() + ((1.0 - q) - r)
+    summands: dict[str, pl.Expr] = {_S: q, _R: r, _Q: r * r, _L: log_q}
     w = None if weight is None else pl.col(weight).cast(pl.Float64)
 
     def weighted(term: pl.Expr) -> pl.Expr:
@@ -209,6 +208,10 @@ def bin_statistics(
         cell_sums += [p.min().alias("bin_lower"), p.max().alias("bin_upper")]
     cells = (
         source.with_columns(bin_key.alias(_BIN), outcome.alias(_OUTCOME))
+        .with_columns(
+            pl.when(is_correct).then(p).otherwise(1.0 - p).alias(_S),
+            pl.when(is_correct).then(1.0 - p).otherwise(p).alias(_R),
+        )
         .group_by(*keys, _BIN, _OUTCOME)
         .agg(*cell_sums, *count_bad_rows(checks))
     )
@@ -228,7 +231,7 @@ def bin_statistics(
         pl.col(_R).filter(~correct_cell).sum().alias("sum_residual_wrong"),
         pl.col(_Q).filter(correct_cell).sum().alias("sum_sq_residual_correct"),
         pl.col(_Q).filter(~correct_cell).sum().alias("sum_sq_residual_wrong"),
-        pl.col("sum_log_loss").sum(),
+        (-pl.col(_L).sum()).alias("sum_log_loss"),
     ]
     if not binning.additive:
         per_bin += [pl.col("bin_lower").min(), pl.col("bin_upper").max()]
