@@ -30,9 +30,10 @@ merge exactly by adding them (:func:`merge_bin_statistics`); the means are recom
 Why residuals and not Σp, Σp²: every metric is a function of how far confidences sit
 from outcomes. Sums of p and p² are dominated by their large common part, and the metrics
 would be small differences of them: for near-certain predictions (p ≈ 1 − 10⁻⁶) Σp and
-Σy agree to 13 digits, so ECE = |Σp − Σy|/N keeps only about 6 correct digits after
-polars' summation, and Σp² − (Σp)²/N is pure rounding noise. The residual sums carry the
-small quantities directly, so every metric keeps its relative precision. (The mean
+Σy agree to 13 digits, so ECE = |Σp − Σy|/N loses digits to polars' summation error, and
+Σp² − (Σp)²/N keeps only about three digits of the within-bin variance (measured by
+``benchmarks/bench_precision.py``). The residual sums carry the small quantities
+directly, so every metric keeps its relative precision. (The mean
 confidence of a bin is Σ w·p over correct rows plus ``sum_residual_wrong``, both direct
 sums, so it stays exact too, even for correct rows with tiny p.) The pass groups
 by (keys, bin, outcome), which is also how invalid confidences and outcomes are counted:
