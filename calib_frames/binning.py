@@ -153,14 +153,15 @@ class Binning:
         return None
 
     def bounds(self) -> pl.DataFrame:
-        """One row per bin: ``bin`` and, for fixed edges, ``bin_lower`` and ``bin_upper``."""
+        """One row per bin: ``bin``, ``closed`` ("left"/"right"; null for equal-mass bins)
+        and, for fixed edges, ``bin_lower`` and ``bin_upper``."""
         index = pl.Series("bin", range(self.n_bins), dtype=pl.UInt32)
+        closed = pl.Series("closed", [self.closed if self.additive else None] * self.n_bins)
         edges = self.edge_values()
         if edges is None:
-            return index.to_frame()
-        return pl.DataFrame(
-            [index, pl.Series("bin_lower", edges[:-1]), pl.Series("bin_upper", edges[1:])]
-        )
+            return pl.DataFrame([index, closed.cast(pl.String)])
+        lower, upper = pl.Series("bin_lower", edges[:-1]), pl.Series("bin_upper", edges[1:])
+        return pl.DataFrame([index, lower, upper, closed])
 
     # -- the expression -----------------------------------------------------------------
 

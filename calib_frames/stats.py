@@ -10,6 +10,8 @@ column                         meaning (sums over the rows of the bin)
 ``bin``                        bin index 0 … M-1 (UInt32)
 ``bin_lower``, ``bin_upper``   the bin's edges (equal-mass bins: smallest and largest
                                confidence seen in the bin; null when empty)
+``closed``                     "left" or "right": which edge belongs to the bin
+                               (null for equal-mass bins)
 ``count``                      number of rows (UInt64)
 ``weight``                     Σ w (= count without a weight column)
 ``mean_confidence``            Σ w·p / Σ w (0.0 for an empty bin)
@@ -81,11 +83,20 @@ ADDITIVE_COLUMNS = (
     "sum_sq_residual_wrong",
     "sum_log_loss",
 )
-STAT_COLUMNS = ("bin", "bin_lower", "bin_upper", "mean_confidence", "accuracy", *ADDITIVE_COLUMNS)
+STAT_COLUMNS = (
+    "bin",
+    "bin_lower",
+    "bin_upper",
+    "closed",
+    "mean_confidence",
+    "accuracy",
+    *ADDITIVE_COLUMNS,
+)
 _ORDER = (
     "bin",
     "bin_lower",
     "bin_upper",
+    "closed",
     "count",
     "weight",
     "mean_confidence",
@@ -343,40 +354,37 @@ def merge_bin_statistics(*tables: Frame) -> Frame:
                 f"{stat_keys(frame.collect_schema())}"
             )
     on = [*keys, "bin"]
+    bounds = ("bin_lower", "bin_upper", "closed")
     summed = (
-        pl.concat(
-            [frame.select(*on, "bin_lower", "bin_upper", *ADDITIVE_COLUMNS) for frame in frames]
-        )
+        pl.concat([frame.select(*on, *bounds, *ADDITIVE_COLUMNS) for frame in frames])
         .group_by(on)
         .agg(
             pl.col(*ADDITIVE_COLUMNS).sum(),
-            pl.col("bin_lower", "bin_upper").min(),
-            pl.col("bin_lower", "bin_upper").max().name.suffix("_max"),
+            pl.col(*bounds).min(),
+            pl.col(*bounds).max().name.suffix("_max"),
         )
     )
     checked = summed.map_batches(
         lambda frame: _check_same_bounds(frame, keys),
-        schema=summed.drop("bin_lower_max", "bin_upper_max").collect_schema(),
+        schema=summed.drop(f"{name}_max" for name in bounds).collect_schema(),
     )
     return return_like(tables[0], _with_means(checked, keys))
 
 
 def _check_same_bounds(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
-    differ = frame.filter(
-        (pl.col("bin_lower") != pl.col("bin_lower_max"))
-        | (pl.col("bin_upper") != pl.col("bin_upper_max"))
-    )
+    bounds = ("bin_lower", "bin_upper", "closed")
+    differ = frame.filter(pl.any_horizontal(pl.col(b) != pl.col(f"{b}_max") for b in bounds))
     if differ.height:
         row = differ.row(0, named=True)
         group = ", ".join(f"{key}={row[key]!r}" for key in keys)
         raise CalibrationInputError(
-            f"cannot merge: the bounds of bin {row['bin']} differ between tables "
+            f"cannot merge: bin {row['bin']} differs between tables "
             f"({group + ': ' if group else ''}lower {row['bin_lower']} vs "
-            f"{row['bin_lower_max']}, upper {row['bin_upper']} vs {row['bin_upper_max']}) "
-            f"in {differ.height} (group, bin) rows; merging needs the same fixed bins "
-            "(equal-mass bins are not additive)"
+            f"{row['bin_lower_max']}, upper {row['bin_upper']} vs {row['bin_upper_max']}, "
+            f"closed {row['closed']} vs {row['closed_max']}) in {differ.height} (group, bin) "
+            "rows; merging needs the same fixed bins (equal-mass bins are not additive)"
         )
-    return frame.drop("bin_lower_max", "bin_upper_max")
+    return frame.drop(f"{b}_max" for b in bounds)
 
 
 def reliability_table(

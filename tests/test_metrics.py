@@ -381,12 +381,14 @@ def test_bin_statistics_match_reference(case: tuple[int, int, int, str, bool, in
         y = part["correct"].to_numpy().astype(np.float64)
         w = part["w"].to_numpy() if weighted else np.ones_like(p)
         ref = reference_bins(p, y, w, n_bins, closed)
-        unchecked = set(table.columns) - {"g", "bin", "bin_lower", "bin_upper", "count"}
+        unchecked = set(table.columns) - {"g", "bin", "bin_lower", "bin_upper", "closed"}
+        unchecked -= {"count"}
         unchecked -= {*SUM_COLUMNS, "mean_confidence", "accuracy"}
         assert not unchecked, f"columns without a reference: {unchecked}"
         assert table["bin"].to_list() == list(range(n_bins))
         assert table["bin_lower"].to_list() == edges[:-1]
         assert table["bin_upper"].to_list() == edges[1:]
+        assert table["closed"].to_list() == [closed] * n_bins
         assert table["count"].to_list() == ref["count"].tolist()
         for name in SUM_COLUMNS:
             assert table[name].to_list() == pytest.approx(ref[name], rel=1e-12, abs=1e-300), name
@@ -782,6 +784,7 @@ def test_merge_equals_stats_of_union() -> None:
         5,  # fewer bins
         20,  # more bins
         [0.0, 0.25, 0.5, 1.0],  # custom edges
+        cf.Binning.uniform(10, closed="right"),  # same edges, other closedness
     ],
 )
 def test_merge_with_different_binning_raises(other: Any) -> None:
