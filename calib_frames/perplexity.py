@@ -233,7 +233,7 @@ def perplexity_from_nll_sums(sums: Frame) -> Frame:
     """
     lazy = as_lazy(sums)
     schema = lazy.collect_schema()
-    _sum_keys(schema)
+    _sum_keys(schema)  # raises unless this is an NLL-sums table
     total = pl.col("nll_sum")
 
     def per(column: str) -> pl.Expr:
