@@ -18,7 +18,10 @@ Conventions
   rows goes to bin ``floor(r * M / n)``. Identical confidences therefore never split
   across bins (a bin may be empty when many rows tie). They need every row of a group
   in memory (a window over the group), are not additive across partial tables, and
-  their bounds are the smallest and largest confidence seen in the bin.
+  their bounds are the smallest and largest confidence seen in the bin. (scikit-learn's
+  ``strategy="quantile"`` instead puts edges at ``np.percentile`` values and bins
+  right-closed; reproduce it with ``Binning.edges(np.percentile(p, np.linspace(0, 100,
+  M + 1)), closed="right")`` when the percentiles are distinct.)
 
 How other libraries bin (and how to reproduce their numbers)
 ------------------------------------------------------------
