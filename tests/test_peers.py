@@ -124,6 +124,19 @@ def test_calibration_curve_on_edges(m: int) -> None:
     assert_matches_calibration_curve(p, y, m)
 
 
+@pytest.mark.parametrize("m", (3, 5, 10))
+@pytest.mark.parametrize("seed", (0, 1))
+def test_calibration_curve_quantile_strategy(m: int, seed: int) -> None:
+    # scikit-learn's strategy="quantile": np.percentile edges, right-closed (binning.py).
+    p, y = random_data(seed)
+    prob_true, prob_pred = calibration_curve(y, p, n_bins=m, strategy="quantile")
+    edges = np.percentile(p, np.linspace(0, 100, m + 1))
+    bins = Binning.edges(edges.tolist(), closed="right")
+    table = cf.reliability_table(frame(p, y), bins=bins).filter(pl.col("count") > 0)
+    np.testing.assert_allclose(table["accuracy"].to_numpy(), prob_true, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(table["mean_confidence"].to_numpy(), prob_pred, rtol=1e-12, atol=0)
+
+
 def test_calibration_curve_needs_the_sklearn_convention() -> None:
     # On edge values the default (exact, left-closed) bins give a different curve, so the
     # tests above do check the mapping.
