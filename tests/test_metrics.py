@@ -18,44 +18,11 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 import pytest
+from columns import DECOMPOSITION, METRICS, SUM_COLUMNS
 
 import calib_frames as cf
 
 FloatArray = npt.NDArray[np.float64]
-
-METRICS = (
-    "accuracy",
-    "mean_confidence",
-    "overconfidence",
-    "ece",
-    "rmsce",
-    "mce",
-    "brier",
-    "reliability",
-    "resolution",
-    "uncertainty",
-    "within_bin_variance",
-    "within_bin_covariance",
-    "log_loss",
-)
-DECOMPOSITION = (
-    "reliability",
-    "resolution",
-    "uncertainty",
-    "within_bin_variance",
-    "within_bin_covariance",
-)
-SUM_COLUMNS = (
-    "weight",
-    "weight_correct",
-    "weight_wrong",
-    "sum_confidence_correct",
-    "sum_residual_correct",
-    "sum_residual_wrong",
-    "sum_sq_residual_correct",
-    "sum_sq_residual_wrong",
-    "sum_log_loss",
-)
 
 
 # --------------------------------------------------------------------------------------

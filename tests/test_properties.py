@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
+from columns import METRICS, SUM_COLUMNS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,33 +21,8 @@ import calib_frames as cf
 
 SETTINGS = settings(derandomize=True, deadline=None, max_examples=100, database=None)
 
-FLOAT_METRICS = (
-    "weight",
-    "accuracy",
-    "mean_confidence",
-    "overconfidence",
-    "ece",
-    "rmsce",
-    "mce",
-    "brier",
-    "reliability",
-    "resolution",
-    "uncertainty",
-    "within_bin_variance",
-    "within_bin_covariance",
-    "log_loss",
-)
-SUMS = (
-    "weight",
-    "weight_correct",
-    "weight_wrong",
-    "sum_confidence_correct",
-    "sum_residual_correct",
-    "sum_residual_wrong",
-    "sum_sq_residual_correct",
-    "sum_sq_residual_wrong",
-    "sum_log_loss",
-)
+FLOAT_METRICS = ("weight", *METRICS)
+SUMS = SUM_COLUMNS
 GROUPS = ("a", "b", "c", None)
 
 
