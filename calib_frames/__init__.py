@@ -10,12 +10,24 @@ from calib_frames import namespace as _namespace  # noqa: F401  (registers frame
 from calib_frames.arrays import BrierDecomposition, CalibrationReport, PerplexityResult
 from calib_frames.binning import Binning
 from calib_frames.compare import comparison_table
-from calib_frames.inputs import CalibrationInputError
+from calib_frames.exceptions import (
+    ArgumentError,
+    CalibFramesError,
+    CalibrationInputError,
+    DataError,
+    ReadError,
+    SchemaError,
+)
 from calib_frames.metrics import calibration_metrics, metrics_from_bin_statistics
 from calib_frames.perplexity import merge_nll_sums, nll_sums, perplexity, perplexity_from_nll_sums
 from calib_frames.stats import bin_statistics, merge_bin_statistics, reliability_table
 
 __all__ = [
+    "ArgumentError",
+    "CalibFramesError",
+    "DataError",
+    "ReadError",
+    "SchemaError",
     "Binning",
     "BrierDecomposition",
     "CalibrationInputError",

@@ -15,7 +15,7 @@ import numpy.typing as npt
 import polars as pl
 
 from calib_frames.binning import BinsLike, as_binning
-from calib_frames.inputs import CalibrationInputError
+from calib_frames.validation import CalibrationInputError
 from calib_frames.metrics import metrics_from_bin_statistics
 from calib_frames.perplexity import perplexity
 from calib_frames.stats import bin_statistics

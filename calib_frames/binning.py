@@ -60,7 +60,7 @@ from typing import Literal
 import numpy as np
 import polars as pl
 
-from calib_frames.inputs import divide
+from calib_frames.validation import divide
 
 __all__ = ["Binning", "BinsLike", "as_binning"]
 

@@ -18,7 +18,7 @@ import polars as pl
 
 from calib_frames.binning import Binning
 from calib_frames.compare import comparison_table
-from calib_frames.inputs import CalibrationInputError
+from calib_frames.validation import CalibrationInputError
 from calib_frames.metrics import METRIC_COLUMNS, calibration_metrics
 from calib_frames.perplexity import PERPLEXITY_COLUMNS, SUM_COLUMNS, perplexity
 

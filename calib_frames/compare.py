@@ -7,7 +7,7 @@ group keys they share (e.g. calibration by model × task, perplexity by model).
 
 from __future__ import annotations
 
-from calib_frames.inputs import CalibrationInputError, Frame, as_lazy, return_like
+from calib_frames.validation import CalibrationInputError, Frame, as_lazy, return_like
 from calib_frames.metrics import METRIC_COLUMNS
 from calib_frames.perplexity import PERPLEXITY_COLUMNS, SUM_COLUMNS
 

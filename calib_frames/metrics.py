@@ -60,7 +60,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from calib_frames.binning import BinsLike
-from calib_frames.inputs import CalibrationInputError, Frame, as_lazy, return_like
+from calib_frames.validation import CalibrationInputError, Frame, as_lazy, return_like
 from calib_frames.stats import bin_statistics, stat_keys
 
 __all__ = ["METRIC_COLUMNS", "calibration_metrics", "metrics_from_bin_statistics"]

@@ -22,7 +22,7 @@ from typing import Generic
 import polars as pl
 
 from calib_frames.binning import BinsLike
-from calib_frames.inputs import Frame
+from calib_frames.validation import Frame
 from calib_frames.metrics import calibration_metrics
 from calib_frames.perplexity import nll_sums, perplexity
 from calib_frames.stats import bin_statistics, reliability_table

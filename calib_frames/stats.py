@@ -49,7 +49,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from calib_frames.binning import Binning, BinsLike, as_binning
-from calib_frames.inputs import (
+from calib_frames.validation import (
     CalibrationInputError,
     Frame,
     RowCheck,

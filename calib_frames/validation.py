@@ -24,6 +24,8 @@ from typing import TypeVar
 
 import polars as pl
 
+from calib_frames.exceptions import CalibrationInputError
+
 __all__ = [
     "CalibrationInputError",
     "Frame",
@@ -40,11 +42,6 @@ __all__ = [
 ]
 
 Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
-
-
-class CalibrationInputError(ValueError):
-    """Raised when the input cannot give a correct number: names the column, the count
-    of offending rows and one example with its group keys."""
 
 
 def as_lazy(frame: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
