@@ -200,6 +200,8 @@ class PredictionPass:
         ]
         if self.weight is not None:
             w = pl.col(self.weight).cast(pl.Float64)
+            total = pl.col("weight").sum()
+            group_total = total.over(list(self.keys)) if self.keys else total
             checks += [
                 RowCheck(
                     self.weight,
@@ -210,11 +212,10 @@ class PredictionPass:
                 ),
                 RowCheck(
                     self.weight,
-                    "in a (group, bin) whose weights sum past the float64 range "
-                    "(rescale the weights)",
+                    "in a group whose weights sum past the float64 range (rescale the weights)",
                     bad=w.is_infinite(),
                     count=cells_where(
-                        pl.col("weight").is_infinite() & (pl.col("invalid_weight") == 0)
+                        group_total.is_infinite() & (pl.col("invalid_weight").sum() == 0)
                     ),
                     with_example=False,
                 ),
