@@ -10,9 +10,9 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from polars.testing import assert_frame_equal
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
 
 import calib_frames as cf
 from calib_frames.cli import main
