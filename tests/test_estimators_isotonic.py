@@ -153,13 +153,13 @@ def test_empty_frame() -> None:
 
 def test_bad_rows_raise_data_error_with_example() -> None:
     frame = pl.DataFrame({"g": ["a", "b"], "x": [0.1, float("nan")], "y": [1.0, 0.0]})
-    with pytest.raises(cf.CalibFramesError, match=r"'x'.*1 of 2 rows.*g='b'"):
+    with pytest.raises(cf.DataError, match=r"'x'.*1 of 2 rows.*g='b'"):
         isotonic_blocks(frame, x="x", y="y", by="g")
     frame = pl.DataFrame({"x": [0.1, 0.2], "y": [1.0, None]})
-    with pytest.raises(cf.CalibFramesError, match="'y'"):
+    with pytest.raises(cf.DataError, match="'y'"):
         isotonic_blocks(frame, x="x", y="y")
     frame = pl.DataFrame({"x": [0.1, 0.2], "y": [1.0, 0.0], "w": [1.0, 0.0]})
-    with pytest.raises(cf.CalibFramesError, match=r"'w'.*positive"):
+    with pytest.raises(cf.DataError, match=r"'w'.*positive"):
         isotonic_blocks(frame, x="x", y="y", weight="w")
 
 

@@ -14,7 +14,7 @@ import numpy.typing as npt
 import polars as pl
 
 from calib_frames.exceptions import ArgumentError, CalibFramesError, DataError, SchemaError
-from calib_frames.validation import group_keys, require_columns
+from calib_frames.validation import RowCheck, group_keys, require_columns
 
 __all__ = [
     "P",
@@ -134,6 +134,47 @@ def attach(table: pl.DataFrame, columns: Sequence[pl.Series]) -> pl.DataFrame:
     if table.width == 0:
         return pl.DataFrame(list(columns))
     return table.hstack(list(columns))
+
+
+def raise_on_bad_rows(
+    aggregated: pl.LazyFrame,
+    *,
+    source: pl.LazyFrame,
+    keys: Sequence[str],
+    checks: Sequence[RowCheck],
+    total_rows: pl.Expr,
+) -> pl.LazyFrame:
+    """As :func:`calib_frames.validation.raise_on_bad_rows`, raising :class:`DataError`.
+
+    ``aggregated`` carries the sums of :func:`validation.count_bad_rows`; they are
+    checked when the result is collected (lazy stays lazy) and dropped.
+    """
+    counted = [f"__calib_bad_{i}" for i in range(len(checks))]
+    schema = aggregated.collect_schema()
+    out_schema = {name: dtype for name, dtype in schema.items() if name not in counted}
+
+    def check(frame: pl.DataFrame) -> pl.DataFrame:
+        *bad_counts, n_rows = frame.select(
+            *[pl.col(c).sum() for c in counted], total_rows.alias("__n")
+        ).row(0)
+        problems = []
+        for row_check, count in zip(checks, bad_counts, strict=True):
+            if not count:
+                continue
+            example = source.filter(row_check.bad).select(*keys, row_check.column).head(1)
+            row = example.collect().row(0, named=True)
+            group = ", ".join(f"{key}={row[key]!r}" for key in keys)
+            verb = "is" if count == 1 else "are"
+            problems.append(
+                f"column {row_check.column!r}: {count:,} of {n_rows or 0:,} rows {verb} "
+                f"{row_check.problem}; e.g. {group + ': ' if group else ''}"
+                f"{row_check.column}={row[row_check.column]!r}"
+            )
+        if problems:
+            raise DataError("invalid input:\n  " + "\n  ".join(problems))
+        return frame.drop(counted)
+
+    return aggregated.map_batches(check, schema=out_schema)
 
 
 def group_ids(

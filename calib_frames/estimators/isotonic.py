@@ -41,16 +41,14 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from calib_frames.exceptions import ArgumentError, CalibFramesError, SchemaError
+from calib_frames.estimators._rows import check_columns, keys_of, raise_on_bad_rows
+from calib_frames.exceptions import ArgumentError
 from calib_frames.validation import (
     Frame,
     RowCheck,
     as_lazy,
     count_bad_rows,
-    group_keys,
     not_true,
-    raise_on_bad_rows,
-    require_columns,
     return_like,
 )
 
@@ -161,23 +159,30 @@ def pooled_points(
     y: str,
     weight: str | None,
     keys: list[str],
+    checks: Sequence[RowCheck] = (),
+    sums: Sequence[pl.Expr] = (),
+    reserved: Sequence[str] = (),
 ) -> pl.LazyFrame:
     """Rows pooled by (keys, x), sorted, with the row checks counted in the same pass.
 
     Columns: keys…, ``__iso_x`` (x as Float64), ``__iso_n`` (rows), ``__iso_w`` (Σw),
-    ``__iso_wy`` (Σw·y). Shared by the isotonic and CORP estimators.
+    ``__iso_wy`` (Σw·y), then ``sums`` (further aggregations of the pass). ``checks``
+    are counted besides the finiteness checks. Shared by the isotonic and CORP
+    estimators.
     """
     columns = {"x": x, "y": y}
     if weight is not None:
         columns["weight"] = weight
     schema = source.collect_schema()
-    check_columns(schema, columns, keys=keys, reserved=(*BLOCK_COLUMNS, _X, _N, _W, _WY, _G))
+    internal = (_X, _N, _W, _WY, _G)
+    check_columns(schema, columns, keys=keys, reserved=(*BLOCK_COLUMNS, *reserved, *internal))
     xv = pl.col(x).cast(pl.Float64)
     yv = pl.col(y).cast(pl.Float64)
     wv = pl.lit(1.0) if weight is None else pl.col(weight).cast(pl.Float64)
     checks = [
         RowCheck(x, "null, NaN or infinite", not_true(xv.is_finite())),
         RowCheck(y, "null, NaN or infinite", not_true(yv.is_finite())),
+        *checks,
     ]
     if weight is not None:
         checks.append(
@@ -190,6 +195,7 @@ def pooled_points(
             pl.len().cast(pl.UInt64).alias(_N),
             (pl.len().cast(pl.Float64) if weight is None else wv.sum()).alias(_W),
             (yv.sum() if weight is None else (wv * yv).sum()).alias(_WY),
+            *sums,
             *count_bad_rows(checks),
         )
     )
@@ -197,37 +203,6 @@ def pooled_points(
         pooled, source=source, keys=keys, checks=checks, total_rows=pl.col(_N).sum()
     )
     return checked.sort(*keys, _X, nulls_last=True)
-
-
-def keys_of(by: str | Sequence[str] | None) -> list[str]:
-    """:func:`validation.group_keys`, raising :class:`ArgumentError` for a bad ``by=``."""
-    try:
-        return group_keys(by)
-    except (TypeError, ValueError) as error:
-        raise ArgumentError(str(error)) from error
-
-
-def check_columns(
-    schema: pl.Schema,
-    columns: dict[str, str],
-    *,
-    keys: Sequence[str],
-    reserved: Sequence[str] = (),
-    numeric: Sequence[str] | None = None,
-) -> None:
-    """:func:`validation.require_columns`, raising :class:`SchemaError`."""
-    try:
-        require_columns(
-            schema,
-            columns,
-            numeric=list(columns) if numeric is None else list(numeric),
-            reserved=reserved,
-            keys=keys,
-        )
-    except CalibFramesError as error:
-        if isinstance(error, SchemaError):
-            raise
-        raise SchemaError(str(error)) from error
 
 
 def _within_group(expr: pl.Expr, keys: list[str]) -> pl.Expr:
