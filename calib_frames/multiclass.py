@@ -489,7 +489,8 @@ def multiclass_calibration(
     >>> from calib_frames.multiclass import multiclass_calibration
     >>> df = pl.DataFrame({"probs": [[0.7, 0.2, 0.1], [0.3, 0.3, 0.4]], "label": [0, 1]})
     >>> out = multiclass_calibration(df, probabilities="probs", label="label")
-    >>> out.select("items", "classes", "accuracy", pl.col("top_label_ece", "brier").round(12)).rows()
+    >>> out = out.with_columns(pl.col("top_label_ece", "brier").round(12))
+    >>> out.select("items", "classes", "accuracy", "top_label_ece", "brier").rows()
     [(2, 3, 0.5, 0.35, 0.44)]
     """
     long: _Long = _long(
