@@ -92,8 +92,10 @@ def validate_predictions(
     keys: list[str],
     weight: str | None = None,
     binary: bool = True,
+    sort: bool = True,
 ) -> pl.DataFrame:
-    """Raise :class:`DataError` for bad rows; return the rows sorted by keys (stable)."""
+    """Raise :class:`DataError` for bad rows; return the rows sorted by keys (stable)
+    unless ``sort=False``."""
     p, y = pl.col(P), pl.col(Y)
     checks: list[tuple[str, str, pl.Expr]] = [
         (
@@ -126,7 +128,9 @@ def validate_predictions(
             )
     if problems:
         raise DataError("invalid input:\n  " + "\n  ".join(problems))
-    return rows.sort(keys, maintain_order=True, nulls_last=True) if keys else rows
+    if not sort or not keys:
+        return rows
+    return rows.sort(keys, maintain_order=True, nulls_last=True)
 
 
 def attach(table: pl.DataFrame, columns: Sequence[pl.Series]) -> pl.DataFrame:

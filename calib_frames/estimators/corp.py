@@ -41,24 +41,26 @@ runs over the pooled points of all groups at once.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from calib_frames.estimators._rows import attach, group_ids, keys_of
-from calib_frames.estimators.isotonic import (
-    _N,
-    _W,
-    _WY,
-    _X,
-    _within_group,
-    pav_blocks,
-    pooled_points,
+from calib_frames.estimators._rows import (
+    P,
+    W,
+    Y,
+    attach,
+    group_ids,
+    keys_of,
+    prediction_frame,
+    validate_predictions,
 )
+from calib_frames.estimators.isotonic import pav_blocks
 from calib_frames.exceptions import ArgumentError
-from calib_frames.validation import Frame, RowCheck, as_lazy, not_true, return_like
+from calib_frames.validation import Frame, as_lazy, return_like
 
 __all__ = [
     "CORP_DECOMPOSITION_COLUMNS",
@@ -92,10 +94,23 @@ CORP_DECOMPOSITION_COLUMNS: dict[str, pl.DataType] = {
 
 Score = Literal["brier", "log"]
 
-_W1, _SB, _SL = "__corp_w1", "__corp_brier", "__corp_log"
+
+@dataclass(frozen=True)
+class _Points:
+    """The rows of all groups pooled by (group, confidence), in confidence order."""
+
+    table: pl.DataFrame  # the group keys, one row per group
+    n_groups: int
+    group: npt.NDArray[np.int64]  # per point
+    x: F64Array
+    count: F64Array
+    weight: F64Array
+    events: F64Array  # Σw over rows with y = 1
+    brier: F64Array  # Σw·(x − y)²
+    log: F64Array  # Σw·(−ln x or −ln(1 − x))
 
 
-def _corp_points(
+def _rows(
     source: pl.LazyFrame,
     *,
     confidence: str,
@@ -104,48 +119,47 @@ def _corp_points(
     keys: list[str],
     reserved: Sequence[str],
 ) -> pl.LazyFrame:
-    """Pooled (keys, confidence) points with Σw over events and the two score sums."""
-    p = pl.col(confidence).cast(pl.Float64)
-    y = pl.col(correct).cast(pl.Float64)
-    w = None if weight is None else pl.col(weight).cast(pl.Float64)
-    event = y == 1.0
-    residual = pl.when(event).then(1.0 - p).otherwise(p)
-    log_loss = pl.when(event).then(-p.log()).otherwise(-((-p).log1p()))
-
-    def total(term: pl.Expr) -> pl.Expr:
-        return term.sum() if w is None else (w * term).sum()
-
-    checks = [
-        RowCheck(
-            confidence,
-            "not a probability in [0, 1] (null, NaN, infinite or out of range)",
-            not_true(p.is_between(0.0, 1.0)),
-        ),
-        RowCheck(correct, "not boolean or 0/1 (or null)", not_true((y == 0) | (y == 1))),
-    ]
-    sums = [
-        total(event.cast(pl.Float64)).alias(_W1),
-        total(residual * residual).alias(_SB),
-        total(log_loss).alias(_SL),
-    ]
-    return pooled_points(
-        source,
-        x=confidence,
-        y=correct,
-        weight=weight,
-        keys=keys,
-        checks=checks,
-        sums=sums,
-        reserved=reserved,
+    return prediction_frame(
+        source, confidence=confidence, correct=correct, keys=keys, reserved=reserved, weight=weight
     )
 
 
-def _blocks(pooled: pl.DataFrame, keys: list[str]) -> tuple[npt.NDArray[np.int64], pl.DataFrame]:
-    group, _, _ = group_ids(pooled, keys)
-    weight = pooled[_W].to_numpy().astype(np.float64)
-    events = pooled[_WY].to_numpy().astype(np.float64)
-    block = pav_blocks(group, weight, events, increasing=True)
-    return block, pooled.with_columns(pl.Series("__corp_block", block))
+def _points(
+    frame: pl.DataFrame, *, confidence: str, correct: str, weight: str | None, keys: list[str]
+) -> _Points:
+    """Validate the collected rows, sort them by (keys, x) and pool ties (numpy)."""
+    frame = validate_predictions(
+        frame, confidence=confidence, correct=correct, keys=keys, weight=weight, sort=False
+    )
+    frame = frame.sort([*keys, P], nulls_last=True)
+    group, table, n_groups = group_ids(frame, keys)
+    x = frame[P].to_numpy().astype(np.float64)
+    y = frame[Y].to_numpy().astype(np.float64)
+    w = np.ones_like(x) if weight is None else frame[W].to_numpy().astype(np.float64)
+    n = x.size
+    if n == 0:
+        empty = np.zeros(0)
+        return _Points(table, n_groups, group, empty, empty, empty, empty, empty, empty)
+    event = y == 1.0
+    residual = np.where(event, 1.0 - x, x)
+    with np.errstate(divide="ignore"):
+        log_loss = np.where(event, -np.log(x), -np.log1p(-x))
+    starts = np.flatnonzero(np.r_[True, (group[1:] != group[:-1]) | (x[1:] != x[:-1])])
+
+    def pooled(values: F64Array) -> F64Array:
+        return np.asarray(np.add.reduceat(values, starts), dtype=np.float64)
+
+    return _Points(
+        table=table,
+        n_groups=n_groups,
+        group=group[starts],
+        x=x[starts],
+        count=pooled(np.ones(n)),
+        weight=pooled(w),
+        events=pooled(np.where(event, w, 0.0)),
+        brier=pooled(w * residual * residual),
+        log=pooled(np.where(w > 0, w * log_loss, 0.0)),
+    )
 
 
 def corp_reliability(
@@ -213,7 +227,7 @@ def corp_reliability(
     └───────┴──────────────────┴──────────────────┴───────┴────────┴──────────────┘
     """
     keys = keys_of(by)
-    points = _corp_points(
+    rows = _rows(
         as_lazy(predictions),
         confidence=confidence,
         correct=correct,
@@ -221,27 +235,39 @@ def corp_reliability(
         keys=keys,
         reserved=tuple(CORP_RELIABILITY_COLUMNS),
     )
-    schema = {**{k: points.collect_schema()[k] for k in keys}, **CORP_RELIABILITY_COLUMNS}
+    schema = {**{k: rows.collect_schema()[k] for k in keys}, **CORP_RELIABILITY_COLUMNS}
 
-    def fit(pooled: pl.DataFrame) -> pl.DataFrame:
-        _, with_block = _blocks(pooled, keys)
-        table = (
-            with_block.group_by("__corp_block", maintain_order=True)
-            .agg(
-                *[pl.col(k).first() for k in keys],
-                pl.col(_X).min().alias("confidence_lower"),
-                pl.col(_X).max().alias("confidence_upper"),
-                pl.col(_N).sum().alias("count"),
-                pl.col(_W).sum().alias("weight"),
-                (pl.col(_W1).sum() / pl.col(_W).sum()).alias("recalibrated"),
-            )
-            .with_columns(
-                _within_group(pl.int_range(pl.len(), dtype=pl.UInt32), keys).alias("block")
-            )
+    def fit(frame: pl.DataFrame) -> pl.DataFrame:
+        points = _points(frame, confidence=confidence, correct=correct, weight=weight, keys=keys)
+        if points.x.size == 0:
+            return pl.DataFrame(schema=schema)
+        block = pav_blocks(points.group, points.weight, points.events, increasing=True)
+        first = np.flatnonzero(np.r_[True, block[1:] != block[:-1]])
+        last = np.r_[first[1:] - 1, block.size - 1]
+        block_group = points.group[first]
+        weight_ = np.add.reduceat(points.weight, first)
+        group_start = np.flatnonzero(np.r_[True, block_group[1:] != block_group[:-1]])
+        within = np.arange(first.size) - np.repeat(
+            group_start, np.diff(np.r_[group_start, first.size])
         )
-        return table.select(list(schema))
+        keys_table = points.table[block_group.tolist()] if keys else points.table
+        return attach(
+            keys_table,
+            [
+                pl.Series("block", within, dtype=pl.UInt32),
+                pl.Series("confidence_lower", points.x[first], dtype=pl.Float64),
+                pl.Series("confidence_upper", points.x[last], dtype=pl.Float64),
+                pl.Series("count", np.add.reduceat(points.count, first), dtype=pl.UInt64),
+                pl.Series("weight", weight_, dtype=pl.Float64),
+                pl.Series(
+                    "recalibrated",
+                    np.add.reduceat(points.events, first) / weight_,
+                    dtype=pl.Float64,
+                ),
+            ],
+        )
 
-    return return_like(predictions, points.map_batches(fit, schema=schema))
+    return return_like(predictions, rows.map_batches(fit, schema=schema))
 
 
 def corp_decomposition(
@@ -313,7 +339,7 @@ def corp_decomposition(
     if score not in ("brier", "log"):
         raise ArgumentError(f"score= must be 'brier' or 'log', got {score!r}")
     keys = keys_of(by)
-    points = _corp_points(
+    rows = _rows(
         as_lazy(predictions),
         confidence=confidence,
         correct=correct,
@@ -321,11 +347,11 @@ def corp_decomposition(
         keys=keys,
         reserved=tuple(CORP_DECOMPOSITION_COLUMNS),
     )
-    schema = {**{k: points.collect_schema()[k] for k in keys}, **CORP_DECOMPOSITION_COLUMNS}
-    score_sum = _SB if score == "brier" else _SL
+    schema = {**{k: rows.collect_schema()[k] for k in keys}, **CORP_DECOMPOSITION_COLUMNS}
 
-    def fit(pooled: pl.DataFrame) -> pl.DataFrame:
-        if pooled.height == 0:
+    def fit(frame: pl.DataFrame) -> pl.DataFrame:
+        points = _points(frame, confidence=confidence, correct=correct, weight=weight, keys=keys)
+        if points.x.size == 0:
             if keys:
                 return pl.DataFrame(schema=schema)
             empty = {name: [None] for name in CORP_DECOMPOSITION_COLUMNS} | {
@@ -333,9 +359,8 @@ def corp_decomposition(
                 "weight": [0.0],
             }
             return pl.DataFrame(empty, schema=schema)
-        group, table, n_groups = group_ids(pooled, keys)
-        weight_ = pooled[_W].to_numpy().astype(np.float64)
-        events = pooled[_W1].to_numpy().astype(np.float64)
+        group, table, n_groups = points.group, points.table, points.n_groups
+        weight_, events = points.weight, points.events
         block = pav_blocks(group, weight_, events, increasing=True)
         block_group = np.zeros(block[-1] + 1, dtype=np.int64)
         block_group[block] = group
@@ -345,8 +370,8 @@ def corp_decomposition(
         recalibrated = _sum_by(block_group, _entropy_sum(block_w1, block_w, score), n_groups)
         total_w = _sum_by(group, weight_, n_groups)
         total_w1 = _sum_by(group, events, n_groups)
-        summed = _sum_by(group, pooled[score_sum].to_numpy(), n_groups)
-        counts = _sum_by(group, pooled[_N].to_numpy().astype(np.float64), n_groups)
+        summed = _sum_by(group, points.brier if score == "brier" else points.log, n_groups)
+        counts = _sum_by(group, points.count, n_groups)
         mean_score = summed / total_w
         uncertainty = _entropy_sum(total_w1, total_w, score) / total_w
         recal_mean = recalibrated / total_w
@@ -365,7 +390,7 @@ def corp_decomposition(
             ],
         )
 
-    return return_like(predictions, points.map_batches(fit, schema=schema))
+    return return_like(predictions, rows.map_batches(fit, schema=schema))
 
 
 def _sum_by(index: npt.NDArray[np.int64], values: F64Array, size: int) -> F64Array:
