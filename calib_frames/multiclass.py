@@ -663,6 +663,13 @@ def _from_list(
     item_expr = pl.col(item) if item is not None else pl.int_range(pl.len(), dtype=pl.UInt32)
     if item is not None:
         check_columns(schema, {"item": item}, keys=keys, numeric=[])
+    dtype = schema[probabilities]
+    inner = dtype.inner if isinstance(dtype, pl.List | pl.Array) else None
+    if not (isinstance(inner, pl.DataType) and inner.is_numeric()):
+        raise SchemaError(
+            f"column {probabilities!r} (probabilities) must hold lists of numbers, "
+            f"got {schema[probabilities]}"
+        )
     values = pl.col(probabilities)
     if isinstance(schema[probabilities], pl.Array):
         values = values.arr.to_list()

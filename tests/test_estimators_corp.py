@@ -191,3 +191,9 @@ def test_bad_input() -> None:
         corp_decomposition(frame, confidence="q", correct="y")
     with pytest.raises(cf.SchemaError, match="exists"):
         corp_recalibrate(frame, confidence="p", correct="y", output="w")
+
+
+def test_boolean_confidence_is_refused() -> None:
+    frame = pl.DataFrame({"p": [True, False], "y": [1, 0]})
+    with pytest.raises(cf.SchemaError, match="Boolean"):
+        corp_decomposition(frame, confidence="p", correct="y")

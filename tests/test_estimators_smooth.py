@@ -173,3 +173,9 @@ def test_bad_arguments() -> None:
         smooth_reliability_curve(frame, points=1)
     with pytest.raises(cf.ArgumentError, match="eps"):
         smooth_ece(frame, eps=0)
+
+
+def test_boolean_confidence_is_refused() -> None:
+    frame = pl.DataFrame({"confidence": [True, False], "correct": [0.5, 0.2]})
+    with pytest.raises(cf.SchemaError, match="swapped"):
+        smooth_ece(frame)

@@ -242,6 +242,12 @@ def test_bad_input() -> None:
         pooled_metrics(long, probabilities="p", label="hit")
     with pytest.raises(cf.SchemaError, match="column not found"):
         pooled_metrics(long, probabilities="nope", label="hit")
+    with pytest.raises(cf.SchemaError, match="lists of numbers"):
+        top_label_metrics(
+            pl.DataFrame({"probs": [["a", "b"]], "label": [0]}),
+            probabilities="probs",
+            label="label",
+        )
     with pytest.raises(cf.SchemaError, match="integer"):
         top_label_metrics(
             pl.DataFrame({"probs": [[0.5, 0.5]], "label": [0.0]}),

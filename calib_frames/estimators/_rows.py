@@ -74,7 +74,15 @@ def prediction_frame(
     columns = {"confidence": confidence, "correct": correct}
     if weight is not None:
         columns["weight"] = weight
-    check_columns(source.collect_schema(), columns, keys=keys, reserved=(*reserved, P, Y, W))
+    schema = source.collect_schema()
+    check_columns(schema, columns, keys=keys, reserved=(*reserved, P, Y, W))
+    for role in ("confidence", "weight"):
+        name = columns.get(role)
+        if name is not None and schema[name] == pl.Boolean:
+            raise SchemaError(
+                f"column {name!r} ({role}) is Boolean; a {role} must be a number "
+                "(were the confidence and correct columns swapped?)"
+            )
     extra = [] if weight is None else [pl.col(weight).cast(pl.Float64).alias(W)]
     return source.select(
         *keys,

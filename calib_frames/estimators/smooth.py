@@ -35,11 +35,16 @@ to rounding so that the numbers agree to ~1e-12)
 
 How it is computed
 ------------------
-Per group, in memory: the rows of all groups are collected once, then every bisection
-step evaluates all groups at once (grid sums by one ``np.bincount``, the convolution
-as one batched dot product over sliding windows, each group with its own kernel).
-Only groups whose bandwidth falls below 0.01 need a finer grid; they are evaluated in
-one batch per grid size. Rows carry no weights (the estimator is defined for samples).
+Per group, in memory: the rows of all groups are collected once; the grid sums
+(``np.bincount``) depend only on the grid size, so the 1001-node grid is summed once
+and reused by every bisection step. Each step evaluates all groups at once, each with
+its own kernel, by one batched real FFT of the mirrored node sums (it agrees with
+relplot's direct ``np.convolve`` to ~1e-15 relative, far below what the comparisons
+σ < smECE_σ or the reported value can resolve). The reliability curve, whose ratio
+``(K * y)/(K * 1 + 1e-4)`` is sensitive to absolute error where there is no data, is
+convolved directly (a batched dot product over sliding windows). Only groups whose
+bandwidth falls below 0.01 need a finer grid; they are evaluated in one batch per grid
+size. Rows carry no weights (the estimator is defined for samples).
 """
 
 from __future__ import annotations
@@ -339,8 +344,8 @@ def _fixed_point(
         move_end = ~found & ok
         end = np.where(move_end, mid, end)
         start = np.where(~found & ~ok, mid, start)
-    # the reported value: smECE at the bandwidth found, by direct sums (as relplot)
-    return _smece(p, y, group, start, cache=cache), start
+    # the reported value: smECE at the bandwidth found (FFT: ~1e-15 relative to direct sums)
+    return _smece(p, y, group, start, exact=False, cache=cache), start
 
 
 def _smece(
