@@ -53,7 +53,7 @@ from calib_frames.estimators._rows import (
     W,
     Y,
     attach,
-    group_ids,
+    grouped,
     keys_of,
     prediction_frame,
     validate_predictions,
@@ -131,8 +131,7 @@ def _points(
     frame = validate_predictions(
         frame, confidence=confidence, correct=correct, keys=keys, weight=weight, sort=False
     )
-    frame = frame.sort([*keys, P], nulls_last=True)
-    group, table, n_groups = group_ids(frame, keys)
+    group, table, n_groups, frame = grouped(frame, keys, sort_by=P)
     x = frame[P].to_numpy().astype(np.float64)
     y = frame[Y].to_numpy().astype(np.float64)
     w = np.ones_like(x) if weight is None else frame[W].to_numpy().astype(np.float64)

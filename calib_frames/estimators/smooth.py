@@ -60,7 +60,7 @@ from calib_frames.estimators._rows import (
     P,
     Y,
     attach,
-    group_ids,
+    grouped,
     keys_of,
     prediction_frame,
     validate_predictions,
@@ -174,8 +174,10 @@ def smooth_ece(
     schema = {**{k: rows.collect_schema()[k] for k in keys}, **SMOOTH_ECE_COLUMNS}
 
     def compute(frame: pl.DataFrame) -> pl.DataFrame:
-        frame = validate_predictions(frame, confidence=confidence, correct=correct, keys=keys)
-        group, table, n_groups = group_ids(frame, keys)
+        frame = validate_predictions(
+            frame, confidence=confidence, correct=correct, keys=keys, sort=False
+        )
+        group, table, n_groups, frame = grouped(frame, keys)
         if frame.height == 0:
             return _empty_result(keys, schema)
         p = frame[P].to_numpy().astype(np.float64)
@@ -281,8 +283,10 @@ def smooth_reliability_curve(
     schema = {**{k: rows.collect_schema()[k] for k in keys}, **SMOOTH_CURVE_COLUMNS}
 
     def compute(frame: pl.DataFrame) -> pl.DataFrame:
-        frame = validate_predictions(frame, confidence=confidence, correct=correct, keys=keys)
-        group, table, n_groups = group_ids(frame, keys)
+        frame = validate_predictions(
+            frame, confidence=confidence, correct=correct, keys=keys, sort=False
+        )
+        group, table, n_groups, frame = grouped(frame, keys)
         if frame.height == 0:
             return pl.DataFrame(schema=schema)
         p = frame[P].to_numpy().astype(np.float64)
