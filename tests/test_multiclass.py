@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import polars as pl
 import pytest
@@ -72,6 +74,21 @@ def test_top_label_matches_torchmetrics(sample: tuple[np.ndarray, np.ndarray]) -
         list_frame(probs, labels), probabilities="probs", label="label", bins=bins
     )
     assert got["ece"][0] == pytest.approx(want, rel=1e-6)  # torchmetrics reduces in float32
+
+
+def test_top_label_matches_netcal(sample: tuple[np.ndarray, np.ndarray]) -> None:
+    metrics = pytest.importorskip("netcal.metrics")
+    probs, labels = sample
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = metrics.ECE(bins=10).measure(probs, labels)  # top-label for 2-d input
+    got = top_label_metrics(
+        list_frame(probs, labels),
+        probabilities="probs",
+        label="label",
+        bins=Binning.like_netcal(10),
+    )
+    assert got["ece"][0] == pytest.approx(want, rel=1e-12)
 
 
 def test_classwise_macro_matches_uncertainty_calibration_marginal(
