@@ -19,6 +19,8 @@ relplot_loop       ``relplot.smECE(f, y, return_width=True)`` for each group
 corp               ``calib_frames.estimators.corp.corp_decomposition(df, by="model")``
 model_diag_loop    ``model_diagnostics.scoring.decompose(y, f, scoring_function=SquaredError())``
                    for each group
+isotonic_blocks    ``isotonic_blocks(df, x="confidence", y="correct", by="model")``
+sklearn_iso_loop   ``sklearn.isotonic.IsotonicRegression().fit(f, y)`` for each group
 ece_by_bin_count   ``ece_by_bin_count(df, by="model")`` (M = 5 … 30, one pass)
 metrics_loop_m     ``calibration_metrics(df, by="model", bins=M)`` for each M = 5 … 30
 
@@ -39,6 +41,7 @@ import polars as pl
 
 import calib_frames as cf
 from calib_frames.estimators.corp import corp_decomposition
+from calib_frames.estimators.isotonic import isotonic_blocks
 from calib_frames.estimators.sensitivity import ece_by_bin_count
 from calib_frames.estimators.smooth import smooth_ece
 
@@ -82,6 +85,7 @@ def main() -> None:
     tiny = df.head(100)
     smooth_ece(tiny, by="model"), corp_decomposition(tiny, by="model")
     ece_by_bin_count(tiny, by="model"), cf.calibration_metrics(tiny, by="model")
+    isotonic_blocks(tiny, x="confidence", y="correct", by="model")
 
     t_ours, ours = timed(lambda: smooth_ece(df, by="model"))
 
@@ -113,6 +117,23 @@ def main() -> None:
     t_peer, peer = timed(model_diagnostics_loop)
     got = ours.sort("model").select("mean_score", "miscalibration", "discrimination", "uncertainty")
     report("corp", t_ours, "model_diag_loop", t_peer, float(np.abs(got.to_numpy() - peer).max()))
+
+    from sklearn.isotonic import IsotonicRegression
+
+    t_ours, ours = timed(lambda: isotonic_blocks(df, x="confidence", y="correct", by="model"))
+
+    def sklearn_loop() -> list[IsotonicRegression]:
+        return [IsotonicRegression().fit(*by_group[k]) for k in keys]
+
+    t_peer, peer = timed(sklearn_loop)
+    # compared (untimed) at every row: our block value against sklearn's predict
+    blocks = ours.sort("model", "block").partition_by("model", maintain_order=True)
+    diff = 0.0
+    for table, model, k in zip(blocks, peer, keys, strict=True):
+        f = by_group[k][0]
+        at = np.searchsorted(table["x_upper"].to_numpy(), f)
+        diff = max(diff, float(np.abs(table["value"].to_numpy()[at] - model.predict(f)).max()))
+    report("isotonic_blocks", t_ours, "sklearn_iso_loop", t_peer, diff)
 
     t_ours, ours = timed(lambda: ece_by_bin_count(df, by="model"))
 
