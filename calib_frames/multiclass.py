@@ -732,7 +732,7 @@ def _from_wide(
             *keys,
             item_expr.alias(ITEM),
             *[
-                pl.col(lab).cast(pl.Boolean).alias(col)
+                _is_label(pl.col(lab), schema[lab]).alias(col)
                 for lab, col in zip(labels, columns, strict=True)
             ],
         ).unpivot(index=[*keys, ITEM], on=columns, variable_name=CLASS, value_name=IS_LABEL)
@@ -809,19 +809,19 @@ def _from_long(
         pl.col(item).alias(ITEM),
         pl.col(class_column),
         pl.col(probability).cast(pl.Float64).alias(PROBABILITY),
-        pl.col(label).cast(pl.Boolean, strict=False).alias(IS_LABEL),
+        _is_label(pl.col(label), schema[label]).alias(IS_LABEL),
         pl.col(class_column).alias(_ORDER),
         pl.lit(0).alias("__mc_label"),
     )
-    bad_label = pl.col(label).cast(pl.Float64)
-    rows = (
-        rows.with_columns(
-            pl.when((bad_label == 0) | (bad_label == 1)).then(pl.col(IS_LABEL)).alias(IS_LABEL)
-        )
-        if schema[label] != pl.Boolean
-        else rows
-    )
     return rows.with_columns(pl.lit(False).alias("__mc_bad_label")), class_column
+
+
+def _is_label(label: pl.Expr, dtype: pl.DataType) -> pl.Expr:
+    """A boolean label as is; numbers 0/1 as False/True, anything else null (an error)."""
+    if dtype == pl.Boolean:
+        return label
+    value = label.cast(pl.Float64)
+    return pl.when(value == 1.0).then(True).when(value == 0.0).then(False)
 
 
 def _with_label_checks(

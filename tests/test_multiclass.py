@@ -324,3 +324,16 @@ def test_multilabel() -> None:
     assert summary["brier"][0] == pytest.approx(brier, rel=1e-12)
     with pytest.raises(cf.ArgumentError, match="multi-label"):
         classwise_metrics(wide, probabilities=["p0", "p1", "p2"], label=["y0", "y1", "y2"])
+
+
+def test_long_layout_with_numeric_labels() -> None:
+    long = pl.DataFrame(
+        {"item": [0, 0, 1, 1], "class": [0, 1, 0, 1], "p": [0.8, 0.2, 0.3, 0.7], "y": [1, 0, 0, 1]}
+    )
+    out = multiclass_calibration(
+        long, probabilities="p", label="y", item="item", class_column="class"
+    )
+    assert out["accuracy"][0] == 1.0
+    bad = long.with_columns(y=pl.Series([2, 0, 0, 1]))
+    with pytest.raises(cf.DataError, match="not boolean"):
+        multiclass_calibration(bad, probabilities="p", label="y", item="item", class_column="class")
