@@ -103,8 +103,7 @@ def validate_predictions(
     binary: bool = True,
     sort: bool = True,
 ) -> pl.DataFrame:
-    """Raise :class:`DataError` for bad rows; return the rows sorted by keys (stable)
-    unless ``sort=False``."""
+    """Raise :class:`DataError` for bad rows; return the rows (sorted by keys if ``sort``)."""
     p, y = pl.col(P), pl.col(Y)
     checks: list[tuple[str, str, pl.Expr]] = [
         (
@@ -193,9 +192,11 @@ def raise_on_bad_rows(
 def grouped(
     rows: pl.DataFrame, keys: list[str], *, sort_by: str | None = None
 ) -> tuple[npt.NDArray[np.int64], pl.DataFrame, int, pl.DataFrame]:
-    """The rows gathered group by group (groups in key order, rows within a group in
-    input order or sorted by ``sort_by``): group number per row, the key table, the
-    group count and the gathered value columns (every column but the keys).
+    """Gather the rows group by group (groups in key order).
+
+    Rows within a group stay in input order or are sorted by ``sort_by``. Returns the
+    group number per row, the key table, the group count and the gathered value
+    columns (every column but the keys).
 
     One ``group_by`` with a per-group sort and an explode: the groups are sorted in
     parallel and in cache, several times faster than one sort of all rows by

@@ -290,8 +290,11 @@ def ece_by_bin_count(
 
 
 class _Cells:
-    """The common refinement of uniform binnings: its inner edges and, for every cell
-    and bin count M, the bin of M that holds the cell (columns cell, bins, bin)."""
+    """The common refinement of uniform binnings.
+
+    Its inner edges and, for every cell and bin count M, the bin of M that holds the
+    cell (columns cell, bins, bin).
+    """
 
     def __init__(self, inner_edges: list[float], bins: pl.DataFrame) -> None:
         self.inner_edges = inner_edges

@@ -332,7 +332,7 @@ def _empty_result(keys: list[str], schema: dict[str, pl.DataType]) -> pl.DataFra
 def _fixed_point(
     p: F64Array, y: F64Array, group: I64Array, n_groups: int, eps: float
 ) -> tuple[F64Array, F64Array]:
-    """relplot's ``search_param`` bisection, run for every group at once."""
+    """As relplot's ``search_param`` bisection, run for every group at once."""
     one = np.ones(n_groups)
     cache: dict[int, F64Array] = {}
     at_one = _smece(p, y, group, one, exact=False, cache=cache)
@@ -379,7 +379,7 @@ def _smece(
 
 
 def _grid_size(sigma: F64Array) -> I64Array:
-    """relplot's ``GaussianKernel.apply`` grid: ``max(2000, round(20/σ)) // 2 + 1``."""
+    """As relplot's ``GaussianKernel.apply`` grid: ``max(2000, round(20/σ)) // 2 + 1``."""
     size: I64Array = np.maximum(np.round(20.0 / sigma), 2000).astype(np.int64) // 2 + 1
     return size
 
@@ -440,7 +440,7 @@ def _smoothed_on_mesh(
 def _grid_sums(
     p: F64Array, series: F64Array, local: I64Array, n_groups: int, size: int
 ) -> F64Array:
-    """relplot's ``smooth_round_to_grid`` for every group and series: (S, G, E)."""
+    """As relplot's ``smooth_round_to_grid`` for every group and series: (S, G, E)."""
     scaled = p * (size - 1)
     node = np.clip(scaled.astype(np.int64), 0, size - 2)
     frac = scaled - node
@@ -455,7 +455,7 @@ def _grid_sums(
 
 
 def _kernel(sigma: F64Array, size: int) -> F64Array:
-    """relplot's ``GaussianKernel.kernel_ev`` for every group's σ: (G, E)."""
+    """As relplot's ``GaussianKernel.kernel_ev`` for every group's σ: (G, E)."""
     t = np.arange(size, dtype=np.float64) * (1.0 / (size - 1))
     t[-1] = 1.0
     var = sigma**2
@@ -485,7 +485,7 @@ def _reflected_convolution_fft(sums: F64Array, sigma: F64Array, size: int) -> F6
 
 
 def _reflected_convolution(sums: F64Array, sigma: F64Array, size: int) -> F64Array:
-    """relplot's ``ReflectedGaussianKernel.convolve``, each group with its own σ."""
+    """As relplot's ``ReflectedGaussianKernel.convolve``, each group with its own σ."""
     kernel = _kernel(sigma, size)
     extended = _extended(sums)
     half = size // 2
@@ -496,7 +496,7 @@ def _reflected_convolution(sums: F64Array, sigma: F64Array, size: int) -> F64Arr
 
 
 def _interpolate(smoothed: F64Array, mesh: I64Array, width: int) -> F64Array:
-    """relplot's ``interpolate`` from the E grid nodes to each group's T mesh points."""
+    """As relplot's ``interpolate`` from the E grid nodes to each group's T mesh points."""
     size = smoothed.shape[-1]
     t = _mesh_values(mesh, width)
     bucket = 1 / (size - 1)
