@@ -585,11 +585,11 @@ def _long(
     source = as_lazy(frame)
     keys: list[str] = keys_of(by)
     schema = source.collect_schema()
-    reserved = (ITEM, CLASS, PROBABILITY, IS_LABEL, _ORDER)
+    reserved = (ITEM, CLASS, PROBABILITY, IS_LABEL, "confidence", "correct", _ORDER)
     clashes = [k for k in keys if k in reserved]
     if clashes:
         raise SchemaError(
-            f"group key(s) {clashes} clash with the long table's columns {list(reserved[:4])}; "
+            f"group key(s) {clashes} clash with the long table's columns {list(reserved[:6])}; "
             "rename them first"
         )
     if not isinstance(label, str) and not (
