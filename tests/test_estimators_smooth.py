@@ -180,3 +180,19 @@ def test_boolean_confidence_is_refused() -> None:
     frame = pl.DataFrame({"confidence": [True, False], "correct": [0.5, 0.2]})
     with pytest.raises(cf.SchemaError, match="swapped"):
         smooth_ece(frame)
+
+
+@pytest.mark.parametrize("sigma", [0.001, 0.004, 0.2])
+def test_curve_at_fixed_bandwidth_matches_relplot_kernel(sigma: float) -> None:
+    """Small σ means a fine grid (E up to 10001): the curve still equals relplot's smooth."""
+    from relplot.kernels import ReflectedGaussianKernel
+
+    rng = np.random.default_rng(3)
+    f = rng.random(5000)
+    y = (rng.random(5000) < f).astype(float)
+    curve = smooth_reliability_curve(pl.DataFrame({"confidence": f, "correct": y}), bandwidth=sigma)
+    mu, density = ReflectedGaussianKernel(sigma).smooth(f, y, np.linspace(0, 1, 200))
+    np.testing.assert_allclose(curve["y"].to_numpy(), mu, rtol=1e-11, atol=1e-13)
+    np.testing.assert_allclose(
+        curve["density"].to_numpy(), (density - 1e-4) / f.size, rtol=1e-11, atol=1e-13
+    )
