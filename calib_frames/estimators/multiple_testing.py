@@ -105,7 +105,7 @@ def adjust_p_values(
     """
     if method not in _METHODS:
         raise ArgumentError(f"method must be one of {_METHODS}, got {method!r}")
-    keys = _keys(by)
+    keys: list[str] = _keys(by)
     lazy = as_lazy(table)
     schema = lazy.collect_schema()
     missing = [c for c in (p_value, *keys) if c not in schema]
