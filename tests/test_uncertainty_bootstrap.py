@@ -109,9 +109,10 @@ def test_seeded_and_reproducible_lazy_in_lazy_out() -> None:
     first = calibration_intervals(df, by="g", replicates=50, seed=11)
     again = calibration_intervals(df.lazy(), by="g", replicates=50, seed=11)
     assert isinstance(again, pl.LazyFrame)
-    assert first.equals(again.collect())
+    # the same draws; the bin sums may differ in the last bit (polars' summation order)
+    np.testing.assert_allclose(first.to_numpy(), again.collect().to_numpy(), rtol=1e-9)
     other = calibration_intervals(df, by="g", replicates=50, seed=12)
-    assert not first.equals(other)
+    assert np.abs(first.to_numpy() - other.to_numpy()).max() > 1e-4
     assert first.columns == ["g", *[f"{m}_ci_{s}" for m in CI_METRICS for s in ("low", "high")]]
 
 
