@@ -260,6 +260,13 @@ def test_perplexity_cluster_token_rows_and_bad_input() -> None:
         perplexity_intervals(pl.DataFrame({"nll": ["1.0"]}))
     with pytest.raises(ArgumentError):
         perplexity_intervals(pl.DataFrame({"nll": [1.0]}), replicates=0)
+    with pytest.raises(ArgumentError, match="tokens"):
+        perplexity_intervals(pl.DataFrame({"nll": [1.0], "tokens": [3]}))
+    with pytest.raises(ArgumentError, match="tokens"):
+        perplexity_intervals(pl.DataFrame({"nll": [1.0]}), tokens=0)
+    logp = perplexity_intervals(tokens.with_columns(-pl.col("nll")), log_probs=True, tokens=1,
+                                cluster="doc", replicates=300)  # fmt: skip
+    np.testing.assert_allclose(logp.to_numpy(), by_doc.to_numpy())
     zero = perplexity_intervals(
         pl.DataFrame({"g": ["a", "b"], "nll": [0.0, 2.0], "t": [0, 4]}), tokens="t", by="g"
     )

@@ -535,10 +535,11 @@ def perplexity_intervals(
     rows: Frame,
     *,
     nll: str = "nll",
-    tokens: str | None = None,
+    tokens: str | int | None = None,
     bytes: str | None = None,
     by: str | Sequence[str] | None = None,
     cluster: str | None = None,
+    log_probs: bool = False,
     replicates: int = 200,
     level: float = 0.95,
     seed: int = 0,
@@ -558,7 +559,9 @@ def perplexity_intervals(
     nll
         Column of negative log-likelihoods in nats (≥ 0, finite).
     tokens
-        Column of token counts per row (``None``: one token per row).
+        Column of token counts per row, or ``1``: each row is one token. ``None``
+        means 1 unless the frame has a column named ``tokens`` (then it raises: say
+        which is meant), as in :func:`~calib_frames.nll_sums`.
     bytes
         Column of UTF-8 bytes per row; adds ``bits_per_byte`` intervals.
     by
@@ -566,6 +569,8 @@ def perplexity_intervals(
     cluster
         Optional column (e.g. a document id) whose units are resampled instead of rows;
         rows are first summed per (keys, cluster) (a group_by over the rows).
+    log_probs
+        Treat ``nll`` as ln p (≤ 0) and negate it.
     replicates, level, seed
         As for :func:`intervals_from_bin_statistics`.
 
@@ -584,7 +589,7 @@ def perplexity_intervals(
         Negative, NaN, infinite or null NLL, or token/byte counts that are negative
         or not finite (checked when the result is collected).
     ArgumentError
-        For bad ``replicates``, ``level`` or ``seed``.
+        For bad ``replicates``, ``level``, ``seed`` or ``tokens``.
 
     Examples
     --------
@@ -602,7 +607,16 @@ def perplexity_intervals(
     source = as_lazy(rows)
     schema = source.collect_schema()
     keys: list[str] = [by] if isinstance(by, str) else list(by or [])
-    roles = {"nll": nll, "tokens": tokens, "bytes": bytes, "cluster": cluster}
+    if tokens is None and "tokens" in schema:
+        raise ArgumentError(
+            "the frame has a 'tokens' column: pass tokens='tokens' (document rows) or "
+            "tokens=1 (one token per row)"
+        )
+    if isinstance(tokens, bool) or (isinstance(tokens, int) and tokens < 1):
+        raise ArgumentError(f"tokens must be a column name or a positive integer, got {tokens!r}")
+    per_row = float(tokens) if isinstance(tokens, int) else 1.0
+    column_tokens = tokens if isinstance(tokens, str) else None
+    roles = {"nll": nll, "tokens": column_tokens, "bytes": bytes, "cluster": cluster}
     named = {role: column for role, column in roles.items() if column is not None}
     missing = [f"{role}={column!r}" for role, column in named.items() if column not in schema]
     missing += [f"by={key!r}" for key in keys if key not in schema]
@@ -616,7 +630,8 @@ def perplexity_intervals(
         raise SchemaError("group key 'units' clashes with the output column; rename it")
 
     x = pl.col(nll).cast(pl.Float64)
-    y = pl.lit(1.0) if tokens is None else pl.col(tokens).cast(pl.Float64)
+    x = -x if log_probs else x
+    y = pl.lit(per_row) if column_tokens is None else pl.col(column_tokens).cast(pl.Float64)
     z = None if bytes is None else pl.col(bytes).cast(pl.Float64)
     bad = ~(x.is_finite() & (x >= 0)).fill_null(False)
     bad = bad | ~(y.is_finite() & (y >= 0)).fill_null(False)
@@ -664,8 +679,8 @@ def _draw_ratios(
         where = ", ".join(f"{key}={example[key]!r}" for key in keys)
         raise DataError(
             f"columns {nll!r}/tokens/bytes: {bad:,} of {int(frame['units'].sum()):,} rows "
-            "have a null, NaN, infinite or negative value (NLL must be >= 0 nats)"
-            + (f"; e.g. in group {where}" if where else "")
+            "have a null, NaN, infinite or negative value (NLL must be >= 0 nats; pass "
+            "log_probs=True for log-probabilities)" + (f"; e.g. in group {where}" if where else "")
         )
     frame = frame.sort(keys, nulls_last=True) if keys else frame
     groups, k = frame.height, len(variables)
