@@ -272,3 +272,30 @@ def test_perplexity_cluster_token_rows_and_bad_input() -> None:
     )
     assert zero["perplexity_ci_low"].to_list()[0] is None
     assert zero["perplexity_ci_low"].to_list()[1] == pytest.approx(np.exp(0.5))
+
+
+def test_count_correct_column_gives_class_rows_under_weights() -> None:
+    rng = np.random.default_rng(8)
+    p = rng.uniform(0.5, 1.0, 3000)
+    y = rng.random(3000) < p * 0.8
+    df = pl.DataFrame({"confidence": p, "correct": y, "w": np.where(y, 10.0, 1.0)})
+    stats = cf.bin_statistics(df, weight="w")
+    per_bin = (
+        df.with_columns(
+            bin=pl.min_horizontal((pl.col("confidence") * 10).floor(), 9).cast(pl.UInt32)
+        )
+        .group_by("bin")
+        .agg(count_correct=pl.col("correct").sum().cast(pl.UInt64))
+    )
+    counted = stats.join(per_bin, on="bin", how="left").with_columns(
+        pl.col("count_correct").fill_null(0)
+    )
+    exact = calibration_intervals(df, weight="w", replicates=400, resample="rows", seed=1)
+    with_counts = intervals_from_bin_statistics(counted, replicates=400, seed=2)
+    apportioned = intervals_from_bin_statistics(stats, replicates=400, seed=2)
+    width = {
+        name: (t["accuracy_ci_high"] - t["accuracy_ci_low"]).item()
+        for name, t in (("exact", exact), ("counts", with_counts), ("apportioned", apportioned))
+    }
+    assert width["counts"] == pytest.approx(width["exact"], rel=0.15), width
+    assert width["apportioned"] > 1.3 * width["exact"], width
