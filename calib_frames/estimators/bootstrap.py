@@ -94,7 +94,7 @@ from calib_frames.exceptions import ArgumentError, DataError, SchemaError
 from calib_frames.metrics import metrics_from_bin_statistics
 from calib_frames.schema import BIN_STATISTICS
 from calib_frames.stats import bin_statistics
-from calib_frames.validation import Frame, as_lazy, return_like
+from calib_frames.validation import Frame, as_lazy, group_keys, return_like
 
 __all__ = [
     "CI_METRICS",
@@ -534,7 +534,7 @@ def calibration_intervals(
     for reserved in (REPLICATE, _ROW):
         if reserved in schema:
             raise SchemaError(f"column {reserved!r} clashes with the bootstrap's own column")
-    keys: list[str] = [by] if isinstance(by, str) else list(by or [])
+    keys: list[str] = group_keys(by)
     draws = pl.LazyFrame({REPLICATE: np.arange(replicates, dtype=np.uint32)})
     multiplicity = poisson_weights(pl.col(_ROW), pl.col(REPLICATE), seed).cast(pl.Float64)
     boot_weight = weight or _BOOT_W
@@ -615,7 +615,7 @@ def nll_moment_sums(
     """
     source = as_lazy(rows)
     schema = source.collect_schema()
-    keys: list[str] = [by] if isinstance(by, str) else list(by or [])
+    keys: list[str] = group_keys(by)
     if tokens is None and "tokens" in schema:
         raise ArgumentError(
             "the frame has a 'tokens' column: pass tokens='tokens' (document rows) or "

@@ -69,7 +69,7 @@ from calib_frames.estimators.multiple_testing import adjust_p_values
 from calib_frames.exceptions import ArgumentError, DataError, SchemaError
 from calib_frames.metrics import metrics_from_bin_statistics
 from calib_frames.schema import BIN_STATISTICS
-from calib_frames.validation import Frame, as_lazy, return_like
+from calib_frames.validation import Frame, as_lazy, group_keys, return_like
 
 __all__ = ["PAIRED_METRICS", "paired_comparison"]
 
@@ -78,15 +78,6 @@ PAIRED_METRICS = ("accuracy", "ece", "brier")
 
 _SEG, _SIDE, _REP = "__calib_pair", "__calib_side", "__calib_rep"
 _BIN, _Y, _R = "__calib_bin", "__calib_y", "__calib_r"
-
-
-def _keys(by: str | Sequence[str] | None) -> list[str]:
-    if by is None:
-        return []
-    keys = [by] if isinstance(by, str) else list(by)
-    if not all(isinstance(k, str) for k in keys) or len(set(keys)) != len(keys):
-        raise ArgumentError(f"by= takes distinct column names, got {by!r}")
-    return keys
 
 
 def paired_comparison(
@@ -178,7 +169,7 @@ def paired_comparison(
     check_seed(seed)
     if method not in ("permutation", "bootstrap"):
         raise ArgumentError(f"method must be 'permutation' or 'bootstrap', got {method!r}")
-    keys: list[str] = _keys(by)
+    keys: list[str] = group_keys(by)
     binning = as_binning(bins)
     source = as_lazy(predictions)
     schema = source.collect_schema()
