@@ -8,7 +8,13 @@ import polars as pl
 import pytest
 
 import calib_frames as cf
-from calib_frames.estimators.noise import calibration_noise_floor, noise_floor_from_bin_statistics
+from calib_frames.estimators.bootstrap import intervals_from_bin_statistics
+from calib_frames.estimators.noise import (
+    NOISE_COLUMNS,
+    calibration_noise_floor,
+    noise_floor_from_bin_statistics,
+    uncertainty_from_bin_statistics,
+)
 from calib_frames.exceptions import ArgumentError, SchemaError
 
 
@@ -134,3 +140,24 @@ def test_bad_arguments(kwargs: dict[str, object]) -> None:
     df = pl.DataFrame({"confidence": [0.5], "correct": [True]})
     with pytest.raises(ArgumentError):
         calibration_noise_floor(df, **kwargs)  # type: ignore[arg-type]
+
+
+def test_uncertainty_columns_for_the_metrics_table() -> None:
+    rng = np.random.default_rng(9)
+    p = rng.uniform(0.4, 1.0, 1200)
+    df = pl.DataFrame(
+        {"model": np.repeat(["x", "y", "z"], 400), "confidence": p, "correct": rng.random(1200) < p}
+    )
+    stats = cf.bin_statistics(df, by="model")
+    table = uncertainty_from_bin_statistics(stats, replicates=100, noise_replicates=200, seed=3)
+    intervals = intervals_from_bin_statistics(stats, replicates=100, seed=3)
+    noise = noise_floor_from_bin_statistics(stats, replicates=200, seed=4)
+    assert table.columns == [*intervals.columns, *NOISE_COLUMNS[1:]]
+    np.testing.assert_allclose(
+        table.select(intervals.columns[1:]).to_numpy(), intervals.drop("model").to_numpy()
+    )
+    assert table["reportable"].to_list() == noise["reportable"].to_list()
+    joined = cf.metrics_from_bin_statistics(stats).join(table, on="model")
+    assert joined.height == 3 and joined.columns.index("ece_ci_low") > joined.columns.index("ece")
+    whole = uncertainty_from_bin_statistics(cf.bin_statistics(df.lazy()), replicates=20)
+    assert isinstance(whole, pl.LazyFrame) and whole.collect().height == 1

@@ -51,14 +51,24 @@ import numpy as np
 import polars as pl
 
 from calib_frames.binning import BinsLike
-from calib_frames.estimators.bootstrap import _grid_shape, check_replicates, check_seed
+from calib_frames.estimators.bootstrap import (
+    _grid_shape,
+    check_replicates,
+    check_seed,
+    intervals_from_bin_statistics,
+)
 from calib_frames.estimators.intervals import check_level
 from calib_frames.exceptions import ArgumentError, SchemaError
 from calib_frames.schema import BIN_STATISTICS
 from calib_frames.stats import bin_statistics
 from calib_frames.validation import Frame, as_lazy, return_like
 
-__all__ = ["NOISE_COLUMNS", "calibration_noise_floor", "noise_floor_from_bin_statistics"]
+__all__ = [
+    "NOISE_COLUMNS",
+    "calibration_noise_floor",
+    "noise_floor_from_bin_statistics",
+    "uncertainty_from_bin_statistics",
+]
 
 NOISE_COLUMNS = ("ece", "ece_null_mean", "ece_noise_floor", "ece_p_value", "reportable")
 """Columns after the keys in the noise-floor table."""
@@ -304,3 +314,81 @@ def calibration_noise_floor(
         seed=seed,
     )
     return return_like(predictions, table)
+
+
+def uncertainty_from_bin_statistics(
+    stats: Frame,
+    *,
+    replicates: int = 200,
+    level: float = 0.95,
+    noise_replicates: int = 1000,
+    noise_level: float = 0.95,
+    alpha: float = 0.05,
+    min_count: int = 100,
+    min_bins: int = 2,
+    seed: int = 0,
+) -> Frame:
+    """Every uncertainty column of a metrics table, per group, from one bin-statistics table.
+
+    The bootstrap intervals of :func:`~calib_frames.estimators.bootstrap.
+    intervals_from_bin_statistics` joined with the noise floor of
+    :func:`noise_floor_from_bin_statistics`: the columns a report adds to
+    :func:`~calib_frames.metrics_from_bin_statistics` (join on the keys). Costs groups ×
+    bins × (replicates + noise_replicates), not rows.
+
+    Parameters
+    ----------
+    stats
+        A bin-statistics table; lazy in, lazy out. Pass a collected (or cached) table
+        when it is lazy and also reduced elsewhere, so that the row pass runs once.
+    replicates, level
+        Bootstrap replicates and interval level.
+    noise_replicates, noise_level, alpha, min_count, min_bins
+        ``replicates``, ``level``, ``alpha``, ``min_count``, ``min_bins`` of
+        :func:`noise_floor_from_bin_statistics`.
+    seed
+        Seed of both draws.
+
+    Returns
+    -------
+    DataFrame or LazyFrame
+        keys…, ``<metric>_ci_low/high`` for each metric of
+        :data:`~calib_frames.estimators.bootstrap.CI_METRICS`, then ``ece_null_mean``,
+        ``ece_noise_floor``, ``ece_p_value``, ``reportable``; one row per group.
+
+    Raises
+    ------
+    SchemaError, ArgumentError
+        As the two functions it joins.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import calib_frames as cf
+    >>> df = pl.DataFrame({"model": ["a", "b"] * 100, "confidence": [0.8, 0.9] * 100,
+    ...                    "correct": [True, False, True, True] * 50})
+    >>> stats = cf.bin_statistics(df, by="model")
+    >>> table = cf.metrics_from_bin_statistics(stats).join(
+    ...     uncertainty_from_bin_statistics(stats), on="model")
+    >>> table.select("model", "ece", "ece_noise_floor", "reportable").height
+    2
+    """
+    lazy = as_lazy(stats)
+    keys: list[str] = BIN_STATISTICS.keys(lazy.collect_schema())
+    intervals = intervals_from_bin_statistics(lazy, replicates=replicates, level=level, seed=seed)
+    noise = noise_floor_from_bin_statistics(
+        lazy,
+        replicates=noise_replicates,
+        level=noise_level,
+        alpha=alpha,
+        min_count=min_count,
+        min_bins=min_bins,
+        seed=seed + 1,
+    ).select(*keys, *NOISE_COLUMNS[1:])
+    if keys:
+        result = intervals.join(noise, on=keys, how="left", nulls_equal=True).sort(
+            keys, nulls_last=True
+        )
+    else:
+        result = pl.concat([intervals, noise], how="horizontal")
+    return return_like(stats, result)
