@@ -31,7 +31,7 @@ import polars as pl
 from calib_frames.exceptions import ArgumentError, SchemaError
 from calib_frames.validation import Frame, as_lazy, return_like
 
-__all__ = ["accuracy_interval", "normal_quantile", "with_accuracy_intervals"]
+__all__ = ["accuracy_interval", "check_level", "normal_quantile", "with_accuracy_intervals"]
 
 IntoExpr = pl.Expr | str
 
