@@ -142,13 +142,43 @@ _POISSON_TAIL = 16  # P(Poisson(1) > 16) < 1e-14
 
 
 def check_replicates(replicates: int) -> None:
-    """Raise :class:`ArgumentError` unless ``replicates`` is an integer ≥ 1."""
+    """Raise :class:`ArgumentError` unless ``replicates`` is an integer ≥ 1.
+
+    Parameters
+    ----------
+    replicates
+        The number of replicates asked for.
+
+    Raises
+    ------
+    ArgumentError
+        If it is not an int (bools refused) or is below 1.
+
+    Examples
+    --------
+    >>> check_replicates(200)
+    """
     if isinstance(replicates, bool) or not isinstance(replicates, int) or replicates < 1:
         raise ArgumentError(f"replicates must be an integer >= 1, got {replicates!r}")
 
 
 def check_seed(seed: int) -> None:
-    """Raise :class:`ArgumentError` unless ``seed`` is an integer ≥ 0."""
+    """Raise :class:`ArgumentError` unless ``seed`` is an integer ≥ 0.
+
+    Parameters
+    ----------
+    seed
+        The seed asked for.
+
+    Raises
+    ------
+    ArgumentError
+        If it is not an int (bools refused) or is negative.
+
+    Examples
+    --------
+    >>> check_seed(0)
+    """
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ArgumentError(f"seed must be an integer >= 0, got {seed!r}")
 

@@ -275,13 +275,25 @@ def calibration_noise_floor(
     """ECE noise floor, p-value and reportable verdict per group, from predictions.
 
     :func:`noise_floor_from_bin_statistics` of :func:`~calib_frames.bin_statistics`
-    (one pass over the rows); the parameters are those two functions'.
+    (one pass over the rows).
+
+    Parameters
+    ----------
+    predictions, confidence, correct, by, bins, weight
+        As for :func:`~calib_frames.bin_statistics`.
+    replicates, level, alpha, min_count, min_bins, seed
+        As for :func:`noise_floor_from_bin_statistics`.
 
     Returns
     -------
     DataFrame or LazyFrame
         keys…, ``count``, ``populated_bins``, ``ece``, ``ece_null_mean``,
         ``ece_noise_floor``, ``ece_p_value``, ``reportable``.
+
+    Raises
+    ------
+    SchemaError, DataError, ArgumentError
+        As the two functions it combines.
 
     Examples
     --------

@@ -1,5 +1,7 @@
-r"""Model against model on the same items: paired bootstrap of the difference in accuracy,
-ECE and Brier score, with p-values corrected across tasks and model pairs.
+r"""Model against model on the same items: paired tests of accuracy, ECE and Brier.
+
+Paired bootstrap intervals of the difference in accuracy, ECE and Brier score, paired
+permutation p-values, corrected across tasks and model pairs.
 
 What is estimated
 -----------------
