@@ -188,11 +188,14 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--row-bootstrap", action="store_true", help="also time resample='rows'")
+    parser.add_argument(
+        "--no-peers", action="store_true", help="skip the numpy loop, scipy and paired runs"
+    )
     args = parser.parse_args()
     rows, groups, reps, repeats = int(args.rows), args.groups, args.replicates, args.repeats
     df = predictions(rows, groups, args.seed)
     docs = documents(rows, groups, args.seed)
-    pairs = paired_rows(rows, groups, args.seed)
+    pairs = None if args.no_peers else paired_rows(rows, groups, args.seed)
     stats = cf.bin_statistics(df, by="g")
 
     timings: dict[str, float] = {}
@@ -207,9 +210,11 @@ def main() -> None:
         timings["cf_row_bootstrap"] = best(
             lambda: calibration_intervals(df, by="g", replicates=reps, resample="rows"), 1
         )
-    timings["numpy_group_loop"] = best(lambda: numpy_group_loop(df, reps, args.seed), 1)
-    timings[f"scipy_bootstrap_x{groups}"] = scipy_one_group(df, reps, args.seed) * groups
-    CPU[f"_{len(CPU)}"] = timings[f"scipy_bootstrap_x{groups}"]  # wall (single-threaded)
+    scipy_name = f"scipy_bootstrap_x{groups}"
+    if not args.no_peers:
+        timings["numpy_group_loop"] = best(lambda: numpy_group_loop(df, reps, args.seed), 1)
+        timings[scipy_name] = scipy_one_group(df, reps, args.seed) * groups
+        CPU[f"_{len(CPU)}"] = timings[scipy_name]  # wall (single-threaded)
     timings["cf_noise_floor"] = best(
         lambda: calibration_noise_floor(df, by="g", replicates=1000), repeats
     )
@@ -220,18 +225,22 @@ def main() -> None:
         lambda: perplexity_intervals(docs, tokens="tokens", bytes="bytes", by="g", replicates=reps),
         repeats,
     )
-    timings["cf_paired"] = best(lambda: paired_comparison(pairs, by="g", replicates=reps), 1)
+    if not args.no_peers:
+        timings["cf_paired"] = best(lambda: paired_comparison(pairs, by="g", replicates=reps), 1)
 
     # cross-check: the bin-level intervals against the numpy loop's (median abs difference
     # of the ECE interval bounds relative to the interval width; Monte-Carlo noise ~5%)
-    ours = calibration_intervals(df, by="g", replicates=reps).sort("g")
-    theirs = numpy_group_loop(df, reps, args.seed + 1)
-    width = theirs[:, 1, 3] - theirs[:, 0, 3]
-    drift = np.median(np.abs(ours["ece_ci_low"].to_numpy() - theirs[:, 0, 3]) / width)
+    drift = float("nan")
+    if not args.no_peers:
+        ours = calibration_intervals(df, by="g", replicates=reps).sort("g")
+        theirs = numpy_group_loop(df, reps, args.seed + 1)
+        width = theirs[:, 1, 3] - theirs[:, 0, 3]
+        drift = np.median(np.abs(ours["ece_ci_low"].to_numpy() - theirs[:, 0, 3]) / width)
 
     print(f"rows={rows:,} groups={groups} replicates={reps} (best of {repeats})")
     cpu = dict(zip(timings, CPU.values(), strict=False))
-    cpu[f"scipy_bootstrap_x{groups}"] = timings[f"scipy_bootstrap_x{groups}"]
+    if scipy_name in timings:
+        cpu[scipy_name] = timings[scipy_name]
     print(f"{'method':24s} {'wall s':>9s} {'ratio':>8s} {'cpu s':>9s} {'cpu ratio':>10s}")
     for name, seconds in timings.items():
         base = "plain_perplexity" if "ppl" in name or "perplexity" in name else "plain_metrics"
