@@ -60,8 +60,8 @@ gets no interval.
 
 ``resample="rows"`` is the exact row-level Poisson bootstrap (each row gets a Poisson(1)
 multiplicity per replicate, from a seeded hash of its position and the replicate, and
-the one bin-statistics pass groups by ``replicate`` too): costs rows × replicates, a
-reference for small data and validation.
+the one bin-statistics pass groups by ``replicate`` too): costs rows × replicates (the
+rows are crossed with the replicates), a reference for small data and validation.
 
 Perplexity (:func:`perplexity_intervals`) is a ratio of sums, Σnll/Σtokens. Its
 bootstrap replicates are drawn from the normal approximation of the resampled sums

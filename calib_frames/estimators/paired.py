@@ -26,11 +26,12 @@ Holm and Benjamini–Hochberg adjustments
 (:func:`~calib_frames.estimators.multiple_testing.adjust_p_values`) treat all rows of the
 result (every model pair on every task) as one family, per metric.
 
-How it is computed (per group, in memory of the joint cells, not the rows)
-----------------------------------------------------------------------------
+How it is computed (per group, in memory)
+-----------------------------------------
 Each shared item falls in one *joint cell* (bin and outcome under model a, bin and
-outcome under model b); the rows reduce in one pass to per-joint-cell counts and residual
-sums (at most (2M)² cells per model pair). Resampling items with replacement draws a
+outcome under model b); a self-join of the rows on (keys, item), which holds the rows in
+memory, reduces them to per-joint-cell counts and residual sums (at most (2M)² cells per
+model pair); the resampling then works on the cells only. Resampling items with replacement draws a
 Multinomial count for every joint cell, exactly as the row-level paired bootstrap does,
 and each model's cell sums follow as in :mod:`calib_frames.estimators.bootstrap` (scaled
 to the drawn count, normal approximation of the within-cell mean; the two models'
