@@ -182,3 +182,24 @@ def test_permutation_p_values_match_exact_item_swaps() -> None:
         for k, m in enumerate(PAIRED_METRICS):
             # Monte-Carlo sd of either p-value is at most 0.011 at 2000 draws
             assert abs(row[f"{m}_p_value"].item() - exact[k]) < 0.05, (task, m, exact[k])
+
+
+def test_degenerate_pairs() -> None:
+    rows = pl.DataFrame(
+        {
+            "task": ["one"] * 2 + ["flat"] * 8,
+            "model": ["a", "b"] + ["a"] * 4 + ["b"] * 4,
+            "item": [1, 1, 1, 2, 3, 4, 1, 2, 3, 4],
+            "confidence": [0.9, 0.6] + [0.7] * 8,  # all-equal confidences in "flat"
+            "correct": [True, True] + [True] * 8,  # a single class everywhere
+        }
+    )
+    out = paired_comparison(rows, by="task", replicates=100)
+    one = out.row(out["task"].to_list().index("one"), named=True)
+    assert one["shared_items"] == 1
+    assert one["brier_difference"] == pytest.approx(0.01 - 0.16)
+    # one item: every replicate and every swap is that item; no evidence either way
+    assert one["brier_difference_ci_low"] == pytest.approx(one["brier_difference_ci_high"])
+    flat = out.row(out["task"].to_list().index("flat"), named=True)
+    for m in PAIRED_METRICS:
+        assert flat[f"{m}_difference"] == 0.0 and flat[f"{m}_p_value"] == 1.0
