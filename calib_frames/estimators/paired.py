@@ -419,16 +419,18 @@ def _side(cells: dict[str, np.ndarray], side: str) -> tuple[np.ndarray, np.ndarr
 
 
 def _reduce(
-    targets: np.ndarray, sums: Sequence[np.ndarray], shape: _Shape, reps: int, side: int
+    parts: Sequence[tuple[np.ndarray, Sequence[np.ndarray]]], shape: _Shape, reps: int, side: int
 ) -> pl.DataFrame:
-    """Bin-statistics table keyed (pair, side, replicate) from (cell, replicate) sums."""
+    """Bin-statistics table keyed (pair, side, replicate) from (cell, replicate) sums.
+
+    ``parts``: (flat targets, (W, R, Q) sums) whose contributions add up.
+    """
     size = shape.pairs * reps * shape.bins * 2
-    w, r, q = (
-        np.bincount(targets, weights=v.ravel(), minlength=size).reshape(
-            shape.pairs, reps, shape.bins, 2
-        )
-        for v in sums
-    )
+    totals = [np.zeros(size) for _ in range(3)]
+    for targets, sums in parts:
+        for total, values in zip(totals, sums, strict=True):
+            np.add(total, np.bincount(targets, weights=values.ravel(), minlength=size), out=total)
+    w, r, q = (total.reshape(shape.pairs, reps, shape.bins, 2) for total in totals)
     return _bin_table(w, r, q, side=side)
 
 
@@ -463,7 +465,7 @@ def _bootstrap_metrics(
         sums = [np.concatenate([v, o], axis=1) for v, o in ((w_star, n[:, None]), (r_star, r),
                                                             (q_star, q))]  # fmt: skip
         targets = _targets(local, bin_index, y, reps + 1, shape.bins)
-        tables.append(_reduce(targets, sums, shape, reps + 1, code))
+        tables.append(_reduce([(targets, sums)], shape, reps + 1, code))
     return _metrics(tables, shape.pairs, reps + 1)
 
 
@@ -507,12 +509,10 @@ def _permuted_metrics(
     for code, (side, other) in enumerate((("a", "b"), ("b", "a"))):
         own_target, _, kept = parts[side]
         other_target, received, _ = parts[other]
-        targets = np.concatenate([own_target, other_target])
-        sums = [
-            np.concatenate([np.broadcast_to(mine, k.shape).ravel(), theirs.ravel()])
-            for mine, theirs in zip(kept, received, strict=True)
-        ]
-        tables.append(_reduce(targets, sums, shape, reps, code))
+        kept_sums = [np.broadcast_to(values, k.shape) for values in kept]
+        tables.append(
+            _reduce([(own_target, kept_sums), (other_target, received)], shape, reps, code)
+        )
     return _metrics(tables, shape.pairs, reps)
 
 
