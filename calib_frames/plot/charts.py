@@ -320,6 +320,8 @@ def reliability_diagram(
             )
         return diagram(True).facet(
             facet=alt.Facet(f"{PANEL}:N", sort=panels, title=None, header=_header()),
+        bounds="flush",
+        spacing=20,
             columns=_columns(len(panels), prepared.facet, populated, columns),
             data=_data(populated),
         ).properties(title=heading)
@@ -815,6 +817,8 @@ def confidence_histogram(
     panels = prepared.panels
     return chart.facet(
         facet=alt.Facet(f"{PANEL}:N", sort=panels, title=None, header=_header()),
+        bounds="flush",
+        spacing=20,
         columns=_columns(len(panels), prepared.facet, hist, columns),
     ).properties(title=heading)
 
@@ -953,8 +957,10 @@ def metric_scatter(
         legend=alt.Legend(labelLimit=200),
     )
     faded = alt.when(highlight).then(alt.value(1.0)).otherwise(alt.value(0.15))
-    x_enc = alt.X(f"{field(x)}:Q", title=x_title, scale=alt.Scale(zero=True, nice=True))
-    y_enc = alt.Y(f"{field(y)}:Q", title=y_title, scale=alt.Scale(zero=False, nice=True))
+    x_enc = alt.X(f"{field(x)}:Q", title=x_title, scale=alt.Scale(zero=True, nice=True),
+                  axis=alt.Axis(tickCount=5))
+    y_enc = alt.Y(f"{field(y)}:Q", title=y_title, scale=alt.Scale(zero=False, nice=True),
+                  axis=alt.Axis(tickCount=5))
     layers = []
     if floor:
         layers.append(
@@ -1005,6 +1011,8 @@ def metric_scatter(
     panels = prepared.panels
     return chart.facet(
         facet=alt.Facet(f"{PANEL}:N", sort=panels, title=None, header=_header()),
+        bounds="flush",
+        spacing=20,
         columns=_columns(len(panels), prepared.facet, points, columns),
         data=_data(points),
     ).properties(title=alt.Title(heading, subtitle=subtitle or []))
@@ -1113,7 +1121,7 @@ def brier_decomposition_chart(
         .mark_bar(height={"band": 0.7})
         .encode(
             x=alt.X("_signed:Q", title="← resolution · reliability →",
-                    axis=alt.Axis(labelExpr="format(abs(datum.value), '~g')")),
+                    axis=alt.Axis(labelExpr="format(abs(datum.value), '~g')", tickCount=4)),
             y=alt.Y(f"{COLOR}:N", title=None, sort=labels, axis=alt.Axis(labelLimit=180)),
             color=alt.Color(
                 "_term:N", title="Brier term",
@@ -1130,6 +1138,8 @@ def brier_decomposition_chart(
     panels = prepared.panels
     return chart.facet(
         facet=alt.Facet(f"{PANEL}:N", sort=panels, title=None, header=_header()),
+        bounds="flush",
+        spacing=20,
         columns=_columns(len(panels), prepared.facet, long, columns if columns else None)
         if columns or len(prepared.facet) < 2 else 4,
     ).properties(title=heading)
@@ -1313,6 +1323,8 @@ def _finish(
     panels = prepared.panels
     return layer.facet(  # type: ignore[no-any-return]
         facet=alt.Facet(f"{PANEL}:N", sort=panels, title=None, header=_header()),
+        bounds="flush",
+        spacing=20,
         columns=_columns(len(panels), prepared.facet, data, columns),
         data=_data(data),
     ).properties(title=heading)

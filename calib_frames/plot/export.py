@@ -174,6 +174,9 @@ def write_atomic(path: str | os.PathLike[str], content: str | bytes) -> Path:
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes 0600; give the usual mode
         os.replace(temporary, target)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
