@@ -86,9 +86,10 @@ def field(name: str) -> str:
     return re.sub(r"([.\[\]\\])", r"\\\1", name)
 
 
-def _data(data: pl.DataFrame) -> alt.Data:
+def _data(data: pl.DataFrame) -> alt.InlineData:
+    """Inline rows (altair gathers identical ones into one top-level dataset)."""
     alt = _alt()
-    return alt.Data(values=records(data))
+    return alt.InlineData(values=records(data))
 
 
 def _palette(count: int) -> str:
@@ -185,8 +186,9 @@ def reliability_diagram(
     Returns
     -------
     altair.TopLevelMixin
-        A ``VConcatChart`` (with histogram), else a ``LayerChart`` (one panel) or
-        ``FacetChart``.
+        With the histogram: a ``VConcatChart`` (an ``HConcatChart`` when several groups
+        share the panel and ``metrics`` is given: their metrics table sits beside it).
+        Without: a ``LayerChart`` (one panel) or ``FacetChart``.
 
     Raises
     ------
@@ -214,11 +216,11 @@ def reliability_diagram(
     ... })
     >>> table = cf.reliability_table(preds, by="model")
     >>> chart = reliability_diagram(table, cf.calibration_metrics(preds, by="model"))
-    >>> type(chart).__name__
-    'VConcatChart'
+    >>> type(chart).__name__  # diagram over histogram, the metrics table beside
+    'HConcatChart'
     >>> spec = chart.to_dict()
-    >>> [len(rows) for rows in spec["datasets"].values()]  # populated bins, then histogram
-    [6, 6]
+    >>> [len(rows) for rows in spec["datasets"].values()]  # populated bins, all bins, models
+    [6, 20, 2]
     """
     alt = _alt()
     _check_size("width", width)
@@ -1451,8 +1453,8 @@ def isotonic_reliability_chart(
     >>> spec = isotonic_reliability_chart(blocks).to_dict()
     >>> [layer["mark"]["type"] for layer in spec["layer"]]
     ['rule', 'line', 'point']
-    >>> [len(rows) for rows in spec["datasets"].values()]  # 2 blocks: 3 step vertices
-    [3, 2]
+    >>> sorted(len(rows) for rows in spec["datasets"].values())  # 2 blocks, 3 step vertices
+    [2, 3]
     """
     alt = _alt()
     data, keys = _curve_table(table, ISOTONIC_COLUMNS, "isotonic blocks table",

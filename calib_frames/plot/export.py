@@ -130,8 +130,10 @@ def page_html(title: str, body: str, *, specs: dict[str, dict[str, Any]], style:
     """A self-contained page: ``body`` (already escaped markup), the specs as JSON
     script elements, the inlined Vega bundle and the code that draws every element
     carrying ``data-vega-spec``."""
+    # the "$schema" URL is only a label (nothing fetches it); leave URLs out of the page
     spec_elements = "\n".join(
-        f'<script type="application/json" id="{html.escape(name)}">{embed_json(spec)}</script>'
+        f'<script type="application/json" id="{html.escape(name)}">'
+        f"{embed_json({k: v for k, v in spec.items() if k != '$schema'})}</script>"
         for name, spec in specs.items()
     )
     return (
