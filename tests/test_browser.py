@@ -123,9 +123,7 @@ def test_report_renders_offline_and_hostile_names_stay_text(
         # nothing the names spell became an element
         assert page.locator("img").count() == 0
         assert page.locator("h1 b, dl.meta i").count() == 0
-        scripts = page.eval_on_selector_all(
-            "script", "els => els.map(e => e.type || 'js')"
-        )
+        scripts = page.eval_on_selector_all("script", "els => els.map(e => e.type || 'js')")
         assert scripts.count("application/json") == 5
         assert len(scripts) == 5 + 3  # specs, the Vega bundle, the sort and embed code
         page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
@@ -199,9 +197,7 @@ def test_without_json_escaping_the_hostile_name_would_run(
     from calib_frames.plot import export
 
     monkeypatch.setattr(export, "_JSON_ESCAPES", {})
-    path = save_chart(
-        reliability_diagram(hostile_tables["stats"]), tmp_path / "unescaped.html"
-    )
+    path = save_chart(reliability_diagram(hostile_tables["stats"]), tmp_path / "unescaped.html")
     context = browser.new_context(offline=True)
     page = context.new_page()
     log = PageLog(page)

@@ -181,9 +181,7 @@ def test_many_models_in_one_panel_have_a_legend_highlight(
     assert line["encoding"]["opacity"]["condition"][0]["param"] == "highlight"
     # the metrics table beside the diagram: one row per model, values from the table
     summary = next(rows for rows in datasets(spec) if len(rows) == 3)
-    expected = dict(
-        tables["by_model_metrics"].select("model", "ece").iter_rows()
-    )
+    expected = dict(tables["by_model_metrics"].select("model", "ece").iter_rows())
     assert {row["_color"]: row["ece"] for row in summary} == expected
     compiles(spec)
 
@@ -237,9 +235,7 @@ def test_twenty_models_by_ten_tasks_builds_and_renders() -> None:
     assert line["encoding"]["color"]["scale"]["scheme"] == "tableau20"
     grid = reliability_diagram(table, metrics, facet=["model", "task"]).to_dict()
     assert len(grid["vconcat"]) == 20
-    assert all(
-        len(row["vconcat"][0]["facet"]["column"]["sort"]) == 10 for row in grid["vconcat"]
-    )
+    assert all(len(row["vconcat"][0]["facet"]["column"]["sort"]) == 10 for row in grid["vconcat"])
     assert len(datasets(grid)[0]) == 200 * 10 * 2 + 200
     compiles(grid)
 

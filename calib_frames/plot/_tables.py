@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from calib_frames.exceptions import ArgumentError, SchemaError
-from calib_frames.schema import METRICS, PERPLEXITY, RELIABILITY, Table
+from calib_frames.schema import METRICS, PERPLEXITY, Table
 
 __all__ = [
     "COLOR",
@@ -227,6 +227,6 @@ def records(data: pl.DataFrame) -> list[dict[str, object]]:
     for name, dtype in data.schema.items():
         if dtype.is_float():
             casts.append(pl.when(pl.col(name).is_finite()).then(pl.col(name)).alias(name))
-        elif not (dtype.is_numeric() or dtype == pl.String or dtype == pl.Boolean):
+        elif not (dtype.is_numeric() or dtype in (pl.String, pl.Boolean)):
             casts.append(pl.col(name).cast(pl.String))
     return (data.with_columns(casts) if casts else data).to_dicts()

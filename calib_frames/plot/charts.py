@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
 
@@ -88,23 +88,26 @@ def field(name: str) -> str:
 
 def _data(data: pl.DataFrame) -> alt.InlineData:
     """Inline rows (altair gathers identical ones into one top-level dataset)."""
-    alt = _alt()
+    import altair as alt
+
     return alt.InlineData(values=records(data))
 
 
-def _palette(count: int) -> str:
+def _palette(count: int) -> Literal["dark2", "tableau20"]:
     # dark2 has no pure red or blue, which the gap bars use for over/underconfidence
     return "dark2" if count <= 8 else "tableau20"
 
 
 def _color_scale(prepared: Prepared) -> alt.Scale:
-    alt = _alt()
+    import altair as alt
+
     domain = prepared.colors
     return alt.Scale(domain=domain, scheme=_palette(len(domain)))
 
 
 def _key_tooltips(keys: Sequence[str]) -> list[alt.Tooltip]:
-    alt = _alt()
+    import altair as alt
+
     return [alt.Tooltip(f"{field(key)}:N", title=key) for key in keys]
 
 
@@ -222,7 +225,8 @@ def reliability_diagram(
     >>> [len(rows) for rows in spec["datasets"].values()]  # populated bins, all bins, models
     [6, 20, 2]
     """
-    alt = _alt()
+    import altair as alt
+
     _check_size("width", width)
     _check_size("height", height)
     data = frame(table, "reliability_diagram")
@@ -237,60 +241,7 @@ def reliability_diagram(
             numeric=["accuracy_ci_low", "accuracy_ci_high"],
         )
     prepared = prepare(data, keys, color=color, facet=facet)
-    base = prepared.data.with_columns(
-        pl.col("count").cast(pl.Int64),
-        pl.col("mean_confidence", "accuracy", "bin_lower", "bin_upper").cast(pl.Float64),
-    )
-    base = base.with_columns(bin_label("closed" in base.columns).alias("_bin_range"))
-    populated = base.filter(
-        pl.col("count") > 0,
-        pl.col("mean_confidence").is_finite(),
-        pl.col("accuracy").is_finite(),
-    ).with_columns((pl.col("accuracy") - pl.col("mean_confidence")).alias("_gap"))
-    populated = populated.with_columns(
-        pl.when(pl.col("_gap") < 0)
-        .then(pl.lit(OVER))
-        .when(pl.col("_gap") > 0)
-        .then(pl.lit(UNDER))
-        .otherwise(pl.lit("calibrated"))
-        .alias("_direction")
-    )
-    metric_names = ["ece", "mce", "brier"]
-    if metrics is None:
-        populated = populated.with_columns(
-            [pl.lit(None, dtype=pl.Float64).alias(name) for name in metric_names]
-        )
-    else:
-        summary = metrics_columns(
-            frame(metrics, "reliability_diagram metrics"), keys, metric_names, role="metrics"
-        )
-        summary = summary.with_columns(pl.col(metric_names).cast(pl.Float64))
-        populated = (
-            populated.join(summary, on=keys, how="left", nulls_equal=True)
-            if keys
-            else populated.join(summary, how="cross")
-        )
-    keep = [
-        *keys,
-        COLOR,
-        PANEL,
-        "bin",
-        "_bin_range",
-        "count",
-        "mean_confidence",
-        "accuracy",
-        "_gap",
-        "_direction",
-    ]
-    if has_ci:
-        keep += ["accuracy_ci_low", "accuracy_ci_high"]
-    keep += metric_names
-    populated = populated.select(keep)
-    hist = base.filter(pl.col("bin_lower").is_not_null(), pl.col("bin_upper").is_not_null())
-    hist = hist.select(
-        *keys, COLOR, PANEL, "bin", "_bin_range", "count", "bin_lower", "bin_upper"
-    ).with_columns(((pl.col("bin_lower") + pl.col("bin_upper")) / 2).alias("_bin_mid"))
-
+    populated, hist = _diagram_frames(prepared, keys, metrics, has_ci)
     panels = prepared.panels
     several = len(prepared.colors) > 1
     faceted = bool(prepared.facet)
@@ -310,23 +261,31 @@ def reliability_diagram(
 
     def diagram(define: bool) -> Any:
         layer = _diagram_layer(
-            prepared, False, has_ci, highlight, define=define,
+            prepared,
+            False,
+            has_ci,
+            highlight,
+            define=define,
             tooltip_metrics=with_metrics,
         )
         return layer.properties(width=width, height=height)
 
     if not histogram:
         if not faceted:
-            return diagram(True).properties(
+            return diagram(True).properties(  # type: ignore[no-any-return]
                 data=_data(populated), title=alt.Title(heading, subtitle=subtitle)
             )
-        return diagram(True).facet(
-            facet=alt.Facet(f"{PANEL}:N", sort=panels, title=None, header=_header()),
-        bounds="flush",
-        spacing=20,
-            columns=_columns(len(panels), prepared.facet, populated, columns),
-            data=_data(populated),
-        ).properties(title=heading)
+        return (  # type: ignore[no-any-return]
+            diagram(True)
+            .facet(
+                facet=alt.Facet(f"{PANEL}:N", sort=panels, title=None, header=_header()),
+                bounds="flush",
+                spacing=20,
+                columns=_columns(len(panels), prepared.facet, populated, columns),
+                data=_data(populated),
+            )
+            .properties(title=heading)
+        )
     hist_top = max(int(hist.get_column("count").max() or 0), 1)  # type: ignore[arg-type]
     bars = _histogram_layer(prepared, highlight, hist_top).properties(
         width=width, height=max(50.0, 0.3 * height)
@@ -335,10 +294,42 @@ def reliability_diagram(
         parts = [diagram(True).properties(data=_data(populated)), bars.properties(data=_data(hist))]
         stacked = alt.vconcat(*parts, spacing=6)
         if with_metrics and several:
-            table = _metrics_table(populated, prepared, highlight, height)
-            return alt.hconcat(stacked, table, spacing=24, title=alt.Title(heading))
+            side = _metrics_table(populated, prepared, highlight, height)
+            return alt.hconcat(stacked, side, spacing=24, title=alt.Title(heading))
         return stacked.properties(title=alt.Title(heading, subtitle=subtitle))
     n_cols = _columns(len(panels), prepared.facet, populated, columns)
+    return _faceted_diagram(
+        prepared,
+        populated,
+        hist,
+        diagram=diagram,
+        bars=bars,
+        highlight=highlight,
+        n_cols=n_cols,
+        width=width,
+        heading=heading,
+        with_metrics=with_metrics,
+    )
+
+
+def _faceted_diagram(
+    prepared: Prepared,
+    populated: pl.DataFrame,
+    hist: pl.DataFrame,
+    *,
+    diagram: Any,
+    bars: Any,
+    highlight: Any,
+    n_cols: int,
+    width: float,
+    heading: str,
+    with_metrics: bool,
+) -> alt.VConcatChart:
+    """Small multiples: rows of ``n_cols`` panels, each a diagram over its histogram
+    (over its metric lines), all drawn from one dataset."""
+    import altair as alt
+
+    panels = prepared.panels
     summary = _panel_metrics(populated, prepared, highlight, width) if with_metrics else None
     # One dataset for every row of panels (facets inside a concat do not share inline
     # data otherwise): the diagram's bins, the histogram's bins and the metric lines,
@@ -358,18 +349,28 @@ def reliability_diagram(
         def row(chart: Any, part: str, labels: bool, chunk: list[str] = chunk) -> Any:
             # FacetChart directly: its data comes from the enclosing vconcat
             column = alt.Column(f"{PANEL}:N", sort=chunk, title=None, header=_header(labels))
-            return alt.FacetChart(
-                spec=chart, facet=alt.FacetMapping(column=column), spacing=16, bounds="flush"
-            ).transform_filter(
-                alt.FieldEqualPredicate(field="_part", equal=part)
-            ).transform_filter(alt.FieldOneOfPredicate(field=PANEL, oneOf=chunk))
+            return (
+                alt.FacetChart(
+                    spec=chart, facet=alt.FacetMapping(column=column), spacing=16, bounds="flush"
+                )
+                .transform_filter(alt.FieldEqualPredicate(field="_part", equal=part))
+                .transform_filter(alt.FieldOneOfPredicate(field=PANEL, oneOf=chunk))
+            )
 
         hist_axis = alt.Axis(title="confidence" if start == last_start else None)
         parts = [
             row(diagram(start == 0), "diagram", True),
-            row(bars.encode(x=alt.X(_hist_x(highlight), axis=hist_axis,
-                                    scale=alt.Scale(domain=[0, 1], nice=False))),
-                "histogram", False),
+            row(
+                bars.encode(
+                    x=alt.X(
+                        _hist_x(highlight),
+                        axis=hist_axis,
+                        scale=alt.Scale(domain=[0, 1], nice=False),
+                    )
+                ),
+                "histogram",
+                False,
+            ),
         ]
         if summary is not None:
             parts.append(row(summary[0], "metrics", False))
@@ -385,7 +386,8 @@ def _panel_metrics(
     populated: pl.DataFrame, prepared: Prepared, highlight: Any, width: float
 ) -> tuple[Any, pl.DataFrame]:
     """Under each panel: one line per colour group with its ECE, MCE and Brier score."""
-    alt = _alt()
+    import altair as alt
+
     summary = (
         populated.group_by(PANEL, COLOR, maintain_order=True)
         .agg(pl.col("ece", "mce", "brier").first())
@@ -393,6 +395,7 @@ def _panel_metrics(
     )
     lines = summary.group_by(PANEL).len().get_column("len").max() or 1
     several = highlight is not None
+
     def short(name: str) -> str:
         return f"(isValid(datum.{name}) ? replace(format(datum.{name}, '.3f'), '0.', '.') : 'n/a')"
 
@@ -435,7 +438,8 @@ def _metrics_table(
     populated: pl.DataFrame, prepared: Prepared, highlight: Any, height: float
 ) -> Any:
     """ECE, MCE and Brier per group as a small text table beside the diagram."""
-    alt = _alt()
+    import altair as alt
+
     summary = populated.group_by(COLOR).agg(pl.col("ece", "mce", "brier").first()).sort(COLOR)
     labels = prepared.colors
     row_height = max(14.0, min(22.0, height / max(len(labels), 1)))
@@ -483,8 +487,72 @@ def _metrics_table(
 
 
 def _header(labels: bool = True) -> alt.Header:
-    alt = _alt()
+    import altair as alt
+
     return alt.Header(labels=labels, labelLimit=240, labelFontSize=11, labelFontWeight="bold")
+
+
+_DIAGRAM_METRICS = ["ece", "mce", "brier"]
+
+
+def _diagram_frames(
+    prepared: Prepared, keys: list[str], metrics: Any, has_ci: bool
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The diagram's rows (populated bins, with gap, direction and the group's metrics)
+    and the histogram's rows (every bin with bounds)."""
+    base = prepared.data.with_columns(
+        pl.col("count").cast(pl.Int64),
+        pl.col("mean_confidence", "accuracy", "bin_lower", "bin_upper").cast(pl.Float64),
+    )
+    base = base.with_columns(bin_label("closed" in base.columns).alias("_bin_range"))
+    populated = base.filter(
+        pl.col("count") > 0,
+        pl.col("mean_confidence").is_finite(),
+        pl.col("accuracy").is_finite(),
+    ).with_columns((pl.col("accuracy") - pl.col("mean_confidence")).alias("_gap"))
+    populated = populated.with_columns(
+        pl.when(pl.col("_gap") < 0)
+        .then(pl.lit(OVER))
+        .when(pl.col("_gap") > 0)
+        .then(pl.lit(UNDER))
+        .otherwise(pl.lit("calibrated"))
+        .alias("_direction")
+    )
+    if metrics is None:
+        populated = populated.with_columns(
+            [pl.lit(None, dtype=pl.Float64).alias(name) for name in _DIAGRAM_METRICS]
+        )
+    else:
+        summary = metrics_columns(
+            frame(metrics, "reliability_diagram metrics"), keys, _DIAGRAM_METRICS, role="metrics"
+        )
+        summary = summary.with_columns(pl.col(_DIAGRAM_METRICS).cast(pl.Float64))
+        populated = (
+            populated.join(summary, on=keys, how="left", nulls_equal=True)
+            if keys
+            else populated.join(summary, how="cross")
+        )
+    keep = [
+        *keys,
+        COLOR,
+        PANEL,
+        "bin",
+        "_bin_range",
+        "count",
+        "mean_confidence",
+        "accuracy",
+        "_gap",
+        "_direction",
+    ]
+    if has_ci:
+        keep += ["accuracy_ci_low", "accuracy_ci_high"]
+    populated = populated.select(*keep, *_DIAGRAM_METRICS)
+    hist = base.filter(pl.col("bin_lower").is_not_null(), pl.col("bin_upper").is_not_null())
+    hist = hist.select(
+        *keys, COLOR, PANEL, "bin", "_bin_range", "count", "bin_lower", "bin_upper"
+    ).with_columns(((pl.col("bin_lower") + pl.col("bin_upper")) / 2).alias("_bin_mid"))
+
+    return populated, hist
 
 
 def _diagram_layer(
@@ -499,7 +567,8 @@ def _diagram_layer(
     """The diagram's layers: group lines first (they carry the legend selection), then
     the diagonal, the gap bars (``stroke`` by direction, a scale of its own), intervals
     and the metrics text."""
-    alt = _alt()
+    import altair as alt
+
     unit = alt.Scale(domain=[0, 1], nice=False)
     x_axis = alt.Axis(labels=False, title=None) if prepared.facet else alt.Axis()
     x = alt.X("mean_confidence:Q", scale=unit, title="mean confidence", axis=x_axis)
@@ -534,24 +603,25 @@ def _diagram_layer(
             f"{COLOR}:N",
             title=" × ".join(prepared.color),
             scale=_color_scale(prepared),
-            legend=alt.Legend(orient="right", labelLimit=200, symbolType="stroke",
-                              columns=2 if len(prepared.colors) > 24 else 1),
+            legend=alt.Legend(
+                orient="right",
+                labelLimit=200,
+                symbolType="stroke",
+                columns=2 if len(prepared.colors) > 24 else 1,
+            ),
         )
         line_opacity = alt.when(highlight).then(alt.value(1.0)).otherwise(alt.value(0.12))
         gap_opacity = (
             alt.when(highlight, empty=not many).then(alt.value(0.7)).otherwise(alt.value(0.0))
         )
-    line = (
-        base.mark_line(strokeWidth=1.8, point=alt.OverlayMarkDef(size=28, filled=True))
-        .encode(
-            x=x,
-            y=y,
-            color=group_color,
-            detail=alt.Detail(f"{COLOR}:N"),
-            order=alt.Order("bin:Q"),
-            opacity=line_opacity,
-            tooltip=tooltips,
-        )
+    line = base.mark_line(strokeWidth=1.8, point=alt.OverlayMarkDef(size=28, filled=True)).encode(
+        x=x,
+        y=y,
+        color=group_color,
+        detail=alt.Detail(f"{COLOR}:N"),
+        order=alt.Order("bin:Q"),
+        opacity=line_opacity,
+        tooltip=tooltips,
     )
     if highlight is not None and define:
         line = line.properties(name="reliability_line").add_params(highlight)
@@ -563,10 +633,12 @@ def _diagram_layer(
     direction = alt.Stroke(
         "_direction:N",
         title="gap to diagonal",
-        scale=alt.Scale(domain=[OVER, UNDER], range=[DIRECTION_COLORS[OVER],
-                                                      DIRECTION_COLORS[UNDER]]),
-        legend=alt.Legend(orient="right", labelExpr=_direction_labels(), symbolType="stroke",
-                          symbolStrokeWidth=4),
+        scale=alt.Scale(
+            domain=[OVER, UNDER], range=[DIRECTION_COLORS[OVER], DIRECTION_COLORS[UNDER]]
+        ),
+        legend=alt.Legend(
+            orient="right", labelExpr=_direction_labels(), symbolType="stroke", symbolStrokeWidth=4
+        ),
     )
     gaps = (
         base.transform_filter("datum._gap != 0")
@@ -594,7 +666,7 @@ def _diagram_layer(
         )
     if metrics_text:
         layers.append(_metrics_text(prepared, group_color, highlight, many))
-    return alt.layer(*layers)
+    return alt.LayerChart(layer=layers)
 
 
 def _direction_labels() -> str:
@@ -606,7 +678,8 @@ def _direction_labels() -> str:
 
 def _metrics_text(prepared: Prepared, group_color: Any, highlight: Any, many: bool) -> Any:
     """The groups' ECE / MCE / Brier as text in the panel's upper left corner."""
-    alt = _alt()
+    import altair as alt
+
     several = highlight is not None
     prefix = "datum._color + ': ' + " if several else ""
     text = (
@@ -639,7 +712,8 @@ def _metrics_text(prepared: Prepared, group_color: Any, highlight: Any, many: bo
 
 
 def _histogram_layer(prepared: Prepared, highlight: Any, top: int) -> alt.Chart:
-    alt = _alt()
+    import altair as alt
+
     unit = alt.Scale(domain=[0, 1], nice=False)
     tooltips = [
         *_key_tooltips(prepared.keys),
@@ -653,7 +727,7 @@ def _histogram_layer(prepared: Prepared, highlight: Any, top: int) -> alt.Chart:
         axis=alt.Axis(tickCount=3, labelExpr=_COUNT_LABEL),
     )
     if highlight is None:
-        return (
+        return (  # type: ignore[no-any-return]
             alt.Chart()
             .mark_bar(color="#8c9bb5", stroke="white", strokeWidth=0.5)
             .encode(
@@ -664,7 +738,7 @@ def _histogram_layer(prepared: Prepared, highlight: Any, top: int) -> alt.Chart:
                 tooltip=tooltips,
             )
         )
-    return (
+    return (  # type: ignore[no-any-return]
         alt.Chart()
         .mark_line(strokeWidth=1.5, point=alt.OverlayMarkDef(size=18, filled=True))
         .encode(
@@ -746,7 +820,8 @@ def confidence_histogram(
     >>> spec["mark"]["type"], len(next(iter(spec["datasets"].values())))
     ('bar', 5)
     """
-    alt = _alt()
+    import altair as alt
+
     _check_size("width", width)
     _check_size("height", height)
     data = frame(table, "confidence_histogram")
@@ -754,7 +829,10 @@ def confidence_histogram(
     color_keys = [] if color is None else ([color] if isinstance(color, str) else list(color))
     default_facet = [key for key in keys if key not in color_keys]
     prepared = prepare(
-        data, keys, color=color if color is not None else [], facet=facet,
+        data,
+        keys,
+        color=color if color is not None else [],
+        facet=facet,
         default_facet=default_facet,
     )
     hist = prepared.data.filter(
@@ -765,8 +843,16 @@ def confidence_histogram(
         ((pl.col("bin_lower") + pl.col("bin_upper")) / 2).alias("_bin_mid"),
         (pl.col("count") / pl.col("count").sum().over(PANEL, COLOR)).alias("_share"),
     ).select(
-        *keys, COLOR, PANEL, "bin", "_bin_range", "bin_lower", "bin_upper", "_bin_mid",
-        "count", "_share",
+        *keys,
+        COLOR,
+        PANEL,
+        "bin",
+        "_bin_range",
+        "bin_lower",
+        "bin_upper",
+        "_bin_mid",
+        "count",
+        "_share",
     )
     unit = alt.Scale(domain=[0, 1], nice=False)
     value = "_share:Q" if share else "count:Q"
@@ -790,7 +876,9 @@ def confidence_histogram(
                 x=alt.X("_bin_mid:Q", scale=unit, title="confidence"),
                 y=y,
                 color=alt.Color(
-                    f"{COLOR}:N", title=" × ".join(prepared.color), scale=_color_scale(prepared),
+                    f"{COLOR}:N",
+                    title=" × ".join(prepared.color),
+                    scale=_color_scale(prepared),
                     legend=alt.Legend(labelLimit=200, symbolType="stroke"),
                 ),
                 detail=alt.Detail(f"{COLOR}:N"),
@@ -815,9 +903,9 @@ def confidence_histogram(
     chart = chart.properties(width=width, height=height)
     heading = title if title is not None else "Predictions per confidence bin"
     if not prepared.facet:
-        return chart.properties(title=heading)
+        return chart.properties(title=heading)  # type: ignore[no-any-return]
     panels = prepared.panels
-    return chart.facet(
+    return chart.facet(  # type: ignore[no-any-return]
         facet=alt.Facet(f"{PANEL}:N", sort=panels, title=None, header=_header()),
         bounds="flush",
         spacing=20,
@@ -915,13 +1003,15 @@ def metric_scatter(
     >>> [layer["mark"]["type"] for layer in spec["layer"]]
     ['point', 'text']
     """
-    alt = _alt()
+    import altair as alt
+
     _check_size("width", width)
     _check_size("height", height)
     data = frame(table, "metric_scatter")
     keys = _comparison_keys(data, "metrics table")
-    check_columns(data.schema, [x, y], role="metrics table", built_by="calibration_metrics",
-                  numeric=[x, y])
+    check_columns(
+        data.schema, [x, y], role="metrics table", built_by="calibration_metrics", numeric=[x, y]
+    )
     if label is not None and label not in keys:
         raise ArgumentError(f"label= names {label!r}, which is not a group key {keys}")
     label_keys = [label] if label is not None else keys[:1]
@@ -932,75 +1022,81 @@ def metric_scatter(
     for name in (x, y):
         low, high = f"{name}_ci_low", f"{name}_ci_high"
         if low in data.columns and high in data.columns:
-            check_columns(data.schema, [low, high], role="metrics table", built_by="",
-                          numeric=[low, high])
+            check_columns(
+                data.schema, [low, high], role="metrics table", built_by="", numeric=[low, high]
+            )
             intervals[name] = (low, high)
             extra += [low, high]
     floor = x == "ece" and "ece_noise_floor" in data.columns
     if floor:
-        check_columns(data.schema, ["ece_noise_floor"], role="metrics table", built_by="",
-                      numeric=["ece_noise_floor"])
+        check_columns(
+            data.schema,
+            ["ece_noise_floor"],
+            role="metrics table",
+            built_by="",
+            numeric=["ece_noise_floor"],
+        )
         extra.append("ece_noise_floor")
     other_columns = [c for c in ("ece", "mce", "brier", "accuracy") if c in data.columns]
     shown = list(dict.fromkeys([x, y, *extra, *other_columns]))
-    points = prepared.data.with_columns(
-        [pl.col(c).cast(pl.Float64) for c in shown]
-    ).filter(pl.col(x).is_finite(), pl.col(y).is_finite())
+    points = prepared.data.with_columns([pl.col(c).cast(pl.Float64) for c in shown]).filter(
+        pl.col(x).is_finite(), pl.col(y).is_finite()
+    )
     points = points.select(*keys, COLOR, PANEL, *shown)
     x_title, y_title = _METRIC_TITLES.get(x, x), _METRIC_TITLES.get(y, y)
     tooltips = [
         *_key_tooltips(keys),
-        *[alt.Tooltip(f"{field(c)}:Q", title=_METRIC_TITLES.get(c, c), format=".4f")
-          for c in shown],
+        *[
+            alt.Tooltip(f"{field(c)}:Q", title=_METRIC_TITLES.get(c, c), format=".4f")
+            for c in shown
+        ],
     ]
     highlight = alt.selection_point(name="highlight_points", fields=[COLOR], bind="legend")
     color = alt.Color(
-        f"{COLOR}:N", title=" × ".join(prepared.color) or "group", scale=_color_scale(prepared),
+        f"{COLOR}:N",
+        title=" × ".join(prepared.color) or "group",
+        scale=_color_scale(prepared),
         legend=alt.Legend(labelLimit=200),
     )
     faded = alt.when(highlight).then(alt.value(1.0)).otherwise(alt.value(0.15))
-    x_enc = alt.X(f"{field(x)}:Q", title=x_title, scale=alt.Scale(zero=True, nice=True),
-                  axis=alt.Axis(tickCount=5))
-    y_enc = alt.Y(f"{field(y)}:Q", title=y_title, scale=alt.Scale(zero=False, nice=True),
-                  axis=alt.Axis(tickCount=5))
-    layers = []
-    if floor:
-        layers.append(
-            alt.Chart().mark_rule(color="#bdbdbd", strokeWidth=1).encode(
-                x=alt.X(f"{field('ece_noise_floor')}:Q"), x2=alt.X2(f"{field(x)}:Q"), y=y_enc,
-                opacity=faded, tooltip=tooltips,
-            )
-        )
-        layers.append(
-            alt.Chart().mark_tick(color="#757575", thickness=2, size=12).encode(
-                x=alt.X(f"{field('ece_noise_floor')}:Q"), y=y_enc, opacity=faded,
-                tooltip=tooltips,
-            )
-        )
-    if x in intervals:
-        low, high = intervals[x]
-        layers.append(
-            alt.Chart().mark_rule().encode(
-                x=alt.X(f"{field(low)}:Q"), x2=alt.X2(f"{field(high)}:Q"), y=y_enc,
-                color=color, opacity=faded,
-            )
-        )
-    if y in intervals:
-        low, high = intervals[y]
-        layers.append(
-            alt.Chart().mark_rule().encode(
-                y=alt.Y(f"{field(low)}:Q"), y2=alt.Y2(f"{field(high)}:Q"), x=x_enc,
-                color=color, opacity=faded,
-            )
-        )
-    layers.append(
-        alt.Chart().mark_point(filled=True, size=55).encode(
-            x=x_enc, y=y_enc, color=color, opacity=faded, tooltip=tooltips
-        ).add_params(highlight)
+    x_enc = alt.X(
+        f"{field(x)}:Q",
+        title=x_title,
+        scale=alt.Scale(zero=True, nice=True),
+        axis=alt.Axis(tickCount=5),
+    )
+    y_enc = alt.Y(
+        f"{field(y)}:Q",
+        title=y_title,
+        scale=alt.Scale(zero=False, nice=True),
+        axis=alt.Axis(tickCount=5),
+    )
+    layers = _scatter_extras(
+        intervals,
+        floor=floor,
+        x=x,
+        y=y,
+        x_enc=x_enc,
+        y_enc=y_enc,
+        color=color,
+        faded=faded,
+        tooltips=tooltips,
     )
     layers.append(
-        alt.Chart().mark_text(align="left", dx=6, dy=-4, fontSize=10, limit=140).encode(
-            x=x_enc, y=y_enc, text=alt.Text(f"{COLOR}:N"), color=color, opacity=faded,
+        alt.Chart()
+        .mark_point(filled=True, size=55)
+        .encode(x=x_enc, y=y_enc, color=color, opacity=faded, tooltip=tooltips)
+        .add_params(highlight)
+    )
+    layers.append(
+        alt.Chart()
+        .mark_text(align="left", dx=6, dy=-4, fontSize=10, limit=140)
+        .encode(
+            x=x_enc,
+            y=y_enc,
+            text=alt.Text(f"{COLOR}:N"),
+            color=color,
+            opacity=faded,
         )
     )
     chart = alt.layer(*layers).properties(width=width, height=height)
@@ -1018,6 +1114,73 @@ def metric_scatter(
         columns=_columns(len(panels), prepared.facet, points, columns),
         data=_data(points),
     ).properties(title=alt.Title(heading, subtitle=subtitle or []))
+
+
+def _scatter_extras(
+    intervals: dict[str, tuple[str, str]],
+    *,
+    floor: bool,
+    x: str,
+    y: str,
+    x_enc: Any,
+    y_enc: Any,
+    color: Any,
+    faded: Any,
+    tooltips: list[Any],
+) -> list[Any]:
+    """The noise-floor tick and rule, and interval rules, drawn under the points."""
+    import altair as alt
+
+    layers: list[Any] = []
+    if floor:
+        layers.append(
+            alt.Chart()
+            .mark_rule(color="#bdbdbd", strokeWidth=1)
+            .encode(
+                x=alt.X(f"{field('ece_noise_floor')}:Q"),
+                x2=alt.X2(f"{field(x)}:Q"),
+                y=y_enc,
+                opacity=faded,
+                tooltip=tooltips,
+            )
+        )
+        layers.append(
+            alt.Chart()
+            .mark_tick(color="#757575", thickness=2, size=12)
+            .encode(
+                x=alt.X(f"{field('ece_noise_floor')}:Q"),
+                y=y_enc,
+                opacity=faded,
+                tooltip=tooltips,
+            )
+        )
+    if x in intervals:
+        low, high = intervals[x]
+        layers.append(
+            alt.Chart()
+            .mark_rule()
+            .encode(
+                x=alt.X(f"{field(low)}:Q"),
+                x2=alt.X2(f"{field(high)}:Q"),
+                y=y_enc,
+                color=color,
+                opacity=faded,
+            )
+        )
+    if y in intervals:
+        low, high = intervals[y]
+        layers.append(
+            alt.Chart()
+            .mark_rule()
+            .encode(
+                y=alt.Y(f"{field(low)}:Q"),
+                y2=alt.Y2(f"{field(high)}:Q"),
+                x=x_enc,
+                color=color,
+                opacity=faded,
+            )
+        )
+    return layers
 
 
 def brier_decomposition_chart(
@@ -1075,40 +1238,47 @@ def brier_decomposition_chart(
     >>> spec["mark"]["type"], len(next(iter(spec["datasets"].values())))
     ('bar', 4)
     """
-    alt = _alt()
+    import altair as alt
+
     _check_size("width", width)
     data = frame(table, "brier_decomposition_chart")
     keys = _comparison_keys(data, "metrics table")
     terms = ["reliability", "resolution", "brier"]
-    check_columns(data.schema, terms, role="metrics table", built_by="calibration_metrics",
-                  numeric=terms)
+    check_columns(
+        data.schema, terms, role="metrics table", built_by="calibration_metrics", numeric=terms
+    )
     if label is not None and label not in keys:
         raise ArgumentError(f"label= names {label!r}, which is not a group key {keys}")
     label_keys = [label] if label is not None else keys[:1]
     default_facet = [key for key in keys if key not in label_keys]
     prepared = prepare(data, keys, color=label_keys, facet=facet, default_facet=default_facet)
     extra = [
-        c for c in ("uncertainty", "within_bin_variance", "within_bin_covariance")
+        c
+        for c in ("uncertainty", "within_bin_variance", "within_bin_covariance")
         if c in data.columns and data.schema[c].is_numeric()
     ]
     wide = prepared.data.select(
         *keys, COLOR, PANEL, *[pl.col(c).cast(pl.Float64) for c in [*terms, *extra]]
     )
-    long = wide.unpivot(
-        on=["reliability", "resolution"],
-        index=[*keys, COLOR, PANEL, "brier", *extra],
-        variable_name="_term",
-        value_name="_value",
-    ).with_columns(
-        pl.when(pl.col("_term") == "resolution")
-        .then(-pl.col("_value"))
-        .otherwise(pl.col("_value"))
-        .alias("_signed"),
-        pl.when(pl.col("_term") == "resolution")
-        .then(pl.lit("resolution (subtracted)"))
-        .otherwise(pl.lit("reliability (added)"))
-        .alias("_term"),
-    ).filter(pl.col("_signed").is_finite())
+    long = (
+        wide.unpivot(
+            on=["reliability", "resolution"],
+            index=[*keys, COLOR, PANEL, "brier", *extra],
+            variable_name="_term",
+            value_name="_value",
+        )
+        .with_columns(
+            pl.when(pl.col("_term") == "resolution")
+            .then(-pl.col("_value"))
+            .otherwise(pl.col("_value"))
+            .alias("_signed"),
+            pl.when(pl.col("_term") == "resolution")
+            .then(pl.lit("resolution (subtracted)"))
+            .otherwise(pl.lit("reliability (added)"))
+            .alias("_term"),
+        )
+        .filter(pl.col("_signed").is_finite())
+    )
     tooltips = [
         *_key_tooltips(keys),
         alt.Tooltip("_term:N", title="term"),
@@ -1122,13 +1292,19 @@ def brier_decomposition_chart(
         alt.Chart(_data(long))
         .mark_bar(height={"band": 0.7})
         .encode(
-            x=alt.X("_signed:Q", title="← resolution · reliability →",
-                    axis=alt.Axis(labelExpr="format(abs(datum.value), '~g')", tickCount=4)),
+            x=alt.X(
+                "_signed:Q",
+                title="← resolution · reliability →",
+                axis=alt.Axis(labelExpr="format(abs(datum.value), '~g')", tickCount=4),
+            ),
             y=alt.Y(f"{COLOR}:N", title=None, sort=labels, axis=alt.Axis(labelLimit=180)),
             color=alt.Color(
-                "_term:N", title="Brier term",
-                scale=alt.Scale(domain=["reliability (added)", "resolution (subtracted)"],
-                                range=["#d6604d", "#4d9221"]),
+                "_term:N",
+                title="Brier term",
+                scale=alt.Scale(
+                    domain=["reliability (added)", "resolution (subtracted)"],
+                    range=["#d6604d", "#4d9221"],
+                ),
             ),
             tooltip=tooltips,
         )
@@ -1136,14 +1312,15 @@ def brier_decomposition_chart(
     )
     heading = title if title is not None else "Brier decomposition"
     if not prepared.facet:
-        return chart.properties(title=heading)
+        return chart.properties(title=heading)  # type: ignore[no-any-return]
     panels = prepared.panels
-    return chart.facet(
+    return chart.facet(  # type: ignore[no-any-return]
         facet=alt.Facet(f"{PANEL}:N", sort=panels, title=None, header=_header()),
         bounds="flush",
         spacing=20,
         columns=_columns(len(panels), prepared.facet, long, columns if columns else None)
-        if columns or len(prepared.facet) < 2 else 4,
+        if columns or len(prepared.facet) < 2
+        else 4,
     ).properties(title=heading)
 
 
@@ -1203,17 +1380,27 @@ def perplexity_chart(
     >>> [panel["encoding"]["x"]["field"] for panel in spec["hconcat"]]
     ['perplexity', 'bits_per_byte']
     """
-    alt = _alt()
+    import altair as alt
+
     _check_size("width", width)
     data = frame(table, "perplexity_chart")
     keys = _comparison_keys(data, "perplexity table")
-    check_columns(data.schema, ["perplexity"], role="perplexity table", built_by="perplexity",
-                  numeric=["perplexity"])
+    check_columns(
+        data.schema,
+        ["perplexity"],
+        role="perplexity table",
+        built_by="perplexity",
+        numeric=["perplexity"],
+    )
     if label is not None and label not in keys:
         raise ArgumentError(f"label= names {label!r}, which is not a group key {keys}")
     label_keys = [label] if label is not None else keys[:1]
-    prepared = prepare(data, keys, color=color if color is not None else
-                       [k for k in keys if k not in label_keys], facet=label_keys)
+    prepared = prepare(
+        data,
+        keys,
+        color=color if color is not None else [k for k in keys if k not in label_keys],
+        facet=label_keys,
+    )
     measures = ["perplexity"]
     for candidate in ("bits_per_byte", "bits_per_token"):
         if (
@@ -1237,14 +1424,19 @@ def perplexity_chart(
         *[alt.Tooltip(f"{m}:Q", format=".4f") for m in measures],
         *[alt.Tooltip(f"{c}:Q", format=",") for c in extra],
     ]
-    titles = {"perplexity": "perplexity (per token)", "bits_per_byte": "bits per byte",
-              "bits_per_token": "bits per token"}
+    titles = {
+        "perplexity": "perplexity (per token)",
+        "bits_per_byte": "bits per byte",
+        "bits_per_token": "bits per token",
+    }
     if prepared.color:
         highlight = alt.selection_point(name="highlight_ppl", fields=[COLOR], bind="legend")
         dot_color: Any = alt.Color(
-            f"{COLOR}:N", title=" × ".join(prepared.color),
-            scale=alt.Scale(domain=sorted(dots.get_column(COLOR).unique().to_list()),
-                            scheme=_palette(n_colors)),
+            f"{COLOR}:N",
+            title=" × ".join(prepared.color),
+            scale=alt.Scale(
+                domain=sorted(dots.get_column(COLOR).unique().to_list()), scheme=_palette(n_colors)
+            ),
             legend=alt.Legend(labelLimit=200),
         )
         opacity: Any = alt.when(highlight).then(alt.value(1.0)).otherwise(alt.value(0.15))
@@ -1259,11 +1451,17 @@ def perplexity_chart(
             alt.Chart(_data(dots))
             .mark_point(filled=True, size=60)
             .encode(
-                x=alt.X(f"{measure}:Q", title=titles[measure],
-                        scale=alt.Scale(zero=False, nice=True)),
-                y=alt.Y(f"{PANEL}:N", title=None, sort=labels,
-                        axis=alt.Axis(labelLimit=180, grid=True) if position == 0
-                        else alt.Axis(labels=False, ticks=False, grid=True)),
+                x=alt.X(
+                    f"{measure}:Q", title=titles[measure], scale=alt.Scale(zero=False, nice=True)
+                ),
+                y=alt.Y(
+                    f"{PANEL}:N",
+                    title=None,
+                    sort=labels,
+                    axis=alt.Axis(labelLimit=180, grid=True)
+                    if position == 0
+                    else alt.Axis(labels=False, ticks=False, grid=True),
+                ),
                 color=dot_color,
                 opacity=opacity,
                 tooltip=tooltips,
@@ -1275,7 +1473,7 @@ def perplexity_chart(
         panels.append(panel)
     heading = title if title is not None else "Perplexity"
     if len(panels) == 1:
-        return panels[0].properties(title=heading)
+        return panels[0].properties(title=heading)  # type: ignore[no-any-return]
     return alt.hconcat(*panels, spacing=12, title=alt.Title(heading))
 
 
@@ -1284,9 +1482,9 @@ def perplexity_chart(
 # --------------------------------------------------------------------------------------
 
 
-def _curve_table(table: object, columns: Sequence[str], role: str, name: str) -> tuple[
-    pl.DataFrame, list[str]
-]:
+def _curve_table(
+    table: object, columns: Sequence[str], role: str, name: str
+) -> tuple[pl.DataFrame, list[str]]:
     data = frame(table, name)
     keys = key_split(data.schema, frozenset(columns[:1]))
     check_columns(data.schema, list(columns), role=role, built_by="", numeric=list(columns))
@@ -1294,7 +1492,8 @@ def _curve_table(table: object, columns: Sequence[str], role: str, name: str) ->
 
 
 def _diagonal() -> Any:
-    alt = _alt()
+    import altair as alt
+
     return (
         alt.Chart()
         .transform_aggregate(_rows="count()")
@@ -1304,12 +1503,15 @@ def _diagonal() -> Any:
 
 
 def _group_encoding(prepared: Prepared) -> tuple[Any, Any, Any]:
-    alt = _alt()
+    import altair as alt
+
     if not prepared.color:
         return alt.value(_SINGLE), alt.value(1.0), None
     highlight = alt.selection_point(fields=[COLOR], bind="legend")
     color = alt.Color(
-        f"{COLOR}:N", title=" × ".join(prepared.color), scale=_color_scale(prepared),
+        f"{COLOR}:N",
+        title=" × ".join(prepared.color),
+        scale=_color_scale(prepared),
         legend=alt.Legend(labelLimit=200, symbolType="stroke"),
     )
     opacity = alt.when(highlight).then(alt.value(1.0)).otherwise(alt.value(0.12))
@@ -1319,7 +1521,8 @@ def _group_encoding(prepared: Prepared) -> tuple[Any, Any, Any]:
 def _finish(
     layer: Any, data: pl.DataFrame, prepared: Prepared, columns: int | None, heading: str
 ) -> alt.TopLevelMixin:
-    alt = _alt()
+    import altair as alt
+
     if not prepared.facet:
         return layer.properties(data=_data(data), title=heading)  # type: ignore[no-any-return]
     panels = prepared.panels
@@ -1378,30 +1581,43 @@ def smooth_reliability_chart(
     >>> [layer["mark"]["type"] for layer in spec["layer"]]
     ['rule', 'line']
     """
-    alt = _alt()
-    data, keys = _curve_table(table, CURVE_COLUMNS, "smooth reliability curve table",
-                              "smooth_reliability_chart")
+    import altair as alt
+
+    data, keys = _curve_table(
+        table, CURVE_COLUMNS, "smooth reliability curve table", "smooth_reliability_chart"
+    )
     prepared = prepare(data, keys, color=color, facet=facet)
-    points = prepared.data.with_columns(pl.col("x", "y").cast(pl.Float64)).filter(
-        pl.col("x").is_finite(), pl.col("y").is_finite()
-    ).select(*keys, COLOR, PANEL, "x", "y").sort(PANEL, COLOR, "x", maintain_order=True)
+    points = (
+        prepared.data.with_columns(pl.col("x", "y").cast(pl.Float64))
+        .filter(pl.col("x").is_finite(), pl.col("y").is_finite())
+        .select(*keys, COLOR, PANEL, "x", "y")
+        .sort(PANEL, COLOR, "x", maintain_order=True)
+    )
     group_color, opacity, highlight = _group_encoding(prepared)
     unit = alt.Scale(domain=[0, 1], nice=False)
-    line = alt.Chart().mark_line(strokeWidth=2).encode(
-        x=alt.X("x:Q", scale=unit, title="confidence"),
-        y=alt.Y("y:Q", scale=unit, title="estimated accuracy"),
-        color=group_color,
-        detail=alt.Detail(f"{COLOR}:N"),
-        order=alt.Order("x:Q"),
-        opacity=opacity,
-        tooltip=[*_key_tooltips(keys), alt.Tooltip("x:Q", format=".3f"),
-                 alt.Tooltip("y:Q", format=".3f")],
+    line = (
+        alt.Chart()
+        .mark_line(strokeWidth=2)
+        .encode(
+            x=alt.X("x:Q", scale=unit, title="confidence"),
+            y=alt.Y("y:Q", scale=unit, title="estimated accuracy"),
+            color=group_color,
+            detail=alt.Detail(f"{COLOR}:N"),
+            order=alt.Order("x:Q"),
+            opacity=opacity,
+            tooltip=[
+                *_key_tooltips(keys),
+                alt.Tooltip("x:Q", format=".3f"),
+                alt.Tooltip("y:Q", format=".3f"),
+            ],
+        )
     )
     if highlight is not None:
         line = line.add_params(highlight)
     layer = alt.layer(_diagonal(), line).properties(width=width, height=height)
-    return _finish(layer, points, prepared, columns,
-                   title if title is not None else "Smooth reliability curve")
+    return _finish(
+        layer, points, prepared, columns, title if title is not None else "Smooth reliability curve"
+    )
 
 
 def isotonic_reliability_chart(
@@ -1456,9 +1672,11 @@ def isotonic_reliability_chart(
     >>> sorted(len(rows) for rows in spec["datasets"].values())  # 2 blocks, 3 step vertices
     [2, 3]
     """
-    alt = _alt()
-    data, keys = _curve_table(table, ISOTONIC_COLUMNS, "isotonic blocks table",
-                              "isotonic_reliability_chart")
+    import altair as alt
+
+    data, keys = _curve_table(
+        table, ISOTONIC_COLUMNS, "isotonic blocks table", "isotonic_reliability_chart"
+    )
     prepared = prepare(data, keys, color=color, facet=facet)
     blocks = prepared.data.with_columns(
         pl.col("confidence_lower", "confidence_upper", "recalibrated").cast(pl.Float64),
@@ -1467,46 +1685,78 @@ def isotonic_reliability_chart(
         .cast(pl.Float64)
         .alias("_mid"),
     ).filter(pl.col("recalibrated").is_finite(), pl.col("confidence_lower").is_finite())
-    blocks = blocks.select(*keys, COLOR, PANEL, "block", "confidence_lower", "confidence_upper",
-                           "count", "recalibrated", "_mid").sort(PANEL, COLOR, "block",
-                                                                maintain_order=True)
+    blocks = blocks.select(
+        *keys,
+        COLOR,
+        PANEL,
+        "block",
+        "confidence_lower",
+        "confidence_upper",
+        "count",
+        "recalibrated",
+        "_mid",
+    ).sort(PANEL, COLOR, "block", maintain_order=True)
     # Step vertices: each block's left end, and the last block's right end.
-    left = blocks.select(*keys, COLOR, PANEL, pl.col("block").cast(pl.Float64).alias("_order"),
-                         pl.col("confidence_lower").alias("_x"), pl.col("recalibrated"))
+    left = blocks.select(
+        *keys,
+        COLOR,
+        PANEL,
+        pl.col("block").cast(pl.Float64).alias("_order"),
+        pl.col("confidence_lower").alias("_x"),
+        pl.col("recalibrated"),
+    )
     last = (
         blocks.group_by(PANEL, COLOR, maintain_order=True)
-        .agg(*[pl.col(k).last() for k in keys], pl.col("block").max().cast(pl.Float64) + 0.5,
-             pl.col("confidence_upper").last(), pl.col("recalibrated").last())
-        .select(*keys, COLOR, PANEL, pl.col("block").alias("_order"),
-                pl.col("confidence_upper").alias("_x"), pl.col("recalibrated"))
+        .agg(
+            *[pl.col(k).last() for k in keys],
+            pl.col("block").max().cast(pl.Float64) + 0.5,
+            pl.col("confidence_upper").last(),
+            pl.col("recalibrated").last(),
+        )
+        .select(
+            *keys,
+            COLOR,
+            PANEL,
+            pl.col("block").alias("_order"),
+            pl.col("confidence_upper").alias("_x"),
+            pl.col("recalibrated"),
+        )
     )
     steps = pl.concat([left, last]).sort(PANEL, COLOR, "_order", maintain_order=True)
     group_color, opacity, highlight = _group_encoding(prepared)
     unit = alt.Scale(domain=[0, 1], nice=False)
-    line = alt.Chart(_data(steps)).mark_line(interpolate="step-after", strokeWidth=2).encode(
-        x=alt.X("_x:Q", scale=unit, title="confidence"),
-        y=alt.Y("recalibrated:Q", scale=unit, title="recalibrated probability (CORP)"),
-        color=group_color,
-        detail=alt.Detail(f"{COLOR}:N"),
-        order=alt.Order("_order:Q"),
-        opacity=opacity,
+    line = (
+        alt.Chart(_data(steps))
+        .mark_line(interpolate="step-after", strokeWidth=2)
+        .encode(
+            x=alt.X("_x:Q", scale=unit, title="confidence"),
+            y=alt.Y("recalibrated:Q", scale=unit, title="recalibrated probability (CORP)"),
+            color=group_color,
+            detail=alt.Detail(f"{COLOR}:N"),
+            order=alt.Order("_order:Q"),
+            opacity=opacity,
+        )
     )
     if highlight is not None:
         line = line.add_params(highlight)
-    marks = alt.Chart(_data(blocks)).mark_point(filled=True).encode(
-        x=alt.X("_mid:Q", scale=unit),
-        y=alt.Y("recalibrated:Q", scale=unit),
-        size=alt.Size("count:Q", title="rows in block", scale=alt.Scale(range=[10, 160])),
-        color=group_color,
-        opacity=opacity,
-        tooltip=[
-            *_key_tooltips(keys),
-            alt.Tooltip("block:Q"),
-            alt.Tooltip("confidence_lower:Q", title="confidence from", format=".3f"),
-            alt.Tooltip("confidence_upper:Q", title="confidence to", format=".3f"),
-            alt.Tooltip("count:Q", title="rows", format=","),
-            alt.Tooltip("recalibrated:Q", format=".3f"),
-        ],
+    marks = (
+        alt.Chart(_data(blocks))
+        .mark_point(filled=True)
+        .encode(
+            x=alt.X("_mid:Q", scale=unit),
+            y=alt.Y("recalibrated:Q", scale=unit),
+            size=alt.Size("count:Q", title="rows in block", scale=alt.Scale(range=[10, 160])),
+            color=group_color,
+            opacity=opacity,
+            tooltip=[
+                *_key_tooltips(keys),
+                alt.Tooltip("block:Q"),
+                alt.Tooltip("confidence_lower:Q", title="confidence from", format=".3f"),
+                alt.Tooltip("confidence_upper:Q", title="confidence to", format=".3f"),
+                alt.Tooltip("count:Q", title="rows", format=","),
+                alt.Tooltip("recalibrated:Q", format=".3f"),
+            ],
+        )
     )
     diagonal = _diagonal().properties(data=_data(blocks))
     layer = alt.layer(diagonal, line, marks).properties(width=width, height=height)
@@ -1575,35 +1825,50 @@ def ece_bins_chart(
     >>> spec["mark"]["type"], spec["encoding"]["x"]["field"]
     ('line', 'bins')
     """
-    alt = _alt()
+    import altair as alt
+
     data, keys = _curve_table(table, ECE_BINS_COLUMNS, "ECE-versus-bins table", "ece_bins_chart")
     prepared = prepare(data, keys, color=color, facet=facet)
     points = prepared.data.with_columns(
         pl.col("bins").cast(pl.Float64), pl.col("ece").cast(pl.Float64)
     ).filter(pl.col("ece").is_finite(), pl.col("bins") > 0)
-    points = points.select(*keys, COLOR, PANEL, "bins", "ece").sort(PANEL, COLOR, "bins",
-                                                                    maintain_order=True)
+    points = points.select(*keys, COLOR, PANEL, "bins", "ece").sort(
+        PANEL, COLOR, "bins", maintain_order=True
+    )
     group_color, opacity, highlight = _group_encoding(prepared)
     low = points.get_column("bins").min()
     high = points.get_column("bins").max()
-    spread = (
-        isinstance(low, float) and isinstance(high, float) and low > 0 and high / low > 20
-    )
+    spread = isinstance(low, float) and isinstance(high, float) and low > 0 and high / low > 20
     scale = alt.Scale(type="log") if spread else alt.Scale(zero=False)
-    chart = alt.Chart().mark_line(point=alt.OverlayMarkDef(filled=True, size=30)).encode(
-        x=alt.X("bins:Q", title="number of bins", scale=scale,
-                axis=alt.Axis(format="~d", tickMinStep=1)),
-        y=alt.Y("ece:Q", title="ECE", scale=alt.Scale(zero=True)),
-        color=group_color,
-        detail=alt.Detail(f"{COLOR}:N"),
-        order=alt.Order("bins:Q"),
-        opacity=opacity,
-        tooltip=[*_key_tooltips(keys), alt.Tooltip("bins:Q", format="~d"),
-                 alt.Tooltip("ece:Q", format=".4f")],
+    chart = (
+        alt.Chart()
+        .mark_line(point=alt.OverlayMarkDef(filled=True, size=30))
+        .encode(
+            x=alt.X(
+                "bins:Q",
+                title="number of bins",
+                scale=scale,
+                axis=alt.Axis(format="~d", tickMinStep=1),
+            ),
+            y=alt.Y("ece:Q", title="ECE", scale=alt.Scale(zero=True)),
+            color=group_color,
+            detail=alt.Detail(f"{COLOR}:N"),
+            order=alt.Order("bins:Q"),
+            opacity=opacity,
+            tooltip=[
+                *_key_tooltips(keys),
+                alt.Tooltip("bins:Q", format="~d"),
+                alt.Tooltip("ece:Q", format=".4f"),
+            ],
+        )
     )
     if highlight is not None:
         chart = chart.add_params(highlight)
     chart = chart.properties(width=width, height=height)
-    return _finish(chart, points, prepared, columns,
-                   title if title is not None else "ECE against the number of bins")
-
+    return _finish(
+        chart,
+        points,
+        prepared,
+        columns,
+        title if title is not None else "ECE against the number of bins",
+    )

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import html
+import math
 import os
 import platform
 from collections.abc import Mapping, Sequence
@@ -138,7 +139,7 @@ def _format(value: object, column: str) -> str:
     if isinstance(value, int):
         return f"{value:,}"
     if isinstance(value, float):
-        if value != value:  # NaN
+        if math.isnan(value):
             return "NaN"
         if value in (float("inf"), float("-inf")):
             return "∞" if value > 0 else "−∞"
@@ -151,7 +152,7 @@ def _format(value: object, column: str) -> str:
 
 
 def _raw(value: object) -> str:
-    if value is None or (isinstance(value, float) and value != value):
+    if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
     return repr(value) if isinstance(value, float) else str(value)
 
@@ -179,9 +180,7 @@ def _table_html(table: pl.DataFrame, keys: list[str], within: list[str]) -> str:
     if "count" in shown and "n" in shown:
         shown.remove("n")
     best = _best_flags(table, shown, within)
-    head = [
-        f'<th class="key" scope="col" data-type="text">{html.escape(key)}</th>' for key in keys
-    ]
+    head = [f'<th class="key" scope="col" data-type="text">{html.escape(key)}</th>' for key in keys]
     for column in shown:
         label = _TITLES.get(column, column.replace("_", " "))
         ci = f"{column}_ci_low" in table.columns and f"{column}_ci_high" in table.columns
@@ -269,9 +268,11 @@ def _charts(
     from calib_frames.plot import charts
 
     facet = bin_keys[1:] if len(bin_keys) >= 2 else []
-    metrics = comparison if sorted(key_split(comparison.schema, COMPARISON_COLUMNS)) == sorted(
-        bin_keys
-    ) else None
+    metrics = (
+        comparison
+        if sorted(key_split(comparison.schema, COMPARISON_COLUMNS)) == sorted(bin_keys)
+        else None
+    )
     panels = bins.select(facet).n_unique() if facet else 1
     columns = min(panels, 4) if facet else None
     built: list[tuple[str, str, Any]] = [
@@ -286,8 +287,11 @@ def _charts(
             "Confidence histograms",
             "Share of each group's predictions per confidence bin.",
             charts.confidence_histogram(
-                bins, facet=facet or None, color=bin_keys[:1] if facet else None,
-                share=bool(facet), columns=columns,
+                bins,
+                facet=facet or None,
+                color=bin_keys[:1] if facet else None,
+                share=bool(facet),
+                columns=columns,
             ),
         ),
     ]
@@ -314,6 +318,42 @@ def _charts(
             ("Perplexity", "Per token, and bits per byte.", charts.perplexity_chart(source))
         )
     return built
+
+
+def _meta_items(
+    bins: pl.DataFrame,
+    bin_keys: list[str],
+    keys: list[str],
+    *,
+    ppl: pl.DataFrame | None,
+    inputs: Mapping[str, int | None] | Sequence[str] | None,
+    binning: str | None,
+    generated: _dt.datetime,
+) -> list[tuple[str, str]]:
+    """The header's (name, value) lines: inputs, counts, keys, binning, date, versions."""
+    total = int(bins.get_column("count").cast(pl.Int64).sum())
+    groups = bins.select(bin_keys).n_unique() if bin_keys else 1
+    meta: list[tuple[str, str]] = []
+    if inputs:
+        if isinstance(inputs, Mapping):
+            listed = [
+                f"{name} ({rows:,} rows)" if isinstance(rows, int) else str(name)
+                for name, rows in inputs.items()
+            ]
+        elif isinstance(inputs, str):
+            listed = [inputs]
+        else:
+            listed = [str(name) for name in inputs]
+        meta.append(("Inputs", "; ".join(listed)))
+    meta.append(("Predictions", f"{total:,} in {groups:,} group{'s' if groups != 1 else ''}"))
+    if ppl is not None and "tokens" in ppl.columns:
+        tokens = ppl.get_column("tokens").cast(pl.Int64).sum()
+        meta.append(("Tokens", f"{int(tokens):,}"))
+    meta.append(("Grouped by", " × ".join(keys) if keys else "(all rows)"))
+    meta.append(("Binning", binning if binning is not None else _describe_binning(bins, bin_keys)))
+    meta.append(("Generated", generated.isoformat(timespec="seconds")))
+    meta.append(("Versions", ", ".join(f"{k} {v}" for k, v in _versions().items())))
+    return meta
 
 
 def report_html(
@@ -350,8 +390,10 @@ def report_html(
     if ppl is not None:
         keys_ppl = key_split(ppl.schema, COMPARISON_COLUMNS)
         if "perplexity" not in ppl.columns:
-            raise SchemaError("report: perplexity= has no perplexity column; build it with "
-                              "calib_frames.perplexity")
+            raise SchemaError(
+                "report: perplexity= has no perplexity column; build it with "
+                "calib_frames.perplexity"
+            )
         _ = keys_ppl
     within = list(best_within) if best_within is not None else keys[1:]
     unknown = [k for k in within if k not in keys]
@@ -359,28 +401,9 @@ def report_html(
         raise ArgumentError(f"best_within= names {unknown}, which are not keys {keys}")
     sorted_table = table.sort(keys, nulls_last=True) if keys else table
     generated = generated or _dt.datetime.now(_dt.UTC)
-    total = int(bins.get_column("count").cast(pl.Int64).sum())
-    groups = bins.select(bin_keys).n_unique() if bin_keys else 1
-    meta: list[tuple[str, str]] = []
-    if inputs:
-        if isinstance(inputs, Mapping):
-            listed = [
-                f"{name} ({rows:,} rows)" if isinstance(rows, int) else str(name)
-                for name, rows in inputs.items()
-            ]
-        elif isinstance(inputs, str):
-            listed = [inputs]
-        else:
-            listed = [str(name) for name in inputs]
-        meta.append(("Inputs", "; ".join(listed)))
-    meta.append(("Predictions", f"{total:,} in {groups:,} group{'s' if groups != 1 else ''}"))
-    if ppl is not None and "tokens" in ppl.columns:
-        tokens = ppl.get_column("tokens").cast(pl.Int64).sum()
-        meta.append(("Tokens", f"{int(tokens):,}"))
-    meta.append(("Grouped by", " × ".join(keys) if keys else "(all rows)"))
-    meta.append(("Binning", binning if binning is not None else _describe_binning(bins, bin_keys)))
-    meta.append(("Generated", generated.isoformat(timespec="seconds")))
-    meta.append(("Versions", ", ".join(f"{k} {v}" for k, v in _versions().items())))
+    meta = _meta_items(
+        bins, bin_keys, keys, ppl=ppl, inputs=inputs, binning=binning, generated=generated
+    )
     header = "\n".join(
         f"<dt>{html.escape(name)}</dt><dd>{html.escape(value)}</dd>" for name, value in meta
     )
@@ -390,7 +413,7 @@ def report_html(
         else "Bold green: best value of its column."
     )
     sections = [
-        f"<header><h1>{html.escape(title)}</h1>\n<dl class=\"meta\">\n{header}\n</dl></header>",
+        f'<header><h1>{html.escape(title)}</h1>\n<dl class="meta">\n{header}\n</dl></header>',
         "<section><h2>Comparison</h2>"
         f'<p class="note">Click a column header to sort. {html.escape(best_note)} '
         "Intervals in brackets where the table has them.</p>\n"
@@ -403,7 +426,7 @@ def report_html(
         spec_id = f"chart-spec-{number}"
         specs[spec_id] = chart_spec(chart)
         sections.append(
-            f"<section><h2>{html.escape(name)}</h2><p class=\"note\">{html.escape(note)}</p>"
+            f'<section><h2>{html.escape(name)}</h2><p class="note">{html.escape(note)}</p>'
             f'<div class="chart" id="chart-{number}" data-vega-spec="{spec_id}"></div></section>'
         )
     body = "\n".join(sections) + f"\n<script>\n{_SORT_SCRIPT}</script>"
