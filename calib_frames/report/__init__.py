@@ -16,9 +16,7 @@ import datetime as _dt
 import html
 import math
 import os
-import platform
 from collections.abc import Mapping, Sequence
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -222,6 +220,9 @@ def _table_html(table: pl.DataFrame, keys: list[str], within: list[str]) -> str:
 
 
 def _versions() -> dict[str, str]:
+    import platform
+    from importlib import metadata
+
     import altair as alt
     import vl_convert as vlc
 
