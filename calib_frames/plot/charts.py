@@ -71,6 +71,9 @@ DIRECTION_COLORS = {OVER: "#d6604d", UNDER: "#4393c3", "calibrated": "#7f7f7f"}
 # Above this many colour groups in one panel the gaps and metric lines are drawn for the
 # highlighted group only (20 overlaid gap bars are not readable).
 MANY_COLORS = 5
+# Above this many points in one panel of metric_scatter, only the highlighted group's
+# points are labelled (the rest overlap); the legend and tooltips name every point.
+LABEL_LIMIT = 10
 _DIAGONAL = "#9e9e9e"
 _SINGLE = "#1f3b73"
 
@@ -267,6 +270,7 @@ def reliability_diagram(
             highlight,
             define=define,
             tooltip_metrics=with_metrics,
+            x_labels=not (faceted and histogram),
         )
         return layer.properties(width=width, height=height)
 
@@ -280,7 +284,7 @@ def reliability_diagram(
             .facet(
                 facet=alt.Facet(f"{PANEL}:N", sort=panels, title=None, header=_header()),
                 bounds="flush",
-                spacing=20,
+                spacing=_FACET_SPACING,
                 columns=_columns(len(panels), prepared.facet, populated, columns),
                 data=_data(populated),
             )
@@ -563,6 +567,7 @@ def _diagram_layer(
     *,
     define: bool,
     tooltip_metrics: bool = True,
+    x_labels: bool = True,
 ) -> alt.LayerChart:
     """The diagram's layers: group lines first (they carry the legend selection), then
     the diagonal, the gap bars (``stroke`` by direction, a scale of its own), intervals
@@ -570,7 +575,7 @@ def _diagram_layer(
     import altair as alt
 
     unit = alt.Scale(domain=[0, 1], nice=False)
-    x_axis = alt.Axis(labels=False, title=None) if prepared.facet else alt.Axis()
+    x_axis = alt.Axis() if x_labels else alt.Axis(labels=False, title=None)
     x = alt.X("mean_confidence:Q", scale=unit, title="mean confidence", axis=x_axis)
     y = alt.Y("accuracy:Q", scale=unit, title="accuracy")
     many = len(prepared.colors) > MANY_COLORS
@@ -754,6 +759,8 @@ def _histogram_layer(prepared: Prepared, highlight: Any, top: int) -> alt.Chart:
 
 
 _NO_FRAME = {"stroke": None}
+# wrapped facets with flush bounds: room for each row's x axis and the next header
+_FACET_SPACING = {"row": 48, "column": 20}
 _COUNT_LABEL = "datum.value == 0 ? '0' : format(datum.value, '~s')"
 
 
@@ -908,7 +915,7 @@ def confidence_histogram(
     return chart.facet(  # type: ignore[no-any-return]
         facet=alt.Facet(f"{PANEL}:N", sort=panels, title=None, header=_header()),
         bounds="flush",
-        spacing=20,
+        spacing=_FACET_SPACING,
         columns=_columns(len(panels), prepared.facet, hist, columns),
     ).properties(title=heading)
 
@@ -1088,6 +1095,13 @@ def metric_scatter(
         .encode(x=x_enc, y=y_enc, color=color, opacity=faded, tooltip=tooltips)
         .add_params(highlight)
     )
+    crowded = int(points.group_by(PANEL).len().get_column("len").max() or 0)  # type: ignore[arg-type]
+    # more than ten labels in a panel overlap: then only the highlighted group's show
+    label_opacity = (
+        alt.when(highlight, empty=False).then(alt.value(1.0)).otherwise(alt.value(0.0))
+        if crowded > LABEL_LIMIT
+        else faded
+    )
     layers.append(
         alt.Chart()
         .mark_text(align="left", dx=6, dy=-4, fontSize=10, limit=140)
@@ -1096,7 +1110,7 @@ def metric_scatter(
             y=y_enc,
             text=alt.Text(f"{COLOR}:N"),
             color=color,
-            opacity=faded,
+            opacity=label_opacity,
         )
     )
     chart = alt.layer(*layers).properties(width=width, height=height)
@@ -1110,7 +1124,7 @@ def metric_scatter(
     return chart.facet(
         facet=alt.Facet(f"{PANEL}:N", sort=panels, title=None, header=_header()),
         bounds="flush",
-        spacing=20,
+        spacing=_FACET_SPACING,
         columns=_columns(len(panels), prepared.facet, points, columns),
         data=_data(points),
     ).properties(title=alt.Title(heading, subtitle=subtitle or []))
@@ -1317,7 +1331,7 @@ def brier_decomposition_chart(
     return chart.facet(  # type: ignore[no-any-return]
         facet=alt.Facet(f"{PANEL}:N", sort=panels, title=None, header=_header()),
         bounds="flush",
-        spacing=20,
+        spacing=_FACET_SPACING,
         columns=_columns(len(panels), prepared.facet, long, columns if columns else None)
         if columns or len(prepared.facet) < 2
         else 4,
@@ -1529,7 +1543,7 @@ def _finish(
     return layer.facet(  # type: ignore[no-any-return]
         facet=alt.Facet(f"{PANEL}:N", sort=panels, title=None, header=_header()),
         bounds="flush",
-        spacing=20,
+        spacing=_FACET_SPACING,
         columns=_columns(len(panels), prepared.facet, data, columns),
         data=_data(data),
     ).properties(title=heading)

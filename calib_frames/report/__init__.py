@@ -53,6 +53,9 @@ REPORT_COLUMNS: dict[str, str | None] = {
 }
 """Columns of the report's table (when present) and the direction of "best"."""
 
+OVERLAY_LIMIT = 5
+"""Most models drawn together in one reliability panel of the report."""
+
 _TITLES = {
     "count": "predictions",
     "n": "predictions",
@@ -268,30 +271,41 @@ def _charts(
 ) -> list[tuple[str, str, Any]]:
     from calib_frames.plot import charts
 
-    facet = bin_keys[1:] if len(bin_keys) >= 2 else []
     metrics = (
         comparison
         if sorted(key_split(comparison.schema, COMPARISON_COLUMNS)) == sorted(bin_keys)
         else None
     )
+    # Up to five models share a panel (one per task); more get a panel each (a grid of
+    # model × task), where twenty overlaid curves would not be readable.
+    many = bool(bin_keys) and bins.get_column(bin_keys[0]).n_unique() > OVERLAY_LIMIT
+    facet = list(bin_keys) if many else bin_keys[1:]
     panels = bins.select(facet).n_unique() if facet else 1
-    columns = min(panels, 4) if facet else None
+    columns = None if many and len(facet) >= 2 else (min(panels, 4) if facet else None)
+    overlay = bool(facet) and not many
+    note = (
+        "Accuracy against mean confidence per bin; bars to the diagonal show each bin's "
+        "gap (red: overconfident, below; blue: underconfident, above); predictions per bin "
+        "below, ECE, MCE and Brier score under each panel."
+    )
+    if overlay:
+        note += " Click a legend entry to highlight a model."
     built: list[tuple[str, str, Any]] = [
         (
             "Reliability diagrams",
-            "Accuracy against mean confidence per bin; bars to the diagonal show each bin's "
-            "gap (red: overconfident, blue: underconfident); predictions per bin below. "
-            "Click a legend entry to highlight a model.",
+            note,
             charts.reliability_diagram(bins, metrics, facet=facet, columns=columns),
         ),
         (
             "Confidence histograms",
-            "Share of each group's predictions per confidence bin.",
+            "Share of each group's predictions per confidence bin."
+            if overlay
+            else "Predictions per confidence bin.",
             charts.confidence_histogram(
                 bins,
                 facet=facet or None,
-                color=bin_keys[:1] if facet else None,
-                share=bool(facet),
+                color=bin_keys[:1] if overlay else None,
+                share=overlay,
                 columns=columns,
             ),
         ),
