@@ -126,6 +126,20 @@ def test_report_renders_offline_and_hostile_names_stay_text(
         scripts = page.eval_on_selector_all("script", "els => els.map(e => e.type || 'js')")
         assert scripts.count("application/json") == 5
         assert len(scripts) == 5 + 3  # specs, the Vega bundle, the sort and embed code
+        # tooltips (vega-tooltip builds HTML) show the names as text too
+        seen = set()
+        points = page.locator("#chart-0 svg g.mark-symbol path")
+        tooltip = page.locator("#vg-tooltip-element")
+        for index in range(0, points.count(), 3):
+            points.nth(index).hover(force=True)
+            if tooltip.count() and tooltip.is_visible():
+                text = tooltip.inner_text()
+                seen |= {name for name in HOSTILE.values() if name in text}
+            if len(seen) == len(HOSTILE):
+                break
+        assert seen == set(HOSTILE.values())
+        assert page.locator("#vg-tooltip-element img, #vg-tooltip-element script").count() == 0
+        assert log.dialogs == [] and log.errors == []
         page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
         assert (tmp_path / "report.png").stat().st_size > 10_000
     finally:
