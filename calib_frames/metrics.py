@@ -161,11 +161,11 @@ def metric_expressions(
     accuracy = over_bins(lambda b: b.W1) / n
 
     def per_n(term: pl.Expr) -> pl.Expr:
-        """term / N, with 0.0 for an empty group (the convention for error metrics)."""
+        """Term / N, with 0.0 for an empty group (the convention for error metrics)."""
         return pl.when(n > 0).then(term / n).otherwise(0.0)
 
     def mean(term: pl.Expr) -> pl.Expr:
-        """term / N, NaN for an empty group (descriptive means have no value there)."""
+        """Term / N, NaN for an empty group (descriptive means have no value there)."""
         return pl.when(n > 0).then(term / n).otherwise(float("nan"))
 
     def gap(b: BinSums) -> pl.Expr:  # W_b·(p̄_b − ȳ_b)

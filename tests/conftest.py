@@ -1,5 +1,6 @@
-"""Shared fixtures. ``chromium`` finds (or installs) a real headless Chromium for the
-browser tests and fails loudly when it cannot: a browser test never skips."""
+"""Session-wide fixtures: one local Spark session for the whole suite, and a real headless
+Chromium for the browser tests (``chromium_path`` finds it, or installs it with apt-get when
+running as root, and fails loudly when it cannot: a browser test never skips)."""
 
 from __future__ import annotations
 
@@ -95,3 +96,26 @@ def browser(chromium_path: str) -> Iterator[Any]:
             yield launched
         finally:
             launched.close()
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """A real local Spark session (local[2], one shuffle partition, UI off), started once.
+
+    Spark is a test dependency (the ``spark`` extra); Java 17 must be on the machine.
+    """
+    os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)  # type: ignore[attr-defined]
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("calib-frames-tests")
+        .config("spark.sql.shuffle.partitions", "1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.driver.memory", "1g")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()

@@ -298,3 +298,29 @@ def test_every_public_frame_function_is_in_the_namespace() -> None:
 def test_version() -> None:
     assert isinstance(cf.__version__, str)
     assert cf.__version__[0].isdigit()
+
+
+def _public_callables() -> list[str]:
+    return sorted(
+        name
+        for name in cf.__all__
+        if callable(getattr(cf, name)) and not isinstance(getattr(cf, name), type)
+    )
+
+
+@pytest.mark.parametrize("name", _public_callables())
+def test_every_public_function_documents_each_parameter(name: str) -> None:
+    function = getattr(cf, name)
+    doc = inspect.getdoc(function) or ""
+    sections = ["Parameters\n----------", "Examples\n--------"]
+    if inspect.signature(function).return_annotation not in (None, "None"):
+        sections.append("Returns\n-------")
+    for section in sections:
+        assert section in doc, f"{name}: no {section.splitlines()[0]} section"
+    documented = doc.split("Parameters\n----------", 1)[1].split("\n\n", 1)[0]
+    listed = " ".join(
+        line.split(":")[0] for line in doc.splitlines() if line and not line.startswith(" ")
+    )
+    for parameter in inspect.signature(function).parameters:
+        assert parameter.lstrip("*") in listed, f"{name}: parameter {parameter!r} undocumented"
+    assert documented.strip()
