@@ -329,8 +329,10 @@ def _faceted_diagram(
     heading: str,
     with_metrics: bool,
 ) -> alt.VConcatChart:
-    """Small multiples: rows of ``n_cols`` panels, each a diagram over its histogram
-    (over its metric lines), all drawn from one dataset."""
+    """Draw small multiples from one dataset.
+
+    Rows of ``n_cols`` panels, each a diagram over its histogram (over its metric lines).
+    """
     import altair as alt
 
     panels = prepared.panels
@@ -502,8 +504,11 @@ _DIAGRAM_METRICS = ["ece", "mce", "brier"]
 def _diagram_frames(
     prepared: Prepared, keys: list[str], metrics: Any, has_ci: bool
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The diagram's rows (populated bins, with gap, direction and the group's metrics)
-    and the histogram's rows (every bin with bounds)."""
+    """Split a bin table into the diagram's rows and the histogram's rows.
+
+    The diagram's: populated bins, with gap, direction and the group's metrics; the
+    histogram's: every bin with bounds.
+    """
     base = prepared.data.with_columns(
         pl.col("count").cast(pl.Int64),
         pl.col("mean_confidence", "accuracy", "bin_lower", "bin_upper").cast(pl.Float64),
@@ -569,9 +574,11 @@ def _diagram_layer(
     tooltip_metrics: bool = True,
     x_labels: bool = True,
 ) -> alt.LayerChart:
-    """The diagram's layers: group lines first (they carry the legend selection), then
-    the diagonal, the gap bars (``stroke`` by direction, a scale of its own), intervals
-    and the metrics text."""
+    """Build the diagram's layers.
+
+    Group lines first (they carry the legend selection), then the diagonal, the gap bars
+    (``stroke`` by direction, a scale of its own), intervals and the metrics text.
+    """
     import altair as alt
 
     unit = alt.Scale(domain=[0, 1], nice=False)

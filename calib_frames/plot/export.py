@@ -1,9 +1,9 @@
-"""Save charts with no network: self-contained HTML (Vega inlined), PNG and SVG.
+r"""Save charts with no network: self-contained HTML (Vega inlined), PNG and SVG.
 
 * **HTML**: one file holding the Vega, Vega-Lite and vega-embed JavaScript (the bundle that
   vl-convert ships, so nothing is fetched from a CDN), the chart's spec as JSON inside a
   ``<script type="application/json">`` element, and a few lines that draw it. The JSON is
-  escaped for that context (``<``, ``>``, ``&``, U+2028 and U+2029 as ``\\uXXXX``, as
+  escaped for that context (``<``, ``>``, ``&``, U+2028 and U+2029 as ``\uXXXX``, as
   Django's ``json_script`` does), so a group named ``</script><script>alert(1)</script>``
   stays data. A Content-Security-Policy allows no network request.
 * **PNG / SVG**: rendered by vl-convert (an embedded JavaScript engine, no browser).
@@ -76,17 +76,32 @@ EMBED_SCRIPT = """\
 
 
 def embed_json(value: object) -> str:
-    """JSON text safe to place inside an HTML ``<script>`` element.
+    r"""JSON text safe to place inside an HTML ``<script>`` element.
 
     ``<``, ``>`` and ``&`` (and the JavaScript line separators U+2028/U+2029) become
-    ``\\u003c``-style escapes, which JSON parsers read back unchanged, so no value can
+    ``\u003c``-style escapes, which JSON parsers read back unchanged, so no value can
     close the element or open a comment. NaN and infinities are refused (not JSON).
+
+    Parameters
+    ----------
+    value
+        Anything :func:`json.dumps` takes.
+
+    Returns
+    -------
+    str
+        The JSON text, with those characters escaped.
+
+    Raises
+    ------
+    ArgumentError
+        If the value holds NaN or an infinity.
 
     Examples
     --------
     >>> from calib_frames.plot import embed_json
     >>> embed_json({"model": "</script><script>"})
-    '{"model": "\\\\u003c/script\\\\u003e\\\\u003cscript\\\\u003e"}'
+    '{"model": "\\u003c/script\\u003e\\u003cscript\\u003e"}'
     """
     try:
         text = json.dumps(value, allow_nan=False, ensure_ascii=False)
@@ -114,10 +129,10 @@ def _vl_version() -> str | None:
 
 @functools.lru_cache(maxsize=1)
 def vega_bundle() -> str:
-    """The Vega + Vega-Lite + vega-embed JavaScript bundle, for an inline ``<script>``.
+    r"""The Vega + Vega-Lite + vega-embed JavaScript bundle, for an inline ``<script>``.
 
     From vl-convert (offline); it defines ``vegaEmbed``, ``vegaLite`` and ``vega`` on
-    ``window``. Any ``</script`` inside it is written ``<\\/script`` (same meaning in
+    ``window``. Any ``</script`` inside it is written ``<\/script`` (same meaning in
     JavaScript, cannot close the element).
     """
     import vl_convert as vlc
@@ -127,9 +142,12 @@ def vega_bundle() -> str:
 
 
 def page_html(title: str, body: str, *, specs: dict[str, dict[str, Any]], style: str = "") -> str:
-    """A self-contained page: ``body`` (already escaped markup), the specs as JSON
-    script elements, the inlined Vega bundle and the code that draws every element
-    carrying ``data-vega-spec``."""
+    """Build a self-contained page.
+
+    It holds ``body`` (already escaped markup), the specs as JSON script elements, the
+    inlined Vega bundle and the code that draws every element carrying
+    ``data-vega-spec``.
+    """
     # the "$schema" URL is only a label (nothing fetches it); leave URLs out of the page
     spec_elements = "\n".join(
         f'<script type="application/json" id="{html.escape(name)}">'
@@ -150,6 +168,22 @@ def page_html(title: str, body: str, *, specs: dict[str, dict[str, Any]], style:
 
 def chart_html(chart: alt.TopLevelMixin, *, title: str = "calib_frames chart") -> str:
     """One chart as a self-contained HTML page (no network needed to view it).
+
+    Parameters
+    ----------
+    chart
+        Any altair chart.
+    title
+        The page's title (HTML-escaped).
+
+    Returns
+    -------
+    str
+        The page: the Vega bundle inlined, the spec as escaped JSON.
+
+    See Also
+    --------
+    save_chart : write it (or a PNG / SVG) to a file.
 
     Examples
     --------

@@ -1,4 +1,4 @@
-"""A self-contained HTML report: what was evaluated, the comparison table, the charts.
+r"""A self-contained HTML report: what was evaluated, the comparison table, the charts.
 
 :func:`write_report` writes one file that opens in a browser with no network: the Vega
 JavaScript is inlined (:mod:`calib_frames.plot.export`), the table is sorted in the page
@@ -6,7 +6,7 @@ by a few lines of inline script, and a Content-Security-Policy forbids every req
 
 Names are data. Every model, task or column name written as markup is HTML-escaped, and
 every chart spec is JSON escaped for a ``<script>`` element (``<``, ``>``, ``&`` as
-``\\u003c``...), so a model named ``</script><script>alert(1)</script>`` is shown as
+``\u003c``...), so a model named ``</script><script>alert(1)</script>`` is shown as
 text and runs nothing.
 """
 
@@ -159,7 +159,7 @@ def _raw(value: object) -> str:
 
 
 def _best_flags(table: pl.DataFrame, columns: Sequence[str], within: Sequence[str]) -> pl.DataFrame:
-    """One boolean column per ranked column: is this row's value the best of its group?"""
+    """Flag, per ranked column, whether each row's value is the best of its group."""
     flags = []
     for column in columns:
         direction = REPORT_COLUMNS.get(column)
@@ -382,7 +382,59 @@ def report_html(
     best_within: Sequence[str] | None = None,
     generated: _dt.datetime | None = None,
 ) -> str:
-    """The report as one self-contained HTML string (see :func:`write_report`)."""
+    """The report as one self-contained HTML string; :func:`write_report` writes it.
+
+    Parameters
+    ----------
+    comparison
+        A comparison or metrics table (one row per group).
+    bin_statistics
+        The bin-statistics (or reliability) table, grouped by the same keys.
+    perplexity
+        Optional perplexity table for the perplexity chart.
+    title
+        The report's title.
+    inputs
+        What was read: file names, or a mapping of file name to row count.
+    binning
+        How the bins were built, in words (default: described from the table).
+    best_within
+        Keys within which the best value of a column is marked (default: every key
+        but the first).
+    generated
+        The date written in the header (default: now, UTC).
+
+    Returns
+    -------
+    str
+        The HTML page.
+
+    Raises
+    ------
+    SchemaError
+        If a table is not what its argument needs, or the tables have other keys.
+    ArgumentError
+        If the comparison table is empty or an argument is invalid.
+
+    See Also
+    --------
+    write_report : the same, written atomically to a file.
+
+    Examples
+    --------
+    >>> import datetime
+    >>> import polars as pl
+    >>> import calib_frames as cf
+    >>> from calib_frames.report import report_html
+    >>> preds = pl.DataFrame({"confidence": [0.9, 0.2], "correct": [True, False]})
+    >>> stats = cf.bin_statistics(preds)
+    >>> page = report_html(
+    ...     comparison=cf.metrics_from_bin_statistics(stats), bin_statistics=stats,
+    ...     generated=datetime.datetime(2026, 1, 2, tzinfo=datetime.UTC),
+    ... )
+    >>> "<dd>2026-01-02T00:00:00+00:00</dd>" in page
+    True
+    """
     if not isinstance(title, str):
         raise ArgumentError(f"title= must be a string, got {type(title).__name__}")
     table = frame(comparison, "report comparison")
