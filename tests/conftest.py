@@ -58,9 +58,11 @@ def _apt_install() -> str:
     return "\n".join(log)
 
 
-@pytest.fixture(scope="session")
-def chromium_path() -> str:
-    """Path of a Chromium executable; installed with apt-get when missing and root."""
+def locate_chromium() -> str:
+    """Path of a Chromium executable; installed with apt-get when missing and root.
+
+    Fails the calling test (``pytest.fail``) when there is none and none can be installed.
+    """
     found = _find_chromium()
     if found:
         return found
@@ -79,6 +81,12 @@ def chromium_path() -> str:
         "`sudo apt-get install -y chromium` (Debian/Ubuntu) and rerun",
         pytrace=False,
     )
+
+
+@pytest.fixture(scope="session")
+def chromium_path() -> str:
+    """Path of a Chromium executable (see :func:`locate_chromium`)."""
+    return locate_chromium()
 
 
 @pytest.fixture(scope="session")

@@ -220,3 +220,13 @@ def test_without_json_escaping_the_hostile_name_would_run(
         assert "alert: 3" in log.dialogs
     finally:
         context.close()
+
+
+def test_missing_chromium_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a browser (and without root to install one) the fixture fails, never skips."""
+    import conftest
+
+    monkeypatch.setattr(conftest, "CHROMIUM_CANDIDATES", ("/nonexistent/chromium",))
+    monkeypatch.setattr(conftest.shutil, "which", lambda name: None)
+    with pytest.raises(pytest.fail.Exception, match="need Chromium"):
+        conftest.locate_chromium()
