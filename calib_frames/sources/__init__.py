@@ -1,0 +1,25 @@
+"""Sources: what evaluation tools write → the engine's frames, as polars transformations.
+
+* :mod:`~calib_frames.sources.options`: multiple-choice option log-likelihoods →
+  per-question predictions (raw and length-normalised), all-options probabilities,
+  the multi-class Brier score.
+* :mod:`~calib_frames.sources.text`: free-text answers → confidence from token
+  log-probabilities, verbalised confidence, sampling consistency.
+* :mod:`~calib_frames.sources.files`: generic parquet/CSV/JSONL readers (globs, folders,
+  hive partitions, column mapping, bad-record reporting).
+* :mod:`~calib_frames.sources.lm_eval`: lm-evaluation-harness ``--log_samples`` folders.
+* :mod:`~calib_frames.sources.openai`: OpenAI-style chat completions with logprobs.
+"""
+
+from calib_frames.sources.files import ScanResult, scan_predictions, scan_table, scan_tokens
+from calib_frames.sources.options import brier_multiclass, choice_predictions, option_probabilities
+
+__all__ = [
+    "ScanResult",
+    "brier_multiclass",
+    "choice_predictions",
+    "option_probabilities",
+    "scan_predictions",
+    "scan_table",
+    "scan_tokens",
+]
