@@ -12,13 +12,25 @@
 """
 
 from calib_frames.sources.files import ScanResult, scan_predictions, scan_table, scan_tokens
+from calib_frames.sources.lm_eval import (
+    lm_eval_comparison,
+    lm_eval_reported,
+    lm_eval_runs,
+    scan_lm_eval_documents,
+    scan_lm_eval_options,
+)
 from calib_frames.sources.options import brier_multiclass, choice_predictions, option_probabilities
 
 __all__ = [
     "ScanResult",
     "brier_multiclass",
     "choice_predictions",
+    "lm_eval_comparison",
+    "lm_eval_reported",
+    "lm_eval_runs",
     "option_probabilities",
+    "scan_lm_eval_documents",
+    "scan_lm_eval_options",
     "scan_predictions",
     "scan_table",
     "scan_tokens",
