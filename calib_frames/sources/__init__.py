@@ -20,18 +20,34 @@ from calib_frames.sources.lm_eval import (
     scan_lm_eval_options,
 )
 from calib_frames.sources.options import brier_multiclass, choice_predictions, option_probabilities
+from calib_frames.sources.text import (
+    IPCC_WORDS,
+    KENT_WORDS,
+    Skipped,
+    answer_confidence,
+    sample_consistency,
+    verbalized_confidence,
+    with_verbalized_confidence,
+)
 
 __all__ = [
+    "IPCC_WORDS",
+    "KENT_WORDS",
     "ScanResult",
+    "Skipped",
+    "answer_confidence",
     "brier_multiclass",
     "choice_predictions",
     "lm_eval_comparison",
     "lm_eval_reported",
     "lm_eval_runs",
     "option_probabilities",
+    "sample_consistency",
     "scan_lm_eval_documents",
     "scan_lm_eval_options",
     "scan_predictions",
     "scan_table",
     "scan_tokens",
+    "verbalized_confidence",
+    "with_verbalized_confidence",
 ]
