@@ -19,6 +19,7 @@ from calib_frames.sources.lm_eval import (
     scan_lm_eval_documents,
     scan_lm_eval_options,
 )
+from calib_frames.sources.openai import openai_answer_confidence, scan_openai_tokens
 from calib_frames.sources.options import brier_multiclass, choice_predictions, option_probabilities
 from calib_frames.sources.text import (
     IPCC_WORDS,
@@ -41,10 +42,12 @@ __all__ = [
     "lm_eval_comparison",
     "lm_eval_reported",
     "lm_eval_runs",
+    "openai_answer_confidence",
     "option_probabilities",
     "sample_consistency",
     "scan_lm_eval_documents",
     "scan_lm_eval_options",
+    "scan_openai_tokens",
     "scan_predictions",
     "scan_table",
     "scan_tokens",
