@@ -43,7 +43,9 @@ def test_hive_partitioned_folder(hive: Path) -> None:
 
 def test_glob_and_projection_and_predicate_pushdown(hive: Path) -> None:
     frame = scan_table(str(hive / "model=a" / "**" / "*.parquet"))
-    assert frame.filter(pl.col("confidence") > 0.85).select("confidence").collect().to_series().to_list() == [0.9]
+    assert frame.filter(pl.col("confidence") > 0.85).select(
+        "confidence"
+    ).collect().to_series().to_list() == [0.9]
     assert frame.head(1).collect().height == 1
 
 
@@ -104,12 +106,16 @@ def test_truncated_jsonl_line_names_file_and_line(tmp_path: Path) -> None:
 
 
 def test_wrong_json_type_under_an_override_is_a_bad_record(tmp_path: Path) -> None:
-    records = [{"confidence": 0.5, "correct": True}] * 5 + [{"confidence": "high", "correct": False}]
+    records = [{"confidence": 0.5, "correct": True}] * 5 + [
+        {"confidence": "high", "correct": False}
+    ]
     file = write_jsonl(tmp_path / "types.jsonl", records)
     frame = scan_predictions(file, schema_overrides={"confidence": pl.Float64})
     with pytest.raises(ReadError, match=r"types\.jsonl, line 6: malformed record"):
         frame.collect()
-    skipped = scan_predictions(file, schema_overrides={"confidence": pl.Float64}, on_bad_record="skip")
+    skipped = scan_predictions(
+        file, schema_overrides={"confidence": pl.Float64}, on_bad_record="skip"
+    )
     assert skipped.skipped_records == 1
     assert skipped.frame.collect()["confidence"].to_list() == [0.5] * 5
     # Without an override the column is read as what the data hold (String), not guessed.

@@ -65,7 +65,9 @@ def test_raw_and_per_char_match_numpy(frame: pl.DataFrame) -> None:
     for scoring, use_len in (("raw", False), ("per_char", True)):
         got = out.filter(pl.col("scoring") == scoring).sort("question")
         assert got.height == len(LOGLIKS)
-        for row, lls, gold, lens in zip(got.iter_rows(named=True), LOGLIKS, GOLDS, LENGTHS, strict=True):
+        for row, lls, gold, lens in zip(
+            got.iter_rows(named=True), LOGLIKS, GOLDS, LENGTHS, strict=True
+        ):
             pred, prob, acc = lm_eval_reference(
                 np.array(lls), gold, np.array(lens) if use_len else None
             )
@@ -74,7 +76,9 @@ def test_raw_and_per_char_match_numpy(frame: pl.DataFrame) -> None:
             assert row["options"] == len(lls)
             assert row["gold_options"] == 1
             assert row["confidence"] == pytest.approx(prob[pred], rel=1e-13)
-            assert row["log_confidence"] == pytest.approx(math.log(prob[pred]), rel=1e-12, abs=1e-15)
+            assert row["log_confidence"] == pytest.approx(
+                math.log(prob[pred]), rel=1e-12, abs=1e-15
+            )
 
 
 def test_long_form_probabilities_sum_to_one_and_match_numpy(frame: pl.DataFrame) -> None:
@@ -104,7 +108,9 @@ def test_brier_multiclass_is_lm_evals_brier_score(frame: pl.DataFrame) -> None:
     # lm-eval needs equal option counts for its numpy array: use 4-option questions.
     lls = [list(-RNG.exponential(2.0, size=4)) for _ in range(300)]
     golds = [int(RNG.integers(0, 4)) for _ in lls]
-    probs = np.array([lm_eval_reference(np.array(x), g)[1] for x, g in zip(lls, golds, strict=True)])
+    probs = np.array(
+        [lm_eval_reference(np.array(x), g)[1] for x, g in zip(lls, golds, strict=True)]
+    )
     expected = np.mean(np.sum((probs - np.eye(4)[golds]) ** 2, axis=1))
     got = brier_multiclass(options_frame(lls, golds))
     assert got.columns == ["scoring", "count", "brier_multiclass"]
@@ -186,7 +192,12 @@ def test_several_gold_answers() -> None:
 
 def test_gold_column_naming_the_gold_option() -> None:
     df = pl.DataFrame(
-        {"q": [1, 1, 2, 2], "opt": ["A", "B", "A", "B"], "ll": [-1.0, -0.1, -0.2, -3.0], "g": ["B", "B", "B", "B"]}
+        {
+            "q": [1, 1, 2, 2],
+            "opt": ["A", "B", "A", "B"],
+            "ll": [-1.0, -0.1, -0.2, -3.0],
+            "g": ["B", "B", "B", "B"],
+        }
     )
     out = choice_predictions(df, question="q", option="opt", loglik="ll", gold="g")
     assert out["correct"].to_list() == [True, False]
@@ -242,7 +253,13 @@ def test_per_byte_and_per_token_normalisations() -> None:
 )
 def test_bad_logliks_raise_with_an_example(values: list[float | None], message: str) -> None:
     df = pl.DataFrame(
-        {"model": "m", "question": [3, 3], "option": [0, 1], "loglik": values, "is_gold": [True, False]}
+        {
+            "model": "m",
+            "question": [3, 3],
+            "option": [0, 1],
+            "loglik": values,
+            "is_gold": [True, False],
+        }
     )
     with pytest.raises(DataError, match=message) as info:
         choice_predictions(df.lazy(), by="model").collect()
@@ -277,7 +294,7 @@ def test_schema_errors() -> None:
         choice_predictions(df, by="question")
     with pytest.raises(ArgumentError, match="no_gold="):
         choice_predictions(df, no_gold="ignore")  # type: ignore[arg-type]
-    with pytest.raises(ArgumentError, match="is_gold= .* or gold="):
+    with pytest.raises(ArgumentError, match=r"is_gold= .* or gold="):
         choice_predictions(df, is_gold=None)
 
 
@@ -297,7 +314,9 @@ def test_empty_frame() -> None:
     ),
     st.data(),
 )
-def test_property_matches_numpy_argmax_and_softmax(logliks: list[list[float]], data: st.DataObject) -> None:
+def test_property_matches_numpy_argmax_and_softmax(
+    logliks: list[list[float]], data: st.DataObject
+) -> None:
     golds = [data.draw(st.integers(0, len(x) - 1)) for x in logliks]
     out = choice_predictions(options_frame(logliks, golds)).sort("question")
     for row, lls, gold in zip(out.iter_rows(named=True), logliks, golds, strict=True):
