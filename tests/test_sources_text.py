@@ -189,7 +189,9 @@ def test_property_consistency_is_majority_share(questions: list[list[str]]) -> N
         }
     )
     out = sample_consistency(frame.sample(fraction=1.0, shuffle=True, seed=0), by="q")
-    for (q, k, majority, count, share), answers in zip(out.iter_rows(), questions, strict=True):
+    assert out.height == len(questions)
+    for q, k, majority, count, share in out.iter_rows():
+        answers = questions[q]
         counts = Counter(answers)
         top = max(counts.values())
         assert (k, count) == (len(answers), top)
