@@ -273,8 +273,10 @@ def _read_json(file: Path) -> pl.DataFrame:
     if not isinstance(document, list | dict):
         raise ReadError(f"{file}: JSON must be an array of records or an object of columns")
     try:
-        if isinstance(document, dict) and document and all(
-            isinstance(v, list) for v in document.values()
+        if (
+            isinstance(document, dict)
+            and document
+            and all(isinstance(v, list) for v in document.values())
         ):
             return pl.DataFrame(document, strict=False)
         return pl.read_json(text, infer_schema_length=None)

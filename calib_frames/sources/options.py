@@ -219,6 +219,44 @@ def _prepare(
     return pl.concat(stacked, how="vertical")
 
 
+_STAT_FLAGS = (_BAD_LL, "__cf_ll_example", _BAD_LEN, _BAD_OPT, "__cf_dup", "__cf_all_inf")
+
+
+def _question_stats(
+    stacked: pl.LazyFrame, *, group: list[str], option: str, gold: str | None
+) -> pl.LazyFrame:
+    """Per (keys, scoring, question): the softmax's max and log-normaliser, the predicted
+    option, counts and contract flags — two group_by passes and a join (no windows, so
+    it streams): the max first, then Σ exp(s − max) and the rest.
+
+    ``__cf_pick`` is the smallest option id among the top scores; ``__cf_pick_gold`` the
+    smallest among the top scores that are gold, so the prediction is correct exactly
+    when the two agree.
+    """
+    score = pl.col(_S)
+    tops = stacked.group_by(group).agg(score.max().alias("__cf_top"))
+    with_top = stacked.join(tops, on=group, how="left", nulls_equal=True)
+    top = pl.col("__cf_top")
+    is_top = score == top
+    aggs = [
+        top.first(),
+        (score - top).exp().sum().log().alias("__cf_logz"),
+        pl.when(is_top).then(pl.col(option)).min().alias("__cf_pick"),
+        pl.when(is_top & pl.col(_GOLD)).then(pl.col(option)).min().alias("__cf_pick_gold"),
+        pl.len().cast(pl.UInt32).alias("options"),
+        pl.col(_GOLD).sum().cast(pl.UInt32).alias("gold_options"),
+        pl.col(_BAD_LL).sum().alias(_BAD_LL),
+        pl.when(pl.col(_BAD_LL)).then(pl.col(_LL)).max().alias("__cf_ll_example"),
+        pl.col(_BAD_LEN).sum().alias(_BAD_LEN),
+        pl.col(_BAD_OPT).sum().alias(_BAD_OPT),
+        (pl.len() - pl.col(option).n_unique()).cast(pl.UInt32).alias("__cf_dup"),
+        (top.first() == float("-inf")).alias("__cf_all_inf"),
+    ]
+    if gold is not None:
+        aggs.append((pl.col(gold).n_unique() > 1).alias("__cf_gold_varies"))
+    return with_top.group_by(group).agg(aggs)
+
+
 def choice_predictions(
     options: Frame,
     *,
@@ -320,32 +358,25 @@ def choice_predictions(
         lengths=lengths,
     )
     group: list[str] = [*keys, "scoring", question]
-    score = pl.col(_S)
-    top = score.max()
-    is_top = score == top
-    pick = pl.when(is_top).then(pl.col(option)).arg_min()
-    aggs = [
-        pl.len().cast(pl.UInt32).alias("options"),
-        pl.col(_GOLD).sum().cast(pl.UInt32).alias("gold_options"),
-        pl.col(option).get(pick).alias("prediction"),
-        # ln p(top) = −ln Σ exp(s − m): exact, finite even when p rounds to 1.
-        (-(score - top).exp().sum().log()).alias("log_confidence"),
-        pl.col(_GOLD).get(pick).alias("correct"),
-        pl.col(_BAD_LL).sum().alias(_BAD_LL),
-        pl.col(_LL).filter(pl.col(_BAD_LL)).first().alias("__cf_ll_example"),
-        pl.col(_BAD_LEN).sum().alias(_BAD_LEN),
-        pl.col(_BAD_OPT).sum().alias(_BAD_OPT),
-        (pl.len() - pl.col(option).n_unique()).alias("__cf_dup"),
-        (top == float("-inf")).alias("__cf_all_inf"),
-    ]
-    if gold is not None:
-        aggs.append((pl.col(gold).n_unique() > 1).alias("__cf_gold_varies"))
-    per_question = stacked.group_by(group).agg(aggs).sort(group)
+    per_question = (
+        _question_stats(stacked, group=group, option=option, gold=gold)
+        .select(
+            *group,
+            "options",
+            "gold_options",
+            pl.col("__cf_pick").alias("prediction"),
+            # ln p(top) = −ln Σ exp(s − m): exact, finite even when p rounds to 1.
+            (-pl.col("__cf_logz")).alias("log_confidence"),
+            (pl.col("__cf_pick_gold") == pl.col("__cf_pick")).fill_null(False).alias("correct"),
+            *_STAT_FLAGS,
+            *(["__cf_gold_varies"] if gold is not None else []),
+        )
+        .sort(group)
+    )
     per_question = per_question.with_columns(
         (pl.col("gold_options") == 0).alias("__cf_no_gold")
         if no_gold == "raise"
         else pl.lit(False).alias("__cf_no_gold"),
-        pl.col("__cf_dup").cast(pl.UInt32),
     )
     if no_gold == "drop":
         per_question = per_question.filter(pl.col("gold_options") > 0)
@@ -473,30 +504,34 @@ def option_probabilities(
         lengths=lengths,
     )
     group: list[str] = [*keys, "scoring", question]
-    score = pl.col(_S)
-    top = score.max().over(group)
-    log_p = score - top - (score - top).exp().sum().over(group).log()
-    predicted = pl.when(score == top).then(pl.col(option)).min().over(group)
-    gold_count = pl.col(_GOLD).sum().over(group)
-    flags: list[str | pl.Expr] = [
+    stats = _question_stats(stacked, group=group, option=option, gold=gold)
+    question_flags: list[str | pl.Expr] = [
+        (pl.col("__cf_dup") > 0).alias("__cf_dup"),
+        "__cf_all_inf",
+        ((pl.col("gold_options") == 0) & pl.lit(no_gold == "raise")).alias("__cf_no_gold"),
+        *(["__cf_gold_varies"] if gold is not None else []),
+    ]
+    joined = stacked.join(
+        stats.select(*group, "__cf_top", "__cf_logz", "__cf_pick", "gold_options", *question_flags),
+        on=group,
+        how="left",
+        nulls_equal=True,
+    )
+    long = joined.select(
+        *group,
+        option,
+        (pl.col(_S) - pl.col("__cf_top") - pl.col("__cf_logz")).alias("log_probability"),
+        pl.col(_GOLD).alias("is_answer"),
+        (pl.col(option) == pl.col("__cf_pick")).fill_null(False).alias("is_prediction"),
+        pl.col(_LL).alias("__cf_ll_example"),
+        pl.col("gold_options").alias("__cf_gold_count"),
         _BAD_LL,
         _BAD_LEN,
         _BAD_OPT,
-        pl.col(option).is_duplicated().over(group).alias("__cf_dup"),
-        (top == float("-inf")).alias("__cf_all_inf"),
-        ((gold_count == 0) & pl.lit(no_gold == "raise")).alias("__cf_no_gold"),
-    ]
-    if gold is not None:
-        flags.append((pl.col(gold).n_unique().over(group) > 1).alias("__cf_gold_varies"))
-    long = stacked.select(
-        *group,
-        option,
-        log_p.alias("log_probability"),
-        pl.col(_GOLD).alias("is_answer"),
-        (pl.col(option) == predicted).fill_null(False).alias("is_prediction"),
-        pl.col(_LL).alias("__cf_ll_example"),
-        gold_count.alias("__cf_gold_count"),
-        *flags,
+        "__cf_dup",
+        "__cf_all_inf",
+        "__cf_no_gold",
+        *(["__cf_gold_varies"] if gold is not None else []),
     )
     if no_gold == "drop":
         long = long.filter(pl.col("__cf_gold_count") > 0)
