@@ -76,9 +76,10 @@ def test_raw_and_per_char_match_numpy(frame: pl.DataFrame) -> None:
             assert row["options"] == len(lls)
             assert row["gold_options"] == 1
             assert row["confidence"] == pytest.approx(prob[pred], rel=1e-13)
-            assert row["log_confidence"] == pytest.approx(
-                math.log(prob[pred]), rel=1e-12, abs=1e-15
-            )
+            scores = np.array(lls) / (np.array(lens) if use_len else 1.0)
+            others = np.delete(scores, pred) - scores[pred]
+            exact = -np.log1p(np.exp(others).sum())  # ln p(top) without rounding p first
+            assert row["log_confidence"] == pytest.approx(exact, rel=1e-12, abs=0)
 
 
 def test_long_form_probabilities_sum_to_one_and_match_numpy(frame: pl.DataFrame) -> None:
@@ -122,11 +123,13 @@ def test_near_certain_wrong_answer_keeps_a_finite_log_confidence() -> None:
     df = options_frame([[0.0, -60.0]], [1])
     row = choice_predictions(df).row(0, named=True)
     assert row["confidence"] == 1.0  # rounds to one ...
-    assert row["log_confidence"] == pytest.approx(-math.exp(-60.0), rel=1e-12)  # ... but is not
+    assert row["log_confidence"] == pytest.approx(-math.exp(-60.0), rel=1e-12, abs=0)  # ... not 1
     assert row["correct"] is False
     long = option_probabilities(df)
     gold = long.filter("is_answer").row(0, named=True)
     assert gold["log_probability"] == pytest.approx(-60.0, rel=1e-14)
+    top = long.filter("is_prediction").row(0, named=True)
+    assert top["log_probability"] == pytest.approx(-math.exp(-60.0), rel=1e-12, abs=0)
     # Brier of the gold option uses 1 - p = -expm1(ln p) exactly.
     brier = brier_multiclass(df)["brier_multiclass"].item()
     assert brier == pytest.approx(2.0, rel=1e-15)
@@ -324,3 +327,18 @@ def test_property_matches_numpy_argmax_and_softmax(
         assert row["prediction"] == pred
         assert row["correct"] == bool(acc)
         assert row["confidence"] == pytest.approx(prob[pred], rel=1e-12)
+
+
+def test_log_confidence_gives_the_true_log_loss_end_to_end() -> None:
+    """A wrong answer whose confidence rounds to 1.0: the engine's log loss stays finite."""
+    import calib_frames as cf
+
+    df = options_frame([[0.0, -60.0], [-0.1, -2.0]], [1, 0])
+    preds = choice_predictions(df)
+    assert preds["confidence"][0] == 1.0
+    exact = cf.calibration_metrics(preds, log_confidence="log_confidence")["log_loss"].item()
+    # Wrong: -ln(1 - p) = -ln p(gold) = 60 + ln(1 + e^-60); right: -ln p = ln(1 + e^-1.9).
+    expected = (60 + math.log1p(math.exp(-60)) + math.log1p(math.exp(-1.9))) / 2
+    assert exact == pytest.approx(expected, rel=1e-12)
+    rounded = cf.calibration_metrics(preds)["log_loss"].item()
+    assert rounded == math.inf  # without it, 1 - 1.0 = 0: the loss is lost

@@ -554,7 +554,11 @@ def lm_eval_comparison(
         *keys, "mean_confidence", "ece"
     )
     documents = scan_lm_eval_documents(runs).collect()
-    ppl = perplexity(documents, nll="nll", tokens=None, bytes="bytes", words="words", by=keys)
+    # No token counts: the per-token columns of this call are not used (tokens=1 only
+    # fills the token denominator); byte and word measures do not depend on it.
+    ppl = perplexity(
+        documents.drop("tokens"), nll="nll", tokens=1, bytes="bytes", words="words", by=keys
+    )
     ppl = ppl.select(*keys, "word_perplexity", "byte_perplexity", "bits_per_byte")
     doc_counts = documents.group_by(keys).agg(pl.len().cast(pl.UInt64).alias("count"))
     reported = (

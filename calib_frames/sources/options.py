@@ -22,7 +22,10 @@ option id on every row of the question (a list column for several gold answers).
 and the options' probabilities are the softmax of the scores within the question,
 computed stably as log-sum-exp: with m = maxᵢ sᵢ,
 
-    ln pᵢ = sᵢ − m − ln Σⱼ exp(sⱼ − m).
+    ln pᵢ = sᵢ − m − log1p(Σ_{j ≠ top} exp(sⱼ − m))
+
+(the top option's own term exp(0) = 1 is taken out of the sum, so that ln p of a
+near-certain answer, e.g. −e⁻⁶⁰, is kept instead of rounding to 0).
 
 For ``raw`` scores over the full option set this is the model's probability renormalised
 to the offered options (what lm-eval's ``brier_score`` uses); a length-normalised softmax
@@ -33,8 +36,8 @@ probability the model assigned.
 scores. Ties go to the *smallest option id* among the tied options — for lm-eval's ids
 (0, 1, … in choice order) that is numpy's ``argmax`` rule "first one wins", and it does
 not depend on row order. ``confidence`` is its probability and ``log_confidence`` the
-exact ``ln p`` of it (= −ln Σⱼ exp(sⱼ − m)), finite even when ``confidence`` rounds to
-1.0; pass it to the calibration metrics as ``log_confidence=`` so that a near-certain
+exact ``ln p`` of it (= −log1p(Σ_{j ≠ top} exp(sⱼ − m))), non-zero even when
+``confidence`` rounds to 1.0; pass it to the calibration metrics as ``log_confidence=`` so that a near-certain
 wrong answer gets its true log loss. ``correct`` is whether the predicted option is a
 gold option; with several gold options any of them counts (lm-eval's ``multiple_target``).
 
@@ -240,7 +243,14 @@ def _question_stats(
     is_top = score == top
     aggs = [
         top.first(),
-        (score - top).exp().sum().log().alias("__cf_logz"),
+        # ln Σ exp(s − m) = log1p(Σ over the other options): the top option's own term is
+        # exactly 1, so a near-certain answer keeps its tiny ln p instead of rounding to 0.
+        (
+            pl.when(score < top).then((score - top).exp()).otherwise(0.0).sum()
+            + (is_top.sum().cast(pl.Float64) - 1.0)
+        )
+        .log1p()
+        .alias("__cf_logz"),
         pl.when(is_top).then(pl.col(option)).min().alias("__cf_pick"),
         pl.when(is_top & pl.col(_GOLD)).then(pl.col(option)).min().alias("__cf_pick_gold"),
         pl.len().cast(pl.UInt32).alias("options"),
