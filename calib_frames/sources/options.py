@@ -37,9 +37,10 @@ scores. Ties go to the *smallest option id* among the tied options — for lm-ev
 (0, 1, … in choice order) that is numpy's ``argmax`` rule "first one wins", and it does
 not depend on row order. ``confidence`` is its probability and ``log_confidence`` the
 exact ``ln p`` of it (= −log1p(Σ_{j ≠ top} exp(sⱼ − m))), non-zero even when
-``confidence`` rounds to 1.0; pass it to the calibration metrics as ``log_confidence=`` so that a near-certain
-wrong answer gets its true log loss. ``correct`` is whether the predicted option is a
-gold option; with several gold options any of them counts (lm-eval's ``multiple_target``).
+``confidence`` rounds to 1.0; pass it to the calibration metrics as
+``log_confidence=`` so that a near-certain wrong answer gets its true log loss.
+``correct`` is whether the predicted option is a gold option; with several gold
+options any of them counts (lm-eval's ``multiple_target``).
 
 **Defined edge cases.**
 
