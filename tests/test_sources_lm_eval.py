@@ -18,6 +18,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from calib_frames import sources
 from calib_frames.exceptions import DataError, ReadError
 from calib_frames.sources import (
     choice_predictions,
@@ -329,3 +330,27 @@ def test_list_targets_string_targets_and_out_of_range_golds(copy: Path) -> None:
     assert not any(gold(2))
     with pytest.raises(DataError, match="without a gold option"):
         choice_predictions(mine, by=["model", "task", "run"]).shape  # noqa: B018
+
+
+def test_output_tables_follow_their_specs(comparison: pl.DataFrame) -> None:
+    from calib_frames.sources.tables import (
+        BRIER_MULTICLASS,
+        CHOICE_PREDICTIONS,
+        LM_EVAL_COMPARISON,
+        OPTION_PROBABILITIES,
+    )
+
+    options = scan_lm_eval_options(DATA)
+    keys = ["model", "task", "run"]
+    tables = [
+        (LM_EVAL_COMPARISON, comparison),
+        (CHOICE_PREDICTIONS, choice_predictions(options, by=keys, no_gold="wrong").collect()),
+        (OPTION_PROBABILITIES, sources.option_probabilities(options, by=keys).collect()),
+        (BRIER_MULTICLASS, sources.brier_multiclass(options, by=keys).collect()),
+    ]
+    for spec, table in tables:
+        assert spec.keys(table.schema) == keys
+        assert table.columns == [*keys, *spec.names]
+        for name, dtype in spec.columns.items():
+            if dtype != pl.Unknown:
+                assert table.schema[name] == dtype, (spec.name, name)
