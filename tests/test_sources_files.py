@@ -190,3 +190,16 @@ def test_files_that_do_not_stack(tmp_path: Path) -> None:
     pl.DataFrame({"x": [[1, 2]]}).write_parquet(tmp_path / "b.parquet")
     with pytest.raises(SchemaError, match="do not stack"):
         scan_table(tmp_path)
+
+
+def test_truncated_parquet_and_projection_through_the_guard(tmp_path: Path) -> None:
+    file = tmp_path / "t.parquet"
+    pl.DataFrame({"confidence": [0.1] * 1000, "correct": [True] * 1000}).write_parquet(file)
+    data = file.read_bytes()
+    cut = tmp_path / "cut.parquet"
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ReadError, match=r"cut\.parquet: cannot read it as parquet"):
+        scan_table(cut)
+    plan = scan_table(file).select("correct").explain()
+    assert "PYTHON" in plan  # the guarded scan is a polars IO source ...
+    assert scan_table(file).select("correct").collect().columns == ["correct"]  # ... projected

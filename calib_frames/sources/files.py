@@ -51,6 +51,7 @@ from calib_frames.exceptions import ArgumentError, ReadError, SchemaError
 __all__ = [
     "FORMATS",
     "ScanResult",
+    "expand_paths",
     "scan_predictions",
     "scan_table",
     "scan_tokens",
