@@ -171,6 +171,10 @@ def test_malformed_inputs(tmp_path: Path, jsonl: Path) -> None:
     scalar.write_text("[1, 2]\n")
     with pytest.raises(ReadError, match="must be a JSON object"):
         scan_openai_tokens(scalar)
+    other = tmp_path / "gold.jsonl"
+    other.write_text(json.dumps({"id": "r1", "gold": "B"}) + "\n")
+    with pytest.raises(ReadError, match=r"gold\.jsonl: not chat completion responses"):
+        scan_openai_tokens(other)
     empty = tmp_path / "none"
     empty.mkdir()
     with pytest.raises(ReadError, match="holds no data file"):

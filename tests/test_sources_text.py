@@ -197,3 +197,11 @@ def test_property_consistency_is_majority_share(questions: list[list[str]]) -> N
         assert (k, count) == (len(answers), top)
         assert majority == min(a for a, c in counts.items() if c == top)
         assert share == top / len(answers)
+
+
+def test_pattern_extracts_the_statement_from_a_longer_answer() -> None:
+    texts = ["Red. I am 80% sure.", "blue. i am 0.6 sure", "Green.", "I am very sure"]
+    assert parse(texts, pattern=r"(?i)I am (.+?) sure") == [0.8, 0.6, None, None]
+    df = pl.DataFrame({"response": texts[:2]})
+    out = with_verbalized_confidence(df, pattern=r"(?i)I am (.+?) sure")
+    assert out["confidence"].to_list() == [0.8, 0.6]

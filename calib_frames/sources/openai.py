@@ -115,6 +115,11 @@ def _responses(file: Path) -> pl.LazyFrame:
     if not isinstance(first, dict):
         raise ReadError(f"{file}: a response must be a JSON object, got {type(first).__name__}")
     batch = "response" in first and "choices" not in first
+    if not batch and "choices" not in first:
+        raise ReadError(
+            f"{file}: not chat completion responses (its first record has no 'choices'); "
+            "pass the responses file(s) only"
+        )
     schema = _BATCH if batch else _RESPONSE
     if kind == "jsonl":
         frame = guarded_scan(

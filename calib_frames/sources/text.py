@@ -79,7 +79,11 @@ _NUMBER = r"(\d+(?:\.\d*)?|\.\d+)"
 
 
 def verbalized_confidence(
-    text: pl.Expr, *, scale: float = 1.0, words: Mapping[str, float] | None = None
+    text: pl.Expr,
+    *,
+    scale: float = 1.0,
+    words: Mapping[str, float] | None = None,
+    pattern: str | None = None,
 ) -> pl.Expr:
     """An expression parsing a written confidence into [0, 1]; null when unparsable.
 
@@ -107,6 +111,10 @@ def verbalized_confidence(
         What a bare number is out of (1 or 100, usually).
     words
         Phrase → probability; matched against the whole (normalised) text.
+    pattern
+        A regular expression whose first capture group is the confidence statement
+        inside a longer answer, e.g. ``r"I am (.+?) sure"`` for "Red. I am 80% sure.";
+        the text is null (unparsable) where it does not match.
 
     Returns
     -------
@@ -125,6 +133,10 @@ def verbalized_confidence(
     >>> s = pl.DataFrame({"t": ["90%", "Confidence: 0.8", "9/10", "very likely", "sure", "150%"]})
     >>> s.select(verbalized_confidence(pl.col("t"), words=IPCC_WORDS))["t"].to_list()
     [0.9, 0.8, 0.9, 0.95, None, None]
+    >>> answers = pl.DataFrame({"t": ["Red. I am 80% sure.", "Blue."]})
+    >>> sure = verbalized_confidence(pl.col("t"), pattern=r"I am (.+?) sure")
+    >>> answers.select(sure)["t"].to_list()
+    [0.8, None]
     """
     if not scale > 0:
         raise ArgumentError(f"scale= must be positive, got {scale!r}")
@@ -132,6 +144,8 @@ def verbalized_confidence(
     bad = [k for k, v in mapping.items() if not 0.0 <= v <= 1.0]
     if bad:
         raise ArgumentError(f"words= maps {bad} outside [0, 1]")
+    if pattern is not None:
+        text = text.str.extract(pattern, 1)
     t = (
         text.str.to_lowercase()
         .str.replace_all(r"\s+", " ")
@@ -167,6 +181,7 @@ def with_verbalized_confidence(
     output: str = "confidence",
     scale: float = 1.0,
     words: Mapping[str, float] | None = None,
+    pattern: str | None = None,
     on_unparsable: Literal["raise", "skip"] = "raise",
 ) -> Frame | Skipped[Frame]:
     """Add the parsed written confidence of ``column`` as ``output``.
@@ -177,7 +192,7 @@ def with_verbalized_confidence(
         Frame with a String column of written confidences.
     column, output
         The input column and the name of the Float64 output column.
-    scale, words
+    scale, words, pattern
         As :func:`verbalized_confidence`.
     on_unparsable
         ``"raise"``: a DataError (at collection for a LazyFrame) naming how many rows
@@ -215,7 +230,9 @@ def with_verbalized_confidence(
     if schema[column] != pl.String:
         raise SchemaError(f"column {column!r} must be String, got {schema[column]}")
     parsed = lazy.with_columns(
-        verbalized_confidence(pl.col(column), scale=scale, words=words).alias(output)
+        verbalized_confidence(pl.col(column), scale=scale, words=words, pattern=pattern).alias(
+            output
+        )
     )
     if on_unparsable == "skip":
         bad = parsed.select(pl.col(output).is_null().sum()).collect().item()
