@@ -295,6 +295,10 @@ def test_schema_errors() -> None:
         choice_predictions(df, normalize="char")
     with pytest.raises(ArgumentError, match="by="):
         choice_predictions(df, by="question")
+    with pytest.raises(ArgumentError, match="output column"):
+        choice_predictions(df.with_columns(confidence=pl.lit(1)), by="confidence")
+    with pytest.raises(SchemaError, match="cannot name options"):
+        choice_predictions(df.with_columns(g=pl.lit("0")), gold="g")
     with pytest.raises(ArgumentError, match="no_gold="):
         choice_predictions(df, no_gold="ignore")  # type: ignore[arg-type]
     with pytest.raises(ArgumentError, match=r"is_gold= .* or gold="):

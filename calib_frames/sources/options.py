@@ -83,6 +83,21 @@ NoGold = Literal["raise", "wrong", "drop"]
 _S, _LL, _GOLD, _LEN = "__cf_score", "__cf_ll", "__cf_gold", "__cf_len"
 _BAD_LL, _BAD_LEN, _BAD_OPT = "__cf_bad_ll", "__cf_bad_len", "__cf_bad_option"
 _RAW = pl.col("scoring") == "raw"
+_OUTPUTS = (
+    "scoring",
+    "options",
+    "gold_options",
+    "prediction",
+    "confidence",
+    "log_confidence",
+    "correct",
+    "probability",
+    "log_probability",
+    "is_answer",
+    "is_prediction",
+    "count",
+    "brier_multiclass",
+)
 _ALL_INF = "without a finite score on any option (−inf everywhere: no softmax)"
 _NO_GOLD = "without a gold option (no_gold='wrong' keeps them as wrong, 'drop' drops them)"
 _GOLD_VARIES = "with a gold id that differs between their rows"
@@ -137,13 +152,27 @@ def _check_roles(
             f"column not found: {', '.join(missing)}; available columns: "
             f"{', '.join(repr(c) for c in schema.names()) or 'none'}"
         )
-    clash = [k for k in keys if k in (question, option, "scoring")]
+    clash = [k for k in keys if k in (question, option, *_OUTPUTS)]
     if clash:
-        raise ArgumentError(f"by= must not name the question/option columns or 'scoring': {clash}")
+        raise ArgumentError(
+            f"by= must not name the question/option columns or an output column: {clash}"
+        )
     if not schema[loglik].is_numeric():
         raise SchemaError(f"column {loglik!r} (loglik) must be numeric, got {schema[loglik]}")
+    return _gold_flag(schema, option=option, is_gold=is_gold, gold=gold)
+
+
+def _gold_flag(schema: pl.Schema, *, option: str, is_gold: str | None, gold: str | None) -> pl.Expr:
+    """The "is a gold option" flag from ``gold`` (ids, or lists of ids) or ``is_gold``."""
     if gold is not None:
         gold_dtype = schema[gold]
+        inner = gold_dtype.inner if isinstance(gold_dtype, pl.List) else gold_dtype
+        option_dtype = schema[option]
+        if inner != option_dtype and not (inner.is_numeric() and option_dtype.is_numeric()):
+            raise SchemaError(
+                f"column {gold!r} (gold, {gold_dtype}) cannot name options of column "
+                f"{option!r} ({option_dtype}): cast one of them"
+            )
         if isinstance(gold_dtype, pl.List):
             gold_expr = pl.col(gold).list.contains(pl.col(option)).fill_null(False)
         else:
