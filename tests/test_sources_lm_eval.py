@@ -354,3 +354,13 @@ def test_output_tables_follow_their_specs(comparison: pl.DataFrame) -> None:
         for name, dtype in spec.columns.items():
             if dtype != pl.Unknown:
                 assert table.schema[name] == dtype, (spec.name, name)
+
+
+def test_tasks_without_samples_keep_lm_evals_values(copy: Path) -> None:
+    for file in copy.glob("samples_*.jsonl"):
+        file.unlink()
+    table = lm_eval_comparison(copy)
+    assert table["count"].null_count() == table.height
+    assert (table["note"] == "no samples logged for this task").all()
+    assert table["accuracy_lm_eval"].drop_nulls().len() >= 1
+    assert table["accuracy"].null_count() == table.height

@@ -580,10 +580,10 @@ def lm_eval_comparison(
     rolling = pl.col("output_type") == "loglikelihood_rolling"
     table = table.with_columns(
         pl.when(rolling).then(pl.lit(None, pl.Int64)).alias("tokens"),
-        pl.when(rolling)
-        .then(pl.lit("lm-eval logs no token counts: per-token perplexity unavailable"))
-        .when(pl.col("count").is_null())
+        pl.when(pl.col("count").is_null())
         .then(pl.lit("no samples logged for this task"))
+        .when(rolling)
+        .then(pl.lit("lm-eval logs no token counts: per-token perplexity unavailable"))
         .alias("note"),
     )
     return table.select(
