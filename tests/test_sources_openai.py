@@ -16,7 +16,12 @@ import pytest
 
 import calib_frames as cf
 from calib_frames.exceptions import ArgumentError, DataError, ReadError
-from calib_frames.sources import openai_answer_confidence, scan_openai_tokens
+from calib_frames.sources import (
+    openai_answer_confidence,
+    scan_openai_choices,
+    scan_openai_tokens,
+)
+from calib_frames.sources.openai import RESPONSE_KEYS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -149,6 +154,18 @@ def test_choices_without_logprobs_have_no_token_rows(tmp_path: Path) -> None:
     file = tmp_path / "nolog.jsonl"
     file.write_text(json.dumps(response("r0", None)) + "\n" + json.dumps(R1) + "\n")
     assert scan_openai_tokens(file).collect()["id"].to_list() == ["r1"]
+    choices = scan_openai_choices(file).collect()
+    assert choices.select("id", "content", "tokens").rows() == [("r0", "", 0), ("r1", "B", 1)]
+
+
+def test_choices_frame(jsonl: Path) -> None:
+    out = scan_openai_choices(jsonl).collect()
+    assert out.columns == [*RESPONSE_KEYS, "content", "finish_reason", "tokens"]
+    assert out.select("id", "choice", "content", "tokens").rows() == [
+        ("r1", 0, "B", 1),
+        ("r2", 0, "\n Paris.", 3),
+        ("r2", 1, "\n Paris.", 3),
+    ]
 
 
 def test_malformed_inputs(tmp_path: Path, jsonl: Path) -> None:

@@ -19,7 +19,11 @@ from calib_frames.sources.lm_eval import (
     scan_lm_eval_documents,
     scan_lm_eval_options,
 )
-from calib_frames.sources.openai import openai_answer_confidence, scan_openai_tokens
+from calib_frames.sources.openai import (
+    openai_answer_confidence,
+    scan_openai_choices,
+    scan_openai_tokens,
+)
 from calib_frames.sources.options import brier_multiclass, choice_predictions, option_probabilities
 from calib_frames.sources.text import (
     IPCC_WORDS,
@@ -47,6 +51,7 @@ __all__ = [
     "sample_consistency",
     "scan_lm_eval_documents",
     "scan_lm_eval_options",
+    "scan_openai_choices",
     "scan_openai_tokens",
     "scan_predictions",
     "scan_table",

@@ -33,7 +33,12 @@ from calib_frames.sources._checks import Check, raise_if_bad
 from calib_frames.sources.files import PathsLike, expand_paths, guarded_scan
 from calib_frames.validation import as_lazy
 
-__all__ = ["RESPONSE_KEYS", "openai_answer_confidence", "scan_openai_tokens"]
+__all__ = [
+    "RESPONSE_KEYS",
+    "openai_answer_confidence",
+    "scan_openai_choices",
+    "scan_openai_tokens",
+]
 
 RESPONSE_KEYS = ("file", "line", "custom_id", "id", "model", "choice")
 """The columns that identify one choice of one response in the frames of this module."""
@@ -151,6 +156,63 @@ def _responses(file: Path) -> pl.LazyFrame:
             body.struct.field("choices").alias("choices"),
         )
     return frame.select(line, pl.lit(None, pl.String).alias("custom_id"), "id", "model", "choices")
+
+
+def scan_openai_choices(paths: PathsLike) -> pl.LazyFrame:
+    """One row per choice of every response: the generated text, for verbalised confidence.
+
+    Parameters
+    ----------
+    paths
+        ``.jsonl``/``.json`` files, globs or folders of them.
+
+    Returns
+    -------
+    LazyFrame
+        :data:`RESPONSE_KEYS`, ``content`` (the message text), ``finish_reason`` and
+        ``tokens`` (UInt32: generated tokens with logprobs; 0 without them).
+
+    Raises
+    ------
+    ReadError
+        As :func:`scan_openai_tokens`.
+
+    Examples
+    --------
+    >>> import json, tempfile, pathlib
+    >>> from calib_frames.sources import scan_openai_choices
+    >>> resp = {"id": "r1", "model": "m", "choices": [{"index": 0, "finish_reason": "stop",
+    ...         "message": {"role": "assistant", "content": "Red. I am 80% sure."}}]}
+    >>> file = pathlib.Path(tempfile.mkdtemp()) / "r.jsonl"
+    >>> _ = file.write_text(json.dumps(resp) + "\\n")
+    >>> scan_openai_choices(file).select("id", "content").collect().rows()
+    [('r1', 'Red. I am 80% sure.')]
+    """
+    frames = []
+    for file, _ in expand_paths(paths, suffixes=(".jsonl", ".ndjson", ".json")):
+        choice = pl.col("choices")
+        frames.append(
+            _responses(file)
+            .explode("choices")
+            .filter(choice.is_not_null())
+            .select(
+                pl.lit(file.name, pl.String).alias("file"),
+                "line",
+                "custom_id",
+                "id",
+                "model",
+                choice.struct.field("index").alias("choice"),
+                choice.struct.field("message").struct.field("content").alias("content"),
+                choice.struct.field("finish_reason").alias("finish_reason"),
+                choice.struct.field("logprobs")
+                .struct.field("content")
+                .list.len()
+                .fill_null(0)
+                .cast(pl.UInt32)
+                .alias("tokens"),
+            )
+        )
+    return pl.concat(frames, how="vertical")
 
 
 def scan_openai_tokens(paths: PathsLike) -> pl.LazyFrame:
