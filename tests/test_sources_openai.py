@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import polars as pl
@@ -199,13 +200,60 @@ def test_malformed_inputs(tmp_path: Path, jsonl: Path) -> None:
 
 
 FIXTURE = ROOT / "data" / "openai"
+RESPONSES = FIXTURE / "responses.jsonl"
+needs_fixture = pytest.mark.skipif(not RESPONSES.is_file(), reason="data/openai not present")
 
 
-@pytest.mark.skipif(not FIXTURE.is_dir(), reason="data/openai fixture not present")
-def test_real_fixture_reads() -> None:
-    tokens = scan_openai_tokens(FIXTURE).collect()
-    assert tokens.height > 0
-    assert (tokens["logprob"] <= 0).all()
-    answers = openai_answer_confidence(tokens)
-    assert answers.height > 0
-    assert answers["confidence"].is_between(0, 1).all()
+@needs_fixture
+def test_real_fixture_tokens_match_the_json() -> None:
+    records = [json.loads(line) for line in RESPONSES.read_text(encoding="utf-8").splitlines()]
+    tokens = scan_openai_tokens(RESPONSES).collect()
+    expected = [
+        (r["id"], c["index"], i, t["token"], t["logprob"], [x["token"] for x in t["top_logprobs"]])
+        for r in records
+        for c in r["choices"]
+        for i, t in enumerate(c["logprobs"]["content"])
+    ]
+    got = tokens.select(
+        "id",
+        "choice",
+        "position",
+        "token",
+        "logprob",
+        pl.col("top_logprobs").list.eval(pl.element().struct.field("token")),
+    ).rows()
+    assert got == expected
+    assert (tokens["model"] == "calib/tiny-gpt2-chat").all()
+    # bytes are null in these responses: the token's UTF-8 length is used instead.
+    assert tokens["bytes"].to_list() == [len(t.encode("utf-8")) for t in tokens["token"]]
+    per_response = tokens.group_by("id").len()
+    usage = {r["id"]: r["usage"]["completion_tokens"] for r in records}
+    assert all(usage[i] == n for i, n in per_response.iter_rows())
+    choices = scan_openai_choices(RESPONSES).collect()
+    joined = tokens.group_by("id", maintain_order=True).agg(pl.col("token").str.join(""))
+    assert dict(joined.iter_rows()) == dict(choices.select("id", "content").iter_rows())
+
+
+@needs_fixture
+def test_real_fixture_answer_and_verbalised_confidence() -> None:
+    from calib_frames.sources import with_verbalized_confidence
+
+    gold = pl.read_ndjson(FIXTURE / "gold.jsonl").select("id", "kind", "gold")
+    answers = openai_answer_confidence(RESPONSES).collect().join(gold, on="id")
+    assert answers.height == 50
+    letters = answers.filter(pl.col("kind") == "mc_letter")
+    records = {
+        r["id"]: r for r in map(json.loads, RESPONSES.read_text(encoding="utf-8").splitlines())
+    }
+    for row in letters.iter_rows(named=True):
+        first = records[row["id"]]["choices"][0]["logprobs"]["content"][0]
+        assert row["answer"] == first["token"].strip()
+        assert row["confidence"] == math.exp(first["logprob"])
+        assert row["alternatives"] == [t["token"].strip() for t in first["top_logprobs"]]
+    assert set(letters["answer"]) <= {"A", "B", "C", "D"}
+    verbal = scan_openai_choices(RESPONSES).collect().join(gold, on="id")
+    verbal = verbal.filter(pl.col("kind") == "verbalized")
+    parsed = with_verbalized_confidence(verbal, column="content", pattern=r"(?i)I am (.+?) sure")
+    for content, value in parsed.select("content", "confidence").iter_rows():
+        percent = re.search(r"I am (\d+)% sure", content)
+        assert percent is not None and value == int(percent.group(1)) / 100

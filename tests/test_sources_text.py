@@ -48,7 +48,13 @@ def parse(texts: list[str], **kwargs: object) -> list[float | None]:
     ],
 )
 def test_parses_numbers_percentages_and_fractions(text: str, value: float) -> None:
-    assert parse([text]) == [pytest.approx(value, abs=1e-15)]
+    assert parse([text]) == [value]  # correctly rounded: "70%" is exactly 0.7
+
+
+def test_percentages_are_correctly_rounded() -> None:
+    texts = [f"{p}%" for p in range(101)] + [f"{p}" for p in range(101)]
+    assert parse(texts[:101]) == [p / 100 for p in range(101)]
+    assert parse(texts[101:], scale=100) == [p / 100 for p in range(101)]
 
 
 @pytest.mark.parametrize(

@@ -102,8 +102,9 @@ class ScanResult:
 def expand_paths(
     paths: PathsLike, *, suffixes: Sequence[str] | None = None
 ) -> list[tuple[Path, Path]]:
-    """Resolve files, globs and folders to ``(file, base)`` pairs, ``base`` being the
-    folder the path was given as (for hive partition names); sorted, deduplicated.
+    """Resolve files, globs and folders to ``(file, base)`` pairs, sorted and deduplicated.
+
+    ``base`` is the folder the path was given as (where hive partition names start).
 
     Raises
     ------
@@ -421,8 +422,10 @@ def _schema_of_good_lines(
     lines: list[bytes],
     overrides: Mapping[str, pl.DataType] | None,
 ) -> pl.Schema | None:
-    """The schema inferred from the lines that parse on their own (JSONL whose inference
-    failed on a malformed line)."""
+    """The schema inferred from the lines that parse on their own.
+
+    For a JSONL file whose schema inference failed on a malformed line.
+    """
     if fmt != "jsonl":
         return None
     good = []
@@ -474,7 +477,7 @@ def scan_table(
     on_bad_record: OnBad = "raise",
     hive_partitioning: bool = True,
 ) -> pl.LazyFrame | ScanResult:
-    """Scan parquet/CSV/TSV/JSONL/JSON files into one LazyFrame (see the module docstring).
+    r"""Scan parquet/CSV/TSV/JSONL/JSON files into one LazyFrame (see the module docstring).
 
     Parameters
     ----------
@@ -517,7 +520,7 @@ def scan_table(
     >>> import polars as pl
     >>> from calib_frames.sources import scan_table
     >>> folder = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (folder / "a.jsonl").write_text('{"p": 0.9, "y": 1}\\n{"p": 0.2, "y": 0}\\n')
+    >>> _ = (folder / "a.jsonl").write_text('{"p": 0.9, "y": 1}\n{"p": 0.2, "y": 0}\n')
     >>> scan_table(folder, columns={"p": "confidence", "y": "correct"}).collect().shape
     (2, 2)
     """
@@ -665,7 +668,7 @@ def scan_predictions(
     on_bad_record: OnBad = "raise",
     hive_partitioning: bool = True,
 ) -> pl.LazyFrame | ScanResult:
-    """:func:`scan_table`, checked to hold ``confidence`` and ``correct`` after mapping.
+    r""":func:`scan_table`, checked to hold ``confidence`` and ``correct`` after mapping.
 
     Parameters, returns and errors are those of :func:`scan_table`; it also raises
     SchemaError when a canonical column is missing.
@@ -675,7 +678,7 @@ def scan_predictions(
     >>> import tempfile, pathlib
     >>> from calib_frames.sources import scan_predictions
     >>> file = pathlib.Path(tempfile.mkdtemp()) / "p.csv"
-    >>> _ = file.write_text("model,p,ok\\na,0.9,1\\na,0.6,0\\n")
+    >>> _ = file.write_text("model,p,ok\na,0.9,1\na,0.6,0\n")
     >>> scan_predictions(file, columns={"p": "confidence", "ok": "correct"}).collect().columns
     ['model', 'confidence', 'correct']
     """
@@ -725,7 +728,7 @@ def scan_tokens(
     on_bad_record: OnBad = "raise",
     hive_partitioning: bool = True,
 ) -> pl.LazyFrame | ScanResult:
-    """:func:`scan_table`, checked to hold ``nll`` after mapping (token frames).
+    r""":func:`scan_table`, checked to hold ``nll`` after mapping (token frames).
 
     Parameters, returns and errors are those of :func:`scan_table`.
 
@@ -734,7 +737,7 @@ def scan_tokens(
     >>> import tempfile, pathlib
     >>> from calib_frames.sources import scan_tokens
     >>> file = pathlib.Path(tempfile.mkdtemp()) / "t.jsonl"
-    >>> _ = file.write_text('{"doc": 1, "nll": 2.5, "tokens": 4}\\n')
+    >>> _ = file.write_text('{"doc": 1, "nll": 2.5, "tokens": 4}\n')
     >>> scan_tokens(file).collect().columns
     ['doc', 'nll', 'tokens']
     """

@@ -159,7 +159,7 @@ def _responses(file: Path) -> pl.LazyFrame:
 
 
 def scan_openai_choices(paths: PathsLike) -> pl.LazyFrame:
-    """One row per choice of every response: the generated text, for verbalised confidence.
+    r"""One row per choice of every response: the generated text, for verbalised confidence.
 
     Parameters
     ----------
@@ -184,7 +184,7 @@ def scan_openai_choices(paths: PathsLike) -> pl.LazyFrame:
     >>> resp = {"id": "r1", "model": "m", "choices": [{"index": 0, "finish_reason": "stop",
     ...         "message": {"role": "assistant", "content": "Red. I am 80% sure."}}]}
     >>> file = pathlib.Path(tempfile.mkdtemp()) / "r.jsonl"
-    >>> _ = file.write_text(json.dumps(resp) + "\\n")
+    >>> _ = file.write_text(json.dumps(resp) + "\n")
     >>> scan_openai_choices(file).select("id", "content").collect().rows()
     [('r1', 'Red. I am 80% sure.')]
     """
@@ -216,7 +216,7 @@ def scan_openai_choices(paths: PathsLike) -> pl.LazyFrame:
 
 
 def scan_openai_tokens(paths: PathsLike) -> pl.LazyFrame:
-    """One row per generated token of every response under ``paths`` (lazy for JSONL).
+    r"""One row per generated token of every response under ``paths`` (lazy for JSONL).
 
     Parameters
     ----------
@@ -247,7 +247,7 @@ def scan_openai_tokens(paths: PathsLike) -> pl.LazyFrame:
     ...         "message": {"role": "assistant", "content": "B"},
     ...         "logprobs": {"content": [tok]}}]}
     >>> file = pathlib.Path(tempfile.mkdtemp()) / "r.jsonl"
-    >>> _ = file.write_text(json.dumps(resp) + "\\n")
+    >>> _ = file.write_text(json.dumps(resp) + "\n")
     >>> scan_openai_tokens(file).select("id", "token", "nll").collect().rows()
     [('r1', 'B', 0.1)]
     """
@@ -302,7 +302,7 @@ def openai_answer_confidence(
     *,
     position: int | None = None,
 ) -> pl.DataFrame | pl.LazyFrame:
-    """Per choice: the answer token's probability as confidence, and its top-k alternatives.
+    r"""Per choice: the answer token's probability as confidence, and its top-k alternatives.
 
     Parameters
     ----------
@@ -338,7 +338,7 @@ def openai_answer_confidence(
     >>> top = [{"token": " B", "logprob": -0.2, "bytes": None},
     ...        {"token": " A", "logprob": -1.8, "bytes": None}]
     >>> toks = pl.DataFrame({"file": "f", "line": [1, 1], "custom_id": None, "id": "r",
-    ...     "model": "m", "choice": 0, "position": [0, 1], "token": ["\\n", " B"],
+    ...     "model": "m", "choice": 0, "position": [0, 1], "token": ["\n", " B"],
     ...     "logprob": [-0.01, -0.2], "nll": [0.01, 0.2], "bytes": [1, 2],
     ...     "top_logprobs": [[], top]})
     >>> row = openai_answer_confidence(toks).row(0, named=True)

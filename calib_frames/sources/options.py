@@ -258,9 +258,10 @@ _STAT_FLAGS = (_BAD_LL, "__cf_ll_example", _BAD_LEN, _BAD_OPT, "__cf_dup", "__cf
 def _question_stats(
     stacked: pl.LazyFrame, *, group: list[str], option: str, gold: str | None
 ) -> pl.LazyFrame:
-    """Per (keys, scoring, question): the softmax's max and log-normaliser, the predicted
-    option, counts and contract flags — two group_by passes and a join (no windows, so
-    it streams): the max first, then Σ exp(s − max) and the rest.
+    """Per (keys, scoring, question): softmax max and log-normaliser, prediction, flags.
+
+    Two group_by passes and a join (no windows, so it streams): the max first, then
+    Σ exp(s − max), the predicted option, counts and contract flags.
 
     ``__cf_pick`` is the smallest option id among the top scores; ``__cf_pick_gold`` the
     smallest among the top scores that are gold, so the prediction is correct exactly

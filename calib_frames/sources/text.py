@@ -25,7 +25,7 @@ import polars as pl
 
 from calib_frames.exceptions import ArgumentError, SchemaError
 from calib_frames.sources._checks import Check, raise_if_bad
-from calib_frames.validation import Frame, as_lazy, group_keys, return_like
+from calib_frames.validation import Frame, as_lazy, divide, group_keys, return_like
 
 __all__ = [
     "IPCC_WORDS",
@@ -153,12 +153,14 @@ def verbalized_confidence(
         .str.replace(_PREFIX, "")
         .str.strip_chars_end(" .!")
     )
-    percent = t.str.extract(rf"^{_NUMBER}\s*(?:%|percent)$", 1).cast(pl.Float64) / 100.0
+    # divide(): polars divides by a scalar through its reciprocal (70 / 100 would give
+    # 0.7000000000000001); a correctly rounded quotient matches "70%" == 0.7 exactly.
+    percent = divide(t.str.extract(rf"^{_NUMBER}\s*(?:%|percent)$", 1).cast(pl.Float64), 100.0)
     fraction = t.str.extract_groups(rf"^{_NUMBER}\s*(?:/|out of)\s*{_NUMBER}$")
     numerator = fraction.struct.field("1").cast(pl.Float64)
     denominator = fraction.struct.field("2").cast(pl.Float64)
     ratio = pl.when(denominator > 0).then(numerator / denominator)
-    number = t.str.extract(rf"^{_NUMBER}$", 1).cast(pl.Float64) / float(scale)
+    number = divide(t.str.extract(rf"^{_NUMBER}$", 1).cast(pl.Float64), float(scale))
     parsed = [percent, ratio, number]
     if mapping:
         parsed.append(t.replace_strict(mapping, default=None, return_dtype=pl.Float64))
