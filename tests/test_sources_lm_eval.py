@@ -364,3 +364,28 @@ def test_tasks_without_samples_keep_lm_evals_values(copy: Path) -> None:
     assert (table["note"] == "no samples logged for this task").all()
     assert table["accuracy_lm_eval"].drop_nulls().len() >= 1
     assert table["accuracy"].null_count() == table.height
+
+
+def test_mutual_info_tasks_keep_the_conditional_half(copy: Path) -> None:
+    before = lm_eval_comparison(copy)
+    results = sorted(copy.glob("results_*.json"))[0]
+    stamp = results.name[len("results_") : -len(".json")]
+    document = json.loads(results.read_text(encoding="utf-8"))
+    task = next(t for t, c in document["configs"].items() if c["output_type"] == "multiple_choice")
+    document["configs"][task]["metric_list"].append({"metric": "acc_mutual_info"})
+    results.write_text(json.dumps(document), encoding="utf-8")
+    file = copy / f"samples_{task}_{stamp}.jsonl"
+    records = [json.loads(x) for x in file.read_text(encoding="utf-8").splitlines()]
+    for record in records:  # append the unconditional requests, as lm-eval does
+        n = len(record["filtered_resps"])
+        for i in range(n):
+            arg = record["arguments"][f"gen_args_{i}"]
+            record["arguments"][f"gen_args_{n + i}"] = {"arg_0": "", "arg_1": arg["arg_1"]}
+        record["filtered_resps"] += [["-30.0", "False"]] * n
+    file.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    runs = lm_eval_runs(copy)
+    assert runs.filter(pl.col("task") == task, pl.col("run") == stamp)["mutual_info"].item()
+    after = lm_eval_comparison(copy)
+    assert after.select("accuracy", "acc_norm", "brier_multiclass").equals(
+        before.select("accuracy", "acc_norm", "brier_multiclass")
+    )

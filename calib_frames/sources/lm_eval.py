@@ -87,6 +87,7 @@ RUN_SCHEMA = {
     "run": pl.String,
     "output_type": pl.String,
     "target_delimiter": pl.String,
+    "mutual_info": pl.Boolean,
     "results_file": pl.String,
     "samples_file": pl.String,
 }
@@ -135,6 +136,12 @@ def _model_name(document: dict[str, Any], file: Path) -> str:
     return file.parent.name
 
 
+def _uses_mutual_info(config: dict[str, Any]) -> bool:
+    metrics = config.get("metric_list") or []
+    names = [m.get("metric") if isinstance(m, dict) else m for m in metrics]
+    return "acc_mutual_info" in names
+
+
 def lm_eval_runs(paths: PathsLike | pl.DataFrame) -> pl.DataFrame:
     """The runs and tasks found under ``paths``: one row per (results file, task).
 
@@ -148,8 +155,10 @@ def lm_eval_runs(paths: PathsLike | pl.DataFrame) -> pl.DataFrame:
     -------
     DataFrame
         ``model`` (lm-eval's ``model_name``), ``task``, ``run`` (the date stamp),
-        ``output_type``, ``target_delimiter``, ``results_file`` and ``samples_file``
-        (null when the run logged no samples for the task), sorted by model, task, run.
+        ``output_type``, ``target_delimiter``, ``mutual_info`` (the task computes
+        ``acc_mutual_info``: its requests hold each option twice, conditional then
+        unconditional), ``results_file`` and ``samples_file`` (null when the run logged
+        no samples for the task), sorted by model, task, run.
 
     Raises
     ------
@@ -191,6 +200,7 @@ def lm_eval_runs(paths: PathsLike | pl.DataFrame) -> pl.DataFrame:
                 "run": run,
                 "output_type": config.get("output_type"),
                 "target_delimiter": config.get("target_delimiter", " "),
+                "mutual_info": _uses_mutual_info(config),
                 "results_file": str(file),
                 "samples_file": None,
             }
@@ -274,13 +284,15 @@ def _options_of(run: dict[str, Any]) -> pl.LazyFrame:
             for i in range(width)
         ]
     )
-    n_options = pl.col("filtered_resps").list.len()
+    n_requests = pl.col("filtered_resps").list.len()
+    # acc_mutual_info tasks append one unconditional request per option: keep the first half.
+    n_options = n_requests // 2 if run["mutual_info"] else n_requests
     rows = (
         _scan_json_lines(file, schema)
         .select(
             pl.col("doc_id").alias("question"),
             "target",
-            pl.col("filtered_resps").alias("__cf_resp"),
+            pl.col("filtered_resps").list.head(n_options).alias("__cf_resp"),
             continuations.list.head(n_options).alias("__cf_cont"),
             pl.int_ranges(n_options, dtype=pl.UInt32).alias("option"),
         )
@@ -330,6 +342,10 @@ def scan_lm_eval_options(paths: PathsLike | pl.DataFrame) -> pl.LazyFrame:
     ----------
     paths
         lm-eval output folders/files, or the frame of :func:`lm_eval_runs`.
+
+    Each samples file is read once when this is called, by a line scan that counts the
+    options (no JSON parse); the rows are read when the frame is collected. For
+    ``acc_mutual_info`` tasks only the conditional requests (the first half) are options.
 
     Returns
     -------
