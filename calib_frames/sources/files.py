@@ -670,8 +670,21 @@ def scan_predictions(
 ) -> pl.LazyFrame | ScanResult:
     r""":func:`scan_table`, checked to hold ``confidence`` and ``correct`` after mapping.
 
-    Parameters, returns and errors are those of :func:`scan_table`; it also raises
-    SchemaError when a canonical column is missing.
+    Parameters
+    ----------
+    paths, format, columns, schema_overrides, on_bad_record, hive_partitioning
+        As :func:`scan_table`.
+
+    Returns
+    -------
+    LazyFrame or ScanResult
+        As :func:`scan_table`.
+
+    Raises
+    ------
+    SchemaError
+        ``confidence`` or ``correct`` is missing after ``columns`` is applied; and the
+        errors of :func:`scan_table`.
 
     Examples
     --------
@@ -730,7 +743,21 @@ def scan_tokens(
 ) -> pl.LazyFrame | ScanResult:
     r""":func:`scan_table`, checked to hold ``nll`` after mapping (token frames).
 
-    Parameters, returns and errors are those of :func:`scan_table`.
+    Parameters
+    ----------
+    paths, format, columns, schema_overrides, on_bad_record, hive_partitioning
+        As :func:`scan_table`.
+
+    Returns
+    -------
+    LazyFrame or ScanResult
+        As :func:`scan_table`.
+
+    Raises
+    ------
+    SchemaError
+        ``nll`` is missing after ``columns`` is applied; and the errors of
+        :func:`scan_table`.
 
     Examples
     --------

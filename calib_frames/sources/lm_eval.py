@@ -456,6 +456,11 @@ def scan_lm_eval_documents(paths: PathsLike | pl.DataFrame) -> pl.LazyFrame:
 def lm_eval_reported(paths: PathsLike | pl.DataFrame) -> pl.DataFrame:
     """What lm-eval wrote in its results files, long: one row per (run, task, metric, filter).
 
+    Parameters
+    ----------
+    paths
+        lm-eval output folders/files, or the frame of :func:`lm_eval_runs`.
+
     Returns
     -------
     DataFrame

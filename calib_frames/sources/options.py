@@ -488,10 +488,17 @@ def option_probabilities(
 ) -> Frame:
     """The all-options long form: every option's softmax probability and whether it is an answer.
 
-    Parameters are those of :func:`choice_predictions`. One row per (keys…, scoring,
-    question, option), for class-wise / all-probabilities calibration
-    (``calibration_metrics(long, confidence="probability", correct="is_answer", ...)``)
-    and the multi-class Brier score.
+    One row per (keys…, scoring, question, option), for class-wise / all-probabilities
+    calibration (``calibration_metrics(long, confidence="probability",
+    correct="is_answer", ...)``) and the multi-class Brier score.
+
+    Parameters
+    ----------
+    options, by, question, option, loglik, is_gold, gold, normalize, chars, bytes, tokens
+        As :func:`choice_predictions`.
+    no_gold
+        As :func:`choice_predictions`; ``"wrong"`` keeps the question's options (none of
+        them an answer).
 
     Returns
     -------
@@ -638,7 +645,13 @@ def brier_multiclass(
     (``brier`` of :func:`~calib_frames.calibration_metrics`), hence the name. The gold
     option's term uses 1 − p = −expm1(ln p), exact for near-certain answers.
 
-    Parameters are those of :func:`choice_predictions`.
+    Parameters
+    ----------
+    options, by, question, option, loglik, is_gold, gold, normalize, chars, bytes, tokens
+        As :func:`choice_predictions`.
+    no_gold
+        As :func:`choice_predictions`; with ``"wrong"`` a question without a gold option
+        scores Σᵢ pᵢ² (all targets 0).
 
     Returns
     -------
