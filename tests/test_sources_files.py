@@ -203,3 +203,17 @@ def test_truncated_parquet_and_projection_through_the_guard(tmp_path: Path) -> N
     plan = scan_table(file).select("correct").explain()
     assert "PYTHON" in plan  # the guarded scan is a polars IO source ...
     assert scan_table(file).select("correct").collect().columns == ["correct"]  # ... projected
+
+
+def test_skip_mode_counts_an_unreadable_json_file(tmp_path: Path) -> None:
+    (tmp_path / "bad.json").write_text('{"confidence": [0.5,')
+    write_jsonl(tmp_path / "ok.jsonl", [{"confidence": 0.5, "correct": True}])
+    result = scan_predictions(tmp_path, on_bad_record="skip")
+    assert (result.skipped_records, result.skipped_files) == (0, 1)
+    assert result.problems["reason"].str.contains("not valid JSON").all()
+    assert result.frame.collect().height == 1
+
+
+def test_streaming_and_in_memory_engines_agree(hive: Path) -> None:
+    frame = scan_predictions(hive).sort("confidence")
+    assert frame.collect(engine="streaming").equals(frame.collect(engine="in-memory"))
