@@ -57,17 +57,23 @@ def raise_if_bad(
     shown = list(dict.fromkeys(keys))
 
     def check(full: pl.DataFrame) -> pl.DataFrame:
-        problems = []
         df = full if scope is None else full.filter(scope)
-        for item in checks:
-            flag = pl.col(item.flag)
-            bad = flag.cast(pl.UInt64).sum()
-            counted = count is not None and df.schema[item.flag] != pl.Boolean
-            total: pl.Expr = pl.col(count).sum() if counted and count else pl.len()
-            n_bad, n_all = df.select(bad, total).row(0)
+        # One pass for every count; examples are looked up only on the error path.
+        totals: list[pl.Expr] = [pl.len().alias("__rows")]
+        if count is not None:
+            totals.append(pl.col(count).cast(pl.UInt64).sum().alias("__units"))
+        counts = df.select(
+            *(pl.col(c.flag).cast(pl.UInt64).sum().alias(f"__n{i}") for i, c in enumerate(checks)),
+            *totals,
+        ).row(0, named=True)
+        problems = []
+        for i, item in enumerate(checks):
+            n_bad = counts[f"__n{i}"]
             if not n_bad:
                 continue
-            example = df.filter(flag.cast(pl.Boolean)).row(0, named=True)
+            counted = count is not None and df.schema[item.flag] != pl.Boolean
+            n_all = counts["__units"] if counted else counts["__rows"]
+            example = df.filter(pl.col(item.flag).cast(pl.Boolean)).row(0, named=True)
             where = ", ".join(f"{key}={example[key]!r}" for key in shown)
             value = f": {item.column}={example[item.value]!r}" if item.value else ""
             verb = "is" if n_bad == 1 else "are"

@@ -79,6 +79,9 @@ SCORINGS = {"raw": None, "per_char": "chars", "per_byte": "bytes", "per_token": 
 """Scoring name → the length parameter that normalises it (``None``: raw log-likelihood)."""
 
 NoGold = Literal["raise", "wrong", "drop"]
+# Inside the transformations ``scoring`` is an Enum (fast to group and sort, ordered raw
+# first); the outputs carry it as a String.
+_SCORING = pl.Enum(list(SCORINGS))
 
 _S, _LL, _GOLD, _LEN = "__cf_score", "__cf_ll", "__cf_gold", "__cf_len"
 _BAD_LL, _BAD_LEN, _BAD_OPT = "__cf_bad_ll", "__cf_bad_len", "__cf_bad_option"
@@ -237,7 +240,7 @@ def _prepare(
         stacked.append(
             base.select(
                 *keys,
-                pl.lit(scoring, pl.String).alias("scoring"),
+                pl.lit(scoring, _SCORING).alias("scoring"),
                 question,
                 option,
                 _LL,
@@ -430,7 +433,9 @@ def choice_predictions(
         scorings=scorings,
     )
     checked = raise_if_bad(per_question, checks, keys=group, count="options", scope=_RAW)
-    out = checked.with_columns(pl.col("log_confidence").exp().alias("confidence")).select(
+    out = checked.with_columns(
+        pl.col("scoring").cast(pl.String), pl.col("log_confidence").exp().alias("confidence")
+    ).select(
         *group, "options", "gold_options", "prediction", "confidence", "log_confidence", "correct"
     )
     return return_like(options, out)
@@ -610,7 +615,7 @@ def option_probabilities(
         for c in checks
     ]
     checked = raise_if_bad(long, checks, keys=[*group, option], scope=_RAW)
-    out = checked.select(
+    out = checked.with_columns(pl.col("scoring").cast(pl.String)).select(
         *group,
         option,
         pl.col("log_probability").exp().alias("probability"),
