@@ -271,7 +271,7 @@ def _option_count(file: str) -> int:
 def _options_of(run: dict[str, Any]) -> pl.LazyFrame:
     file = run["samples_file"]
     width = max(_option_count(file), 1)
-    argument = pl.Struct({"arg_0": pl.String, "arg_1": pl.String})
+    argument = pl.Struct({"arg_1": pl.String})  # the continuation; the context is not read
     schema: dict[str, pl.DataType] = {
         "doc_id": pl.Int64(),
         "target": pl.String(),
@@ -332,6 +332,8 @@ def _options_of(run: dict[str, Any]) -> pl.LazyFrame:
         text.str.len_chars().cast(pl.UInt32).alias("chars"),
         text.str.len_bytes().cast(pl.UInt32).alias("bytes"),
     )
+    # Sorted per file (integers only); files come in key order, so the stack is sorted.
+    out = out.sort("question", "option")
     return _with_keys(out, run).select(*KEYS, *out.collect_schema().names())
 
 
@@ -367,13 +369,15 @@ def scan_lm_eval_options(paths: PathsLike | pl.DataFrame) -> pl.LazyFrame:
     >>> from calib_frames.sources import scan_lm_eval_options
     >>> options = scan_lm_eval_options("data/lm_eval")  # doctest: +SKIP
     """
-    runs = lm_eval_runs(paths).filter(
-        pl.col("output_type") == "multiple_choice", pl.col("samples_file").is_not_null()
+    runs = (
+        lm_eval_runs(paths)
+        .filter(pl.col("output_type") == "multiple_choice", pl.col("samples_file").is_not_null())
+        .sort(KEYS)
     )
     frames = [_options_of(run) for run in runs.iter_rows(named=True)]  # a loop over files
     if not frames:
         return _empty_options()
-    return pl.concat(frames, how="vertical").sort([*KEYS, "question", "option"])
+    return pl.concat(frames, how="vertical")
 
 
 def _empty_options() -> pl.LazyFrame:
@@ -406,6 +410,7 @@ def _documents_of(run: dict[str, Any]) -> pl.LazyFrame:
         text.str.len_bytes().cast(pl.Int64).alias("bytes"),
         (text.str.count_matches(WORD_SEPARATOR) + 1).cast(pl.Int64).alias("words"),
     )
+    out = out.sort("doc_id")
     return _with_keys(out, run).select(*KEYS, "doc_id", "nll", "tokens", "bytes", "words")
 
 
@@ -436,8 +441,12 @@ def scan_lm_eval_documents(paths: PathsLike | pl.DataFrame) -> pl.LazyFrame:
     >>> from calib_frames.sources import scan_lm_eval_documents
     >>> documents = scan_lm_eval_documents("data/lm_eval")  # doctest: +SKIP
     """
-    runs = lm_eval_runs(paths).filter(
-        pl.col("output_type") == "loglikelihood_rolling", pl.col("samples_file").is_not_null()
+    runs = (
+        lm_eval_runs(paths)
+        .filter(
+            pl.col("output_type") == "loglikelihood_rolling", pl.col("samples_file").is_not_null()
+        )
+        .sort(KEYS)
     )
     frames = [_documents_of(run) for run in runs.iter_rows(named=True)]
     if not frames:
@@ -450,7 +459,7 @@ def scan_lm_eval_documents(paths: PathsLike | pl.DataFrame) -> pl.LazyFrame:
             "words": pl.Int64(),
         }
         return pl.LazyFrame(schema=schema)
-    return pl.concat(frames, how="vertical").sort([*KEYS, "doc_id"])
+    return pl.concat(frames, how="vertical")
 
 
 def lm_eval_reported(paths: PathsLike | pl.DataFrame) -> pl.DataFrame:
