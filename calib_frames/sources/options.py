@@ -493,9 +493,11 @@ def option_probabilities(
 ) -> Frame:
     """The all-options long form: every option's softmax probability and whether it is an answer.
 
-    One row per (keys…, scoring, question, option), for class-wise / all-probabilities
-    calibration (``calibration_metrics(long, confidence="probability",
-    correct="is_answer", ...)``) and the multi-class Brier score.
+    One row per (keys…, scoring, question, option), for all-probabilities calibration
+    (``calibration_metrics(long, confidence="probability", correct="is_answer",
+    by=[*keys, "scoring"])``), class-wise calibration (the same, with the option column
+    added to ``by``: one reliability curve per option position) and the multi-class
+    Brier score.
 
     Parameters
     ----------
