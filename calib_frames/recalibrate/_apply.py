@@ -1,0 +1,91 @@
+"""Shared plumbing of the ``apply_*`` functions: read the small parameters table, check
+that it fits the frame, and join it on its keys (a lazy left join; rows keep their order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from calib_frames.exceptions import ArgumentError, SchemaError
+from calib_frames.schema import Table
+from calib_frames.validation import as_lazy
+
+__all__ = ["in_sample_expr", "join_params", "read_params"]
+
+IN_SAMPLE_PARAM = "__calib_in_sample"
+
+
+def read_params(params: pl.DataFrame | pl.LazyFrame, table: Table) -> tuple[pl.DataFrame, list[str]]:
+    """Collect the (small) parameters table and return it with its keys.
+
+    The parameters are read once, when the apply query is built; the rows stay lazy.
+    """
+    if not isinstance(params, pl.DataFrame | pl.LazyFrame):
+        raise ArgumentError(
+            f"params takes the table returned by a fit_* function, got {type(params).__name__}"
+        )
+    frame = as_lazy(params).collect()
+    keys = table.keys(frame.schema)
+    return frame, keys
+
+
+def check_join(schema: pl.Schema, params: pl.DataFrame, keys: Sequence[str], what: str) -> None:
+    """The frame must carry the parameters' keys with compatible dtypes."""
+    missing = [key for key in keys if key not in schema]
+    if missing:
+        raise SchemaError(
+            f"the {what} parameters are per {list(keys)}, but the frame lacks {missing}"
+        )
+    for key in keys:
+        left, right = schema[key], params.schema[key]
+        if left != right and not (left.is_numeric() and right.is_numeric()):
+            raise SchemaError(
+                f"key {key!r} is {left} in the frame but {right} in the {what} parameters"
+            )
+
+
+def join_params(
+    frame: pl.LazyFrame,
+    params: pl.DataFrame,
+    keys: Sequence[str],
+    columns: Sequence[str],
+) -> pl.LazyFrame:
+    """Left-join the parameter ``columns`` (as ``__calib_<name>``, so that they never
+    clash with the frame's columns) and the in-sample label on ``keys``."""
+    schema = frame.collect_schema()
+    right = params.select(
+        *(pl.col(key).cast(schema[key]) for key in keys),
+        *(pl.col(c).alias(param(c)) for c in columns),
+        pl.col("in_sample").alias(IN_SAMPLE_PARAM),
+    ).lazy()
+    if not keys:
+        return frame.join(right, how="cross", maintain_order="left")
+    return frame.join(right, on=list(keys), how="left", nulls_equal=True, maintain_order="left")
+
+
+def param(name: str) -> str:
+    """The internal name of a joined parameter column."""
+    return f"__calib_{name}"
+
+
+def in_sample_expr(split: str | None, fit_value: object) -> pl.Expr:
+    """The row label: the parameters' ``in_sample`` flag, or the row is in the fit split."""
+    label = pl.col(IN_SAMPLE_PARAM).fill_null(False)
+    if split is not None:
+        label = label | (pl.col(split) == pl.lit(fit_value)).fill_null(False)
+    return label.alias("in_sample")
+
+
+def check_output(schema: pl.Schema, output: str, split: str | None) -> None:
+    """The output columns must be new; the split column (if any) must exist."""
+    if not isinstance(output, str):
+        raise ArgumentError(f"output= takes a column name, got {output!r}")
+    for name in (output, "in_sample"):
+        if name in schema:
+            raise SchemaError(
+                f"column {name!r} already exists; drop it or pass another output= name"
+            )
+    if split is not None and split not in schema:
+        raise SchemaError(f"split column {split!r} not found")

@@ -1,0 +1,353 @@
+"""Shared plumbing of the recalibration fitters: checks, collection into group-indexed
+numpy arrays, the safeguarded vectorised Newton solver, and the parameters-table labels.
+
+The fitters are per group and in memory: the fit rows are collected once, sorted by the
+group keys, and every group is then iterated *together* (numpy arrays indexed by group,
+per-group sums by ``np.bincount`` / ``np.add.reduceat``), never by a Python loop over
+groups.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from calib_frames.exceptions import ArgumentError, DataError, SchemaError
+from calib_frames.recalibrate.splits import FitScheme, check_fold_column, fit_rows
+
+__all__ = [
+    "Collected",
+    "check_columns",
+    "collect_binary",
+    "logit_expr",
+    "newton_1d",
+    "params_frame",
+]
+
+FloatArray = np.ndarray
+RESERVED_PREFIX = "__calib"
+_G = "__calib_group"
+
+
+def check_columns(
+    schema: pl.Schema,
+    columns: Mapping[str, str],
+    *,
+    keys: Sequence[str] = (),
+    numeric: Sequence[str] = (),
+    boolean_like: Sequence[str] = (),
+    reserved: Sequence[str] = (),
+) -> None:
+    """Missing columns, wrong dtypes and key clashes, from the schema alone (SchemaError)."""
+    for role, name in columns.items():
+        if not isinstance(name, str):
+            raise ArgumentError(f"{role}= takes a column name, got {name!r}")
+    missing = [f"{role}={name!r}" for role, name in columns.items() if name not in schema]
+    missing += [f"by={key!r}" for key in keys if key not in schema]
+    if missing:
+        available = ", ".join(repr(c) for c in schema.names()) or "none"
+        raise SchemaError(f"column not found: {', '.join(missing)}; available columns: {available}")
+    for role in numeric:
+        dtype = schema[columns[role]]
+        if not dtype.is_numeric():
+            raise SchemaError(f"column {columns[role]!r} ({role}) must be numeric, got {dtype}")
+    for role in boolean_like:
+        dtype = schema[columns[role]]
+        if not (dtype == pl.Boolean or dtype.is_integer() or dtype.is_float()):
+            raise SchemaError(
+                f"column {columns[role]!r} ({role}) must be boolean or 0/1, got {dtype}"
+            )
+    clashes = [k for k in keys if k in reserved or k.startswith(RESERVED_PREFIX)]
+    if clashes:
+        raise SchemaError(
+            f"group key(s) {clashes} clash with output columns of the same name; rename them"
+        )
+
+
+def check_epsilon(epsilon: float) -> float:
+    """The logit clipping epsilon must lie in (0, 0.5)."""
+    if isinstance(epsilon, bool) or not isinstance(epsilon, int | float):
+        raise ArgumentError(f"epsilon= takes a float in (0, 0.5), got {epsilon!r}")
+    if not 0.0 < float(epsilon) < 0.5:
+        raise ArgumentError(f"epsilon= takes a float in (0, 0.5), got {epsilon!r}")
+    return float(epsilon)
+
+
+def logit_expr(p: pl.Expr, epsilon: float) -> pl.Expr:
+    """``logit(clip(p, ε, 1 − ε))`` = ln p − ln(1 − p) (finite for every p in [0, 1])."""
+    clipped = p.cast(pl.Float64).clip(epsilon, 1.0 - epsilon)
+    return clipped.log() - (-clipped).log1p()
+
+
+def sigmoid_expr(x: pl.Expr) -> pl.Expr:
+    """1 / (1 + e^(−x)) (exact 0 or 1 only where the double rounds there)."""
+    return 1.0 / (1.0 + (-x).exp())
+
+
+def outcome_expr(column: str, dtype: pl.DataType) -> pl.Expr:
+    """1.0 / 0.0 for correct / wrong rows; null for anything that is not boolean or 0/1."""
+    if dtype == pl.Boolean:
+        return pl.col(column).cast(pl.Float64)
+    y = pl.col(column).cast(pl.Float64)
+    return pl.when((y == 1.0) | (y == 0.0)).then(y)
+
+
+@dataclass
+class Collected:
+    """Fit rows as numpy arrays, sorted by group; ``groups`` holds the keys of each group."""
+
+    groups: pl.DataFrame
+    group: FloatArray  # int64 group index per row
+    columns: dict[str, FloatArray]
+    n_groups: int
+
+
+def collect_grouped(
+    rows: pl.LazyFrame,
+    keys: Sequence[str],
+    values: Mapping[str, pl.Expr],
+    *,
+    sort_extra: Sequence[str] = (),
+    extra: Sequence[str] = (),
+) -> tuple[pl.DataFrame, FloatArray, pl.DataFrame, int]:
+    """Collect ``values`` sorted by keys (then ``sort_extra``) with a dense group index.
+
+    Returns the groups table (keys, one row per group in index order), the group index
+    per row, the collected frame (the ``values`` columns and ``extra`` columns) and the
+    number of groups (a frame without keys is one group if it has rows, else none).
+    """
+    select = [*keys, *extra, *(expr.alias(name) for name, expr in values.items())]
+    order = [*keys, *sort_extra]
+    frame = rows.select(select)
+    if order:
+        frame = frame.sort(order, nulls_last=True)
+    if keys:
+        frame = frame.with_columns(pl.struct(*keys).rle_id().alias(_G))
+    else:
+        frame = frame.with_columns(pl.lit(0, dtype=pl.UInt32).alias(_G))
+    collected = frame.collect()
+    group = collected[_G].to_numpy().astype(np.int64)
+    if keys:
+        groups = collected.select(*keys, _G).unique(_G, keep="first", maintain_order=True)
+        groups = groups.drop(_G)
+        n_groups = groups.height
+    else:
+        groups = pl.DataFrame()
+        n_groups = 1 if collected.height else 0
+    return groups, group, collected.drop(_G), n_groups
+
+
+def first_bad_row(frame: pl.DataFrame, bad: FloatArray, keys: Sequence[str], column: str) -> str:
+    """"; e.g. model='a': confidence=1.5" for the first offending row."""
+    index = int(np.flatnonzero(bad)[0])
+    row = frame.row(index, named=True)
+    group = ", ".join(f"{key}={row[key]!r}" for key in keys if key in row)
+    return f"; e.g. {group + ': ' if group else ''}{column}={row[column]!r}"
+
+
+def raise_bad(
+    frame: pl.DataFrame,
+    bad: FloatArray,
+    keys: Sequence[str],
+    column: str,
+    problem: str,
+    *,
+    what: str = "rows",
+) -> None:
+    """Raise DataError naming the column, 'N of M rows' and one example."""
+    count = int(np.count_nonzero(bad))
+    if count:
+        verb = "is" if count == 1 else "are"
+        example = first_bad_row(frame, bad, keys, column)
+        raise DataError(
+            f"column {column!r}: {count:,} of {bad.size:,} {what} {verb} {problem}{example}"
+        )
+
+
+def prepare_rows(
+    frame: pl.LazyFrame, keys: list[str], scheme: FitScheme
+) -> tuple[pl.LazyFrame, list[str]]:
+    """The fit rows of ``scheme`` and the fitted groups' keys; checks the fold column."""
+    if scheme.fitted_on == "cross_fit":
+        assert scheme.fold is not None
+        check_fold_column(frame.select(*keys, scheme.fold).collect(), scheme.fold, keys)
+    return fit_rows(frame, keys, scheme)
+
+
+def collect_binary(
+    rows: pl.LazyFrame,
+    keys: list[str],
+    *,
+    confidence: str,
+    correct: str,
+    weight: str | None,
+    epsilon: float,
+) -> tuple[Collected, FloatArray]:
+    """Collect and check binary fit rows: logit ``z``, outcome ``y``, weight ``w``.
+
+    Returns the collected arrays and the number of clipped rows per group.
+
+    Raises
+    ------
+    DataError
+        Null/NaN/out-of-range confidences, outcomes that are not boolean or 0/1,
+        negative or non-finite weights.
+    """
+    schema = rows.collect_schema()
+    values = {
+        "p": pl.col(confidence).cast(pl.Float64),
+        "y": outcome_expr(correct, schema[correct]),
+    }
+    if weight is not None:
+        values["w"] = pl.col(weight).cast(pl.Float64)
+    extra = [c for c in {confidence, correct, *(() if weight is None else (weight,))}]
+    extra = [c for c in extra if c not in keys]
+    groups, group, frame, n_groups = collect_grouped(rows, keys, values, extra=extra)
+    p = frame["p"].to_numpy()
+    y = frame["y"].to_numpy()
+    p = np.asarray(p, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        raise_bad(
+            frame, ~((p >= 0.0) & (p <= 1.0)), keys, confidence,
+            "not a probability in [0, 1] (null, NaN, infinite or out of range)",
+        )
+        raise_bad(frame, ~np.isfinite(np.asarray(y, dtype=np.float64)), keys, correct,
+                  "not boolean or 0/1 (or null)")
+        if weight is not None:
+            w = np.asarray(frame["w"].to_numpy(), dtype=np.float64)
+            raise_bad(frame, ~(np.isfinite(w) & (w >= 0)), keys, weight,
+                      "not a finite weight >= 0")
+        else:
+            w = np.ones_like(p)
+    clipped_rows = (p < epsilon) | (p > 1.0 - epsilon)
+    clipped = np.bincount(group, weights=clipped_rows, minlength=n_groups)
+    pc = np.clip(p, epsilon, 1.0 - epsilon)
+    z = np.log(pc) - np.log1p(-pc)
+    collected = Collected(
+        groups, group, {"z": z, "y": np.asarray(y, dtype=np.float64), "w": w, "p": p}, n_groups
+    )
+    return collected, clipped
+
+
+def group_sum(group: FloatArray, values: FloatArray, n_groups: int) -> FloatArray:
+    """Σ values per group (float64)."""
+    return np.bincount(group, weights=values, minlength=n_groups)
+
+
+@dataclass
+class NewtonResult:
+    """Per-group outcome of :func:`newton_1d`."""
+
+    x: FloatArray
+    iterations: FloatArray
+    converged: FloatArray
+    at_bound: FloatArray
+
+
+def newton_1d(
+    derivatives: Callable[[FloatArray], tuple[FloatArray, FloatArray]],
+    *,
+    start: FloatArray,
+    lower: float,
+    upper: float,
+    rtol: float,
+    max_iter: int,
+) -> NewtonResult:
+    """Minimise a convex function of one positive variable per group, all groups at once.
+
+    Safeguarded Newton on the bracket ``[lower, upper]``: each step evaluates the first
+    and second derivative of every group's objective (``derivatives(x)`` → (g, h)),
+    shrinks the group's bracket to the side where the minimum lies (g > 0: minimum below
+    x; convexity makes the sign of g decide), and takes the Newton step if it stays
+    strictly inside the bracket, else the bound itself (tried once) or the geometric
+    midpoint of the bracket. A group stops when its Newton step is below ``rtol``·x,
+    its bracket is narrower than that, its gradient is 0, or it sits on a bound with the
+    gradient pointing outwards (a constrained minimum: ``at_bound``). Groups that
+    stopped keep their x; the function evaluates all groups until every one stopped or
+    ``max_iter`` steps were taken (``converged`` False for those still moving).
+    """
+    x = np.clip(np.asarray(start, dtype=np.float64), lower, upper)
+    n = x.size
+    lo = np.full(n, lower)
+    hi = np.full(n, upper)
+    tried_lo = np.zeros(n, dtype=bool)
+    tried_hi = np.zeros(n, dtype=bool)
+    active = np.ones(n, dtype=bool)
+    converged = np.zeros(n, dtype=bool)
+    at_bound = np.zeros(n, dtype=bool)
+    iterations = np.zeros(n, dtype=np.int64)
+    for _ in range(max_iter):
+        if not active.any():
+            break
+        g, h = derivatives(x)
+        iterations += active
+        g = np.where(np.isfinite(g), g, 0.0)
+        hi = np.where(active & (g > 0), x, hi)
+        lo = np.where(active & (g < 0), x, lo)
+        on_lower = (x <= lower) & (g >= 0)
+        on_upper = (x >= upper) & (g <= 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = np.where(h > 0, g / h, np.inf)
+        newton = x - step
+        inside = np.isfinite(newton) & (newton > lo) & (newton < hi)
+        go_lower = ~inside & (newton <= lo) & (lo <= lower) & ~tried_lo
+        go_upper = ~inside & (newton >= hi) & (hi >= upper) & ~tried_hi
+        midpoint = np.sqrt(lo * hi)
+        new = np.where(inside, newton, np.where(go_lower, lower, np.where(go_upper, upper, midpoint)))
+        tried_lo |= active & go_lower
+        tried_hi |= active & go_upper
+        small = inside & (np.abs(step) <= rtol * x)
+        collapsed = (hi - lo) <= rtol * x
+        done = active & ((g == 0) | small | collapsed | on_lower | on_upper)
+        at_bound |= done & (on_lower | on_upper)
+        converged |= done
+        move = active & ~(on_lower | on_upper | (g == 0))
+        x = np.where(move, new, x)
+        active &= ~done
+    return NewtonResult(x, iterations, converged, at_bound)
+
+
+def params_frame(
+    groups: pl.DataFrame,
+    columns: Mapping[str, object],
+    scheme: FitScheme,
+    schema: Mapping[str, pl.DataType],
+) -> pl.DataFrame:
+    """keys…, the given columns (cast to ``schema``), then ``fitted_on`` and ``in_sample``."""
+    data = pl.DataFrame(
+        {name: pl.Series(name, values, dtype=schema[name]) for name, values in columns.items()}
+    )
+    if groups.width:
+        data = pl.concat([groups, data], how="horizontal")
+    return data.with_columns(*scheme.labels())
+
+
+def empty_groups(keys: Sequence[str], schema: pl.Schema) -> pl.DataFrame:
+    """A zero-row keys table with the input's key dtypes."""
+    return pl.DataFrame(schema={key: schema[key] for key in keys})
+
+
+def check_bounds(bounds: tuple[float, float]) -> tuple[float, float]:
+    """Temperature bounds: 0 < low < high < inf."""
+    try:
+        low, high = (float(b) for b in bounds)
+    except (TypeError, ValueError):
+        raise ArgumentError(f"bounds= takes (low, high) with 0 < low < high, got {bounds!r}") from None
+    if not (0.0 < low < high < np.inf):
+        raise ArgumentError(f"bounds= takes (low, high) with 0 < low < high, got {bounds!r}")
+    return low, high
+
+
+def check_positive_int(name: str, value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ArgumentError(f"{name}= takes a positive integer, got {value!r}")
+    return value
+
+
+def check_tolerance(value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
+        raise ArgumentError(f"tol= takes a float in (0, 1), got {value!r}")
+    return float(value)

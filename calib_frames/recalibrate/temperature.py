@@ -1,0 +1,445 @@
+r"""Temperature scaling: one temperature T per group, fitted by minimising the NLL.
+
+Two inputs:
+
+* ``kind="confidence"`` — binary confidences p with outcomes y (the probability that
+  the answer is correct, or that an event happens). The recalibrated confidence is
+  σ(logit(p) / T), with logit(p) = ln p − ln(1 − p) of p clipped to [ε, 1 − ε]
+  (``epsilon``, default 1e-12, so that 0 and 1 have a finite logit of about ∓27.6;
+  the clipped rows are counted in the ``clipped`` column).
+* ``kind="options"`` — multiple choice: one row per (question, option) with the
+  option's log-likelihood ℓ and an ``is_gold`` flag (exactly one gold option per
+  question). The recalibrated probability of an option is the softmax of ℓ / T over
+  the options of its question.
+
+With β = 1/T, the NLL of a group is convex in β:
+
+* binary: L(β) = Σᵢ wᵢ [softplus(β zᵢ) − yᵢ β zᵢ], L′ = Σ w (σ(βz) − y) z,
+  L″ = Σ w σ(βz)(1 − σ(βz)) z²;
+* options: L(β) = Σ_q [log Σ_k exp(β ℓ_qk) − β ℓ_q,gold], L′ = Σ_q E_β[ℓ − ℓ_gold],
+  L″ = Σ_q Var_β[ℓ] (expectations under the softmax at β).
+
+so the minimum is found by a safeguarded Newton iteration on β (bracketed by
+``bounds`` on T, default [1e-3, 1e3], with geometric bisection when a Newton step leaves
+the bracket), vectorised over groups: all groups iterate together on numpy arrays
+indexed by group; the per-group sums are ``np.bincount``/``np.add.reduceat``. A
+temperature on a bound is reported with ``at_bound`` (the minimum lies beyond it, e.g.
+a group whose answers are all correct wants T → 0).
+
+Temperature never changes which option has the largest probability (ℓ/T keeps the
+order for T > 0), so accuracy is unchanged; a binary confidence stays on its side of
+0.5.
+
+Fitting is per group and in memory (the fit rows are collected once); applying is a
+lazy join of the small parameters table on its keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+import polars as pl
+
+from calib_frames.exceptions import ArgumentError
+from calib_frames.recalibrate import _core
+from calib_frames.recalibrate._apply import (
+    IN_SAMPLE_PARAM,
+    check_join,
+    check_output,
+    in_sample_expr,
+    join_params,
+    param,
+    read_params,
+)
+from calib_frames.recalibrate.splits import fit_scheme, normalise_keys
+from calib_frames.schema import Table
+from calib_frames.validation import Frame, as_lazy, return_like
+
+__all__ = ["TEMPERATURE", "apply_temperature", "fit_temperature"]
+
+Kind = Literal["confidence", "options"]
+
+TEMPERATURE = Table(
+    "temperature-parameters table",
+    {
+        "temperature": pl.Float64(),
+        "nll_before": pl.Float64(),
+        "nll_after": pl.Float64(),
+        "count": pl.UInt64(),
+        "iterations": pl.UInt32(),
+        "converged": pl.Boolean(),
+        "at_bound": pl.Boolean(),
+        "clipped": pl.UInt64(),
+        "fitted_on": pl.String(),
+        "in_sample": pl.Boolean(),
+    },
+    built_by="recalibrate.fit_temperature",
+)
+"""One row per group: T, the mean NLL at T = 1 and at T, rows (questions), diagnostics."""
+
+_SCHEMA = dict(TEMPERATURE.columns)
+
+
+def fit_temperature(
+    frame: pl.DataFrame | pl.LazyFrame,
+    *,
+    by: str | Sequence[str] | None = None,
+    kind: Kind = "confidence",
+    confidence: str = "confidence",
+    correct: str = "correct",
+    question: str = "question",
+    loglik: str = "loglik",
+    is_gold: str = "is_gold",
+    weight: str | None = None,
+    split: str | None = None,
+    fit_value: object = "fit",
+    fold: str | None = None,
+    in_sample: bool = False,
+    bounds: tuple[float, float] = (1e-3, 1e3),
+    epsilon: float = 1e-12,
+    tol: float = 1e-10,
+    max_iter: int = 100,
+) -> pl.DataFrame | pl.LazyFrame:
+    """Fit one temperature per group by minimising the negative log-likelihood.
+
+    Per group, in memory: the fit rows are collected once and all groups are fitted
+    together (vectorised safeguarded Newton on 1/T; see the module docstring).
+
+    Parameters
+    ----------
+    frame
+        DataFrame or LazyFrame. ``kind="confidence"``: one row per prediction with
+        ``confidence`` and ``correct``; ``kind="options"``: one row per option with
+        ``question``, ``loglik`` and ``is_gold``.
+    by
+        Group key column(s); one temperature per group (``None``: one for the frame).
+        Fit ``by=["model"]`` for one temperature shared across a model's tasks, then
+        apply it to a frame grouped by model × task.
+    kind
+        ``"confidence"`` (binary, through the logit) or ``"options"`` (softmax).
+    confidence, correct
+        Binary input: probability in [0, 1] and outcome (boolean or 0/1).
+    question, loglik, is_gold
+        Options input: question id, option log-likelihood (any finite real; only
+        differences within a question matter) and the gold flag (boolean or 0/1,
+        exactly one true per question).
+    weight
+        Optional non-negative row weights (binary input only).
+    split, fit_value, fold, in_sample
+        The fitting scheme (:mod:`calib_frames.recalibrate.splits`): fit on the rows
+        whose ``split`` equals ``fit_value``; cross-fit by the ``fold`` column (one
+        temperature per group and held-out fold, fitted on the other folds); or
+        ``in_sample=True``. Default: every row of ``frame`` is fit data.
+    bounds
+        (low, high): the temperature is searched in this interval.
+    epsilon
+        Binary input: confidences are clipped to [ε, 1 − ε] before the logit.
+    tol
+        Relative tolerance on 1/T (Newton step or bracket width).
+    max_iter
+        Most Newton steps; groups still moving are reported with ``converged`` False.
+
+    Returns
+    -------
+    DataFrame or LazyFrame (same kind as the input; computed at call time)
+        Keys…, [the fold column], then the columns of :data:`TEMPERATURE`:
+        ``temperature``; ``nll_before``/``nll_after``, the mean NLL (nats per row or
+        per question) at T = 1 and at the fitted T; ``count`` (rows or questions);
+        ``iterations``; ``converged``; ``at_bound``; ``clipped`` (rows whose confidence
+        was clipped by ε); ``fitted_on`` and ``in_sample`` (the fitting scheme). A
+        group without fit rows has no row.
+
+    Raises
+    ------
+    SchemaError
+        Missing or mistyped columns.
+    DataError
+        Invalid confidences or outcomes, non-finite log-likelihoods, questions with no
+        or several gold options, null folds.
+    ArgumentError
+        Invalid arguments (bounds, tolerances, more than one fitting scheme).
+
+    See Also
+    --------
+    apply_temperature : the recalibrated confidences.
+    sklearn.calibration.CalibratedClassifierCV : ``method="temperature"`` fits the same
+        T (as an inverse temperature) for one group.
+
+    Examples
+    --------
+    Over-confident predictions get T > 1:
+
+    >>> import polars as pl
+    >>> from calib_frames.recalibrate import fit_temperature
+    >>> df = pl.DataFrame(
+    ...     {"confidence": [0.99, 0.98, 0.97, 0.99, 0.02], "correct": [1, 0, 1, 0, 0]}
+    ... )
+    >>> params = fit_temperature(df)
+    >>> params.select("count", "converged", "fitted_on").rows()
+    [(5, True, 'frame')]
+    >>> round(params["temperature"][0], 3), params["nll_after"][0] < params["nll_before"][0]
+    (12.048, True)
+    """
+    keys = normalise_keys(by)
+    if kind not in ("confidence", "options"):
+        raise ArgumentError(f"kind= takes 'confidence' or 'options', got {kind!r}")
+    low, high = _core.check_bounds(bounds)
+    eps = _core.check_epsilon(epsilon)
+    rtol = _core.check_tolerance(tol)
+    max_iter = _core.check_positive_int("max_iter", max_iter)
+    scheme = fit_scheme(split=split, fit_value=fit_value, fold=fold, in_sample=in_sample)
+    source = as_lazy(frame)
+    schema = source.collect_schema()
+    reserved = (*TEMPERATURE.names, "fitted_on", "in_sample")
+    if kind == "confidence":
+        columns = {"confidence": confidence, "correct": correct}
+        if weight is not None:
+            columns["weight"] = weight
+        _core.check_columns(
+            schema, columns, keys=keys, numeric=[r for r in columns if r != "correct"],
+            boolean_like=["correct"], reserved=reserved,
+        )
+    else:
+        if weight is not None:
+            raise ArgumentError("weight= is supported for kind='confidence' only")
+        columns = {"question": question, "loglik": loglik, "is_gold": is_gold}
+        _core.check_columns(
+            schema, columns, keys=keys, numeric=["loglik"], boolean_like=["is_gold"],
+            reserved=reserved,
+        )
+    rows, fit_keys = _core.prepare_rows(source, keys, scheme)
+    if kind == "confidence":
+        groups, n_groups, derivatives, loss, count, clipped = _binary_problem(
+            rows, fit_keys, confidence=confidence, correct=correct, weight=weight, epsilon=eps
+        )
+    else:
+        groups, n_groups, derivatives, loss, count, clipped = _options_problem(
+            rows, fit_keys, question=question, loglik=loglik, is_gold=is_gold
+        )
+    if n_groups:
+        one = np.ones(n_groups)
+        result = _core.newton_1d(
+            derivatives, start=one, lower=1.0 / high, upper=1.0 / low, rtol=rtol,
+            max_iter=max_iter,
+        )
+        beta = result.x
+        with np.errstate(divide="ignore", invalid="ignore"):
+            nll_before = loss(one) / count
+            nll_after = loss(beta) / count
+        values: dict[str, object] = {
+            "temperature": 1.0 / beta,
+            "nll_before": nll_before,
+            "nll_after": nll_after,
+            "count": count,
+            "iterations": result.iterations,
+            "converged": result.converged,
+            "at_bound": result.at_bound,
+            "clipped": clipped,
+        }
+    else:
+        values = {name: [] for name in TEMPERATURE.names[:-2]}
+        groups = _core.empty_groups(fit_keys, rows.collect_schema())
+    table = _core.params_frame(groups, values, scheme, _SCHEMA)
+    return return_like(frame, table.lazy())
+
+
+def _binary_problem(
+    rows: pl.LazyFrame,
+    keys: list[str],
+    *,
+    confidence: str,
+    correct: str,
+    weight: str | None,
+    epsilon: float,
+):  # type: ignore[no-untyped-def]
+    data, clipped = _core.collect_binary(
+        rows, keys, confidence=confidence, correct=correct, weight=weight, epsilon=epsilon
+    )
+    g, n = data.group, data.n_groups
+    z, y, w = data.columns["z"], data.columns["y"], data.columns["w"]
+
+    def derivatives(beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        s = _sigmoid(beta[g] * z)
+        wz = w * z
+        grad = _core.group_sum(g, wz * (s - y), n)
+        hess = _core.group_sum(g, wz * z * s * (1.0 - s), n)
+        return grad, hess
+
+    def loss(beta: np.ndarray) -> np.ndarray:
+        x = beta[g] * z
+        return _core.group_sum(g, w * (np.logaddexp(0.0, x) - y * x), n)
+
+    count = np.bincount(g, minlength=n)
+    total_weight = _core.group_sum(g, w, n)
+    return data.groups, n, derivatives, loss, count if weight is None else total_weight, clipped
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(-x))
+
+
+def _options_problem(
+    rows: pl.LazyFrame,
+    keys: list[str],
+    *,
+    question: str,
+    loglik: str,
+    is_gold: str,
+):  # type: ignore[no-untyped-def]
+    schema = rows.collect_schema()
+    values = {
+        "l": pl.col(loglik).cast(pl.Float64),
+        "gold": _core.outcome_expr(is_gold, schema[is_gold]),
+    }
+    extra = [c for c in dict.fromkeys([question, loglik, is_gold]) if c not in keys]
+    groups, group, frame, n = _core.collect_grouped(
+        rows, keys, values, sort_extra=[question], extra=extra
+    )
+    ell = np.asarray(frame["l"].to_numpy(), dtype=np.float64)
+    gold = np.asarray(frame["gold"].to_numpy(), dtype=np.float64)
+    _core.raise_bad(frame, ~np.isfinite(ell), keys, loglik, "not a finite log-likelihood")
+    _core.raise_bad(frame, ~np.isfinite(gold), keys, is_gold, "not boolean or 0/1 (or null)")
+    if ell.size == 0:
+        return groups, 0, None, None, np.zeros(0), np.zeros(0)
+    qid = frame.select(pl.struct(*keys, question).rle_id()).to_series().to_numpy()
+    starts = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]])
+    n_gold = np.add.reduceat(gold, starts)
+    bad_question = n_gold != 1
+    if bad_question.any():
+        rows_bad = np.repeat(bad_question, np.diff(np.r_[starts, ell.size]))
+        _core.raise_bad(
+            frame, rows_bad, keys, question,
+            "in questions without exactly one gold option", what="option rows",
+        )
+    sizes = np.diff(np.r_[starts, ell.size])
+    top = np.maximum.reduceat(ell, starts)
+    gold_l = np.add.reduceat(np.where(gold > 0, ell, 0.0), starts)
+    m = ell - np.repeat(top, sizes)  # <= 0, max 0 per question: exp never overflows
+    d = ell - np.repeat(gold_l, sizes)  # log-likelihood relative to the gold option
+    m_gold = gold_l - top  # <= 0
+    gq = group[starts]  # group of each question
+
+    def sums(beta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        e = np.exp(beta[group] * m)
+        s0 = np.add.reduceat(e, starts)
+        ed = e * d
+        s1 = np.add.reduceat(ed, starts)
+        s2 = np.add.reduceat(ed * d, starts)
+        return s0, s1, s2
+
+    def derivatives(beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        s0, s1, s2 = sums(beta)
+        mean = s1 / s0
+        var = np.maximum(s2 / s0 - mean * mean, 0.0)
+        return _core.group_sum(gq, mean, n), _core.group_sum(gq, var, n)
+
+    def loss(beta: np.ndarray) -> np.ndarray:
+        s0 = np.add.reduceat(np.exp(beta[group] * m), starts)
+        return _core.group_sum(gq, np.log(s0) - beta[gq] * m_gold, n)
+
+    count = np.bincount(gq, minlength=n)
+    return groups, n, derivatives, loss, count, np.zeros(n)
+
+
+def apply_temperature(
+    frame: Frame,
+    params: pl.DataFrame | pl.LazyFrame,
+    *,
+    kind: Kind = "confidence",
+    by: str | Sequence[str] | None = None,
+    confidence: str = "confidence",
+    question: str = "question",
+    loglik: str = "loglik",
+    output: str = "recalibrated",
+    split: str | None = None,
+    fit_value: object = "fit",
+    epsilon: float = 1e-12,
+) -> Frame:
+    """Add temperature-scaled confidences: a lazy join of the parameters on their keys.
+
+    Parameters
+    ----------
+    frame
+        DataFrame or LazyFrame with the parameters' key columns (a frame grouped more
+        finely is fine: parameters fitted ``by="model"`` apply to every task of the
+        model) and the fold column when the parameters were cross-fitted.
+    params
+        The table returned by :func:`fit_temperature` (read once, at call time).
+    kind
+        ``"confidence"``: adds σ(logit(p)/T) with p clipped to [ε, 1 − ε] as in the fit;
+        ``"options"``: adds each option's softmax probability of ℓ/T within its
+        question (a window over keys and question: in memory).
+    by
+        Options input: the columns that identify a question together with
+        ``question`` (default: the parameters' keys; pass the finer keys, e.g.
+        ``["model", "task"]``, when a temperature shared across tasks is applied and
+        question ids repeat across tasks).
+    confidence, question, loglik
+        Input columns (as in :func:`fit_temperature`).
+    output
+        Name of the new column.
+    split, fit_value
+        If given, rows whose ``split`` equals ``fit_value`` are labelled in-sample.
+    epsilon
+        Clipping of binary confidences before the logit (use the fit's value).
+
+    Returns
+    -------
+    DataFrame or LazyFrame (same kind as ``frame``)
+        ``frame`` with ``output`` (null where the row's group has no temperature or its
+        input is null/invalid) and ``in_sample`` (Boolean: the parameters were fitted
+        with ``in_sample=True``, or the row is in the fit split). Row order is kept.
+
+    Raises
+    ------
+    SchemaError
+        Missing columns, key dtypes that differ, an existing ``output`` column.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.recalibrate import apply_temperature
+    >>> params = pl.DataFrame({"model": ["a"], "temperature": [2.0], "in_sample": [False]})
+    >>> df = pl.DataFrame({"model": ["a", "a"], "confidence": [0.9, 0.5]})
+    >>> apply_temperature(df, params)["recalibrated"].round(4).to_list()
+    [0.75, 0.5]
+    """
+    if kind not in ("confidence", "options"):
+        raise ArgumentError(f"kind= takes 'confidence' or 'options', got {kind!r}")
+    eps = _core.check_epsilon(epsilon)
+    table, keys = read_params(params, _PARAMS_IN)
+    source = as_lazy(frame)
+    schema = source.collect_schema()
+    check_output(schema, output, split)
+    check_join(schema, table, keys, "temperature")
+    t = pl.col(param("temperature"))
+    if kind == "confidence":
+        _core.check_columns(schema, {"confidence": confidence}, numeric=["confidence"])
+        p = pl.col(confidence).cast(pl.Float64)
+        valid = p.is_between(0.0, 1.0)
+        value = pl.when(valid).then(_core.sigmoid_expr(_core.logit_expr(p, eps) / t))
+    else:
+        _core.check_columns(
+            schema, {"question": question, "loglik": loglik}, numeric=["loglik"]
+        )
+        scaled = pl.col(loglik).cast(pl.Float64) / t
+        within = [*(keys if by is None else normalise_keys(by)), question]
+        shifted = (scaled - scaled.max().over(within)).exp()
+        value = shifted / shifted.sum().over(within)
+    joined = join_params(source, table, keys, ["temperature"])
+    result = joined.with_columns(value.alias(output), in_sample_expr(split, fit_value)).drop(
+        param("temperature"), IN_SAMPLE_PARAM
+    )
+    return return_like(frame, result)
+
+
+# apply accepts a minimal table: keys, temperature, in_sample.
+_PARAMS_IN = Table(
+    "temperature-parameters table",
+    {"temperature": pl.Float64(), "in_sample": pl.Boolean()},
+    built_by="recalibrate.fit_temperature",
+    optional=(),
+)
