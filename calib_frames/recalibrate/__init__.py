@@ -19,22 +19,38 @@ is described in :mod:`calib_frames.recalibrate.splits`; the before/after compari
 tables in :mod:`calib_frames.recalibrate.compare`.
 """
 
+from calib_frames.recalibrate.compare import (
+    COMPARED_METRICS,
+    recalibrate,
+    recalibration_metrics,
+    recalibration_reliability,
+    top_option,
+)
 from calib_frames.recalibrate.histogram import HISTOGRAM, apply_histogram, fit_histogram
+from calib_frames.recalibrate.isotonic import ISOTONIC, apply_isotonic, fit_isotonic
 from calib_frames.recalibrate.platt import PLATT, apply_platt, fit_platt
 from calib_frames.recalibrate.splits import FitScheme, assign_folds, fit_scheme
 from calib_frames.recalibrate.temperature import TEMPERATURE, apply_temperature, fit_temperature
 
 __all__ = [
+    "COMPARED_METRICS",
     "HISTOGRAM",
+    "ISOTONIC",
     "PLATT",
     "TEMPERATURE",
     "FitScheme",
     "apply_histogram",
+    "apply_isotonic",
     "apply_platt",
     "apply_temperature",
     "assign_folds",
     "fit_histogram",
+    "fit_isotonic",
     "fit_platt",
     "fit_scheme",
     "fit_temperature",
+    "recalibrate",
+    "recalibration_metrics",
+    "recalibration_reliability",
+    "top_option",
 ]
