@@ -17,7 +17,9 @@ __all__ = ["in_sample_expr", "join_params", "read_params"]
 IN_SAMPLE_PARAM = "__calib_in_sample"
 
 
-def read_params(params: pl.DataFrame | pl.LazyFrame, table: Table) -> tuple[pl.DataFrame, list[str]]:
+def read_params(
+    params: pl.DataFrame | pl.LazyFrame, table: Table
+) -> tuple[pl.DataFrame, list[str]]:
     """Collect the (small) parameters table and return it with its keys.
 
     The parameters are read once, when the apply query is built; the rows stay lazy.

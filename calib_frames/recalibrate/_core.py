@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -30,6 +31,7 @@ __all__ = [
 FloatArray = np.ndarray
 RESERVED_PREFIX = "__calib"
 _G = "__calib_group"
+_P, _Y, _W = "__calib_p", "__calib_y", "__calib_w"
 
 
 def check_columns(
@@ -141,7 +143,7 @@ def collect_grouped(
 
 
 def first_bad_row(frame: pl.DataFrame, bad: FloatArray, keys: Sequence[str], column: str) -> str:
-    """"; e.g. model='a': confidence=1.5" for the first offending row."""
+    """ "; e.g. model='a': confidence=1.5" for the first offending row."""
     index = int(np.flatnonzero(bad)[0])
     row = frame.row(index, named=True)
     group = ", ".join(f"{key}={row[key]!r}" for key in keys if key in row)
@@ -198,28 +200,35 @@ def collect_binary(
     """
     schema = rows.collect_schema()
     values = {
-        "p": pl.col(confidence).cast(pl.Float64),
-        "y": outcome_expr(correct, schema[correct]),
+        _P: pl.col(confidence).cast(pl.Float64),
+        _Y: outcome_expr(correct, schema[correct]),
     }
     if weight is not None:
-        values["w"] = pl.col(weight).cast(pl.Float64)
+        values[_W] = pl.col(weight).cast(pl.Float64)
     extra = [c for c in {confidence, correct, *(() if weight is None else (weight,))}]
     extra = [c for c in extra if c not in keys]
     groups, group, frame, n_groups = collect_grouped(rows, keys, values, extra=extra)
-    p = frame["p"].to_numpy()
-    y = frame["y"].to_numpy()
+    p = frame[_P].to_numpy()
+    y = frame[_Y].to_numpy()
     p = np.asarray(p, dtype=np.float64)
     with np.errstate(invalid="ignore"):
         raise_bad(
-            frame, ~((p >= 0.0) & (p <= 1.0)), keys, confidence,
+            frame,
+            ~((p >= 0.0) & (p <= 1.0)),
+            keys,
+            confidence,
             "not a probability in [0, 1] (null, NaN, infinite or out of range)",
         )
-        raise_bad(frame, ~np.isfinite(np.asarray(y, dtype=np.float64)), keys, correct,
-                  "not boolean or 0/1 (or null)")
+        raise_bad(
+            frame,
+            ~np.isfinite(np.asarray(y, dtype=np.float64)),
+            keys,
+            correct,
+            "not boolean or 0/1 (or null)",
+        )
         if weight is not None:
-            w = np.asarray(frame["w"].to_numpy(), dtype=np.float64)
-            raise_bad(frame, ~(np.isfinite(w) & (w >= 0)), keys, weight,
-                      "not a finite weight >= 0")
+            w = np.asarray(frame[_W].to_numpy(), dtype=np.float64)
+            raise_bad(frame, ~(np.isfinite(w) & (w >= 0)), keys, weight, "not a finite weight >= 0")
         else:
             w = np.ones_like(p)
     clipped_rows = (p < epsilon) | (p > 1.0 - epsilon)
@@ -262,7 +271,7 @@ def newton_1d(
     and second derivative of every group's objective (``derivatives(x)`` → (g, h)),
     shrinks the group's bracket to the side where the minimum lies (g > 0: minimum below
     x; convexity makes the sign of g decide), and takes the Newton step if it stays
-    strictly inside the bracket, else the bound itself (tried once) or the geometric
+    inside the bracket, else the bound itself (tried once) or the geometric
     midpoint of the bracket. A group stops when its Newton step is below ``rtol``·x,
     its bracket is narrower than that, its gradient is 0, or it sits on a bound with the
     gradient pointing outwards (a constrained minimum: ``at_bound``). Groups that
@@ -292,14 +301,19 @@ def newton_1d(
         with np.errstate(divide="ignore", invalid="ignore"):
             step = np.where(h > 0, g / h, np.inf)
         newton = x - step
-        inside = np.isfinite(newton) & (newton > lo) & (newton < hi)
+        inside = np.isfinite(newton) & (newton >= lo) & (newton <= hi)
         go_lower = ~inside & (newton <= lo) & (lo <= lower) & ~tried_lo
         go_upper = ~inside & (newton >= hi) & (hi >= upper) & ~tried_hi
         midpoint = np.sqrt(lo * hi)
-        new = np.where(inside, newton, np.where(go_lower, lower, np.where(go_upper, upper, midpoint)))
+        new = np.where(
+            inside, newton, np.where(go_lower, lower, np.where(go_upper, upper, midpoint))
+        )
         tried_lo |= active & go_lower
         tried_hi |= active & go_upper
-        small = inside & (np.abs(step) <= rtol * x)
+        # a step below the tolerance ends the group (its bracket end may equal x to
+        # rounding, so the step need not be strictly inside the bracket)
+        small = np.abs(step) <= rtol * x
+        new = np.where(small, np.clip(newton, lower, upper), new)
         collapsed = (hi - lo) <= rtol * x
         done = active & ((g == 0) | small | collapsed | on_lower | on_upper)
         at_bound |= done & (on_lower | on_upper)
@@ -312,7 +326,7 @@ def newton_1d(
 
 def params_frame(
     groups: pl.DataFrame,
-    columns: Mapping[str, object],
+    columns: Mapping[str, Any],
     scheme: FitScheme,
     schema: Mapping[str, pl.DataType],
 ) -> pl.DataFrame:
@@ -335,7 +349,9 @@ def check_bounds(bounds: tuple[float, float]) -> tuple[float, float]:
     try:
         low, high = (float(b) for b in bounds)
     except (TypeError, ValueError):
-        raise ArgumentError(f"bounds= takes (low, high) with 0 < low < high, got {bounds!r}") from None
+        raise ArgumentError(
+            f"bounds= takes (low, high) with 0 < low < high, got {bounds!r}"
+        ) from None
     if not (0.0 < low < high < np.inf):
         raise ArgumentError(f"bounds= takes (low, high) with 0 < low < high, got {bounds!r}")
     return low, high

@@ -155,7 +155,9 @@ def recalibrate(
         if item is None:
             raise ArgumentError("folds= needs item=, the column whose values share a fold")
         if fold is not None or split is not None or in_sample:
-            raise ArgumentError("choose one fitting scheme: folds= excludes split=, fold=, in_sample")
+            raise ArgumentError(
+                "choose one fitting scheme: folds= excludes split=, fold=, in_sample"
+            )
         frame = assign_folds(frame, item=item, folds=folds, seed=seed)
         fold = "fold"
     elif item is not None:
@@ -168,7 +170,12 @@ def recalibrate(
         )
     fit, apply = methods[method]
     params = fit(
-        frame, by=by, split=split, fit_value=fit_value, fold=fold, in_sample=in_sample,
+        frame,
+        by=by,
+        split=split,
+        fit_value=fit_value,
+        fold=fold,
+        in_sample=in_sample,
         **options,
     )
     apply_options = {k: v for k, v in options.items() if k in _APPLY_OPTIONS[method]}
@@ -261,7 +268,7 @@ def recalibration_metrics(
     >>> scored.select("count", "in_sample", pl.col("ece_before", "ece_after").round(3)).rows()
     [(4, False, 0.435, 0.001)]
     """
-    keys = normalise_keys(by)
+    keys: list[str] = normalise_keys(by)
     lazy = as_lazy(frame)
     rows, labels = _scored(lazy, keys, in_sample)
     options: dict[str, Any] = {"correct": correct, "by": by, "bins": bins, "weight": weight}
@@ -323,7 +330,7 @@ def recalibration_reliability(
     >>> table.select("stage", "bin", "count", pl.col("mean_confidence").round(3)).rows()
     [('before', 0, 1, 0.3), ('before', 1, 2, 0.85), ('after', 0, 1, 0.0), ('after', 1, 2, 0.5)]
     """
-    keys = normalise_keys(by)
+    keys: list[str] = normalise_keys(by)
     lazy = as_lazy(frame)
     rows, labels = _scored(lazy, keys, in_sample)
     options: dict[str, Any] = {"correct": correct, "by": by, "bins": bins, "weight": weight}
@@ -397,7 +404,7 @@ def top_option(
     >>> top.select("question", "correct", pl.col("confidence", "recalibrated").round(3)).rows()
     [(1, True, 0.87, 0.721), (2, False, 0.622, 0.562)]
     """
-    keys = normalise_keys(by)
+    keys: list[str] = normalise_keys(by)
     lazy = as_lazy(frame)
     schema = lazy.collect_schema()
     needed = [question, loglik, is_gold, recalibrated, "in_sample", *keys]
@@ -410,7 +417,9 @@ def top_option(
         .agg(
             (1.0 / (ell - ell.max()).exp().sum()).alias("confidence"),
             pl.col(recalibrated).max().alias("recalibrated"),
-            pl.col(is_gold).cast(pl.Boolean).sort_by(ell, descending=True, maintain_order=True)
+            pl.col(is_gold)
+            .cast(pl.Boolean)
+            .sort_by(ell, descending=True, maintain_order=True)
             .first()
             .alias("correct"),
             pl.col("in_sample").fill_null(False).any(),

@@ -117,7 +117,7 @@ def fit_histogram(
     >>> fit_histogram(df, bins=2).select("bin", "count", "value").rows()
     [(0, 2, 0.5), (1, 2, 1.0)]
     """
-    keys = normalise_keys(by)
+    keys: list[str] = normalise_keys(by)
     binning = _fixed(bins)
     scheme = fit_scheme(split=split, fit_value=fit_value, fold=fold, in_sample=in_sample)
     source = as_lazy(frame)
@@ -126,12 +126,20 @@ def fit_histogram(
     if weight is not None:
         columns["weight"] = weight
     _core.check_columns(
-        schema, columns, keys=keys, numeric=[r for r in columns if r != "correct"],
-        boolean_like=["correct"], reserved=(*HISTOGRAM.names, "accuracy", "mean_confidence"),
+        schema,
+        columns,
+        keys=keys,
+        numeric=[r for r in columns if r != "correct"],
+        boolean_like=["correct"],
+        reserved=(*HISTOGRAM.names, "accuracy", "mean_confidence"),
     )
     rows, fit_keys = _core.prepare_rows(source, keys, scheme)
     stats = bin_statistics(
-        rows, confidence=confidence, correct=correct, by=fit_keys or None, bins=binning,
+        rows,
+        confidence=confidence,
+        correct=correct,
+        by=fit_keys or None,
+        bins=binning,
         weight=weight,
     )
     midpoint = (pl.col("bin_lower") + pl.col("bin_upper")) / 2.0
@@ -212,6 +220,7 @@ def apply_histogram(
     ... ].to_list()
     [0.5, 1.0, 1.0]
     """
+    keys: list[str]
     table, keys = read_params(params, HISTOGRAM)
     binning = _binning_of(table)
     source = as_lazy(frame)
@@ -223,9 +232,7 @@ def apply_histogram(
     p = pl.col(confidence).cast(pl.Float64)
     bin_key = pl.when(p.is_between(low, high)).then(binning.assign(p)).alias(param("bin"))
     right = table.rename({"bin": param("bin")})
-    joined = join_params(
-        source.with_columns(bin_key), right, [*keys, param("bin")], ["value"]
-    )
+    joined = join_params(source.with_columns(bin_key), right, [*keys, param("bin")], ["value"])
     result = joined.with_columns(
         pl.col(param("value")).alias(output), in_sample_expr(split, fit_value)
     ).drop(param("bin"), param("value"), IN_SAMPLE_PARAM)

@@ -117,7 +117,7 @@ def fit_isotonic(
     """
     from calib_frames.estimators.isotonic import isotonic_blocks
 
-    keys = normalise_keys(by)
+    keys: list[str] = normalise_keys(by)
     scheme = fit_scheme(split=split, fit_value=fit_value, fold=fold, in_sample=in_sample)
     source = as_lazy(frame)
     schema = source.collect_schema()
@@ -125,15 +125,17 @@ def fit_isotonic(
     if weight is not None:
         columns["weight"] = weight
     _core.check_columns(
-        schema, columns, keys=keys, numeric=[r for r in columns if r != "correct"],
-        boolean_like=["correct"], reserved=(*ISOTONIC.names, _Y),
+        schema,
+        columns,
+        keys=keys,
+        numeric=[r for r in columns if r != "correct"],
+        boolean_like=["correct"],
+        reserved=(*ISOTONIC.names, _Y),
     )
     rows, fit_keys = _core.prepare_rows(source, keys, scheme)
     # outcomes as 0.0/1.0 (null for anything else, which the PAV input checks refuse)
     rows = rows.with_columns(_core.outcome_expr(correct, schema[correct]).alias(_Y))
-    blocks = as_lazy(
-        isotonic_blocks(rows, x=confidence, y=_Y, weight=weight, by=fit_keys or None)
-    )
+    blocks = as_lazy(isotonic_blocks(rows, x=confidence, y=_Y, weight=weight, by=fit_keys or None))
     names = [c for c in ("block", "x_lower", "x_upper", "count", "weight", "value")]
     table = blocks.select(
         *fit_keys, *(pl.col(c).cast(ISOTONIC.columns[c]) for c in names), *scheme.labels()
@@ -201,6 +203,7 @@ def apply_isotonic(
     """
     if interpolation not in ("linear", "step"):
         raise ArgumentError(f"interpolation= takes 'linear' or 'step', got {interpolation!r}")
+    keys: list[str]
     table, keys = read_params(params, ISOTONIC)
     source = as_lazy(frame)
     schema = source.collect_schema()
@@ -219,28 +222,42 @@ def apply_isotonic(
     ).sort("__calib_x")
     below = ends.rename({"__calib_x": "__calib_x0", "value": "__calib_v0"}).lazy()
     above = ends.rename({"__calib_x": "__calib_x1", "value": "__calib_v1"}).lazy()
-    labels = table.select(*keys, pl.col("in_sample").any().over(keys) if keys else pl.col(
-        "in_sample"
-    ).any()).unique()
+    labels = table.select(
+        *keys, pl.col("in_sample").any().over(keys) if keys else pl.col("in_sample").any()
+    ).unique()
     p = pl.col(confidence).cast(pl.Float64)
     rows = source.with_row_index(_ROW).with_columns(
         pl.when(p.is_between(0.0, 1.0)).then(p).alias(_P)
     )
     valid = rows.filter(pl.col(_P).is_not_null()).sort(_P)
-    by_keys = {"by": keys} if keys else {}
+    by_keys = keys or None
     matched = valid.join_asof(
-        below, left_on=_P, right_on="__calib_x0", strategy="backward", check_sortedness=False,
-        **by_keys,
+        below,
+        left_on=_P,
+        right_on="__calib_x0",
+        strategy="backward",
+        check_sortedness=False,
+        by=by_keys,
     ).join_asof(
-        above, left_on=_P, right_on="__calib_x1", strategy="forward", check_sortedness=False,
-        **by_keys,
+        above,
+        left_on=_P,
+        right_on="__calib_x1",
+        strategy="forward",
+        check_sortedness=False,
+        by=by_keys,
     )
     x0, x1 = pl.col("__calib_x0"), pl.col("__calib_x1")
     v0, v1 = pl.col("__calib_v0"), pl.col("__calib_v1")
+    value: pl.Expr
     if interpolation == "linear":
         between = v0 + (v1 - v0) * (pl.col(_P) - x0) / (x1 - x0)
-        value = pl.when(x0.is_null()).then(v1).when(x1.is_null() | (x1 == x0)).then(v0)
-        value = value.otherwise(between)
+        value = (
+            pl.when(x0.is_null())
+            .then(v1)
+            .when(x1.is_null() | (x1 == x0))
+            .then(v0)
+            .otherwise(between)
+        )
     else:
         value = pl.when(x0.is_null()).then(v1).otherwise(v0)
     mapped = matched.select(_ROW, value.alias(output))
@@ -248,15 +265,16 @@ def apply_isotonic(
     label = table.select(pl.col("in_sample").any()).item() if not keys else None
     if keys:
         result = result.join(
-            labels.rename({"in_sample": "__calib_in_sample"}).lazy(), on=keys, how="left",
-            nulls_equal=True, maintain_order="left",
+            labels.rename({"in_sample": "__calib_in_sample"}).lazy(),
+            on=keys,
+            how="left",
+            nulls_equal=True,
+            maintain_order="left",
         )
     else:
         result = result.with_columns(pl.lit(bool(label)).alias("__calib_in_sample"))
     in_sample = pl.col("__calib_in_sample").fill_null(False)
     if split is not None:
         in_sample = in_sample | (pl.col(split) == pl.lit(fit_value)).fill_null(False)
-    result = result.with_columns(in_sample.alias("in_sample")).drop(
-        _ROW, _P, "__calib_in_sample"
-    )
+    result = result.with_columns(in_sample.alias("in_sample")).drop(_ROW, _P, "__calib_in_sample")
     return return_like(frame, result)

@@ -72,7 +72,7 @@ _PARAMS_IN = Table(
 
 
 def fit_platt(
-    frame: pl.DataFrame | pl.LazyFrame,
+    frame: Frame,
     *,
     by: str | Sequence[str] | None = None,
     confidence: str = "confidence",
@@ -86,7 +86,7 @@ def fit_platt(
     epsilon: float = 1e-12,
     tol: float = 1e-10,
     max_iter: int = 100,
-) -> pl.DataFrame | pl.LazyFrame:
+) -> Frame:
     """Fit Platt scaling σ(a·logit(p) + b) per group (vectorised Newton).
 
     Per group, in memory (see the module docstring for the model and the targets).
@@ -143,7 +143,7 @@ def fit_platt(
     >>> params.select(pl.col("slope", "intercept").round(4), "converged").rows()
     [(0.5593, -0.5849, True)]
     """
-    keys = normalise_keys(by)
+    keys: list[str] = normalise_keys(by)
     eps = _core.check_epsilon(epsilon)
     rtol = _core.check_tolerance(tol)
     max_iter = _core.check_positive_int("max_iter", max_iter)
@@ -156,8 +156,12 @@ def fit_platt(
     if weight is not None:
         columns["weight"] = weight
     _core.check_columns(
-        schema, columns, keys=keys, numeric=[r for r in columns if r != "correct"],
-        boolean_like=["correct"], reserved=(*PLATT.names,),
+        schema,
+        columns,
+        keys=keys,
+        numeric=[r for r in columns if r != "correct"],
+        boolean_like=["correct"],
+        reserved=(*PLATT.names,),
     )
     rows, fit_keys = _core.prepare_rows(source, keys, scheme)
     data, clipped = _core.collect_binary(
@@ -190,8 +194,8 @@ def fit_platt(
     a, b, iterations, converged = _newton_2d(z, t, w, g, n, rtol=rtol, max_iter=max_iter)
     weight_total = _core.group_sum(g, w, n)
     with np.errstate(divide="ignore", invalid="ignore"):
-        before = _loss(np.ones(n), np.zeros(n), z, y, w, g, n) / weight_total
-        after = _loss(a, b, z, y, w, g, n) / weight_total
+        before = _loss(np.ones(n), np.zeros(n), z, t=y, w=w, g=g, n=n) / weight_total
+        after = _loss(a, b, z, t=y, w=w, g=g, n=n) / weight_total
     count = np.bincount(g, minlength=n) if weight is None else weight_total
     values = {
         "slope": a,
@@ -207,23 +211,36 @@ def fit_platt(
 
 
 def _loss(
-    a: np.ndarray, b: np.ndarray, z: np.ndarray, t: np.ndarray, w: np.ndarray,
-    g: np.ndarray, n: int,
+    a: np.ndarray,
+    b: np.ndarray,
+    /,
+    z: np.ndarray,
+    *,
+    t: np.ndarray,
+    w: np.ndarray,
+    g: np.ndarray,
+    n: int,
 ) -> np.ndarray:
     eta = a[g] * z + b[g]
     return _core.group_sum(g, w * (np.logaddexp(0.0, eta) - t * eta), n)
 
 
 def _newton_2d(
-    z: np.ndarray, t: np.ndarray, w: np.ndarray, g: np.ndarray, n: int, *,
-    rtol: float, max_iter: int,
+    z: np.ndarray,
+    t: np.ndarray,
+    w: np.ndarray,
+    g: np.ndarray,
+    n: int,
+    *,
+    rtol: float,
+    max_iter: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Damped Newton for (a, b) of every group together; step halving on a loss increase."""
     a, b = np.ones(n), np.zeros(n)
     active = np.ones(n, dtype=bool)
     converged = np.zeros(n, dtype=bool)
     iterations = np.zeros(n, dtype=np.int64)
-    loss = _loss(a, b, z, t, w, g, n)
+    loss = _loss(a, b, z, t=t, w=w, g=g, n=n)
     for _ in range(max_iter):
         if not active.any():
             break
@@ -235,7 +252,11 @@ def _newton_2d(
         s = w * mu * (1.0 - mu)
         ga, gb = _core.group_sum(g, r * z, n), _core.group_sum(g, r, n)
         sz = s * z
-        haa, hab, hbb = _core.group_sum(g, sz * z, n), _core.group_sum(g, sz, n), _core.group_sum(g, s, n)
+        haa, hab, hbb = (
+            _core.group_sum(g, sz * z, n),
+            _core.group_sum(g, sz, n),
+            _core.group_sum(g, s, n),
+        )
         ridge = 1e-10 * (haa + hbb) + 1e-300
         haa, hbb = haa + ridge, hbb + ridge
         det = haa * hbb - hab * hab
@@ -249,7 +270,7 @@ def _newton_2d(
         new_a, new_b, new_loss = a, b, loss
         for _halving in range(40):
             cand_a, cand_b = a - step * da, b - step * db
-            cand_loss = _loss(cand_a, cand_b, z, t, w, g, n)
+            cand_loss = _loss(cand_a, cand_b, z, t=t, w=w, g=g, n=n)
             ok = ~accepted & (cand_loss <= loss + 1e-13 * np.abs(loss))
             new_a = np.where(ok, cand_a, new_a)
             new_b = np.where(ok, cand_b, new_b)
@@ -259,6 +280,10 @@ def _newton_2d(
                 break
             step = np.where(accepted, step, step * 0.5)
         small = (np.abs(da) <= rtol * (1.0 + np.abs(a))) & (np.abs(db) <= rtol * (1.0 + np.abs(b)))
+        # the decrease Newton predicts, g·d/2, is at rounding level: nothing left to gain
+        # (the step itself can stay large along a direction the loss does not depend
+        # on, as when all confidences of a group are equal)
+        small |= 0.5 * (ga * da + gb * db) <= 1e-15 * np.abs(loss)
         stuck = active & ~accepted  # no decrease even for tiny steps: at the optimum to rounding
         done = active & (small | stuck)
         a, b, loss = new_a, new_b, new_loss
@@ -314,6 +339,7 @@ def apply_platt(
     [0.75, 0.5]
     """
     eps = _core.check_epsilon(epsilon)
+    keys: list[str]
     table, keys = read_params(params, _PARAMS_IN)
     source = as_lazy(frame)
     schema = source.collect_schema()

@@ -106,9 +106,7 @@ def fit_scheme(
         if value is not None and not isinstance(value, str):
             raise ArgumentError(f"{name}= takes a column name, got {value!r}")
     chosen = [
-        name
-        for name, on in (("split=", split is not None), ("fold=", fold is not None))
-        if on
+        name for name, on in (("split=", split is not None), ("fold=", fold is not None)) if on
     ] + (["in_sample=True"] if in_sample else [])
     if len(chosen) > 1:
         raise ArgumentError(
@@ -167,8 +165,10 @@ def check_fold_column(frame: pl.DataFrame, fold: str, keys: Sequence[str]) -> No
         raise DataError(
             f"column {fold!r}: {nulls.height:,} of {frame.height:,} rows have a null fold"
         )
-    per_group = frame.group_by(*keys).agg(pl.col(fold).n_unique().alias("n")) if keys else (
-        frame.select(pl.col(fold).n_unique().alias("n"))
+    per_group = (
+        frame.group_by(*keys).agg(pl.col(fold).n_unique().alias("n"))
+        if keys
+        else (frame.select(pl.col(fold).n_unique().alias("n")))
     )
     single = per_group.filter(pl.col("n") < 2)
     if single.height:

@@ -36,7 +36,7 @@ lazy join of the small parameters table on its keys.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 import numpy as np
@@ -81,9 +81,14 @@ TEMPERATURE = Table(
 
 _SCHEMA = dict(TEMPERATURE.columns)
 
+Derivatives = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+Loss = Callable[[np.ndarray], np.ndarray]
+# groups, number of groups, (L', L'') of 1/T, L of 1/T, rows per group, clipped per group
+_Problem = tuple[pl.DataFrame, int, Derivatives | None, Loss | None, np.ndarray, np.ndarray]
+
 
 def fit_temperature(
-    frame: pl.DataFrame | pl.LazyFrame,
+    frame: Frame,
     *,
     by: str | Sequence[str] | None = None,
     kind: Kind = "confidence",
@@ -101,7 +106,7 @@ def fit_temperature(
     epsilon: float = 1e-12,
     tol: float = 1e-10,
     max_iter: int = 100,
-) -> pl.DataFrame | pl.LazyFrame:
+) -> Frame:
     """Fit one temperature per group by minimising the negative log-likelihood.
 
     Per group, in memory: the fit rows are collected once and all groups are fitted
@@ -182,7 +187,7 @@ def fit_temperature(
     >>> round(params["temperature"][0], 3), params["nll_after"][0] < params["nll_before"][0]
     (12.048, True)
     """
-    keys = normalise_keys(by)
+    keys: list[str] = normalise_keys(by)
     if kind not in ("confidence", "options"):
         raise ArgumentError(f"kind= takes 'confidence' or 'options', got {kind!r}")
     low, high = _core.check_bounds(bounds)
@@ -198,15 +203,23 @@ def fit_temperature(
         if weight is not None:
             columns["weight"] = weight
         _core.check_columns(
-            schema, columns, keys=keys, numeric=[r for r in columns if r != "correct"],
-            boolean_like=["correct"], reserved=reserved,
+            schema,
+            columns,
+            keys=keys,
+            numeric=[r for r in columns if r != "correct"],
+            boolean_like=["correct"],
+            reserved=reserved,
         )
     else:
         if weight is not None:
             raise ArgumentError("weight= is supported for kind='confidence' only")
         columns = {"question": question, "loglik": loglik, "is_gold": is_gold}
         _core.check_columns(
-            schema, columns, keys=keys, numeric=["loglik"], boolean_like=["is_gold"],
+            schema,
+            columns,
+            keys=keys,
+            numeric=["loglik"],
+            boolean_like=["is_gold"],
             reserved=reserved,
         )
     rows, fit_keys = _core.prepare_rows(source, keys, scheme)
@@ -218,10 +231,14 @@ def fit_temperature(
         groups, n_groups, derivatives, loss, count, clipped = _options_problem(
             rows, fit_keys, question=question, loglik=loglik, is_gold=is_gold
         )
-    if n_groups:
+    if n_groups and derivatives is not None and loss is not None:
         one = np.ones(n_groups)
         result = _core.newton_1d(
-            derivatives, start=one, lower=1.0 / high, upper=1.0 / low, rtol=rtol,
+            derivatives,
+            start=one,
+            lower=1.0 / high,
+            upper=1.0 / low,
+            rtol=rtol,
             max_iter=max_iter,
         )
         beta = result.x
@@ -253,7 +270,7 @@ def _binary_problem(
     correct: str,
     weight: str | None,
     epsilon: float,
-):  # type: ignore[no-untyped-def]
+) -> _Problem:
     data, clipped = _core.collect_binary(
         rows, keys, confidence=confidence, correct=correct, weight=weight, epsilon=epsilon
     )
@@ -278,7 +295,8 @@ def _binary_problem(
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     with np.errstate(over="ignore"):
-        return 1.0 / (1.0 + np.exp(-x))
+        out: np.ndarray = 1.0 / (1.0 + np.exp(-x))
+    return out
 
 
 def _options_problem(
@@ -288,18 +306,18 @@ def _options_problem(
     question: str,
     loglik: str,
     is_gold: str,
-):  # type: ignore[no-untyped-def]
+) -> _Problem:
     schema = rows.collect_schema()
     values = {
-        "l": pl.col(loglik).cast(pl.Float64),
-        "gold": _core.outcome_expr(is_gold, schema[is_gold]),
+        "__calib_l": pl.col(loglik).cast(pl.Float64),
+        "__calib_gold": _core.outcome_expr(is_gold, schema[is_gold]),
     }
     extra = [c for c in dict.fromkeys([question, loglik, is_gold]) if c not in keys]
     groups, group, frame, n = _core.collect_grouped(
         rows, keys, values, sort_extra=[question], extra=extra
     )
-    ell = np.asarray(frame["l"].to_numpy(), dtype=np.float64)
-    gold = np.asarray(frame["gold"].to_numpy(), dtype=np.float64)
+    ell = np.asarray(frame["__calib_l"].to_numpy(), dtype=np.float64)
+    gold = np.asarray(frame["__calib_gold"].to_numpy(), dtype=np.float64)
     _core.raise_bad(frame, ~np.isfinite(ell), keys, loglik, "not a finite log-likelihood")
     _core.raise_bad(frame, ~np.isfinite(gold), keys, is_gold, "not boolean or 0/1 (or null)")
     if ell.size == 0:
@@ -311,8 +329,12 @@ def _options_problem(
     if bad_question.any():
         rows_bad = np.repeat(bad_question, np.diff(np.r_[starts, ell.size]))
         _core.raise_bad(
-            frame, rows_bad, keys, question,
-            "in questions without exactly one gold option", what="option rows",
+            frame,
+            rows_bad,
+            keys,
+            question,
+            "in questions without exactly one gold option",
+            what="option rows",
         )
     sizes = np.diff(np.r_[starts, ell.size])
     top = np.maximum.reduceat(ell, starts)
@@ -410,6 +432,7 @@ def apply_temperature(
     if kind not in ("confidence", "options"):
         raise ArgumentError(f"kind= takes 'confidence' or 'options', got {kind!r}")
     eps = _core.check_epsilon(epsilon)
+    keys: list[str]
     table, keys = read_params(params, _PARAMS_IN)
     source = as_lazy(frame)
     schema = source.collect_schema()
@@ -420,11 +443,9 @@ def apply_temperature(
         _core.check_columns(schema, {"confidence": confidence}, numeric=["confidence"])
         p = pl.col(confidence).cast(pl.Float64)
         valid = p.is_between(0.0, 1.0)
-        value = pl.when(valid).then(_core.sigmoid_expr(_core.logit_expr(p, eps) / t))
+        value: pl.Expr = pl.when(valid).then(_core.sigmoid_expr(_core.logit_expr(p, eps) / t))
     else:
-        _core.check_columns(
-            schema, {"question": question, "loglik": loglik}, numeric=["loglik"]
-        )
+        _core.check_columns(schema, {"question": question, "loglik": loglik}, numeric=["loglik"])
         scaled = pl.col(loglik).cast(pl.Float64) / t
         within = [*(keys if by is None else normalise_keys(by)), question]
         shifted = (scaled - scaled.max().over(within)).exp()
