@@ -504,3 +504,23 @@ def test_hostile_names() -> None:
             confidence="p (conf)",
             correct="ok?",
         )
+
+
+def test_fractional_weights_and_null_keys() -> None:
+    frame = _binary(n=200).with_columns(
+        w=pl.int_range(pl.len()).cast(pl.Float64) % 3 * 0.25 + 0.1,
+        model=pl.when(pl.col("model") == "b").then(None).otherwise(pl.col("model")),
+    )
+    for fit, apply in FITS.values():
+        params = fit(frame, by="model", weight="w")
+        assert params["model"].n_unique() == 2 and params["model"].null_count() > 0
+        out = apply(frame, params)
+        assert out["recalibrated"].null_count() == 0
+    t = fit_temperature(frame, by="model", weight="w")
+    assert t["count"].to_list() == [200, 200]
+    sub = frame.filter(pl.col("model").is_null())
+    p, y, w = (sub[c].to_numpy().astype(float) for c in ("confidence", "correct", "w"))
+    z = np.log(p) - np.log1p(-p)
+    beta = 1.0 / t.filter(pl.col("model").is_null())["temperature"].item()
+    nll = np.sum(w * (np.logaddexp(0.0, beta * z) - y * beta * z)) / w.sum()
+    assert t.filter(pl.col("model").is_null())["nll_after"].item() == pytest.approx(nll, rel=1e-12)

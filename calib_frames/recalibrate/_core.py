@@ -32,6 +32,7 @@ FloatArray = np.ndarray
 RESERVED_PREFIX = "__calib"
 _G = "__calib_group"
 _P, _Y, _W = "__calib_p", "__calib_y", "__calib_w"
+_RUN = "__calib_run"
 
 
 def check_columns(
@@ -112,34 +113,77 @@ def collect_grouped(
     keys: Sequence[str],
     values: Mapping[str, pl.Expr],
     *,
-    sort_extra: Sequence[str] = (),
+    runs_of: str | None = None,
     extra: Sequence[str] = (),
-) -> tuple[pl.DataFrame, FloatArray, pl.DataFrame, int]:
-    """Collect ``values`` sorted by keys (then ``sort_extra``) with a dense group index.
+) -> tuple[pl.DataFrame, FloatArray, pl.DataFrame, int, FloatArray]:
+    """Collect ``values`` with a dense group index (groups numbered in key order).
+
+    No sort of the rows is needed. The rows are cut into *runs* of equal consecutive
+    keys (and ``runs_of``, the question column); the first row of each run is matched to
+    the small table of distinct keys, and the run's group index repeated over its rows.
+    With ``runs_of``, the rows of one question must be contiguous for the per-question
+    sums: they usually are (the options of a question arrive together); that no
+    question has two runs is checked (a hash of each run's first row, sorted, then an
+    exact check only if two hashes collide), and otherwise the rows are sorted by keys
+    and question first.
 
     Returns the groups table (keys, one row per group in index order), the group index
-    per row, the collected frame (the ``values`` columns and ``extra`` columns) and the
-    number of groups (a frame without keys is one group if it has rows, else none).
+    per row, the collected frame (the ``values`` columns and ``extra`` columns), the
+    number of groups (a frame without keys is one group if it has rows, else none) and
+    the row index where each run starts.
     """
     select = [*keys, *extra, *(expr.alias(name) for name, expr in values.items())]
-    order = [*keys, *sort_extra]
-    frame = rows.select(select)
-    if order:
-        frame = frame.sort(order, nulls_last=True)
-    if keys:
-        frame = frame.with_columns(pl.struct(*keys).rle_id().alias(_G))
-    else:
-        frame = frame.with_columns(pl.lit(0, dtype=pl.UInt32).alias(_G))
-    collected = frame.collect()
-    group = collected[_G].to_numpy().astype(np.int64)
-    if keys:
-        groups = collected.select(*keys, _G).unique(_G, keep="first", maintain_order=True)
-        groups = groups.drop(_G)
-        n_groups = groups.height
-    else:
-        groups = pl.DataFrame()
-        n_groups = 1 if collected.height else 0
-    return groups, group, collected.drop(_G), n_groups
+    collected = rows.select(select).collect()
+    within = [*keys, *(() if runs_of is None else (runs_of,))]
+    starts, heads = _runs(collected, within)
+    if runs_of is not None and not _distinct_runs(heads, within):
+        collected = collected.sort(within, nulls_last=True)
+        starts, heads = _runs(collected, within)
+    height = collected.height
+    if not keys:
+        n_groups = 1 if height else 0
+        return pl.DataFrame(), np.zeros(height, dtype=np.int64), collected, n_groups, starts
+    groups = heads.select(keys).unique().sort(keys, nulls_last=True)
+    index = groups.with_row_index(_G)
+    run_group = (
+        heads.select(keys)
+        .join(index, on=list(keys), how="left", nulls_equal=True, maintain_order="left")[_G]
+        .to_numpy()
+        .astype(np.int64)
+    )
+    group = np.repeat(run_group, np.diff(np.r_[starts, height]))
+    return groups, group, collected, groups.height, starts
+
+
+def _runs(frame: pl.DataFrame, columns: Sequence[str]) -> tuple[FloatArray, pl.DataFrame]:
+    """Start row of each run of equal consecutive ``columns`` values, and those rows."""
+    if not columns or frame.height == 0:
+        return np.zeros(min(frame.height, 1), dtype=np.int64), frame.select(columns).head(1)
+    first = pl.int_range(pl.len()) == 0
+    for column in columns:
+        first = first | pl.col(column).ne_missing(pl.col(column).shift(1))
+    starts = np.flatnonzero(frame.select(first.alias("b"))["b"].to_numpy())
+    return starts, frame.select(columns)[starts]
+
+
+def _distinct_runs(heads: pl.DataFrame, columns: Sequence[str]) -> bool:
+    """Whether no value of ``columns`` starts two runs (i.e. every value is contiguous)."""
+    if heads.height < 2:
+        return True
+    hashed = heads.select(pl.struct(*columns).hash(seed=0).alias("h"))["h"].to_numpy()
+    ordered = np.sort(hashed)
+    if not (ordered[1:] == ordered[:-1]).any():
+        return True
+    return not heads.is_duplicated().any()  # a hash collision, or a real repeat
+
+
+def run_id(columns: Sequence[str]) -> pl.Expr:
+    """Id of the runs of equal consecutive values of ``columns`` (0, 1, ...)."""
+    if not columns:
+        return pl.lit(0, dtype=pl.UInt32)
+    if len(columns) == 1:
+        return pl.col(columns[0]).rle_id()
+    return pl.struct(*columns).rle_id()
 
 
 def first_bad_row(frame: pl.DataFrame, bad: FloatArray, keys: Sequence[str], column: str) -> str:
@@ -207,7 +251,7 @@ def collect_binary(
         values[_W] = pl.col(weight).cast(pl.Float64)
     extra = [c for c in {confidence, correct, *(() if weight is None else (weight,))}]
     extra = [c for c in extra if c not in keys]
-    groups, group, frame, n_groups = collect_grouped(rows, keys, values, extra=extra)
+    groups, group, frame, n_groups, _ = collect_grouped(rows, keys, values, extra=extra)
     p = frame[_P].to_numpy()
     y = frame[_Y].to_numpy()
     p = np.asarray(p, dtype=np.float64)

@@ -62,6 +62,7 @@ ISOTONIC = Table(
 _Y = "__calib_y"
 _ROW = "__calib_row"
 _P = "__calib_p"
+_GID, _IN, _X = "__calib_gid", "__calib_in_sample", "__calib_x"
 
 
 def fit_isotonic(
@@ -210,41 +211,57 @@ def apply_isotonic(
     check_output(schema, output, split)
     check_join(schema, table, keys, "isotonic")
     _core.check_columns(schema, {"confidence": confidence}, numeric=["confidence"])
-    # the end points of every block: (x_lower, value) and (x_upper, value)
-    ends = pl.concat(
-        [
-            table.select(*keys, pl.col("x_lower").alias("__calib_x"), "value"),
-            table.select(*keys, pl.col("x_upper").alias("__calib_x"), "value"),
-        ]
-    ).unique([*keys, "__calib_x"], keep="first")
-    ends = ends.with_columns(
-        *(pl.col(k).cast(schema[k]) for k in keys), pl.col("__calib_x").cast(pl.Float64)
-    ).sort("__calib_x")
-    below = ends.rename({"__calib_x": "__calib_x0", "value": "__calib_v0"}).lazy()
-    above = ends.rename({"__calib_x": "__calib_x1", "value": "__calib_v1"}).lazy()
-    labels = table.select(
-        *keys, pl.col("in_sample").any().over(keys) if keys else pl.col("in_sample").any()
-    ).unique()
-    p = pl.col(confidence).cast(pl.Float64)
-    rows = source.with_row_index(_ROW).with_columns(
-        pl.when(p.is_between(0.0, 1.0)).then(p).alias(_P)
+    # Groups get an integer id (join_asof's by= does not match null keys), and the
+    # end points of every block, (x_lower, value) and (x_upper, value), are keyed by it.
+    label = pl.col("in_sample").fill_null(False).any().alias(_IN)
+    groups = (table.group_by(keys).agg(label) if keys else table.select(label)).with_row_index(_GID)
+    groups = groups.with_columns(pl.col(k).cast(schema[k]) for k in keys)
+    blocks = (
+        table.join(groups, on=keys, nulls_equal=True)
+        if keys
+        else table.with_columns(pl.lit(0, dtype=pl.UInt32).alias(_GID))
     )
-    valid = rows.filter(pl.col(_P).is_not_null()).sort(_P)
-    by_keys = keys or None
+    ends = (
+        pl.concat(
+            [
+                blocks.select(_GID, pl.col("x_lower").alias(_X), "value"),
+                blocks.select(_GID, pl.col("x_upper").alias(_X), "value"),
+            ]
+        )
+        .unique([_GID, _X], keep="first")
+        .with_columns(pl.col(_X).cast(pl.Float64))
+        .sort(_X)
+    )
+    below = ends.rename({_X: "__calib_x0", "value": "__calib_v0"}).lazy()
+    above = ends.rename({_X: "__calib_x1", "value": "__calib_v1"}).lazy()
+    p = pl.col(confidence).cast(pl.Float64)
+    rows = source.with_row_index(_ROW)
+    if keys:
+        rows = rows.join(
+            groups.lazy(), on=keys, how="left", nulls_equal=True, maintain_order="left"
+        )
+    else:
+        rows = rows.join(groups.lazy(), how="cross", maintain_order="left")
+    rows = rows.with_columns(pl.when(p.is_between(0.0, 1.0)).then(p).alias(_P))
+    valid = (
+        rows.filter(pl.col(_P).is_not_null() & pl.col(_GID).is_not_null())
+        .select(_ROW, _GID, _P)
+        .sort(_P)
+    )
     matched = valid.join_asof(
         below,
         left_on=_P,
         right_on="__calib_x0",
+        by=_GID,
         strategy="backward",
         check_sortedness=False,
-        by=by_keys,
     ).join_asof(
         above,
         left_on=_P,
         right_on="__calib_x1",
+        by=_GID,
         strategy="forward",
         check_sortedness=False,
-        by=by_keys,
     )
     x0, x1 = pl.col("__calib_x0"), pl.col("__calib_x1")
     v0, v1 = pl.col("__calib_v0"), pl.col("__calib_v1")
@@ -262,19 +279,8 @@ def apply_isotonic(
         value = pl.when(x0.is_null()).then(v1).otherwise(v0)
     mapped = matched.select(_ROW, value.alias(output))
     result = rows.join(mapped, on=_ROW, how="left", maintain_order="left")
-    label = table.select(pl.col("in_sample").any()).item() if not keys else None
-    if keys:
-        result = result.join(
-            labels.rename({"in_sample": "__calib_in_sample"}).lazy(),
-            on=keys,
-            how="left",
-            nulls_equal=True,
-            maintain_order="left",
-        )
-    else:
-        result = result.with_columns(pl.lit(bool(label)).alias("__calib_in_sample"))
-    in_sample = pl.col("__calib_in_sample").fill_null(False)
+    in_sample = pl.col(_IN).fill_null(False)
     if split is not None:
         in_sample = in_sample | (pl.col(split) == pl.lit(fit_value)).fill_null(False)
-    result = result.with_columns(in_sample.alias("in_sample")).drop(_ROW, _P, "__calib_in_sample")
+    result = result.with_columns(in_sample.alias("in_sample")).drop(_ROW, _P, _GID, _IN)
     return return_like(frame, result)

@@ -196,7 +196,7 @@ def fit_platt(
     with np.errstate(divide="ignore", invalid="ignore"):
         before = _loss(np.ones(n), np.zeros(n), z, t=y, w=w, g=g, n=n) / weight_total
         after = _loss(a, b, z, t=y, w=w, g=g, n=n) / weight_total
-    count = np.bincount(g, minlength=n) if weight is None else weight_total
+    count = np.bincount(g, minlength=n)
     values = {
         "slope": a,
         "intercept": b,

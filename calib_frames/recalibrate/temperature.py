@@ -83,8 +83,10 @@ _SCHEMA = dict(TEMPERATURE.columns)
 
 Derivatives = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 Loss = Callable[[np.ndarray], np.ndarray]
-# groups, number of groups, (L', L'') of 1/T, L of 1/T, rows per group, clipped per group
-_Problem = tuple[pl.DataFrame, int, Derivatives | None, Loss | None, np.ndarray, np.ndarray]
+# groups, number of groups, (L', L'') of 1/T, L of 1/T, rows, total weight, clipped rows
+_Problem = tuple[
+    pl.DataFrame, int, Derivatives | None, Loss | None, np.ndarray, np.ndarray, np.ndarray
+]
 
 
 def fit_temperature(
@@ -150,7 +152,7 @@ def fit_temperature(
     -------
     DataFrame or LazyFrame (same kind as the input; computed at call time)
         Keys…, [the fold column], then the columns of :data:`TEMPERATURE`:
-        ``temperature``; ``nll_before``/``nll_after``, the mean NLL (nats per row or
+        ``temperature``; ``nll_before``/``nll_after``, the (weighted) mean NLL (nats per row or
         per question) at T = 1 and at the fitted T; ``count`` (rows or questions);
         ``iterations``; ``converged``; ``at_bound``; ``clipped`` (rows whose confidence
         was clipped by ε); ``fitted_on`` and ``in_sample`` (the fitting scheme). A
@@ -224,11 +226,11 @@ def fit_temperature(
         )
     rows, fit_keys = _core.prepare_rows(source, keys, scheme)
     if kind == "confidence":
-        groups, n_groups, derivatives, loss, count, clipped = _binary_problem(
+        groups, n_groups, derivatives, loss, count, total, clipped = _binary_problem(
             rows, fit_keys, confidence=confidence, correct=correct, weight=weight, epsilon=eps
         )
     else:
-        groups, n_groups, derivatives, loss, count, clipped = _options_problem(
+        groups, n_groups, derivatives, loss, count, total, clipped = _options_problem(
             rows, fit_keys, question=question, loglik=loglik, is_gold=is_gold
         )
     if n_groups and derivatives is not None and loss is not None:
@@ -243,8 +245,8 @@ def fit_temperature(
         )
         beta = result.x
         with np.errstate(divide="ignore", invalid="ignore"):
-            nll_before = loss(one) / count
-            nll_after = loss(beta) / count
+            nll_before = loss(one) / total
+            nll_after = loss(beta) / total
         values: dict[str, object] = {
             "temperature": 1.0 / beta,
             "nll_before": nll_before,
@@ -290,7 +292,7 @@ def _binary_problem(
 
     count = np.bincount(g, minlength=n)
     total_weight = _core.group_sum(g, w, n)
-    return data.groups, n, derivatives, loss, count if weight is None else total_weight, clipped
+    return data.groups, n, derivatives, loss, count, total_weight, clipped
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -313,17 +315,19 @@ def _options_problem(
         "__calib_gold": _core.outcome_expr(is_gold, schema[is_gold]),
     }
     extra = [c for c in dict.fromkeys([question, loglik, is_gold]) if c not in keys]
-    groups, group, frame, n = _core.collect_grouped(
-        rows, keys, values, sort_extra=[question], extra=extra
+    groups, group, frame, n, starts = _core.collect_grouped(
+        rows,
+        keys,
+        values,
+        runs_of=question,
+        extra=extra,
     )
     ell = np.asarray(frame["__calib_l"].to_numpy(), dtype=np.float64)
     gold = np.asarray(frame["__calib_gold"].to_numpy(), dtype=np.float64)
     _core.raise_bad(frame, ~np.isfinite(ell), keys, loglik, "not a finite log-likelihood")
     _core.raise_bad(frame, ~np.isfinite(gold), keys, is_gold, "not boolean or 0/1 (or null)")
     if ell.size == 0:
-        return groups, 0, None, None, np.zeros(0), np.zeros(0)
-    qid = frame.select(pl.struct(*keys, question).rle_id()).to_series().to_numpy()
-    starts = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]])
+        return groups, 0, None, None, np.zeros(0), np.zeros(0), np.zeros(0)
     n_gold = np.add.reduceat(gold, starts)
     bad_question = n_gold != 1
     if bad_question.any():
@@ -344,13 +348,35 @@ def _options_problem(
     m_gold = gold_l - top  # <= 0
     gq = group[starts]  # group of each question
 
-    def sums(beta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        e = np.exp(beta[group] * m)
-        s0 = np.add.reduceat(e, starts)
-        ed = e * d
-        s1 = np.add.reduceat(ed, starts)
-        s2 = np.add.reduceat(ed * d, starts)
-        return s0, s1, s2
+    width = int(sizes[0])
+    if np.all(sizes == width):
+        # every question has the same number of options: (questions, K) arrays, row sums
+        # (a product with a vector of ones: numpy's sum over a short last axis is slow)
+        m2, d2 = m.reshape(-1, width), d.reshape(-1, width)
+        ones = np.ones(width)
+
+        def row_sums(beta: np.ndarray, second: bool) -> tuple[np.ndarray, ...]:
+            e = np.exp(beta[gq][:, None] * m2)
+            if not second:
+                return (e @ ones,)
+            ed = e * d2
+            return e @ ones, ed @ ones, (ed * d2) @ ones
+
+    else:
+
+        def row_sums(beta: np.ndarray, second: bool) -> tuple[np.ndarray, ...]:
+            e = np.exp(beta[group] * m)
+            if not second:
+                return (np.add.reduceat(e, starts),)
+            ed = e * d
+            return (
+                np.add.reduceat(e, starts),
+                np.add.reduceat(ed, starts),
+                np.add.reduceat(ed * d, starts),
+            )
+
+    def sums(beta: np.ndarray) -> tuple[np.ndarray, ...]:
+        return row_sums(beta, True)
 
     def derivatives(beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         s0, s1, s2 = sums(beta)
@@ -359,11 +385,11 @@ def _options_problem(
         return _core.group_sum(gq, mean, n), _core.group_sum(gq, var, n)
 
     def loss(beta: np.ndarray) -> np.ndarray:
-        s0 = np.add.reduceat(np.exp(beta[group] * m), starts)
+        (s0,) = row_sums(beta, False)
         return _core.group_sum(gq, np.log(s0) - beta[gq] * m_gold, n)
 
     count = np.bincount(gq, minlength=n)
-    return groups, n, derivatives, loss, count, np.zeros(n)
+    return groups, n, derivatives, loss, count, count.astype(np.float64), np.zeros(n)
 
 
 def apply_temperature(
