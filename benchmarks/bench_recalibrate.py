@@ -47,7 +47,9 @@ from calib_frames.recalibrate import fit_temperature
 K = 4
 
 
-def make_options(rows: int, groups: int, seed: int = 0) -> tuple[pl.DataFrame, dict[str, np.ndarray]]:
+def make_options(
+    rows: int, groups: int, seed: int = 0
+) -> tuple[pl.DataFrame, dict[str, np.ndarray]]:
     rng = np.random.default_rng(seed)
     per_group = max(1, rows // (groups * K))
     n_q = per_group * groups
@@ -90,11 +92,15 @@ def run_scipy(arrays: dict[str, np.ndarray], groups: int) -> np.ndarray:
         shifted = block - top
         gold_shifted = shifted[np.arange(len(block)), gold[bounds[g] : bounds[g + 1]]]
 
-        def nll(log_t: float, shifted: np.ndarray = shifted, gold_shifted: np.ndarray = gold_shifted) -> float:
+        def nll(
+            log_t: float, shifted: np.ndarray = shifted, gold_shifted: np.ndarray = gold_shifted
+        ) -> float:
             beta = np.exp(-log_t)
             return float(np.sum(np.log(np.exp(beta * shifted).sum(axis=1)) - beta * gold_shifted))
 
-        result = minimize_scalar(nll, bounds=(np.log(1e-3), np.log(1e3)), method="bounded", options={"xatol": 1e-10})
+        result = minimize_scalar(
+            nll, bounds=(np.log(1e-3), np.log(1e3)), method="bounded", options={"xatol": 1e-10}
+        )
         out[g] = np.exp(result.x)
     return out
 
@@ -131,31 +137,38 @@ def run_sklearn(arrays: dict[str, np.ndarray], groups: int) -> np.ndarray:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rows", nargs="+", type=float, default=[1e5])
     parser.add_argument("--groups", type=int, default=200)
     parser.add_argument("--sklearn-max-rows", type=float, default=1e6)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    print(f"{'rows':>10} {'groups':>6} {'method':<13} {'seconds':>8} {'ratio':>7} {'max rel dT':>10}")
+    print(
+        f"{'rows':>10} {'groups':>6} {'method':<13} {'seconds':>8} {'ratio':>7} {'max rel dT':>10}"
+    )
     for rows in (int(r) for r in args.rows):
         frame, arrays = make_options(rows, args.groups, args.seed)
         timings: dict[str, float] = {}
         temperatures: dict[str, np.ndarray] = {}
-        methods = {
-            "calib_frames": lambda: run_calib_frames(frame),
-            "scipy_loop": lambda: run_scipy(arrays, args.groups),
-        }
+        methods = ["calib_frames", "scipy_loop"]
         if rows <= args.sklearn_max_rows:
-            methods["sklearn_loop"] = lambda: run_sklearn(arrays, args.groups)
-        for name, method in methods.items():
+            methods.append("sklearn_loop")
+        for name in methods:
             start = time.perf_counter()
-            temperatures[name] = method()
+            if name == "calib_frames":
+                temperatures[name] = run_calib_frames(frame)
+            elif name == "scipy_loop":
+                temperatures[name] = run_scipy(arrays, args.groups)
+            else:
+                temperatures[name] = run_sklearn(arrays, args.groups)
             timings[name] = time.perf_counter() - start
         base = timings["calib_frames"]
         for name, seconds in timings.items():
             diff = np.max(np.abs(temperatures[name] / temperatures["calib_frames"] - 1.0))
-            print(f"{frame.height:>10,} {args.groups:>6} {name:<13} {seconds:>8.3f} {seconds / base:>7.2f} {diff:>10.1e}")
+            line = f"{frame.height:>10,} {args.groups:>6} {name:<13} {seconds:>8.3f}"
+            print(f"{line} {seconds / base:>7.2f} {diff:>10.1e}")
 
 
 if __name__ == "__main__":
