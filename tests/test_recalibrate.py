@@ -414,8 +414,7 @@ def test_fit_group_missing_from_apply_frame_and_back() -> None:
     assert only_a["recalibrated"].null_count() == 0
     with_c = apply_temperature(frame, params)
     assert with_c.filter(pl.col("model") == "c")["recalibrated"].null_count() == 600
-    # raised by calibration_metrics (a CalibFramesError; DataError once main's refactor lands)
-    with pytest.raises(cf.CalibFramesError, match="recalibrated"):
+    with pytest.raises(DataError, match="recalibrated"):
         recalibration_metrics(with_c.filter(pl.col("split") == "eval"), by="model")
 
 
@@ -435,8 +434,7 @@ def test_bad_rows_and_columns() -> None:
     good = pl.DataFrame({"m": ["a", "b"], "confidence": [0.2, 0.9], "correct": [0, 1]})
     bad_p = good.with_columns(confidence=pl.Series([float("nan"), 1.5]))
     for fit in (fit_temperature, fit_platt, fit_histogram, fit_isotonic):
-        # histogram binning's check is bin_statistics' (CalibFramesError until main's refactor)
-        with pytest.raises(cf.CalibFramesError, match="confidence"):
+        with pytest.raises(DataError, match="confidence"):
             fit(bad_p, by="m")
         with pytest.raises(SchemaError, match="not found"):
             fit(good, confidence="p")
