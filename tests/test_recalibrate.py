@@ -522,3 +522,21 @@ def test_fractional_weights_and_null_keys() -> None:
     beta = 1.0 / t.filter(pl.col("model").is_null())["temperature"].item()
     nll = np.sum(w * (np.logaddexp(0.0, beta * z) - y * beta * z)) / w.sum()
     assert t.filter(pl.col("model").is_null())["nll_after"].item() == pytest.approx(nll, rel=1e-12)
+
+
+def test_split_and_fold_columns_are_checked() -> None:
+    frame = _binary(n=30).with_columns(s=pl.int_range(pl.len()) % 2)
+    with pytest.raises(SchemaError, match="cannot be compared"):
+        fit_temperature(frame, split="s")
+    assert fit_temperature(frame, split="s", fit_value=0)["count"].item() == 30
+    with pytest.raises(SchemaError, match="cannot be compared"):
+        apply_temperature(frame, fit_temperature(frame), split="s")
+    with pytest.raises(SchemaError, match="not found"):
+        fit_platt(frame, split="nope")
+    with pytest.raises(SchemaError, match="assign_folds"):
+        fit_platt(frame, fold="nope")
+    with pytest.raises(DataError, match="single fold"):
+        fit_platt(frame.with_columns(f=pl.lit(1)), fold="f")
+    with_null = frame.with_columns(f=pl.when(pl.col("s") == 0).then(1))
+    with pytest.raises(DataError, match="null fold"):
+        fit_platt(with_null, fold="f")

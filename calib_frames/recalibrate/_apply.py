@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from calib_frames.exceptions import ArgumentError, SchemaError
+from calib_frames.recalibrate.splits import check_split
 from calib_frames.schema import Table
 from calib_frames.validation import as_lazy
 
@@ -80,7 +81,9 @@ def in_sample_expr(split: str | None, fit_value: object) -> pl.Expr:
     return label.alias("in_sample")
 
 
-def check_output(schema: pl.Schema, output: str, split: str | None) -> None:
+def check_output(
+    schema: pl.Schema, output: str, split: str | None, fit_value: object = "fit"
+) -> None:
     """The output columns must be new; the split column (if any) must exist."""
     if not isinstance(output, str):
         raise ArgumentError(f"output= takes a column name, got {output!r}")
@@ -89,5 +92,5 @@ def check_output(schema: pl.Schema, output: str, split: str | None) -> None:
             raise SchemaError(
                 f"column {name!r} already exists; drop it or pass another output= name"
             )
-    if split is not None and split not in schema:
-        raise SchemaError(f"split column {split!r} not found")
+    if split is not None:
+        check_split(schema, split, fit_value)

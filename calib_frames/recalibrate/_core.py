@@ -219,6 +219,11 @@ def prepare_rows(
     """The fit rows of ``scheme`` and the fitted groups' keys; checks the fold column."""
     if scheme.fitted_on == "cross_fit":
         assert scheme.fold is not None
+        if scheme.fold not in frame.collect_schema():
+            raise SchemaError(
+                f"fold column {scheme.fold!r} not found; add one with "
+                "calib_frames.recalibrate.assign_folds(frame, item=...)"
+            )
         check_fold_column(frame.select(*keys, scheme.fold).collect(), scheme.fold, keys)
     return fit_rows(frame, keys, scheme)
 

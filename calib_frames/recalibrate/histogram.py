@@ -225,7 +225,7 @@ def apply_histogram(
     binning = _binning_of(table)
     source = as_lazy(frame)
     schema = source.collect_schema()
-    check_output(schema, output, split)
+    check_output(schema, output, split, fit_value)
     check_join(schema, table, keys, "histogram-binning")
     _core.check_columns(schema, {"confidence": confidence}, numeric=["confidence"])
     low, high = binning.range

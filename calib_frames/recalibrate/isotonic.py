@@ -208,7 +208,7 @@ def apply_isotonic(
     table, keys = read_params(params, ISOTONIC)
     source = as_lazy(frame)
     schema = source.collect_schema()
-    check_output(schema, output, split)
+    check_output(schema, output, split, fit_value)
     check_join(schema, table, keys, "isotonic")
     _core.check_columns(schema, {"confidence": confidence}, numeric=["confidence"])
     # Groups get an integer id (join_asof's by= does not match null keys), and the

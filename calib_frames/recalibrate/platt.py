@@ -343,7 +343,7 @@ def apply_platt(
     table, keys = read_params(params, _PARAMS_IN)
     source = as_lazy(frame)
     schema = source.collect_schema()
-    check_output(schema, output, split)
+    check_output(schema, output, split, fit_value)
     check_join(schema, table, keys, "Platt")
     _core.check_columns(schema, {"confidence": confidence}, numeric=["confidence"])
     p = pl.col(confidence).cast(pl.Float64)

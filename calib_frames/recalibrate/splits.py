@@ -134,8 +134,7 @@ def fit_rows(
     schema = frame.collect_schema()
     if scheme.fitted_on == "split":
         assert scheme.split is not None
-        if scheme.split not in schema:
-            raise SchemaError(f"split column {scheme.split!r} not found")
+        check_split(schema, scheme.split, scheme.fit_value)
         return frame.filter(pl.col(scheme.split) == pl.lit(scheme.fit_value)), list(keys)
     if scheme.fitted_on != "cross_fit":
         return frame, list(keys)
@@ -156,6 +155,21 @@ def fit_rows(
     )
     rows = replicated.filter(pl.col(fold) != pl.col(HELD_OUT)).drop(fold)
     return rows.rename({HELD_OUT: fold}), [*keys, fold]
+
+
+def check_split(schema: pl.Schema, split: str, fit_value: object) -> None:
+    """The split column exists and can be compared with ``fit_value`` (SchemaError)."""
+    if split not in schema:
+        raise SchemaError(f"split column {split!r} not found; available: {schema.names()}")
+    dtype = schema[split]
+    textual = dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum)
+    if isinstance(fit_value, str) != textual or not (
+        textual or dtype.is_numeric() or dtype == pl.Boolean
+    ):
+        raise SchemaError(
+            f"split column {split!r} is {dtype}, which cannot be compared with "
+            f"fit_value={fit_value!r}; pass a fit_value of the column's type"
+        )
 
 
 def check_fold_column(frame: pl.DataFrame, fold: str, keys: Sequence[str]) -> None:

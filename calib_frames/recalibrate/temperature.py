@@ -462,7 +462,7 @@ def apply_temperature(
     table, keys = read_params(params, _PARAMS_IN)
     source = as_lazy(frame)
     schema = source.collect_schema()
-    check_output(schema, output, split)
+    check_output(schema, output, split, fit_value)
     check_join(schema, table, keys, "temperature")
     t = pl.col(param("temperature"))
     if kind == "confidence":
