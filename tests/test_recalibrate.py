@@ -540,3 +540,38 @@ def test_split_and_fold_columns_are_checked() -> None:
     with_null = frame.with_columns(f=pl.when(pl.col("s") == 0).then(1))
     with pytest.raises(DataError, match="null fold"):
         fit_platt(with_null, fold="f")
+
+
+@pytest.mark.parametrize("block", [7, 1 << 13])
+def test_options_ragged_and_blocked_match_reference(
+    block: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Questions with 2-5 options (the reduceat path), summed in blocks of any size."""
+    from calib_frames.recalibrate import temperature as module
+
+    monkeypatch.setattr(module, "_BLOCK", block)
+    rng = np.random.default_rng(11)
+    frame = _options(questions=150, k=5, models=2)
+    keep = rng.uniform(size=frame.height) < 0.6
+    frame = frame.filter(pl.Series(keep) | pl.col("is_gold"))
+    frame = frame.filter(pl.len().over("model", "question") >= 2)
+    params = fit_temperature(frame, by="model", kind="options")
+    for model, t in params.select("model", "temperature").rows():
+        sub = frame.filter(pl.col("model") == model)
+        questions = sub.partition_by("question", maintain_order=True)
+
+        def slope(beta: float, questions: list[pl.DataFrame] = questions) -> float:
+            total = 0.0
+            for q in questions:
+                ll, gold = q["loglik"].to_numpy(), q["is_gold"].to_numpy()
+                e = np.exp(beta * (ll - ll.max()))
+                total += float((e * ll).sum() / e.sum() - ll[gold][0])
+            return total
+
+        ref = 1.0 / brentq(slope, 1e-3, 1e3, xtol=1e-14, rtol=1e-14)
+        assert t == pytest.approx(ref, rel=1e-9)
+    # the options of a question need not be contiguous: shuffled rows give the same fit
+    shuffled = fit_temperature(
+        frame.sample(fraction=1.0, shuffle=True, seed=3), by="model", kind="options"
+    )
+    np.testing.assert_allclose(shuffled["temperature"], params["temperature"], rtol=1e-12)

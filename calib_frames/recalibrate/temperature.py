@@ -60,6 +60,7 @@ from calib_frames.validation import Frame, as_lazy, return_like
 __all__ = ["TEMPERATURE", "apply_temperature", "fit_temperature"]
 
 Kind = Literal["confidence", "options"]
+_BLOCK = 1 << 13  # questions per block of the option sums (fits in the L2 cache)
 
 TEMPERATURE = Table(
     "temperature-parameters table",
@@ -340,46 +341,70 @@ def _options_problem(
             "in questions without exactly one gold option",
             what="option rows",
         )
+    derivatives, loss, count = _option_objective(ell, gold, starts, group, n)
+    return groups, n, derivatives, loss, count, count.astype(np.float64), np.zeros(n)
+
+
+def _option_objective(
+    ell: np.ndarray, gold: np.ndarray, starts: np.ndarray, group: np.ndarray, n: int
+) -> tuple[Derivatives, Loss, np.ndarray]:
+    """(L′, L″) and L of 1/T per group for option rows contiguous per question.
+
+    With m = ℓ − max_q ℓ (≤ 0, so exp never overflows) and d = ℓ − ℓ_gold per option,
+    a question contributes L_q = log Σ exp(β m) − β m_gold, L′_q = E_β[d] and
+    L″_q = Var_β[d]. The sums run over blocks of questions small enough for their
+    arrays to stay in the CPU cache (a loop over blocks of rows, not over groups), so
+    each pass costs one read of m and d instead of several round trips to memory.
+    """
     sizes = np.diff(np.r_[starts, ell.size])
-    top = np.maximum.reduceat(ell, starts)
-    gold_l = np.add.reduceat(np.where(gold > 0, ell, 0.0), starts)
-    m = ell - np.repeat(top, sizes)  # <= 0, max 0 per question: exp never overflows
-    d = ell - np.repeat(gold_l, sizes)  # log-likelihood relative to the gold option
-    m_gold = gold_l - top  # <= 0
     gq = group[starts]  # group of each question
-
+    n_questions = starts.size
     width = int(sizes[0])
-    if np.all(sizes == width):
-        # every question has the same number of options: (questions, K) arrays, row sums
-        # (a product with a vector of ones: numpy's sum over a short last axis is slow)
-        m2, d2 = m.reshape(-1, width), d.reshape(-1, width)
+    dense = bool(np.all(sizes == width))
+    if dense:
+        # every question has K options: (questions, K) arrays; row sums by a product with
+        # a vector of ones (numpy's sum over a short last axis is slow)
+        ell2 = ell.reshape(-1, width)
         ones = np.ones(width)
-
-        def row_sums(beta: np.ndarray, second: bool) -> tuple[np.ndarray, ...]:
-            e = np.exp(beta[gq][:, None] * m2)
-            if not second:
-                return (e @ ones,)
-            ed = e * d2
-            return e @ ones, ed @ ones, (ed * d2) @ ones
-
+        top = _column_reduce(np.maximum, ell2)
+        gold_l = _column_reduce(np.add, gold.reshape(-1, width) * ell2)  # ℓ finite: checked
+        m = ell2 - top[:, None]
+        d = ell2 - gold_l[:, None]
     else:
+        top = np.maximum.reduceat(ell, starts)
+        gold_l = np.add.reduceat(np.where(gold > 0, ell, 0.0), starts)
+        m = ell - np.repeat(top, sizes)
+        d = ell - np.repeat(gold_l, sizes)
+    m_gold = gold_l - top  # <= 0
+    q_edges = np.r_[np.arange(0, n_questions, _BLOCK), n_questions]
+    r_edges = np.r_[starts, ell.size][q_edges]
+    blocks = list(zip(q_edges[:-1], q_edges[1:], r_edges[:-1], r_edges[1:], strict=True))
 
-        def row_sums(beta: np.ndarray, second: bool) -> tuple[np.ndarray, ...]:
-            e = np.exp(beta[group] * m)
-            if not second:
-                return (np.add.reduceat(e, starts),)
-            ed = e * d
-            return (
-                np.add.reduceat(e, starts),
-                np.add.reduceat(ed, starts),
-                np.add.reduceat(ed * d, starts),
-            )
-
-    def sums(beta: np.ndarray) -> tuple[np.ndarray, ...]:
-        return row_sums(beta, True)
+    def row_sums(beta: np.ndarray, second: bool) -> list[np.ndarray]:
+        bq = beta[gq]
+        out = [np.empty(n_questions) for _ in range(3 if second else 1)]
+        for q0, q1, r0, r1 in blocks:
+            if dense:
+                mb, db = m[q0:q1], d[q0:q1]
+                e = np.exp(bq[q0:q1, None] * mb)
+                sums = [e @ ones]
+                if second:
+                    ed = e * db
+                    sums += [ed @ ones, (ed * db) @ ones]
+            else:
+                local = starts[q0:q1] - r0
+                mb, db = m[r0:r1], d[r0:r1]
+                e = np.exp(np.repeat(bq[q0:q1], sizes[q0:q1]) * mb)
+                sums = [np.add.reduceat(e, local)]
+                if second:
+                    ed = e * db
+                    sums += [np.add.reduceat(ed, local), np.add.reduceat(ed * db, local)]
+            for target, value in zip(out, sums, strict=True):
+                target[q0:q1] = value
+        return out
 
     def derivatives(beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        s0, s1, s2 = sums(beta)
+        s0, s1, s2 = row_sums(beta, True)
         mean = s1 / s0
         var = np.maximum(s2 / s0 - mean * mean, 0.0)
         return _core.group_sum(gq, mean, n), _core.group_sum(gq, var, n)
@@ -388,8 +413,16 @@ def _options_problem(
         (s0,) = row_sums(beta, False)
         return _core.group_sum(gq, np.log(s0) - beta[gq] * m_gold, n)
 
-    count = np.bincount(gq, minlength=n)
-    return groups, n, derivatives, loss, count, count.astype(np.float64), np.zeros(n)
+    return derivatives, loss, np.bincount(gq, minlength=n)
+
+
+def _column_reduce(ufunc: np.ufunc, values: np.ndarray) -> np.ndarray:
+    """Row-wise reduction of a (rows, K) array with small K, column by column (faster
+    than numpy's reduction over a short last axis)."""
+    out: np.ndarray = values[:, 0].copy()
+    for k in range(1, values.shape[1]):
+        ufunc(out, values[:, k], out=out)
+    return out
 
 
 def apply_temperature(
