@@ -1,10 +1,10 @@
 """Shared plumbing of the recalibration fitters: checks, collection into group-indexed
 numpy arrays, the safeguarded vectorised Newton solver, and the parameters-table labels.
 
-The fitters are per group and in memory: the fit rows are collected once, sorted by the
-group keys, and every group is then iterated *together* (numpy arrays indexed by group,
-per-group sums by ``np.bincount`` / ``np.add.reduceat``), never by a Python loop over
-groups.
+The fitters are per group and in memory: the fit rows are collected once (no sort
+unless the options of a question are scattered), every row gets a dense group index, and
+every group is then iterated *together* (numpy arrays indexed by group, per-group sums by
+``np.bincount`` / ``np.add.reduceat``), never by a Python loop over groups.
 """
 
 from __future__ import annotations
