@@ -428,6 +428,11 @@ def test_empty_frames(method: str) -> None:
     assert out.height == 0 and out.columns[-2:] == ["recalibrated", "in_sample"]
     whole = fit(empty)
     assert whole.height == 0
+    # parameters of nothing keep every row of a frame they are applied to, with nulls
+    rows = _binary(n=5, groups=("a",))
+    kept = apply(rows, whole)
+    assert kept.height == 5 and kept["recalibrated"].null_count() == 5
+    assert kept["confidence"].to_list() == rows["confidence"].to_list()
 
 
 def test_bad_rows_and_columns() -> None:

@@ -16,6 +16,7 @@ from calib_frames.validation import as_lazy
 __all__ = ["in_sample_expr", "join_params", "read_params"]
 
 IN_SAMPLE_PARAM = "__calib_in_sample"
+_ONE = "__calib_one"
 
 
 def read_params(
@@ -64,7 +65,12 @@ def join_params(
         pl.col("in_sample").alias(IN_SAMPLE_PARAM),
     ).lazy()
     if not keys:
-        return frame.join(right, how="cross", maintain_order="left")
+        # a left join on a constant: every row kept even when there are no parameters
+        one = pl.lit(0, dtype=pl.UInt8).alias(_ONE)
+        joined = frame.with_columns(one).join(
+            right.with_columns(one), on=_ONE, how="left", maintain_order="left"
+        )
+        return joined.drop(_ONE)
     return frame.join(right, on=list(keys), how="left", nulls_equal=True, maintain_order="left")
 
 

@@ -240,8 +240,18 @@ def apply_isotonic(
         rows = rows.join(
             groups.lazy(), on=keys, how="left", nulls_equal=True, maintain_order="left"
         )
-    else:
-        rows = rows.join(groups.lazy(), how="cross", maintain_order="left")
+    else:  # a left join on a constant: every row kept even without blocks
+        one = pl.lit(0, dtype=pl.UInt8).alias("__calib_one")
+        rows = (
+            rows.with_columns(one)
+            .join(
+                groups.lazy().with_columns(one),
+                on="__calib_one",
+                how="left",
+                maintain_order="left",
+            )
+            .drop("__calib_one")
+        )
     rows = rows.with_columns(pl.when(p.is_between(0.0, 1.0)).then(p).alias(_P))
     valid = (
         rows.filter(pl.col(_P).is_not_null() & pl.col(_GID).is_not_null())
