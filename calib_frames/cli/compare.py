@@ -32,9 +32,15 @@ SUMMARY = (
 )
 
 
-def add_prediction_arguments(parser: argparse.ArgumentParser) -> None:
+def add_prediction_arguments(
+    parser: argparse.ArgumentParser, *, inputs_required: bool = True
+) -> None:
     """Inputs and column roles shared by compare, report and stats."""
-    parser.add_argument("inputs", nargs="+", help="prediction files, globs or directories")
+    parser.add_argument(
+        "inputs",
+        nargs="+" if inputs_required else "*",
+        help="prediction files, globs or directories",
+    )
     parser.add_argument(
         "--token-file",
         action="append",

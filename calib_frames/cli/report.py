@@ -35,8 +35,7 @@ TABLES = ("comparison.parquet", "comparison.csv", "comparison.json", "comparison
 def add_parser(commands: Any) -> None:
     """Register the subcommand."""
     parser = commands.add_parser("report", help="write tables, HTML report and charts")
-    add_prediction_arguments(parser)
-    parser.set_defaults(inputs=[])
+    add_prediction_arguments(parser, inputs_required=False)
     parser.add_argument("--out", type=Path, required=True, help="output directory (must exist)")
     parser.add_argument(
         "--from-stats",
