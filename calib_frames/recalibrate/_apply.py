@@ -1,5 +1,7 @@
-"""Shared plumbing of the ``apply_*`` functions: read the small parameters table, check
-that it fits the frame, and join it on its keys (a lazy left join; rows keep their order).
+"""Shared plumbing of the ``apply_*`` functions.
+
+They read the small parameters table, check that it fits the frame, and join it on its
+keys (a lazy left join; rows keep their order).
 """
 
 from __future__ import annotations
@@ -56,8 +58,10 @@ def join_params(
     keys: Sequence[str],
     columns: Sequence[str],
 ) -> pl.LazyFrame:
-    """Left-join the parameter ``columns`` (as ``__calib_<name>``, so that they never
-    clash with the frame's columns) and the in-sample label on ``keys``."""
+    """Left-join the parameter ``columns`` and the in-sample label on ``keys``.
+
+    The columns arrive as ``__calib_<name>``, so that they never clash with the frame's.
+    """
     schema = frame.collect_schema()
     right = params.select(
         *(pl.col(key).cast(schema[key]) for key in keys),

@@ -1,5 +1,7 @@
-"""Shared plumbing of the recalibration fitters: checks, collection into group-indexed
-numpy arrays, the safeguarded vectorised Newton solver, and the parameters-table labels.
+"""Shared plumbing of the recalibration fitters.
+
+Checks, collection into group-indexed numpy arrays, the safeguarded vectorised Newton
+solver, and the parameters-table labels.
 
 The fitters are per group and in memory: the fit rows are collected once (no sort
 unless the options of a question are scattered), every row gets a dense group index, and
@@ -187,7 +189,7 @@ def run_id(columns: Sequence[str]) -> pl.Expr:
 
 
 def first_bad_row(frame: pl.DataFrame, bad: FloatArray, keys: Sequence[str], column: str) -> str:
-    """ "; e.g. model='a': confidence=1.5" for the first offending row."""
+    """Describe the first offending row, as in "; e.g. model='a': confidence=1.5"."""
     index = int(np.flatnonzero(bad)[0])
     row = frame.row(index, named=True)
     group = ", ".join(f"{key}={row[key]!r}" for key in keys if key in row)

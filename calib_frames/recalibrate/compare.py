@@ -309,7 +309,19 @@ def recalibration_reliability(
 ) -> Frame:
     """Reliability-diagram data before and after recalibration, stacked.
 
-    Parameters are those of :func:`recalibration_metrics`.
+    Parameters
+    ----------
+    frame
+        A frame from :func:`recalibrate` or an ``apply_*`` function (with the
+        ``in_sample`` label), or from :func:`top_option`.
+    by
+        Group key column(s).
+    confidence, recalibrated, correct, weight
+        The original and the recalibrated confidence, the outcome, row weights.
+    bins
+        Binning of both reliability tables.
+    in_sample
+        Use every row, including those the map was fitted on (labelled).
 
     Returns
     -------
@@ -318,6 +330,13 @@ def recalibration_reliability(
         :func:`calib_frames.reliability_table` (``bin``, ``bin_lower``, ``bin_upper``,
         ``count``, ``mean_confidence``, ``accuracy``; null means in empty bins), then
         ``in_sample``. ``stage`` is a key of the table (it comes before ``bin``).
+
+    Raises
+    ------
+    SchemaError
+        Missing columns, no ``in_sample`` label, a group key named ``stage``.
+    DataError
+        Invalid rows, including null recalibrated confidences.
 
     Examples
     --------
@@ -363,8 +382,10 @@ def top_option(
     is_gold: str = "is_gold",
     recalibrated: str = "recalibrated",
 ) -> Frame:
-    """Multiple choice → one row per question: the top option's probability, before and
-    after, and whether it is the gold option.
+    """Turn multiple-choice options into one row per question, for the comparison tables.
+
+    Each question gets the top option's probability, before and after, and whether it is
+    the gold option.
 
     ``confidence`` is the largest softmax probability of the question's log-likelihoods
     (T = 1), ``recalibrated`` the largest recalibrated probability, ``correct`` whether

@@ -88,6 +88,22 @@ def fit_scheme(
 ) -> FitScheme:
     """Build the :class:`FitScheme` named by the arguments of a ``fit_*`` function.
 
+    Parameters
+    ----------
+    split
+        Column whose value ``fit_value`` marks the fit rows (scheme ``"split"``).
+    fit_value
+        The value of ``split`` on fit rows (default ``"fit"``).
+    fold
+        Fold column for cross-fitting (scheme ``"cross_fit"``).
+    in_sample
+        Fit and score the same rows (scheme ``"in_sample"``).
+
+    Returns
+    -------
+    FitScheme
+        ``"frame"`` when nothing is asked for (every row of the frame is fit data).
+
     Raises
     ------
     ArgumentError

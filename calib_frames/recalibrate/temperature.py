@@ -417,8 +417,10 @@ def _option_objective(
 
 
 def _column_reduce(ufunc: np.ufunc, values: np.ndarray) -> np.ndarray:
-    """Row-wise reduction of a (rows, K) array with small K, column by column (faster
-    than numpy's reduction over a short last axis)."""
+    """Reduce each row of a (rows, K) array with small K, column by column.
+
+    Faster than numpy's reduction over a short last axis.
+    """
     out: np.ndarray = values[:, 0].copy()
     for k in range(1, values.shape[1]):
         ufunc(out, values[:, k], out=out)
