@@ -175,3 +175,19 @@ def test_bad_arguments() -> None:
         isotonic_blocks(frame, x="x", y="y", increasing="yes")  # type: ignore[arg-type]
     with pytest.raises(cf.SchemaError, match="clash"):
         isotonic_blocks(frame.rename({"s": "value"}), x="x", y="y", by="value")
+
+
+def test_many_groups_match_sklearn() -> None:
+    """The group shift grows with the group count: 3000 groups still fit exactly."""
+    rng = np.random.default_rng(12)
+    n_groups, size = 3000, 12
+    group = np.repeat(np.arange(n_groups), size)
+    x = rng.integers(0, 6, group.size) / 5
+    y = rng.normal(0, 1, group.size) + x
+    frame = pl.DataFrame({"g": group, "x": x, "y": y})
+    blocks = isotonic_blocks(frame, x="x", y="y", by="g")
+    got = fitted_per_row(frame, blocks.rename({"g": "g_right"}), ["g"])
+    want = np.concatenate(
+        [sklearn_fit(x[group == g], y[group == g], None, True) for g in range(n_groups)]
+    )
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)

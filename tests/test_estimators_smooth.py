@@ -134,9 +134,10 @@ def test_properties(grouped: pl.DataFrame) -> None:
     # 0 <= smECE <= 1 and the bandwidth is the bisection's upper end: σ >= smECE_σ
     assert out.filter((pl.col("smooth_ece") < 0) | (pl.col("smooth_ece") > 1)).height == 0
     assert (out["bandwidth"] >= out["smooth_ece"]).all()
-    # a perfectly calibrated sample (y = f exactly, as fractional outcomes) has smECE ≈ 0
+    # the curve is a frequency in [0, 1] over a non-negative density
     curve = smooth_reliability_curve(grouped, by="model")
     assert curve.filter((pl.col("y") < 0) | (pl.col("y") > 1)).height == 0
+    assert (curve["density"] >= 0).all()
 
 
 def test_empty_input() -> None:
@@ -173,3 +174,9 @@ def test_bad_arguments() -> None:
         smooth_reliability_curve(frame, points=1)
     with pytest.raises(cf.ArgumentError, match="eps"):
         smooth_ece(frame, eps=0)
+
+
+def test_boolean_confidence_is_refused() -> None:
+    frame = pl.DataFrame({"confidence": [True, False], "correct": [0.5, 0.2]})
+    with pytest.raises(cf.SchemaError, match="swapped"):
+        smooth_ece(frame)

@@ -22,6 +22,7 @@ __all__ = [
     "Y",
     "attach",
     "group_ids",
+    "grouped",
     "keys_of",
     "prediction_frame",
     "validate_predictions",
@@ -74,7 +75,15 @@ def prediction_frame(
     columns = {"confidence": confidence, "correct": correct}
     if weight is not None:
         columns["weight"] = weight
-    check_columns(source.collect_schema(), columns, keys=keys, reserved=(*reserved, P, Y, W))
+    schema = source.collect_schema()
+    check_columns(schema, columns, keys=keys, reserved=(*reserved, P, Y, W))
+    for role in ("confidence", "weight"):
+        name = columns.get(role)
+        if name is not None and schema[name] == pl.Boolean:
+            raise SchemaError(
+                f"column {name!r} ({role}) is Boolean; a {role} must be a number "
+                "(were the confidence and correct columns swapped?)"
+            )
     extra = [] if weight is None else [pl.col(weight).cast(pl.Float64).alias(W)]
     return source.select(
         *keys,
@@ -92,8 +101,10 @@ def validate_predictions(
     keys: list[str],
     weight: str | None = None,
     binary: bool = True,
+    sort: bool = True,
 ) -> pl.DataFrame:
-    """Raise :class:`DataError` for bad rows; return the rows sorted by keys (stable)."""
+    """Raise :class:`DataError` for bad rows; return the rows sorted by keys (stable)
+    unless ``sort=False``."""
     p, y = pl.col(P), pl.col(Y)
     checks: list[tuple[str, str, pl.Expr]] = [
         (
@@ -126,7 +137,9 @@ def validate_predictions(
             )
     if problems:
         raise DataError("invalid input:\n  " + "\n  ".join(problems))
-    return rows.sort(keys, maintain_order=True, nulls_last=True) if keys else rows
+    if not sort or not keys:
+        return rows
+    return rows.sort(keys, maintain_order=True, nulls_last=True)
 
 
 def attach(table: pl.DataFrame, columns: Sequence[pl.Series]) -> pl.DataFrame:
@@ -175,6 +188,30 @@ def raise_on_bad_rows(
         return frame.drop(counted)
 
     return aggregated.map_batches(check, schema=out_schema)
+
+
+def grouped(
+    rows: pl.DataFrame, keys: list[str], *, sort_by: str | None = None
+) -> tuple[npt.NDArray[np.int64], pl.DataFrame, int, pl.DataFrame]:
+    """The rows gathered group by group (groups in key order, rows within a group in
+    input order or sorted by ``sort_by``): group number per row, the key table, the
+    group count and the gathered value columns (every column but the keys).
+
+    One ``group_by`` with a per-group sort and an explode: the groups are sorted in
+    parallel and in cache, several times faster than one sort of all rows by
+    (keys…, value).
+    """
+    values = [c for c in rows.columns if c not in keys]
+    if not keys:
+        ordered = rows.sort(sort_by, maintain_order=True) if sort_by is not None else rows
+        return np.zeros(rows.height, dtype=np.int64), pl.DataFrame(), 1, ordered.select(values)
+    gathered_columns = (
+        pl.col(values) if sort_by is None else pl.col(values).sort_by(sort_by, maintain_order=True)
+    )
+    gathered = rows.group_by(keys).agg(gathered_columns).sort(keys, nulls_last=True)
+    lengths = gathered[values[0]].list.len().to_numpy().astype(np.int64)
+    group = np.repeat(np.arange(gathered.height, dtype=np.int64), lengths)
+    return group, gathered.select(keys), gathered.height, gathered.select(values).explode(values)
 
 
 def group_ids(
