@@ -608,3 +608,13 @@ def test_public_functions_document_each_parameter(name: str) -> None:
     )
     for parameter in inspect.signature(function).parameters:
         assert parameter.lstrip("*") in listed, f"{name}: parameter {parameter!r} undocumented"
+
+
+def test_recalibrate_options_and_output_names_are_checked() -> None:
+    frame = _binary(n=20, groups=("a",))
+    with pytest.raises(ArgumentError, match=r"takes no option\(s\) \['bins'\]"):
+        recalibrate(frame, method="platt", in_sample=True, bins=10)
+    with pytest.raises(ArgumentError, match="reserved"):
+        recalibrate(frame, method="platt", in_sample=True, output="in_sample")
+    out = recalibrate(frame, method="histogram", in_sample=True, bins=4, output="hist")
+    assert out.columns[-2:] == ["hist", "in_sample"]

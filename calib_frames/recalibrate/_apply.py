@@ -97,6 +97,8 @@ def check_output(
     """The output columns must be new; the split column (if any) must exist."""
     if not isinstance(output, str):
         raise ArgumentError(f"output= takes a column name, got {output!r}")
+    if output == "in_sample" or output.startswith("__calib"):
+        raise ArgumentError(f"output={output!r} is reserved; choose another column name")
     for name in (output, "in_sample"):
         if name in schema:
             raise SchemaError(

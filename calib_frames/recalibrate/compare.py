@@ -21,6 +21,7 @@ every row and says so in the ``in_sample`` column of the output.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -169,6 +170,13 @@ def recalibrate(
             "or fit_*/apply_* on two frames"
         )
     fit, apply = methods[method]
+    accepted = set(inspect.signature(fit).parameters) - {"frame", "by", "split", "fit_value"}
+    accepted -= {"fold", "in_sample"}
+    unknown = sorted(set(options) - accepted)
+    if unknown:
+        raise ArgumentError(
+            f"method={method!r} takes no option(s) {unknown}; it takes {sorted(accepted)}"
+        )
     params = fit(
         frame,
         by=by,
