@@ -117,6 +117,7 @@ def collect_grouped(
     *,
     runs_of: str | None = None,
     extra: Sequence[str] = (),
+    per_row: bool = True,
 ) -> tuple[pl.DataFrame, FloatArray, pl.DataFrame, int, FloatArray]:
     """Collect ``values`` with a dense group index (groups numbered in key order).
 
@@ -130,9 +131,9 @@ def collect_grouped(
     and question first.
 
     Returns the groups table (keys, one row per group in index order), the group index
-    per row, the collected frame (the ``values`` columns and ``extra`` columns), the
-    number of groups (a frame without keys is one group if it has rows, else none) and
-    the row index where each run starts.
+    per row (``per_row=False``: per run), the collected frame (the ``values`` columns and
+    ``extra`` columns), the number of groups (a frame without keys is one group if it has
+    rows, else none) and the row index where each run starts.
     """
     select = [*keys, *extra, *(expr.alias(name) for name, expr in values.items())]
     collected = rows.select(select).collect()
@@ -144,7 +145,8 @@ def collect_grouped(
     height = collected.height
     if not keys:
         n_groups = 1 if height else 0
-        return pl.DataFrame(), np.zeros(height, dtype=np.int64), collected, n_groups, starts
+        size = height if per_row else starts.size
+        return pl.DataFrame(), np.zeros(size, dtype=np.int64), collected, n_groups, starts
     groups = heads.select(keys).unique().sort(keys, nulls_last=True)
     index = groups.with_row_index(_G)
     run_group = (
@@ -153,6 +155,8 @@ def collect_grouped(
         .to_numpy()
         .astype(np.int64)
     )
+    if not per_row:
+        return groups, run_group, collected, groups.height, starts
     group = np.repeat(run_group, np.diff(np.r_[starts, height]))
     return groups, group, collected, groups.height, starts
 

@@ -316,12 +316,8 @@ def _options_problem(
         "__calib_gold": _core.outcome_expr(is_gold, schema[is_gold]),
     }
     extra = [c for c in dict.fromkeys([question, loglik, is_gold]) if c not in keys]
-    groups, group, frame, n, starts = _core.collect_grouped(
-        rows,
-        keys,
-        values,
-        runs_of=question,
-        extra=extra,
+    groups, gq, frame, n, starts = _core.collect_grouped(
+        rows, keys, values, runs_of=question, extra=extra, per_row=False
     )
     ell = np.asarray(frame["__calib_l"].to_numpy(), dtype=np.float64)
     gold = np.asarray(frame["__calib_gold"].to_numpy(), dtype=np.float64)
@@ -329,52 +325,60 @@ def _options_problem(
     _core.raise_bad(frame, ~np.isfinite(gold), keys, is_gold, "not boolean or 0/1 (or null)")
     if ell.size == 0:
         return groups, 0, None, None, np.zeros(0), np.zeros(0), np.zeros(0)
-    n_gold = np.add.reduceat(gold, starts)
-    bad_question = n_gold != 1
-    if bad_question.any():
-        rows_bad = np.repeat(bad_question, np.diff(np.r_[starts, ell.size]))
+    sizes = np.diff(np.r_[starts, ell.size])
+    gold_rows = np.flatnonzero(gold)
+    # one gold option per question: the gold rows are the questions' rows, one each, in
+    # question order (questions are contiguous runs)
+    one_gold = gold_rows.size == starts.size and bool(
+        np.all(np.searchsorted(starts, gold_rows, side="right") - 1 == np.arange(starts.size))
+    )
+    if not one_gold:
+        bad_question = np.add.reduceat(gold, starts) != 1
         _core.raise_bad(
             frame,
-            rows_bad,
+            np.repeat(bad_question, sizes),
             keys,
             question,
             "in questions without exactly one gold option",
             what="option rows",
         )
-    derivatives, loss, count = _option_objective(ell, gold, starts, group, n)
+    derivatives, loss, count = _option_objective(
+        ell, ell[gold_rows], starts=starts, sizes=sizes, gq=gq, n=n
+    )
     return groups, n, derivatives, loss, count, count.astype(np.float64), np.zeros(n)
 
 
 def _option_objective(
-    ell: np.ndarray, gold: np.ndarray, starts: np.ndarray, group: np.ndarray, n: int
+    ell: np.ndarray,
+    gold_l: np.ndarray,
+    *,
+    starts: np.ndarray,
+    sizes: np.ndarray,
+    gq: np.ndarray,
+    n: int,
 ) -> tuple[Derivatives, Loss, np.ndarray]:
     """(L′, L″) and L of 1/T per group for option rows contiguous per question.
 
-    With m = ℓ − max_q ℓ (≤ 0, so exp never overflows) and d = ℓ − ℓ_gold per option,
-    a question contributes L_q = log Σ exp(β m) − β m_gold, L′_q = E_β[d] and
-    L″_q = Var_β[d]. The sums run over blocks of questions small enough for their
-    arrays to stay in the CPU cache (a loop over blocks of rows, not over groups), so
-    each pass costs one read of m and d instead of several round trips to memory.
+    ``gold_l`` is the gold option's log-likelihood and ``gq`` the group of each question.
+    With m = ℓ − max_q ℓ (≤ 0, so exp never overflows) and m_gold = ℓ_gold − max_q ℓ, a
+    question contributes L_q = log Σ exp(β m) − β m_gold, L′_q = E_β[m] − m_gold and
+    L″_q = Var_β[m]. The sums run over blocks of questions small enough for their arrays
+    to stay in the CPU cache (a loop over blocks of rows, not over groups), so each pass
+    costs one read of m instead of several round trips to memory.
     """
-    sizes = np.diff(np.r_[starts, ell.size])
-    gq = group[starts]  # group of each question
     n_questions = starts.size
     width = int(sizes[0])
     dense = bool(np.all(sizes == width))
+    ones = np.ones(width)
     if dense:
         # every question has K options: (questions, K) arrays; row sums by a product with
         # a vector of ones (numpy's sum over a short last axis is slow)
         ell2 = ell.reshape(-1, width)
-        ones = np.ones(width)
         top = _column_reduce(np.maximum, ell2)
-        gold_l = _column_reduce(np.add, gold.reshape(-1, width) * ell2)  # ℓ finite: checked
         m = ell2 - top[:, None]
-        d = ell2 - gold_l[:, None]
     else:
         top = np.maximum.reduceat(ell, starts)
-        gold_l = np.add.reduceat(np.where(gold > 0, ell, 0.0), starts)
         m = ell - np.repeat(top, sizes)
-        d = ell - np.repeat(gold_l, sizes)
     m_gold = gold_l - top  # <= 0
     q_edges = np.r_[np.arange(0, n_questions, _BLOCK), n_questions]
     r_edges = np.r_[starts, ell.size][q_edges]
@@ -385,20 +389,20 @@ def _option_objective(
         out = [np.empty(n_questions) for _ in range(3 if second else 1)]
         for q0, q1, r0, r1 in blocks:
             if dense:
-                mb, db = m[q0:q1], d[q0:q1]
+                mb = m[q0:q1]
                 e = np.exp(bq[q0:q1, None] * mb)
                 sums = [e @ ones]
                 if second:
-                    ed = e * db
-                    sums += [ed @ ones, (ed * db) @ ones]
+                    em = e * mb
+                    sums += [em @ ones, (em * mb) @ ones]
             else:
                 local = starts[q0:q1] - r0
-                mb, db = m[r0:r1], d[r0:r1]
+                mb = m[r0:r1]
                 e = np.exp(np.repeat(bq[q0:q1], sizes[q0:q1]) * mb)
                 sums = [np.add.reduceat(e, local)]
                 if second:
-                    ed = e * db
-                    sums += [np.add.reduceat(ed, local), np.add.reduceat(ed * db, local)]
+                    em = e * mb
+                    sums += [np.add.reduceat(em, local), np.add.reduceat(em * mb, local)]
             for target, value in zip(out, sums, strict=True):
                 target[q0:q1] = value
         return out
@@ -407,7 +411,7 @@ def _option_objective(
         s0, s1, s2 = row_sums(beta, True)
         mean = s1 / s0
         var = np.maximum(s2 / s0 - mean * mean, 0.0)
-        return _core.group_sum(gq, mean, n), _core.group_sum(gq, var, n)
+        return _core.group_sum(gq, mean - m_gold, n), _core.group_sum(gq, var, n)
 
     def loss(beta: np.ndarray) -> np.ndarray:
         (s0,) = row_sums(beta, False)
