@@ -156,6 +156,10 @@ def test_temperature_options_matches_scipy_and_keeps_argmax() -> None:
             bounds=(1e-3, 1e3),
             method="bounded",
         )
+        row = params.filter(pl.col("model") == model)
+        questions = len(ll)
+        assert row["nll_before"].item() == pytest.approx(_options_nll(1.0, ll, gold) / questions)
+        assert row["nll_after"].item() == pytest.approx(_options_nll(1.0 / t, ll, gold) / questions)
         # the minimum, not just a root: no lower NLL than scipy's bounded minimiser finds
         assert _options_nll(1.0 / t, ll, gold) <= nll.fun + 1e-12 * abs(nll.fun)
     sums = applied.group_by("model", "question").agg(pl.col("recalibrated").sum())
@@ -618,3 +622,25 @@ def test_recalibrate_options_and_output_names_are_checked() -> None:
         recalibrate(frame, method="platt", in_sample=True, output="in_sample")
     out = recalibrate(frame, method="histogram", in_sample=True, bins=4, output="hist")
     assert out.columns[-2:] == ["hist", "in_sample"]
+
+
+@pytest.mark.parametrize("ragged", [False, True])
+def test_options_active_subset_gives_the_same_fit(
+    ragged: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Evaluating only the questions of groups still iterating changes no number."""
+    from calib_frames.recalibrate import temperature as module
+
+    frame = _options(seed=4, questions=120, k=4, models=6)
+    if ragged:
+        keep = np.random.default_rng(2).uniform(size=frame.height) < 0.7
+        frame = frame.filter(pl.Series(keep) | pl.col("is_gold"))
+    fits = {}
+    for threshold in (0.0, 0.6, 1.01):  # never, the default, always
+        monkeypatch.setattr(module, "_ACTIVE_SUBSET", threshold)
+        fits[threshold] = fit_temperature(frame, by="model", kind="options")
+    for threshold in (0.6, 1.01):
+        np.testing.assert_allclose(
+            fits[threshold]["temperature"], fits[0.0]["temperature"], rtol=1e-12
+        )
+        assert fits[threshold]["iterations"].to_list() == fits[0.0]["iterations"].to_list()

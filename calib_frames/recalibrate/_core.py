@@ -309,10 +309,14 @@ class NewtonResult:
     iterations: FloatArray
     converged: FloatArray
     at_bound: FloatArray
+    loss: FloatArray | None = None  # the objective at x, when derivatives report it
+    start_loss: FloatArray | None = None  # the objective at the (clipped) start
 
 
 def newton_1d(
-    derivatives: Callable[[FloatArray], tuple[FloatArray, FloatArray]],
+    derivatives: Callable[
+        [FloatArray, FloatArray], tuple[FloatArray, FloatArray, FloatArray | None]
+    ],
     *,
     start: FloatArray,
     lower: float,
@@ -323,15 +327,19 @@ def newton_1d(
     """Minimise a convex function of one positive variable per group, all groups at once.
 
     Safeguarded Newton on the bracket ``[lower, upper]``: each step evaluates the first
-    and second derivative of every group's objective (``derivatives(x)`` → (g, h)),
+    and second derivative of every group's objective (``derivatives(x, active)`` →
+    (g, h, loss), where the objective itself may be ``None``; entries of groups that
+    have stopped, ``active`` False, may be left unevaluated),
     shrinks the group's bracket to the side where the minimum lies (g > 0: minimum below
     x; convexity makes the sign of g decide), and takes the Newton step if it stays
     inside the bracket, else the bound itself (tried once) or the geometric
     midpoint of the bracket. A group stops when its Newton step is below ``rtol``·x,
     its bracket is narrower than that, its gradient is 0, or it sits on a bound with the
-    gradient pointing outwards (a constrained minimum: ``at_bound``). Groups that
-    stopped keep their x; the function evaluates all groups until every one stopped or
-    ``max_iter`` steps were taken (``converged`` False for those still moving).
+    gradient pointing outwards (a constrained minimum: ``at_bound``). A group that
+    stops keeps the x it was evaluated at (within ``rtol``·x of the minimum), so the
+    objective reported there needs no extra evaluation; the function iterates until
+    every group stopped or ``max_iter`` steps were taken (``converged`` False for those
+    still moving).
     """
     x = np.clip(np.asarray(start, dtype=np.float64), lower, upper)
     n = x.size
@@ -343,10 +351,16 @@ def newton_1d(
     converged = np.zeros(n, dtype=bool)
     at_bound = np.zeros(n, dtype=bool)
     iterations = np.zeros(n, dtype=np.int64)
+    loss: FloatArray | None = None
+    start_loss: FloatArray | None = None
     for _ in range(max_iter):
         if not active.any():
             break
-        g, h = derivatives(x)
+        g, h, value = derivatives(x, active)
+        if value is not None:
+            loss = value.copy() if loss is None else np.where(active, value, loss)
+            if start_loss is None:
+                start_loss = value.copy()
         iterations += active
         g = np.where(np.isfinite(g), g, 0.0)
         hi = np.where(active & (g > 0), x, hi)
@@ -368,15 +382,15 @@ def newton_1d(
         # a step below the tolerance ends the group (its bracket end may equal x to
         # rounding, so the step need not be strictly inside the bracket)
         small = np.abs(step) <= rtol * x
-        new = np.where(small, np.clip(newton, lower, upper), new)
         collapsed = (hi - lo) <= rtol * x
         done = active & ((g == 0) | small | collapsed | on_lower | on_upper)
         at_bound |= done & (on_lower | on_upper)
         converged |= done
-        move = active & ~(on_lower | on_upper | (g == 0))
-        x = np.where(move, new, x)
+        x = np.where(active & ~done, new, x)
         active &= ~done
-    return NewtonResult(x, iterations, converged, at_bound)
+    if loss is not None:
+        loss = np.where(active, np.nan, loss)  # groups still moving: x was not evaluated
+    return NewtonResult(x, iterations, converged, at_bound, loss, start_loss)
 
 
 def params_frame(

@@ -61,6 +61,17 @@ __all__ = ["TEMPERATURE", "apply_temperature", "fit_temperature"]
 
 Kind = Literal["confidence", "options"]
 _BLOCK = 1 << 13  # questions per block of the option sums (fits in the L2 cache)
+_ACTIVE_SUBSET = 0.6  # below this fraction of groups still iterating, sum only theirs
+
+
+def _ranks(sizes: np.ndarray) -> np.ndarray:
+    """0, 1, …, size − 1 for each size, concatenated."""
+    ends = np.cumsum(sizes)
+    ranks: np.ndarray = np.arange(int(ends[-1]) if ends.size else 0) - np.repeat(
+        ends - sizes, sizes
+    )
+    return ranks
+
 
 TEMPERATURE = Table(
     "temperature-parameters table",
@@ -82,7 +93,7 @@ TEMPERATURE = Table(
 
 _SCHEMA = dict(TEMPERATURE.columns)
 
-Derivatives = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+Derivatives = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray | None]]
 Loss = Callable[[np.ndarray], np.ndarray]
 # groups, number of groups, (L', L'') of 1/T, L of 1/T, rows, total weight, clipped rows
 _Problem = tuple[
@@ -245,9 +256,16 @@ def fit_temperature(
             max_iter=max_iter,
         )
         beta = result.x
+        # the options objective reports L at every evaluated point: at the start (1/T = 1
+        # when the bounds allow it) and where each group stopped; else evaluate it here
+        at_one = result.start_loss is not None and 1.0 / high <= 1.0 <= 1.0 / low
+        before = result.start_loss if at_one and result.start_loss is not None else loss(one)
+        after = result.loss
+        if after is None or not np.all(np.isfinite(after)):
+            after = loss(beta)
         with np.errstate(divide="ignore", invalid="ignore"):
-            nll_before = loss(one) / total
-            nll_after = loss(beta) / total
+            nll_before = before / total
+            nll_after = after / total
         values: dict[str, object] = {
             "temperature": 1.0 / beta,
             "nll_before": nll_before,
@@ -280,12 +298,14 @@ def _binary_problem(
     g, n = data.group, data.n_groups
     z, y, w = data.columns["z"], data.columns["y"], data.columns["w"]
 
-    def derivatives(beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def derivatives(
+        beta: np.ndarray, active: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         s = _sigmoid(beta[g] * z)
         wz = w * z
         grad = _core.group_sum(g, wz * (s - y), n)
         hess = _core.group_sum(g, wz * z * s * (1.0 - s), n)
-        return grad, hess
+        return grad, hess, None
 
     def loss(beta: np.ndarray) -> np.ndarray:
         x = beta[g] * z
@@ -362,62 +382,93 @@ def _option_objective(
     ``gold_l`` is the gold option's log-likelihood and ``gq`` the group of each question.
     With m = ℓ − max_q ℓ (≤ 0, so exp never overflows) and m_gold = ℓ_gold − max_q ℓ, a
     question contributes L_q = log Σ exp(β m) − β m_gold, L′_q = E_β[m] − m_gold and
-    L″_q = Var_β[m]. The sums run over blocks of questions small enough for their arrays
-    to stay in the CPU cache (a loop over blocks of rows, not over groups), so each pass
-    costs one read of m instead of several round trips to memory.
+    L″_q = Var_β[m]. Once most groups have stopped, only the questions of the others
+    are evaluated.
     """
-    n_questions = starts.size
-    width = int(sizes[0])
-    dense = bool(np.all(sizes == width))
-    ones = np.ones(width)
-    if dense:
-        # every question has K options: (questions, K) arrays; row sums by a product with
-        # a vector of ones (numpy's sum over a short last axis is slow)
-        ell2 = ell.reshape(-1, width)
-        top = _column_reduce(np.maximum, ell2)
-        m = ell2 - top[:, None]
-    else:
-        top = np.maximum.reduceat(ell, starts)
-        m = ell - np.repeat(top, sizes)
-    m_gold = gold_l - top  # <= 0
-    q_edges = np.r_[np.arange(0, n_questions, _BLOCK), n_questions]
-    r_edges = np.r_[starts, ell.size][q_edges]
-    blocks = list(zip(q_edges[:-1], q_edges[1:], r_edges[:-1], r_edges[1:], strict=True))
+    sums = _OptionSums(ell, starts, sizes)
+    m_gold = gold_l - sums.top  # <= 0
 
-    def row_sums(beta: np.ndarray, second: bool) -> list[np.ndarray]:
-        bq = beta[gq]
-        out = [np.empty(n_questions) for _ in range(3 if second else 1)]
-        for q0, q1, r0, r1 in blocks:
-            if dense:
-                mb = m[q0:q1]
-                e = np.exp(bq[q0:q1, None] * mb)
-                sums = [e @ ones]
-                if second:
-                    em = e * mb
-                    sums += [em @ ones, (em * mb) @ ones]
-            else:
-                local = starts[q0:q1] - r0
-                mb = m[r0:r1]
-                e = np.exp(np.repeat(bq[q0:q1], sizes[q0:q1]) * mb)
-                sums = [np.add.reduceat(e, local)]
-                if second:
-                    em = e * mb
-                    sums += [np.add.reduceat(em, local), np.add.reduceat(em * mb, local)]
-            for target, value in zip(out, sums, strict=True):
-                target[q0:q1] = value
-        return out
-
-    def derivatives(beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        s0, s1, s2 = row_sums(beta, True)
+    def derivatives(
+        beta: np.ndarray, active: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        subset = np.flatnonzero(active[gq]) if active.mean() < _ACTIVE_SUBSET else None
+        qg, mg = (gq, m_gold) if subset is None else (gq[subset], m_gold[subset])
+        bq = beta[qg]
+        s0, s1, s2 = sums.of(bq, second=True, subset=subset)
         mean = s1 / s0
         var = np.maximum(s2 / s0 - mean * mean, 0.0)
-        return _core.group_sum(gq, mean - m_gold, n), _core.group_sum(gq, var, n)
+        value = _core.group_sum(qg, np.log(s0) - bq * mg, n)  # L itself, nearly free
+        return _core.group_sum(qg, mean - mg, n), _core.group_sum(qg, var, n), value
 
     def loss(beta: np.ndarray) -> np.ndarray:
-        (s0,) = row_sums(beta, False)
+        (s0,) = sums.of(beta[gq], second=False)
         return _core.group_sum(gq, np.log(s0) - beta[gq] * m_gold, n)
 
     return derivatives, loss, np.bincount(gq, minlength=n)
+
+
+class _OptionSums:
+    """Per question: Σ e, Σ e·m and Σ e·m² with e = exp(β_q m) over its options.
+
+    The sums run over blocks of questions small enough for their arrays to stay in the
+    CPU cache (a loop over blocks of rows, not over groups), so each pass costs one read
+    of m instead of several round trips to memory. When every question has K options,
+    m is a (questions, K) array and row sums are products with a vector of ones
+    (numpy's sum over a short last axis is slow).
+    """
+
+    def __init__(self, ell: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> None:
+        width = int(sizes[0])
+        self.dense = bool(np.all(sizes == width))
+        self.ones = np.ones(width)
+        self.starts, self.sizes = starts, sizes
+        if self.dense:
+            ell2 = ell.reshape(-1, width)
+            self.top = _column_reduce(np.maximum, ell2)
+            self.m = ell2 - self.top[:, None]
+        else:
+            self.top = np.maximum.reduceat(ell, starts)
+            self.m = ell - np.repeat(self.top, sizes)
+
+    def of(
+        self, bq: np.ndarray, *, second: bool, subset: np.ndarray | None = None
+    ) -> list[np.ndarray]:
+        """The sums for every question (``bq``: β of each), or for ``subset`` of them."""
+        m, sizes = self.m, self.sizes
+        if subset is not None:
+            sizes = sizes[subset]
+            rows = subset if self.dense else np.repeat(self.starts[subset], sizes) + _ranks(sizes)
+            m = m[rows]
+        count = bq.size
+        starts = self.starts if subset is None else np.r_[0, np.cumsum(sizes)[:-1]]
+        q_edges = np.r_[np.arange(0, count, _BLOCK), count]
+        r_edges = np.r_[starts, int(sizes.sum())][q_edges]
+        out = [np.empty(count) for _ in range(3 if second else 1)]
+        for q0, q1, r0, r1 in zip(
+            q_edges[:-1], q_edges[1:], r_edges[:-1], r_edges[1:], strict=True
+        ):
+            if self.dense:
+                mb = m[q0:q1]
+                e = np.exp(bq[q0:q1, None] * mb)
+                reduce = self._dense_sum
+            else:
+                mb = m[r0:r1]
+                e = np.exp(np.repeat(bq[q0:q1], sizes[q0:q1]) * mb)
+                local = starts[q0:q1] - r0
+
+                def reduce(values: np.ndarray, local: np.ndarray = local) -> np.ndarray:
+                    return np.add.reduceat(values, local)
+
+            out[0][q0:q1] = reduce(e)
+            if second:
+                em = e * mb
+                out[1][q0:q1] = reduce(em)
+                out[2][q0:q1] = reduce(em * mb)
+        return out
+
+    def _dense_sum(self, values: np.ndarray) -> np.ndarray:
+        total: np.ndarray = values @ self.ones
+        return total
 
 
 def _column_reduce(ufunc: np.ufunc, values: np.ndarray) -> np.ndarray:
