@@ -444,31 +444,31 @@ class _OptionSums:
         q_edges = np.r_[np.arange(0, count, _BLOCK), count]
         r_edges = np.r_[starts, int(sizes.sum())][q_edges]
         out = [np.empty(count) for _ in range(3 if second else 1)]
-        for q0, q1, r0, r1 in zip(
-            q_edges[:-1], q_edges[1:], r_edges[:-1], r_edges[1:], strict=True
-        ):
-            if self.dense:
-                mb = m[q0:q1]
-                e = np.exp(bq[q0:q1, None] * mb)
-                reduce = self._dense_sum
-            else:
-                mb = m[r0:r1]
-                e = np.exp(np.repeat(bq[q0:q1], sizes[q0:q1]) * mb)
-                local = starts[q0:q1] - r0
-
-                def reduce(values: np.ndarray, local: np.ndarray = local) -> np.ndarray:
-                    return np.add.reduceat(values, local)
-
-            out[0][q0:q1] = reduce(e)
+        blocks = zip(q_edges[:-1], q_edges[1:], r_edges[:-1], r_edges[1:], strict=True)
+        if self.dense:
+            # in place, in one cache-sized buffer: no allocation per block
+            buffer = np.empty((min(count, _BLOCK), self.ones.size))
+            for q0, q1, _, _ in blocks:
+                mb, e = m[q0:q1], buffer[: q1 - q0]
+                np.multiply(bq[q0:q1, None], mb, out=e)
+                np.exp(e, out=e)
+                np.matmul(e, self.ones, out=out[0][q0:q1])
+                if second:
+                    np.multiply(e, mb, out=e)
+                    np.matmul(e, self.ones, out=out[1][q0:q1])
+                    np.multiply(e, mb, out=e)
+                    np.matmul(e, self.ones, out=out[2][q0:q1])
+            return out
+        for q0, q1, r0, r1 in blocks:
+            mb = m[r0:r1]
+            e = np.exp(np.repeat(bq[q0:q1], sizes[q0:q1]) * mb)
+            local = starts[q0:q1] - r0
+            out[0][q0:q1] = np.add.reduceat(e, local)
             if second:
                 em = e * mb
-                out[1][q0:q1] = reduce(em)
-                out[2][q0:q1] = reduce(em * mb)
+                out[1][q0:q1] = np.add.reduceat(em, local)
+                out[2][q0:q1] = np.add.reduceat(em * mb, local)
         return out
-
-    def _dense_sum(self, values: np.ndarray) -> np.ndarray:
-        total: np.ndarray = values @ self.ones
-        return total
 
 
 def _column_reduce(ufunc: np.ufunc, values: np.ndarray) -> np.ndarray:
