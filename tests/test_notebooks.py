@@ -88,6 +88,7 @@ EXPECTED: dict[str, list[str]] = {
         "All lm-eval calibration checks passed.\n",
     ],
     "compare_models.ipynb": ["All model-comparison checks passed.\n"],
+    "recalibration.ipynb": ["fitted T = ", "All recalibration checks passed.\n"],
 }
 
 
