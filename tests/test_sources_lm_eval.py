@@ -17,6 +17,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
 
 from calib_frames import sources
 from calib_frames.exceptions import DataError, ReadError
@@ -386,6 +387,10 @@ def test_mutual_info_tasks_keep_the_conditional_half(copy: Path) -> None:
     runs = lm_eval_runs(copy)
     assert runs.filter(pl.col("task") == task, pl.col("run") == stamp)["mutual_info"].item()
     after = lm_eval_comparison(copy)
-    assert after.select("accuracy", "acc_norm", "brier_multiclass").equals(
-        before.select("accuracy", "acc_norm", "brier_multiclass")
+    # to rounding: polars' parallel float sums may differ in the last bit between runs
+    assert_frame_equal(
+        after.select("accuracy", "acc_norm", "brier_multiclass"),
+        before.select("accuracy", "acc_norm", "brier_multiclass"),
+        rel_tol=1e-12,
+        abs_tol=1e-15,
     )
