@@ -285,9 +285,13 @@ def test_namespace_methods_have_the_functions_signatures(name: str) -> None:
 
 
 def test_every_core_frame_function_is_in_the_namespace() -> None:
-    from calib_frames import compare, metrics, perplexity, stats
+    import importlib
 
-    core = {name for module in (stats, metrics, perplexity, compare) for name in module.__all__}
+    modules = [
+        importlib.import_module(f"calib_frames.{m}")
+        for m in ("stats", "metrics", "perplexity", "compare")
+    ]
+    core = {name for module in modules for name in module.__all__}
     functions = {name for name in core if callable(getattr(cf, name, None))}
     assert functions == set(NAMESPACE_FUNCTIONS)
 
