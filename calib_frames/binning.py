@@ -60,6 +60,7 @@ from typing import Literal
 import numpy as np
 import polars as pl
 
+from calib_frames.exceptions import ArgumentError
 from calib_frames.validation import divide
 
 __all__ = ["Binning", "BinsLike", "as_binning"]
@@ -91,12 +92,13 @@ class Binning:
     bin_edges: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
+        """Validate the fields (raises ArgumentError)."""
         if isinstance(self.n_bins, bool) or not isinstance(self.n_bins, int | np.integer):
-            raise TypeError(f"n_bins must be a positive integer, got {self.n_bins!r}")
+            raise ArgumentError(f"n_bins must be a positive integer, got {self.n_bins!r}")
         if self.n_bins < 1:
-            raise ValueError(f"n_bins must be a positive integer, got {self.n_bins}")
+            raise ArgumentError(f"n_bins must be a positive integer, got {self.n_bins}")
         if self.closed not in ("left", "right"):
-            raise ValueError(f"closed must be 'left' or 'right', got {self.closed!r}")
+            raise ArgumentError(f"closed must be 'left' or 'right', got {self.closed!r}")
 
     # -- constructors -------------------------------------------------------------------
 
@@ -108,13 +110,16 @@ class Binning:
     @classmethod
     def edges(cls, edges: Sequence[float], *, closed: Closed = "left") -> Binning:
         """Bins between the given strictly increasing edges (at least two)."""
-        values = tuple(float(e) for e in edges)
+        try:
+            values = tuple(float(e) for e in edges)
+        except (TypeError, ValueError):
+            raise ArgumentError(f"bin edges must be numbers, got {edges!r}") from None
         if len(values) < 2:
-            raise ValueError(f"bin edges need at least two values, got {list(values)}")
+            raise ArgumentError(f"bin edges need at least two values, got {list(values)}")
         if not all(np.isfinite(values)):
-            raise ValueError(f"bin edges must be finite, got {list(values)}")
+            raise ArgumentError(f"bin edges must be finite, got {list(values)}")
         if any(b <= a for a, b in itertools.pairwise(values)):
-            raise ValueError(f"bin edges must be strictly increasing, got {list(values)}")
+            raise ArgumentError(f"bin edges must be strictly increasing, got {list(values)}")
         return cls("edges", len(values) - 1, closed, values)
 
     @classmethod
@@ -124,8 +129,10 @@ class Binning:
 
     @classmethod
     def like_sklearn(cls, n_bins: int = 5) -> Binning:
-        """The binning of scikit-learn's ``calibration_curve(..., strategy="uniform")``:
-        ``np.linspace`` edges, right-closed (first bin closed at 0)."""
+        """The binning of scikit-learn's ``calibration_curve(..., strategy="uniform")``.
+
+        ``np.linspace`` edges, right-closed (first bin closed at 0).
+        """
         return cls.edges(np.linspace(0.0, 1.0, n_bins + 1).tolist(), closed="right")
 
     @classmethod
@@ -156,8 +163,11 @@ class Binning:
         return None
 
     def bounds(self) -> pl.DataFrame:
-        """One row per bin: ``bin``, ``closed`` ("left"/"right"; null for equal-mass bins)
-        and, for fixed edges, ``bin_lower`` and ``bin_upper``."""
+        """One row per bin: ``bin``, ``closed`` and, for fixed edges, the bounds.
+
+        ``closed`` is "left"/"right" (null for equal-mass bins); ``bin_lower`` and
+        ``bin_upper`` exist for fixed edges only.
+        """
         index = pl.Series("bin", range(self.n_bins), dtype=pl.UInt32)
         closed = pl.Series("closed", [self.closed if self.additive else None] * self.n_bins)
         edges = self.edge_values()
@@ -166,11 +176,47 @@ class Binning:
         lower, upper = pl.Series("bin_lower", edges[:-1]), pl.Series("bin_upper", edges[1:])
         return pl.DataFrame([index, lower, upper, closed])
 
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready description (stored with persisted statistics).
+
+        Examples
+        --------
+        >>> Binning.from_dict(Binning.uniform(15, closed="right").to_dict())
+        Binning(kind='uniform', n_bins=15, closed='right', bin_edges=None)
+        """
+        return {
+            "kind": self.kind,
+            "n_bins": self.n_bins,
+            "closed": self.closed,
+            "edges": None if self.bin_edges is None else list(self.bin_edges),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> Binning:
+        """The inverse of :meth:`to_dict`.
+
+        Raises
+        ------
+        ArgumentError
+            ``data`` does not describe a binning.
+        """
+        kind, closed, edges = data.get("kind"), data.get("closed", "left"), data.get("edges")
+        if closed not in ("left", "right"):
+            raise ArgumentError(f"not a binning description: {data!r}")
+        if kind == "uniform" and isinstance(data.get("n_bins"), int):
+            return cls.uniform(int(data["n_bins"]), closed=closed)  # type: ignore[call-overload]
+        if kind == "edges" and isinstance(edges, list):
+            return cls.edges(edges, closed=closed)
+        if kind == "quantile" and isinstance(data.get("n_bins"), int):
+            return cls.quantile(int(data["n_bins"]))  # type: ignore[call-overload]
+        raise ArgumentError(f"not a binning description: {data!r}")
+
     # -- the expression -----------------------------------------------------------------
 
     def assign(self, confidence: pl.Expr, *, keys: Sequence[str] = ()) -> pl.Expr:
-        """Bin index (UInt32) of each confidence; only valid for confidences in
-        :attr:`range` (others are caught by the input checks).
+        """Bin index (UInt32) of each confidence.
+
+        Only valid for confidences in :attr:`range` (others are caught by the checks).
 
         ``keys`` matters only for equal-mass bins, which rank within each group.
         """
@@ -214,4 +260,6 @@ def as_binning(bins: BinsLike) -> Binning:
         return Binning.uniform(int(bins))
     if isinstance(bins, Sequence | np.ndarray) and not isinstance(bins, str):
         return Binning.edges(list(bins))
-    raise TypeError(f"bins= takes a positive int, a sequence of edges or a Binning, got {bins!r}")
+    raise ArgumentError(
+        f"bins= takes a positive int, a sequence of edges or a Binning, got {bins!r}"
+    )
