@@ -1,4 +1,6 @@
-"""Ranking metrics (hit, precision, recall, F1, MRR, MAP, NDCG, R-precision) per group,
+"""Ranking metrics per group, TREC readers and paired significance tests.
+
+Ranking metrics (hit, precision, recall, F1, MRR, MAP, NDCG, R-precision) per group,
 TREC run/qrels readers, per-query metrics as polars expressions, and paired significance
 tests between models, over polars frames.
 

@@ -82,8 +82,21 @@ def _position(sequence: pl.Expr) -> pl.Expr:
 
 
 def reciprocal_rank(relevance: pl.Expr, *, k: int | None = None, threshold: float = 1) -> pl.Expr:
-    """1 / (position of the first item with relevance >= ``threshold``), 0 if there is none
-    (or if it lies beyond ``k``).
+    """Reciprocal rank: 1 / position of the first relevant item (0 if none within ``k``).
+
+    Parameters
+    ----------
+    relevance
+        Relevance of the items in rank order (best first).
+    k
+        Cut-off; ``None`` looks at the whole sequence.
+    threshold
+        Smallest relevance that counts as relevant.
+
+    Returns
+    -------
+    Expr
+        One Float64 value.
 
     Examples
     --------
@@ -103,6 +116,20 @@ def reciprocal_rank(relevance: pl.Expr, *, k: int | None = None, threshold: floa
 def hit(relevance: pl.Expr, *, k: int, threshold: float = 1) -> pl.Expr:
     """1.0 if an item among the first ``k`` has relevance >= ``threshold``, else 0.0.
 
+    Parameters
+    ----------
+    relevance
+        Relevance of the items in rank order (best first).
+    k
+        Cut-off.
+    threshold
+        Smallest relevance that counts as relevant.
+
+    Returns
+    -------
+    Expr
+        One Float64 value.
+
     Examples
     --------
     >>> import polars as pl
@@ -115,6 +142,20 @@ def hit(relevance: pl.Expr, *, k: int, threshold: float = 1) -> pl.Expr:
 
 def precision(relevance: pl.Expr, *, k: int, threshold: float = 1) -> pl.Expr:
     """Relevant items among the first ``k``, divided by ``k`` (even if fewer are given).
+
+    Parameters
+    ----------
+    relevance
+        Relevance of the items in rank order (best first).
+    k
+        Cut-off.
+    threshold
+        Smallest relevance that counts as relevant.
+
+    Returns
+    -------
+    Expr
+        One Float64 value.
 
     Examples
     --------
@@ -135,8 +176,23 @@ def recall(
     threshold: float = 1,
     relevant_total: pl.Expr | float | None = None,
 ) -> pl.Expr:
-    """Relevant items among the first ``k`` divided by R (``relevant_total``, by default
-    the relevant items of the sequence); 0 when R = 0.
+    """Recall at ``k``: relevant items among the first ``k`` divided by R (0 when R = 0).
+
+    Parameters
+    ----------
+    relevance
+        Relevance of the items in rank order (best first).
+    k
+        Cut-off.
+    threshold
+        Smallest relevance that counts as relevant.
+    relevant_total
+        R, e.g. from the qrels; by default the relevant items of the sequence.
+
+    Returns
+    -------
+    Expr
+        One Float64 value.
 
     Examples
     --------
@@ -157,8 +213,25 @@ def average_precision(
     threshold: float = 1,
     relevant_total: pl.Expr | float | None = None,
 ) -> pl.Expr:
-    """Σ_{i<=k} b_i · P@i / R (R = ``relevant_total``, by default the relevant items of the
-    sequence); 0 when R = 0. trec_eval's map_cut_k when R comes from the qrels.
+    """Average precision Σ_{i<=k} b_i · P@i / R (0 when R = 0).
+
+    trec_eval's map_cut_k when R comes from the qrels.
+
+    Parameters
+    ----------
+    relevance
+        Relevance of the items in rank order (best first).
+    k
+        Cut-off; ``None`` looks at the whole sequence.
+    threshold
+        Smallest relevance that counts as relevant.
+    relevant_total
+        R, e.g. from the qrels; by default the relevant items of the sequence.
+
+    Returns
+    -------
+    Expr
+        One Float64 value.
 
     Examples
     --------
@@ -185,6 +258,20 @@ def _gain(relevance: pl.Expr, gain: Gain) -> pl.Expr:
 def dcg(relevance: pl.Expr, *, k: int | None = None, gain: Gain = "linear") -> pl.Expr:
     """Σ_{i<=k} gain(rel_i) / log2(i + 1), gain rel (linear) or 2^rel − 1 (exponential).
 
+    Parameters
+    ----------
+    relevance
+        Graded relevance of the items in rank order (best first).
+    k
+        Cut-off; ``None`` looks at the whole sequence.
+    gain
+        ``"linear"`` (trec_eval) or ``"exponential"`` (Burges et al.).
+
+    Returns
+    -------
+    Expr
+        One Float64 value.
+
     Examples
     --------
     >>> import polars as pl
@@ -202,8 +289,24 @@ def ndcg(
     gain: Gain = "linear",
     ideal: pl.Expr | None = None,
 ) -> pl.Expr:
-    """DCG@k / IDCG@k; the ideal ranking sorts ``ideal`` (by default the sequence itself)
-    by relevance; 0 when IDCG = 0.
+    """Normalised DCG: DCG@k / IDCG@k, 0 when IDCG = 0.
+
+    Parameters
+    ----------
+    relevance
+        Graded relevance of the items in rank order (best first).
+    k
+        Cut-off; ``None`` looks at the whole sequence.
+    gain
+        ``"linear"`` or ``"exponential"``.
+    ideal
+        Relevances whose descending sort is the ideal ranking (e.g. every judged item of
+        the query); by default the sequence itself.
+
+    Returns
+    -------
+    Expr
+        One Float64 value.
 
     Examples
     --------

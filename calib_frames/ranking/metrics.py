@@ -76,6 +76,7 @@ works on the relevant rows only.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeVar
@@ -171,6 +172,16 @@ class _Spec:
 def metric_columns(k: int | Iterable[int] = (1, 5, 10)) -> list[str]:
     """The metric columns of a ranking table for the cut-offs ``k``, in output order.
 
+    Parameters
+    ----------
+    k
+        Cut-off(s), positive integers (sorted and deduplicated).
+
+    Returns
+    -------
+    list of str
+        The whole-list metrics, then ``<metric>@<k>`` per cut-off.
+
     Examples
     --------
     >>> metric_columns(3)[:7]
@@ -202,6 +213,33 @@ def ranking_metrics_per_query(
 
     Same arguments and definitions as :func:`ranking_metrics`; the queries left out by the
     ``no_relevant=`` / ``missing=`` policies are not in the table.
+
+    Parameters
+    ----------
+    run
+        One row per retrieved (keys…, query, item) with a ``score`` (higher is better) or a
+        ``rank`` (lower is better). A LazyFrame gives a LazyFrame.
+    qrels
+        One row per judged (query, item) with a non-negative ``relevance``; it may carry
+        some of the ``by=`` keys, which are then joined on too.
+    by
+        Group keys (e.g. ``"model"``); ``None`` evaluates the whole run as one system.
+    k
+        Cut-off(s), positive integers.
+    query, item, relevance
+        Column names (the same in run and qrels).
+    score
+        Score column of the run; ignored when ``rank`` is given.
+    rank
+        Rank column of the run (1 = best), used instead of the score when given.
+    relevance_threshold
+        Smallest relevance that counts as relevant for the binary metrics (> 0).
+    ties
+        ``"item_desc"`` (trec_eval), ``"input"`` (ranx) or ``"average"`` (expectation).
+    no_relevant
+        ``"skip"`` or ``"zero"``: queries whose qrels have no relevant item.
+    missing
+        ``"zero"`` or ``"skip"``: judged queries that the group's run lacks.
 
     Returns
     -------
@@ -271,11 +309,11 @@ def ranking_metrics(
     no_relevant: NoRelevant = "skip",
     missing: Missing = "zero",
 ) -> Frame:
-    """Hit@k, precision@k, recall@k, F1@k, MRR, MAP, NDCG (linear and exponential gain) and
-    R-precision per group, in one vectorised polars query.
+    """Ranking metrics per group: hit, precision, recall, F1, MRR, MAP, NDCG, R-precision.
 
-    Definitions, tie and query policies are in the module docstring
-    (:mod:`calib_frames.ranking.metrics`).
+    Hit@k, precision@k, recall@k, F1@k, MRR, MAP, NDCG (linear and exponential gain) and
+    R-precision per group, in one vectorised polars query. Definitions, tie and query
+    policies are in the module docstring (:mod:`calib_frames.ranking.metrics`).
 
     Parameters
     ----------
@@ -284,7 +322,8 @@ def ranking_metrics(
         ``rank`` (lower is better). A LazyFrame gives a LazyFrame.
     qrels
         One row per judged (query, item) with a non-negative ``relevance``; it may carry
-        some of the ``by=`` keys (e.g. ``task``), which are then joined on too.
+        some of the ``by=`` keys (e.g. ``task``), which are then joined on too (a group
+        whose values of those keys have no judgements has no queries and no output row).
     by
         Group keys (e.g. ``"model"``); ``None`` evaluates the whole run as one system.
     k
@@ -389,13 +428,13 @@ def ranking_metrics(
 
 
 def _cutoffs(k: int | Iterable[int]) -> tuple[int, ...]:
-    values = [k] if isinstance(k, int) else list(k)
+    values: list[object] = [k] if isinstance(k, numbers.Integral) else list(k)  # type: ignore[arg-type]
     if not values:
         raise ArgumentError("k= needs at least one cut-off")
     for value in values:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < 1:
             raise ArgumentError(f"k= takes positive integers, got {value!r}")
-    return tuple(sorted(set(values)))
+    return tuple(sorted({int(value) for value in values}))  # type: ignore[call-overload]
 
 
 def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
@@ -588,8 +627,11 @@ def _ranked_relevant(run: pl.LazyFrame, positive: pl.LazyFrame, spec: _Spec) -> 
 def _per_query_full(
     run: pl.LazyFrame, qrels: pl.LazyFrame, spec: _Spec
 ) -> tuple[pl.LazyFrame, pl.LazyFrame, pl.LazyFrame]:
-    """Every expected (keys…, query) with its metrics and flags, the 1-row check counts, and
-    the per-group count of unjudged run queries."""
+    """Every expected (keys…, query) with its metrics and flags; checks; unjudged counts.
+
+    Returns the per-query frame, the 1-row frame of row-check counts and the per-group
+    count of run queries without judgements.
+    """
     part = spec.part
     qkey = [*spec.shared, spec.query]
     rel = pl.col(spec.relevance).cast(pl.Float64)

@@ -78,8 +78,10 @@ def paired_significance(
     replicates: int = 10_000,
     seed: int = 0,
 ) -> Frame:
-    """Paired randomisation or bootstrap tests between models, per query, with Holm and
-    Benjamini–Hochberg adjusted p-values.
+    """Paired randomisation or bootstrap tests between models, with Holm and BH corrections.
+
+    Each pair of models is compared on the per-query values of each metric; the p-values
+    of a family are adjusted by Holm and by Benjamini–Hochberg.
 
     Parameters
     ----------

@@ -92,7 +92,7 @@ def _scan(
 
 
 def scan_trec_run(path: str | os.PathLike[str]) -> pl.LazyFrame:
-    """Read a TREC run file lazily.
+    r"""Read a TREC run file lazily.
 
     Parameters
     ----------
@@ -120,7 +120,7 @@ def scan_trec_run(path: str | os.PathLike[str]) -> pl.LazyFrame:
     --------
     >>> import tempfile, pathlib
     >>> folder = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (folder / "run.txt").write_text("q1 Q0 d1 1 2.5 bm25\\nq1 Q0 d2 2 1.0 bm25\\n")
+    >>> _ = (folder / "run.txt").write_text("q1 Q0 d1 1 2.5 bm25\nq1 Q0 d2 2 1.0 bm25\n")
     >>> scan_trec_run(folder / "run.txt").collect()
     shape: (2, 6)
     ┌───────┬─────┬──────┬──────┬───────┬──────┐
@@ -142,7 +142,7 @@ def scan_trec_run(path: str | os.PathLike[str]) -> pl.LazyFrame:
 
 
 def scan_trec_qrels(path: str | os.PathLike[str]) -> pl.LazyFrame:
-    """Read a TREC qrels file lazily.
+    r"""Read a TREC qrels file lazily.
 
     Parameters
     ----------
@@ -169,7 +169,7 @@ def scan_trec_qrels(path: str | os.PathLike[str]) -> pl.LazyFrame:
     --------
     >>> import tempfile, pathlib
     >>> folder = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (folder / "qrels.txt").write_text("q1 0 d1 2\\nq1 0 d2 0\\n")
+    >>> _ = (folder / "qrels.txt").write_text("q1 0 d1 2\nq1 0 d2 0\n")
     >>> scan_trec_qrels(folder / "qrels.txt").collect()["relevance"].to_list()
     [2, 0]
     """
