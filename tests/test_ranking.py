@@ -488,3 +488,28 @@ def test_hostile_names_and_integer_ids():
                             relevance="grade", k=1)  # fmt: skip
     assert table["precision@1"].item() == 1.0
     assert table["ndcg_exp@1"].item() == 1.0
+
+
+def test_streaming_and_in_memory_engines_agree(run, qrels):
+    lazy = ranking_metrics(run.lazy(), qrels.lazy(), by="run", k=K, ties="average")
+    assert_frame_equal(lazy.collect(engine="in-memory"), lazy.collect(engine="streaming"))
+
+
+def test_null_group_key_is_its_own_group(run, qrels):
+    keyed = run.with_columns(
+        pl.when(pl.col("run") == "alpha").then(pl.lit(None)).otherwise("run").alias("system")
+    ).drop("run")
+    table = ranking_metrics(keyed, qrels, by="system", k=K)
+    assert table["system"].to_list() == ["beta", None]
+    expected = ranking_metrics(run, qrels, by="run", k=K).drop("run")
+    assert_frame_equal(table.drop("system"), expected.reverse())
+
+
+def test_rank_column_ties_follow_the_policy():
+    run = pl.DataFrame({"query": ["q"] * 3, "item": ["a", "b", "c"], "rank": [1, 1, 2]})
+    qrels = pl.DataFrame({"query": ["q"], "item": ["a"], "relevance": [1]})
+    mrr = {
+        ties: ranking_metrics(run, qrels, rank="rank", ties=ties)["mrr"].item()
+        for ties in ("item_desc", "input", "average")
+    }
+    assert mrr == {"item_desc": 0.5, "input": 1.0, "average": 0.75}
