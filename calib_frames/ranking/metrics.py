@@ -849,8 +849,8 @@ def _problems(
         return "; e.g. " + ", ".join(f"{c}={values[c]!r}" for c in columns)
 
     def say(table: str, column: str, count: int, total: int, what: str, eg: str) -> str:  # noqa: PLR0917
-        verb = "is" if count == 1 else "are"
-        return f"{table} column {column!r}: {count:,} of {total:,} rows {verb} {what}{eg}"
+        verb = "" if what.startswith("repeat") else ("is " if count == 1 else "are ")
+        return f"{table} column {column!r}: {count:,} of {total:,} rows {verb}{what}{eg}"
 
     if counts.get("__run_null_id"):
         bad = pl.col(spec.query).is_null() | pl.col(item).is_null()
@@ -868,7 +868,7 @@ def _problems(
         dup = pl.len().over([*part, item]) > 1
         problems.append(
             say("run", item, counts["__run_dup"], run_rows,
-                "repeats of a (query, item) pair already in the run",
+                "repeat a (query, item) pair of an earlier row",
                 example(run, dup, [*part, item]))
         )  # fmt: skip
     if counts.get("__qrels_null_id"):
@@ -889,7 +889,7 @@ def _problems(
         dup = pl.len().over([*qkey, item]) > 1
         problems.append(
             say("qrels", item, counts["__qrels_dup"], qrels_rows,
-                "repeats of a judged (query, item) pair",
+                "repeat a judged (query, item) pair of an earlier row",
                 example(qrels, dup, [*qkey, item, spec.relevance]))
         )  # fmt: skip
     return problems
