@@ -313,6 +313,18 @@ def test_grouped_empty_run_has_no_rows(qrels):
     assert ranking_metrics(empty, qrels, by="model").height == 0
 
 
+def test_every_group_of_the_run_has_a_row_even_without_judgements():
+    run = pl.DataFrame({"task": ["a", "b"], "query": [1, 1], "item": [1, 1], "score": [1, 1]})
+    qrels = pl.DataFrame({"task": ["a"], "query": [1], "item": [1], "relevance": [1]})
+    table = ranking_metrics(run, qrels, by="task", k=1)
+    assert table["task"].to_list() == ["a", "b"]
+    assert table["queries"].to_list() == [1, 0]
+    assert table["queries_unjudged"].to_list() == [0, 1]
+    assert table["map"].to_list() == [1.0, None]
+    no_qrels = ranking_metrics(run, qrels.clear(), by="task", k=1)
+    assert no_qrels["queries"].to_list() == [0, 0]
+
+
 @st.composite
 def random_runs(draw):
     n_queries = draw(st.integers(1, 4))

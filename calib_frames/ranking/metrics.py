@@ -323,7 +323,7 @@ def ranking_metrics(
     qrels
         One row per judged (query, item) with a non-negative ``relevance``; it may carry
         some of the ``by=`` keys (e.g. ``task``), which are then joined on too (a group
-        whose values of those keys have no judgements has no queries and no output row).
+        whose values of those keys have no judgements gets ``queries`` 0 and null metrics).
     by
         Group keys (e.g. ``"model"``); ``None`` evaluates the whole run as one system.
     k
@@ -407,12 +407,14 @@ def ranking_metrics(
         *(pl.col(m).filter(keep).mean().alias(m) for m in metrics),
     ]
     if spec.keys:
-        table = full.group_by(spec.keys).agg(aggs)
-        table = table.join(unjudged, on=spec.keys, how="left", nulls_equal=True)
+        table = unjudged.join(
+            full.group_by(spec.keys).agg(aggs), on=spec.keys, how="left", nulls_equal=True
+        )
     else:
         table = full.select(aggs).join(unjudged, how="cross")
+    counts = ["queries", "queries_missing", "queries_no_relevant", "queries_unjudged"]
     table = table.with_columns(
-        pl.col("queries_unjudged").fill_null(0).cast(pl.UInt32),
+        pl.col(counts).fill_null(0).cast(pl.UInt32),
         pl.lit(spec.ties).alias("tie_policy"),
         pl.lit(spec.no_relevant).alias("no_relevant_policy"),
         pl.lit(spec.missing).alias("missing_policy"),
@@ -687,7 +689,13 @@ def _per_query_full(
     # run queries without any judgement, per group
     unjudged = run_q.join(judged, on=qkey, how="anti", nulls_equal=True)
     if spec.keys:
-        unjudged = unjudged.group_by(spec.keys).agg(pl.len().alias("queries_unjudged"))
+        # every group of the run, even one without any judged query
+        counts = unjudged.group_by(spec.keys).agg(pl.len().alias("queries_unjudged"))
+        unjudged = (
+            run_q.select(spec.keys)
+            .unique()
+            .join(counts, on=spec.keys, how="left", nulls_equal=True)
+        )
     else:
         unjudged = unjudged.select(pl.len().alias("queries_unjudged"))
     return full, checks, unjudged
