@@ -14,7 +14,9 @@ from calib_frames.estimators.bootstrap import (
     bootstrap_bin_statistics,
     calibration_intervals,
     intervals_from_bin_statistics,
+    nll_moment_sums,
     perplexity_intervals,
+    perplexity_intervals_from_sums,
 )
 from calib_frames.exceptions import ArgumentError, DataError, SchemaError
 
@@ -244,7 +246,11 @@ def test_perplexity_cluster_token_rows_and_bad_input() -> None:
     tokens = pl.DataFrame({"doc": docs, "nll": rng.gamma(2, 1, 3000) * scale})
     by_doc = perplexity_intervals(tokens, cluster="doc", replicates=300)
     by_token = perplexity_intervals(tokens.lazy(), replicates=300).collect()
-    assert by_doc["units"].item() == 100 and by_token["units"].item() == 3000
+    counts = [
+        nll_moment_sums(tokens, cluster="doc")["count"].item(),
+        nll_moment_sums(tokens)["count"].item(),
+    ]
+    assert counts == [100, 3000]
     width = {
         name: (t["perplexity_ci_high"] - t["perplexity_ci_low"]).item()
         for name, t in (("doc", by_doc), ("token", by_token))
@@ -260,8 +266,59 @@ def test_perplexity_cluster_token_rows_and_bad_input() -> None:
         perplexity_intervals(pl.DataFrame({"nll": ["1.0"]}))
     with pytest.raises(ArgumentError):
         perplexity_intervals(pl.DataFrame({"nll": [1.0]}), replicates=0)
+    with pytest.raises(ArgumentError, match="tokens"):
+        perplexity_intervals(pl.DataFrame({"nll": [1.0], "tokens": [3]}))
+    with pytest.raises(ArgumentError, match="tokens"):
+        perplexity_intervals(pl.DataFrame({"nll": [1.0]}), tokens=0)
+    logp = perplexity_intervals(tokens.with_columns(-pl.col("nll")), log_probs=True, tokens=1,
+                                cluster="doc", replicates=300)  # fmt: skip
+    np.testing.assert_allclose(logp.to_numpy(), by_doc.to_numpy())
     zero = perplexity_intervals(
         pl.DataFrame({"g": ["a", "b"], "nll": [0.0, 2.0], "t": [0, 4]}), tokens="t", by="g"
     )
     assert zero["perplexity_ci_low"].to_list()[0] is None
     assert zero["perplexity_ci_low"].to_list()[1] == pytest.approx(np.exp(0.5))
+
+
+def test_count_correct_column_gives_class_rows_under_weights() -> None:
+    rng = np.random.default_rng(8)
+    p = rng.uniform(0.5, 1.0, 3000)
+    y = rng.random(3000) < p * 0.8
+    df = pl.DataFrame({"confidence": p, "correct": y, "w": np.where(y, 10.0, 1.0)})
+    stats = cf.bin_statistics(df, weight="w")
+    per_bin = (
+        df.with_columns(
+            bin=pl.min_horizontal((pl.col("confidence") * 10).floor(), 9).cast(pl.UInt32)
+        )
+        .group_by("bin")
+        .agg(count_correct=pl.col("correct").sum().cast(pl.UInt64))
+    )
+    counted = stats.join(per_bin, on="bin", how="left").with_columns(
+        pl.col("count_correct").fill_null(0)
+    )
+    exact = calibration_intervals(df, weight="w", replicates=400, resample="rows", seed=1)
+    with_counts = intervals_from_bin_statistics(counted, replicates=400, seed=2)
+    apportioned = intervals_from_bin_statistics(stats, replicates=400, seed=2)
+    width = {
+        name: (t["accuracy_ci_high"] - t["accuracy_ci_low"]).item()
+        for name, t in (("exact", exact), ("counts", with_counts), ("apportioned", apportioned))
+    }
+    assert width["counts"] == pytest.approx(width["exact"], rel=0.15), width
+    assert width["apportioned"] > 1.3 * width["exact"], width
+
+
+def test_moment_sums_are_additive_and_required(documents: pl.DataFrame) -> None:
+    kwargs = {"tokens": "tokens", "bytes": "bytes", "by": "g"}
+    whole = nll_moment_sums(documents, **kwargs)  # type: ignore[arg-type]
+    halves = pl.concat(
+        [nll_moment_sums(part, **kwargs) for part in (documents[:700], documents[700:])]  # type: ignore[arg-type]
+    )
+    merged = halves.group_by("g").agg(pl.exclude("g").sum()).sort("g")
+    assert merged["count"].to_list() == whole["count"].to_list()
+    np.testing.assert_allclose(merged.drop("g").to_numpy(), whole.drop("g").to_numpy(), rtol=1e-12)
+    point = cf.perplexity(documents, tokens="tokens", by="g")
+    np.testing.assert_allclose(whole["nll_sum"], point["nll_sum"], rtol=1e-12)
+    ci = perplexity_intervals_from_sums(merged, replicates=200)
+    assert ci.columns[0] == "g" and "bits_per_byte_ci_high" in ci.columns
+    with pytest.raises(SchemaError, match="nll_sq_sum"):
+        perplexity_intervals_from_sums(point)

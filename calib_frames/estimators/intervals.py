@@ -31,13 +31,28 @@ import polars as pl
 from calib_frames.exceptions import ArgumentError, SchemaError
 from calib_frames.validation import Frame, as_lazy, return_like
 
-__all__ = ["accuracy_interval", "normal_quantile", "with_accuracy_intervals"]
+__all__ = ["accuracy_interval", "check_level", "normal_quantile", "with_accuracy_intervals"]
 
 IntoExpr = pl.Expr | str
 
 
 def normal_quantile(level: float) -> float:
-    """z with P(|Z| ≤ z) = ``level`` for a standard normal Z (raises for level ∉ (0, 1)).
+    """The z with P(|Z| ≤ z) = ``level`` for a standard normal Z.
+
+    Parameters
+    ----------
+    level
+        Two-sided level in (0, 1).
+
+    Returns
+    -------
+    float
+        The 1 − (1 − level)/2 quantile of the standard normal.
+
+    Raises
+    ------
+    ArgumentError
+        If ``level`` is not in (0, 1).
 
     Examples
     --------
@@ -49,7 +64,22 @@ def normal_quantile(level: float) -> float:
 
 
 def check_level(level: float) -> None:
-    """Raise :class:`ArgumentError` unless ``level`` is a number strictly between 0 and 1."""
+    """Raise :class:`ArgumentError` unless ``level`` is a number strictly between 0 and 1.
+
+    Parameters
+    ----------
+    level
+        A confidence (or significance) level.
+
+    Raises
+    ------
+    ArgumentError
+        If it is not a number (bools refused), NaN, or outside (0, 1).
+
+    Examples
+    --------
+    >>> check_level(0.95)
+    """
     if isinstance(level, bool) or not isinstance(level, int | float) or not 0.0 < level < 1.0:
         raise ArgumentError(f"level must be a number strictly between 0 and 1, got {level!r}")
 

@@ -28,26 +28,13 @@ from typing import Literal
 import polars as pl
 
 from calib_frames.exceptions import ArgumentError, DataError, SchemaError
-from calib_frames.validation import Frame, as_lazy, return_like
+from calib_frames.validation import Frame, as_lazy, group_keys, return_like
 
 __all__ = ["adjust_p_values"]
 
 Method = Literal["holm", "bh"]
 _METHODS = ("holm", "bh")
 _ROW = "__calib_row"
-
-
-def _keys(by: str | Sequence[str] | None) -> list[str]:
-    if by is None:
-        return []
-    if isinstance(by, str):
-        return [by]
-    keys = list(by)
-    if not all(isinstance(key, str) for key in keys):
-        raise ArgumentError(f"by= takes column names, got {keys!r}")
-    if len(set(keys)) != len(keys):
-        raise ArgumentError(f"by= names a column twice: {keys}")
-    return keys
 
 
 def adjust_p_values(
@@ -105,7 +92,7 @@ def adjust_p_values(
     """
     if method not in _METHODS:
         raise ArgumentError(f"method must be one of {_METHODS}, got {method!r}")
-    keys: list[str] = _keys(by)
+    keys: list[str] = group_keys(by)
     lazy = as_lazy(table)
     schema = lazy.collect_schema()
     missing = [c for c in (p_value, *keys) if c not in schema]
