@@ -9,6 +9,7 @@ tests between models, over polars frames.
 ``ranking_metrics_per_query(run, qrels)``   one row per group × query
 ``paired_significance(per_query, ...)``     permutation / bootstrap tests, Holm and BH
 ``scan_trec_run``, ``scan_trec_qrels``      lazy readers of TREC files
+``metric_at_k_chart(table)``                altair chart of metric@k against k per group
 :mod:`calib_frames.ranking.expr`            reciprocal rank, DCG, ... as ``pl.Expr``
 ==========================================  ===============================================
 
@@ -23,6 +24,7 @@ from calib_frames.ranking.metrics import (
     ranking_metrics,
     ranking_metrics_per_query,
 )
+from calib_frames.ranking.plot import metric_at_k_chart
 from calib_frames.ranking.significance import SIGNIFICANCE_COLUMNS, paired_significance
 from calib_frames.ranking.trec import scan_trec_qrels, scan_trec_run
 
@@ -31,6 +33,7 @@ __all__ = [
     "RANKING_PER_QUERY",
     "SIGNIFICANCE_COLUMNS",
     "expr",
+    "metric_at_k_chart",
     "metric_columns",
     "paired_significance",
     "ranking_metrics",
