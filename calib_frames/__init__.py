@@ -8,12 +8,13 @@ registers the ``calib`` namespace on DataFrame and LazyFrame.
 Layers beyond the additive core live in subpackages: :mod:`calib_frames.sources`
 (eval logs and option log-likelihoods → frames), :mod:`calib_frames.estimators`
 (per-group estimators, intervals, noise floor, paired tests; the most used are exported
-here), :mod:`calib_frames.multiclass`, :mod:`calib_frames.recalibrate`,
+here), :mod:`calib_frames.multiclass`, :mod:`calib_frames.recalibrate`, :mod:`calib_frames.ranking`
+(Hit/P/R/F1@k, MRR, MAP, NDCG from TREC-style runs),
 :mod:`calib_frames.plot` (altair charts of the tables) and :mod:`calib_frames.report`
 (the self-contained HTML report).
 """
 
-from calib_frames import estimators, multiclass, plot, recalibrate, report, sources
+from calib_frames import estimators, multiclass, plot, ranking, recalibrate, report, sources
 from calib_frames import namespace as _namespace  # noqa: F401  (registers frame.calib)
 from calib_frames.arrays import BrierDecomposition, CalibrationReport, PerplexityResult
 from calib_frames.binning import Binning
@@ -57,6 +58,13 @@ from calib_frames.expr import (
 from calib_frames.metrics import calibration_metrics, metrics_from_bin_statistics
 from calib_frames.multiclass import multiclass_calibration
 from calib_frames.perplexity import merge_nll_sums, nll_sums, perplexity, perplexity_from_nll_sums
+from calib_frames.ranking import (
+    paired_significance,
+    ranking_metrics,
+    ranking_metrics_per_query,
+    scan_trec_qrels,
+    scan_trec_run,
+)
 from calib_frames.report import write_report
 from calib_frames.stats import bin_statistics, merge_bin_statistics, reliability_table
 from calib_frames.storage import read_statistics, write_statistics
@@ -113,15 +121,21 @@ __all__ = [
     "multiclass_calibration",
     "nll_sums",
     "paired_comparison",
+    "paired_significance",
     "perplexity",
     "perplexity_from_nll_sums",
     "perplexity_intervals",
     "plot",
+    "ranking",
+    "ranking_metrics",
+    "ranking_metrics_per_query",
     "read_statistics",
     "recalibrate",
     "reliability_table",
     "report",
     "rmsce",
+    "scan_trec_qrels",
+    "scan_trec_run",
     "smooth_ece",
     "smooth_reliability_curve",
     "sources",
