@@ -24,7 +24,8 @@ Inputs are prediction files (parquet/CSV/JSONL, globs, hive folders), lm-evaluat
 ``--log_samples`` output folders (detected by their ``results_*.json``, or
 ``--format lm-eval``), or statistics files from ``calib-frames stats``/``merge``
 (``--from-stats``: no raw row is read). From lm-eval folders the table has one row per
-model × task × run, lm-eval's own aggregates beside calib_frames' (``*_lm_eval``).
+model × task (its latest run, named in the ``run`` column), lm-eval's own aggregates
+beside calib_frames' (``*_lm_eval``).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ __all__ = ["add_parser", "run"]
 TABLES = ("comparison.parquet", "comparison.csv", "comparison.json", "comparison.md")
 STATS_FILE = "bin_statistics.parquet"
 HTML_FILE = "report.html"
-LM_EVAL_KEYS = ["model", "task", "run"]
+LM_EVAL_KEYS = ["model", "task"]
 
 
 def add_parser(commands: Any) -> None:
@@ -111,13 +112,15 @@ def _lm_eval_tables(args: argparse.Namespace) -> tuple[pl.DataFrame, pl.DataFram
             raise ArgumentError(f"{text}: an lm-evaluation-harness output folder is needed")
     files = sorted(f for p in args.inputs for f in Path(p).rglob("*.json*") if f.is_file())
     binning = common.binning_from(args)
-    options = scan_lm_eval_options(list(args.inputs))
+    # the latest run of each model × task (lm-eval's run stamps sort as times)
+    latest = pl.col("run") == pl.col("run").max().over(LM_EVAL_KEYS)
+    options = scan_lm_eval_options(list(args.inputs)).filter(latest)
     predictions = choice_predictions(options, by=LM_EVAL_KEYS)
     query = bin_statistics(
         predictions, by=LM_EVAL_KEYS, bins=binning, log_confidence="log_confidence"
     )
     stats = common.collect(as_lazy(query), engine=args.engine, files=files)
-    lm_eval = lm_eval_comparison(list(args.inputs), bins=binning.n_bins)
+    lm_eval = lm_eval_comparison(list(args.inputs), bins=binning.n_bins).filter(latest)
     return stats, lm_eval, files
 
 
@@ -257,7 +260,7 @@ def _write_charts(
         bin_statistics=with_intervals,
         perplexity=ppl,
         title=args.title,
-        inputs=[str(f) for f in files],
+        inputs=[str(p) for p in (args.inputs or args.from_stats)] + list(args.token_file),
     )
     keys = BIN_STATISTICS.keys(stats.schema)
     written = [HTML_FILE]
