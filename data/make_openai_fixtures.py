@@ -23,7 +23,10 @@ answers with one or a few tokens and ``<|endoftext|>``. Request kinds (``kind`` 
 ``gold.jsonl``):
 
 ``mc_letter``
-    four lettered options, the answer is one letter token (`` A`` .. `` D``).
+    four lettered options, the answer is one letter token (`` A`` .. `` D``). The options are
+    always in the order A. red, B. blue, C. green, D. yellow: a first try with options shuffled
+    per question gave a model at chance (a 400k-parameter model does not learn to find the
+    option), so the letter stands for the colour here.
 ``short_answer``
     free text: a colour word or a number word ("what is three plus four?").
 ``verbalized``
@@ -78,8 +81,7 @@ def _examples(rng: random.Random) -> list[tuple[str, str]]:
             colour = w.colour_of[o][k % len(w.colour_of[o])]
             q = f"what color is the {o}?"
             pairs.append((q, colour))
-            choices = lmf.COLORS[:]
-            rng.shuffle(choices)
+            choices = lmf.COLORS  # one fixed option order (a tiny model cannot learn shuffles)
             pairs.append((_lettered(q, choices), LETTERS[choices.index(colour)]))
             p = 50 if o in w.tie else SURE[w.seen_times[o]]
             pairs.append((f"{q} Say how sure you are.", f"{colour}. I am {p}% sure."))
@@ -207,8 +209,7 @@ def _requests() -> list[dict[str, object]]:
         return "single" if o in w.single else ("tie" if o in w.tie else "unseen")
 
     for o in objs[:20]:
-        choices = lmf.COLORS[:]
-        rng.shuffle(choices)
+        choices = lmf.COLORS  # the fixed order of training: A. red B. blue C. green D. yellow
         reqs.append(
             {
                 "kind": "mc_letter",

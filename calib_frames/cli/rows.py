@@ -91,7 +91,8 @@ def row_queries(args: argparse.Namespace) -> RowQueries:
         args.inputs,
         format=args.format,
         schema=args.schema,
-        numeric=[args.confidence, args.weight, args.log_confidence],
+        columns=args.columns,
+        on_bad_record=args.on_bad_record,
     )
     stats = bin_statistics(
         predictions,
@@ -108,7 +109,8 @@ def row_queries(args: argparse.Namespace) -> RowQueries:
             args.token_file,
             format=args.format,
             schema=args.schema,
-            numeric=[args.nll, args.tokens, args.bytes, args.words],
+            columns=args.columns,
+            on_bad_record=args.on_bad_record,
         )
         all_files += token_files
         names = tokens.collect_schema().names()
@@ -169,7 +171,9 @@ def _spark_statistics(queries: RowQueries, args: argparse.Namespace) -> pl.DataF
 
     spark = SparkSession.builder.appName("calib-frames").getOrCreate()
     paths = [str(p) for p in queries.prediction_files]
-    kinds = {args.format or common.FORMATS[p.suffix.lower()] for p in queries.prediction_files}
+    from calib_frames.sources.files import FORMATS
+
+    kinds = {args.format or FORMATS[p.suffix.lower()] for p in queries.prediction_files}
     if len(kinds) != 1:
         raise ArgumentError("--engine spark reads inputs of one format at a time")
     kind = kinds.pop()

@@ -36,11 +36,8 @@ COLOR, PANEL = "_color", "_panel"
 SEPARATOR = " · "
 NULL_KEY = "(null)"
 
-# Older spellings of a metrics/perplexity table's first column, accepted while the engine
-# moves to ``count`` (they only decide where the keys end, nothing else reads them).
-_LEGACY_FIRST = {"n", "rows", "nll_count"}
-
-COMPARISON_COLUMNS = frozenset(METRICS.names) | frozenset(PERPLEXITY.names) | _LEGACY_FIRST
+# A comparison table renames the perplexity table's row count ``nll_count``.
+COMPARISON_COLUMNS = frozenset(METRICS.names) | frozenset(PERPLEXITY.names) | {"nll_count"}
 """Every column name of a metrics, perplexity or comparison table after its keys."""
 
 

@@ -26,18 +26,20 @@ from calib_frames.exceptions import ArgumentError, SchemaError
 from calib_frames.plot._tables import COMPARISON_COLUMNS, frame, key_split, spec_keys
 from calib_frames.schema import BIN_STATISTICS, RELIABILITY
 
-__all__ = ["REPORT_COLUMNS", "report_html", "write_report"]
+__all__ = ["REPORT_COLUMNS", "report_charts", "report_html", "write_report"]
 
 # Comparison-table columns shown in the report, in order, with how "best" is decided:
 # "max" (higher is better), "min" (lower is better), "zero" (closest to zero), None.
 REPORT_COLUMNS: dict[str, str | None] = {
     "count": None,
-    "n": None,
     "accuracy": "max",
+    "acc_norm": "max",
     "mean_confidence": None,
     "overconfidence": "zero",
     "ece": "min",
     "ece_noise_floor": None,
+    "ece_p_value": None,
+    "reportable": None,
     "rmsce": "min",
     "rmsce_debiased": "min",
     "mce": "min",
@@ -46,8 +48,10 @@ REPORT_COLUMNS: dict[str, str | None] = {
     "resolution": "max",
     "uncertainty": None,
     "log_loss": "min",
+    "brier_multiclass": "min",
     "perplexity": "min",
     "bits_per_token": "min",
+    "byte_perplexity": "min",
     "bits_per_byte": "min",
     "word_perplexity": "min",
 }
@@ -58,7 +62,10 @@ OVERLAY_LIMIT = 5
 
 _TITLES = {
     "count": "predictions",
-    "n": "predictions",
+    "acc_norm": "acc_norm",
+    "ece_p_value": "ECE p-value",
+    "brier_multiclass": "Brier (all options)",
+    "byte_perplexity": "byte ppl",
     "mean_confidence": "mean conf.",
     "ece_noise_floor": "ECE noise floor",
     "ece": "ECE",
@@ -146,7 +153,7 @@ def _format(value: object, column: str) -> str:
             return "∞" if value > 0 else "−∞"
         if column in ("perplexity", "word_perplexity", "byte_perplexity"):
             return f"{value:,.3f}" if abs(value) < 1e6 else f"{value:.4g}"
-        if column in ("count", "n", "weight"):
+        if column in ("count", "nll_count", "weight"):
             return f"{value:,.0f}" if value == int(value) else f"{value:,.2f}"
         return f"{value:.4f}" if abs(value) < 1000 else f"{value:.4g}"
     return str(value)
@@ -178,8 +185,6 @@ def _best_flags(table: pl.DataFrame, columns: Sequence[str], within: Sequence[st
 
 def _table_html(table: pl.DataFrame, keys: list[str], within: list[str]) -> str:
     shown = [c for c in REPORT_COLUMNS if c in table.columns and table.schema[c].is_numeric()]
-    if "count" in shown and "n" in shown:
-        shown.remove("n")
     best = _best_flags(table, shown, within)
     head = [f'<th class="key" scope="col" data-type="text">{html.escape(key)}</th>' for key in keys]
     for column in shown:
@@ -263,12 +268,30 @@ def _describe_binning(bins: pl.DataFrame, keys: list[str]) -> str:
     return f"{count} {kind} bins per group{side}"
 
 
-def _charts(
+def report_charts(
     comparison: pl.DataFrame,
     bins: pl.DataFrame,
     bin_keys: list[str],
     perplexity: pl.DataFrame | None,
 ) -> list[tuple[str, str, Any]]:
+    """The report's charts as ``(title, note, chart)``; the command line saves them as PNG.
+
+    Parameters
+    ----------
+    comparison
+        The comparison (or metrics) table.
+    bins
+        The bin-statistics table (optionally with ``accuracy_ci_low/_high``).
+    bin_keys
+        The group keys of ``bins``.
+    perplexity
+        An optional perplexity table (default: the comparison table's columns).
+
+    Returns
+    -------
+    list of (str, str, altair chart)
+        One entry per chart, in report order.
+    """
     from calib_frames.plot import charts
 
     metrics = (
@@ -489,7 +512,7 @@ def report_html(
     from calib_frames.plot.export import chart_spec, page_html
 
     specs: dict[str, dict[str, Any]] = {}
-    for number, (name, note, chart) in enumerate(_charts(sorted_table, bins, bin_keys, ppl)):
+    for number, (name, note, chart) in enumerate(report_charts(sorted_table, bins, bin_keys, ppl)):
         spec_id = f"chart-spec-{number}"
         specs[spec_id] = chart_spec(chart)
         sections.append(
