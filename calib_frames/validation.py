@@ -31,6 +31,7 @@ __all__ = [
     "RowCheck",
     "as_lazy",
     "count_bad_rows",
+    "describe_problem",
     "divide",
     "group_keys",
     "integral_check",
@@ -228,12 +229,35 @@ def _describe(
     check: RowCheck, count: int, n_rows: int, find_example: ExampleFinder, keys: Sequence[str]
 ) -> str:
     row = find_example(check) if check.with_example else None
+    return describe_problem(
+        check.column, count, n_rows, check.problem, example=row, keys=keys, value=check.column
+    )
+
+
+def describe_problem(
+    column: str,
+    count: int,
+    total: int,
+    problem: str,
+    *,
+    example: Mapping[str, object] | None,
+    keys: Sequence[str],
+    value: str | None,
+    unit: str = "rows",
+) -> str:
+    """One line of a DataError: the column, "N of M rows", and an example with its keys.
+
+    Every row check of the package words its message through here, e.g.
+    ``column 'confidence': 3 of 1,000 rows are not a probability …; e.g. model='b':
+    confidence=1.5``.
+    """
     where = ""
-    if row is not None:
-        group = ", ".join(f"{key}={row[key]!r}" for key in keys)
-        where = f"; e.g. {group + ': ' if group else ''}{check.column}={row[check.column]!r}"
+    if example is not None:
+        group = ", ".join(f"{key}={example[key]!r}" for key in keys)
+        shown = f"{value}={example[value]!r}" if value is not None else ""
+        where = f"; e.g. {group}{': ' if group and shown else ''}{shown}"
     verb = "is" if count == 1 else "are"
-    return f"column {check.column!r}: {count:,} of {n_rows:,} rows {verb} {check.problem}{where}"
+    return f"column {column!r}: {count:,} of {total:,} {unit} {verb} {problem}{where}"
 
 
 def divide(numerator: pl.Expr, denominator: float) -> pl.Expr:

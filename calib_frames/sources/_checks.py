@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from calib_frames.exceptions import DataError
+from calib_frames.validation import describe_problem
 
 __all__ = ["Check", "raise_if_bad"]
 
@@ -74,12 +75,19 @@ def raise_if_bad(
             counted = count is not None and df.schema[item.flag] != pl.Boolean
             n_all = counts["__units"] if counted else counts["__rows"]
             example = df.filter(pl.col(item.flag).cast(pl.Boolean)).row(0, named=True)
-            where = ", ".join(f"{key}={example[key]!r}" for key in shown)
-            value = f": {item.column}={example[item.value]!r}" if item.value else ""
-            verb = "is" if n_bad == 1 else "are"
+            if item.value is not None:  # shown under the user's column name
+                example = {**example, item.column: example[item.value]}
             problems.append(
-                f"column {item.column!r}: {n_bad:,} of {n_all:,} {item.unit} {verb} "
-                f"{item.problem}; e.g. {where}{value}"
+                describe_problem(
+                    item.column,
+                    n_bad,
+                    n_all,
+                    item.problem,
+                    example=example,
+                    keys=shown,
+                    value=item.column if item.value else None,
+                    unit=item.unit,
+                )
             )
         if problems:
             raise DataError("invalid input:\n  " + "\n  ".join(problems))
