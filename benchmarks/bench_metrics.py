@@ -22,7 +22,6 @@ the parquet source, the peak RSS of a fresh subprocess per method and size
 from __future__ import annotations
 
 import argparse
-import gc
 import sys
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,6 @@ from benchmarks.workload import (
     DATA_DIR,
     Spec,
     ensure_data,
-    memory_source,
     parquet_source,
     parse_groups,
     parse_sizes,
@@ -141,36 +139,11 @@ def main(argv: list[str] | None = None) -> int:
             active = [
                 p for p in peers if not (p.name == "sklearn_loop" and rows > args.sklearn_max_rows)
             ]
-            for kind in sources:
-                if kind == "memory":
-                    src = memory_source(spec, path, args.chunk_rows)
-                else:
-                    src = parquet_source(spec, path, args.chunk_rows)
-                todo = [p for p in active if kind in p.sources]
-                best, checks, errors = harness.time_interleaved(
-                    src, todo, repeats, check=harness.counts_add_up
-                )
-                src.close()
-                del src
-                gc.collect()
-                report.print_table(
-                    f"{spec.label}, source={kind}", best, checks, errors, rows=spec.rows
-                )
-                failed += report.failures(checks, errors)
-                runs.append(
-                    {
-                        "rows": rows,
-                        "groups": spec.groups,
-                        "models": models,
-                        "tasks": tasks,
-                        "source": kind,
-                        "repeats": repeats,
-                        "seconds": best,
-                        "checks": checks,
-                        "errors": errors,
-                        "load": harness.load(),
-                    }
-                )
+            done, bad = harness.run_sources(
+                spec, path, sources, active, repeats, chunk_rows=args.chunk_rows
+            )
+            runs += done
+            failed += bad
             if "parquet" in sources:
                 src = parquet_source(spec, path, args.chunk_rows)
                 for name in memory_methods:

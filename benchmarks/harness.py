@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.peers import Peer, Result
-from benchmarks.workload import Source
+from benchmarks.workload import Source, Spec, memory_source
 
 TOLERANCE = 1e-9
 REPO = Path(__file__).resolve().parent.parent
@@ -173,6 +173,71 @@ def counts_add_up(result: Result, src: Source) -> str | None:
         return None
     total = int(result.values["count"].sum())
     return None if total == src.spec.rows else f"counts sum to {total}, not {src.spec.rows} rows"
+
+
+def run_sources(
+    spec: Spec,
+    path: Path,
+    kinds: Sequence[str],
+    peers: Sequence[Peer],
+    repeats: int,
+    *,
+    chunk_rows: int = 2**16,
+    reference: str | None = None,
+    tolerance: float = TOLERANCE,
+    highlight: Sequence[str] = ("count", "ece", "brier"),
+    check: Callable[[Result, Source], str | None] | None = counts_add_up,
+) -> tuple[list[dict[str, Any]], int]:
+    """Time ``peers`` on one workload for each source kind, print a table per kind.
+
+    Returns the run records (for :func:`benchmarks.report.summary` and the JSON) and the
+    number of mismatches and failures.
+    """
+    from benchmarks import report
+
+    runs, failed = [], 0
+    for kind in kinds:
+        src = memory_source(spec, path, chunk_rows) if kind == "memory" else None
+        src = src or Source("parquet", spec, path, chunk_rows)
+        todo = [p for p in peers if kind in p.sources]
+        best, checks, errors = time_interleaved(
+            src,
+            todo,
+            repeats,
+            reference=reference,
+            tolerance=tolerance,
+            highlight=highlight,
+            check=check,
+        )
+        src.close()
+        del src
+        gc.collect()
+        ref = reference or next((p.name for p in todo if p.role == "subject"), todo[0].name)
+        report.print_table(
+            f"{spec.label}, source={kind}",
+            best,
+            checks,
+            errors,
+            reference=ref,
+            rows=spec.rows,
+            highlight=highlight,
+        )
+        failed += report.failures(checks, errors)
+        runs.append(
+            {
+                "rows": spec.rows,
+                "groups": spec.groups,
+                "models": spec.n_models,
+                "tasks": spec.n_tasks,
+                "source": kind,
+                "repeats": repeats,
+                "seconds": best,
+                "checks": checks,
+                "errors": errors,
+                "load": load(),
+            }
+        )
+    return runs, failed
 
 
 # ---------------------------------------------------------------------------------------------

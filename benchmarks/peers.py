@@ -22,6 +22,7 @@ that differs.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -154,7 +155,8 @@ class Peer:
 
     ``run(source)`` is timed; ``normalise(output, source)`` is not and returns a
     :class:`Result` (or ``None``: nothing to cross-check, as for the floors). ``sources``
-    lists the source kinds it supports; ``needs`` an optional module (peer skipped without);
+    lists the source kinds it supports; ``needs`` an optional ``"module"`` or
+    ``"module:attribute"`` (the peer is skipped without it);
     ``fields`` the Result fields it must produce (``None``: every field of the reference).
     """
 
@@ -168,13 +170,15 @@ class Peer:
     fields: tuple[str, ...] | None = None
 
     def available(self) -> bool:
+        """Whether ``needs`` (``"module"`` or ``"module:attribute"``) can be imported."""
         if self.needs is None:
             return True
+        module, _, attribute = self.needs.partition(":")
         try:
-            __import__(self.needs)
+            imported = importlib.import_module(module)
         except ImportError:
             return False
-        return True
+        return not attribute or hasattr(imported, attribute)
 
 
 @dataclass
@@ -229,7 +233,7 @@ class Registry:
             peer = self.peers[name]
             if not peer.available():
                 if not quiet:
-                    print(f"(skipping {name}: {peer.needs} is not installed)")
+                    print(f"(skipping {name}: {peer.needs} is not available)")
                 continue
             out.append(peer)
         return out

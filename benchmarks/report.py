@@ -155,11 +155,13 @@ def print_memory(memory: list[dict[str, Any]], *, title: str = "parquet source")
     if not memory:
         return
     print(f"\n## Peak memory, {title} (fresh subprocess per method and size)\n")
-    print(
-        "Peak resident memory (VmHWM, reset after the imports) in MB; in brackets the "
-        "difference to the same-size `floor` run (polars streaming over the same file: the "
-        "reader's own buffers).\n"
-    )
+    text = "Peak resident memory (VmHWM, reset after the imports) in MB"
+    if any(r["method"] == "floor" for r in memory):
+        text += (
+            "; in brackets the difference to the same-size `floor` run (polars streaming over "
+            "the same file: the reader's own buffers)"
+        )
+    print(text + ".\n")
     by_groups: dict[int, list[dict[str, Any]]] = {}
     for row in memory:
         by_groups.setdefault(row["groups"], []).append(row)
