@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 if __package__ in (None, ""):  # run as a script: make the ``benchmarks`` package importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path.append(str(Path(__file__).resolve().parent.parent))  # last: PYTHONPATH wins
 
 import polars as pl
 

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 if __package__ in (None, ""):  # run as a script: make the ``benchmarks`` package importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path.append(str(Path(__file__).resolve().parent.parent))  # last: PYTHONPATH wins
 
 import polars as pl
 
@@ -154,7 +154,7 @@ def sized(args: argparse.Namespace) -> tuple[list[dict[str, Any]], int]:
             if name not in args.runs.split(","):
                 continue
             path, rows, size = files[kind]
-            out = harness.peak_rss(target, {"path": str(path), "rows": rows})
+            out = harness.peak_rss(target, {"path": str(path.resolve()), "rows": rows})
             row = {"gb": gb, "run": name, "file": path.name, "rows": rows, "file_gib": size, **out}
             if "error" not in out:
                 row["rows_per_s"] = rows / out["seconds"]

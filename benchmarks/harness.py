@@ -37,7 +37,8 @@ from benchmarks.peers import Peer, Result
 from benchmarks.workload import Source, Spec, memory_source
 
 TOLERANCE = 1e-9
-REPO = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parent  # the child's working directory: no calib_frames here
+REPO = HERE.parent
 
 
 # ---------------------------------------------------------------------------------------------
@@ -282,7 +283,9 @@ def child(target: str, payload: dict[str, Any]) -> dict[str, Any]:
     if peak is None:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     info = out if isinstance(out, dict) else {}
+    measured = sys.modules.get("calib_frames")
     return {
+        "calib_frames": str(Path(measured.__file__).parent) if measured else "not imported",
         "baseline_mb": baseline,
         "peak_mb": peak,
         "seconds": seconds,
@@ -302,11 +305,17 @@ def peak_rss(
     cmd = [sys.executable, "-m", "benchmarks.harness", target, json.dumps(payload)]
     if nice:
         cmd = ["nice", "-n", str(nice), *cmd]
+    import calib_frames
+
+    # the child imports the calib_frames this process measures, then finds ``benchmarks``
+    measured = str(Path(calib_frames.__file__).resolve().parent.parent)
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (measured, env.get("PYTHONPATH"), str(REPO)) if p
+    )
     try:
         proc = subprocess.run(
-            cmd, capture_output=True, text=True, check=False, timeout=timeout, env=env, cwd=REPO
+            cmd, capture_output=True, text=True, check=False, timeout=timeout, env=env, cwd=HERE
         )
     except subprocess.TimeoutExpired:
         return {"error": f"timed out after {timeout:.0f} s"}
@@ -344,7 +353,7 @@ def peer_peak_rss(
     payload = {
         "registry": registry,
         "peer": peer,
-        "path": str(src.path),
+        "path": str(src.path.resolve()),
         "chunk_rows": src.chunk_rows,
         "spec": {
             "rows": src.spec.rows,
