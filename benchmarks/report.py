@@ -192,10 +192,11 @@ def print_memory(memory: list[dict[str, Any]], *, title: str = "parquet source")
     )
 
 
-def save_json(path: Path | None, **sections: Any) -> None:
+def save_json(path: Path | None, *, quiet: bool = False, **sections: Any) -> None:
     """Write everything (environment, argv, runs, memory, ...) as indented JSON."""
     if path is None:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"argv": sys.argv, **sections}, indent=2, default=str))
-    print(f"\nsaved {path}")
+    if not quiet:
+        print(f"\nsaved {path}")

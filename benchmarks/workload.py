@@ -19,8 +19,9 @@ Sources
 :class:`Source` is what a peer's ``run`` receives: ``memory`` (the rows already loaded as a
 polars DataFrame, numpy arrays and an Arrow table; conversions are not timed) or ``parquet``
 (a file written once under ``benchmarks/results/data/`` and reused; reads hit the warm page
-cache). Files are written block by block with a ``pyarrow.parquet.ParquetWriter`` (one row
-group per ``row_group_rows``), so generation never holds more than one block in memory.
+cache). Files are written block by block with a ``pyarrow.parquet.ParquetWriter`` (row
+groups of up to ``row_group_rows``), so generation never holds more than one block in memory.
+Large datasets (bench_streaming) are sets of parts of a fixed size (:func:`ensure_part`).
 """
 
 from __future__ import annotations
@@ -163,7 +164,8 @@ def ensure_data(
     return path, time.perf_counter() - t0
 
 
-def ensure_sized(
+def ensure_part(
+    index: int,
     gigabytes: float,
     n_models: int,
     n_tasks: int,
@@ -172,18 +174,21 @@ def ensure_sized(
     seed: int = 2024,
     data_dir: Path = DATA_DIR,
     row_group_rows: int = 2**20,
-    block: int = BLOCK,
+    block: int = 2**20,
 ) -> tuple[Path, int, float]:
-    """A parquet file of about ``gigabytes`` GiB (whole blocks, stopping once reached).
+    """Part ``index`` of a multi-file dataset: a parquet file of about ``gigabytes`` GiB.
 
-    The rows are the first rows of an unbounded spec of this seed and shape, so files of
-    different sizes share their beginning. Returns (path, rows, seconds spent writing).
+    Whole blocks are written until the file reaches the size. Part i is drawn from seed
+    ``seed + 7919 * i`` (its own per-group biases, like one more night of eval runs), so a
+    dataset of k parts is the first k parts of a larger one. Returns (path, rows, seconds
+    spent writing; 0 when the file was cached).
     """
     tag = f"{gigabytes:g}".replace(".", "p")
-    path = data_dir / f"{kind}_v{DATA_VERSION}_{tag}gb_{n_models}x{n_tasks}_s{seed}.parquet"
+    name = f"{kind}_v{DATA_VERSION}_part{index:03d}_{tag}gb_{n_models}x{n_tasks}_s{seed}.parquet"
+    path = data_dir / name
     if _complete(path, None):
         return path, pq.ParquetFile(path).metadata.num_rows, 0.0
-    spec = Spec(2**62, n_models, n_tasks, seed=seed)  # unbounded: stop on size
+    spec = Spec(2**62, n_models, n_tasks, seed=seed + 7919 * index)  # unbounded: stop on size
     blocks = prediction_blocks(spec, block) if kind == "preds" else token_blocks(spec, block)
     t0 = time.perf_counter()
     rows = write_blocks(
