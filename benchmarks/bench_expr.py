@@ -38,8 +38,8 @@ import polars as pl
 
 import calib_frames as cf
 from benchmarks import harness, report
-from benchmarks.peers import METRICS, Registry, Source, norm_metrics
-from benchmarks.workload import DATA_DIR, KEYS, Spec, ensure_data, parse_groups, parse_sizes
+from benchmarks.peers import METRICS, Registry, norm_metrics
+from benchmarks.workload import DATA_DIR, KEYS, Source, Spec, ensure_data, parse_groups, parse_sizes
 
 TOLERANCE = 1e-12
 FIVE = ("ece", "mce", "rmsce", "brier", "log_loss")
