@@ -144,3 +144,28 @@ def test_compare_flags_mismatches(reference: Result, change: str) -> None:
     else:
         values["ece"] = values["ece"][:3]
     assert not compare(reference, Result(values))["ok"]
+
+
+def test_registry_selects_reference_first_and_skips_missing_needs() -> None:
+    from benchmarks.peers import Peer, Registry
+
+    registry = Registry()
+    registry.add(Peer("ref", lambda src: None, role="subject"))
+    registry.add(Peer("other", lambda src: None))
+    registry.add(Peer("absent", lambda src: None, needs="calib_frames:no_such_function"))
+    assert [p.name for p in registry.select(["other", "absent"], quiet=True)] == ["ref", "other"]
+    with pytest.raises(SystemExit, match="unknown"):
+        registry.select(["nope"])
+    with pytest.raises(ValueError, match="already registered"):
+        registry.add(Peer("ref", lambda src: None))
+
+
+def test_sized_parts_stop_at_their_size(tmp_path: Path) -> None:
+    from benchmarks.workload import ensure_part
+
+    path, rows, _ = ensure_part(0, 0.005, 4, 3, data_dir=tmp_path, block=2**16)
+    size = path.stat().st_size
+    assert 0.005 * 2**30 <= size < 0.005 * 2**30 + 2**20  # at most one block past the size
+    assert rows % 2**16 == 0
+    again, rows_again, seconds = ensure_part(0, 0.005, 4, 3, data_dir=tmp_path, block=2**16)
+    assert (again, rows_again, seconds) == (path, rows, 0.0)  # cached
