@@ -15,7 +15,7 @@ import numpy.typing as npt
 import polars as pl
 
 from calib_frames.binning import BinsLike, as_binning
-from calib_frames.validation import CalibrationInputError
+from calib_frames.exceptions import DataError
 from calib_frames.metrics import metrics_from_bin_statistics
 from calib_frames.perplexity import perplexity
 from calib_frames.stats import bin_statistics
@@ -28,9 +28,9 @@ ArrayLike = npt.ArrayLike
 def _column(name: str, values: ArrayLike) -> pl.Series:
     array = np.asarray(values)
     if array.ndim != 1:
-        raise CalibrationInputError(f"{name} must be one-dimensional, got shape {array.shape}")
+        raise DataError(f"{name} must be one-dimensional, got shape {array.shape}")
     if array.dtype == object:
-        raise CalibrationInputError(f"{name} must be numeric or boolean, got dtype object")
+        raise DataError(f"{name} must be numeric or boolean, got dtype object")
     return pl.Series(name, array)
 
 
@@ -38,7 +38,7 @@ def _same_length(**series: pl.Series) -> None:
     lengths = {name: s.len() for name, s in series.items()}
     if len(set(lengths.values())) > 1:
         detail = ", ".join(f"{name} has {n:,}" for name, n in lengths.items())
-        raise CalibrationInputError(f"arrays must have the same length: {detail}")
+        raise DataError(f"arrays must have the same length: {detail}")
 
 
 @dataclass(frozen=True)
@@ -140,8 +140,8 @@ class CalibrationReport:
             ),
             populated_bins=row["populated_bins"],
             reliability=(
-                stats["mean_confidence"].to_numpy(),
-                stats["accuracy"].to_numpy(),
+                stats["mean_confidence"].fill_null(0.0).to_numpy(),
+                stats["accuracy"].fill_null(0.0).to_numpy(),
                 stats["count"].to_numpy().astype(np.int64),
             ),
             bin_edges=None if edge_values is None else np.array(edge_values),
@@ -177,7 +177,7 @@ class PerplexityResult:
             columns["tokens"] = _column("tokens", token_counts)
         _same_length(**columns)
         frame = pl.DataFrame(list(columns.values()))
-        row = perplexity(frame, tokens="tokens" if token_counts is not None else None).row(
+        row = perplexity(frame, tokens="tokens" if token_counts is not None else 1).row(
             0, named=True
         )
         return cls(

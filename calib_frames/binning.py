@@ -60,6 +60,7 @@ from typing import Literal
 import numpy as np
 import polars as pl
 
+from calib_frames.exceptions import ArgumentError
 from calib_frames.validation import divide
 
 __all__ = ["Binning", "BinsLike", "as_binning"]
@@ -92,11 +93,11 @@ class Binning:
 
     def __post_init__(self) -> None:
         if isinstance(self.n_bins, bool) or not isinstance(self.n_bins, int | np.integer):
-            raise TypeError(f"n_bins must be a positive integer, got {self.n_bins!r}")
+            raise ArgumentError(f"n_bins must be a positive integer, got {self.n_bins!r}")
         if self.n_bins < 1:
-            raise ValueError(f"n_bins must be a positive integer, got {self.n_bins}")
+            raise ArgumentError(f"n_bins must be a positive integer, got {self.n_bins}")
         if self.closed not in ("left", "right"):
-            raise ValueError(f"closed must be 'left' or 'right', got {self.closed!r}")
+            raise ArgumentError(f"closed must be 'left' or 'right', got {self.closed!r}")
 
     # -- constructors -------------------------------------------------------------------
 
@@ -108,13 +109,16 @@ class Binning:
     @classmethod
     def edges(cls, edges: Sequence[float], *, closed: Closed = "left") -> Binning:
         """Bins between the given strictly increasing edges (at least two)."""
-        values = tuple(float(e) for e in edges)
+        try:
+            values = tuple(float(e) for e in edges)
+        except (TypeError, ValueError):
+            raise ArgumentError(f"bin edges must be numbers, got {edges!r}") from None
         if len(values) < 2:
-            raise ValueError(f"bin edges need at least two values, got {list(values)}")
+            raise ArgumentError(f"bin edges need at least two values, got {list(values)}")
         if not all(np.isfinite(values)):
-            raise ValueError(f"bin edges must be finite, got {list(values)}")
+            raise ArgumentError(f"bin edges must be finite, got {list(values)}")
         if any(b <= a for a, b in itertools.pairwise(values)):
-            raise ValueError(f"bin edges must be strictly increasing, got {list(values)}")
+            raise ArgumentError(f"bin edges must be strictly increasing, got {list(values)}")
         return cls("edges", len(values) - 1, closed, values)
 
     @classmethod
@@ -166,6 +170,41 @@ class Binning:
         lower, upper = pl.Series("bin_lower", edges[:-1]), pl.Series("bin_upper", edges[1:])
         return pl.DataFrame([index, lower, upper, closed])
 
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready description (stored with persisted statistics).
+
+        Examples
+        --------
+        >>> Binning.from_dict(Binning.uniform(15, closed="right").to_dict())
+        Binning(kind='uniform', n_bins=15, closed='right', bin_edges=None)
+        """
+        return {
+            "kind": self.kind,
+            "n_bins": self.n_bins,
+            "closed": self.closed,
+            "edges": None if self.bin_edges is None else list(self.bin_edges),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> Binning:
+        """The inverse of :meth:`to_dict`.
+
+        Raises
+        ------
+        ArgumentError
+            ``data`` does not describe a binning.
+        """
+        kind, closed, edges = data.get("kind"), data.get("closed", "left"), data.get("edges")
+        if closed not in ("left", "right"):
+            raise ArgumentError(f"not a binning description: {data!r}")
+        if kind == "uniform" and isinstance(data.get("n_bins"), int):
+            return cls.uniform(int(data["n_bins"]), closed=closed)  # type: ignore[call-overload]
+        if kind == "edges" and isinstance(edges, list):
+            return cls.edges(edges, closed=closed)
+        if kind == "quantile" and isinstance(data.get("n_bins"), int):
+            return cls.quantile(int(data["n_bins"]))  # type: ignore[call-overload]
+        raise ArgumentError(f"not a binning description: {data!r}")
+
     # -- the expression -----------------------------------------------------------------
 
     def assign(self, confidence: pl.Expr, *, keys: Sequence[str] = ()) -> pl.Expr:
@@ -214,4 +253,6 @@ def as_binning(bins: BinsLike) -> Binning:
         return Binning.uniform(int(bins))
     if isinstance(bins, Sequence | np.ndarray) and not isinstance(bins, str):
         return Binning.edges(list(bins))
-    raise TypeError(f"bins= takes a positive int, a sequence of edges or a Binning, got {bins!r}")
+    raise ArgumentError(
+        f"bins= takes a positive int, a sequence of edges or a Binning, got {bins!r}"
+    )

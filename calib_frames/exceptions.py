@@ -19,7 +19,8 @@ class               raised when                                            exit 
 ==================  =====================================================  =========
 
 ``CalibrationInputError``, the name of the first release, stays importable as an alias
-of the base class, so ``except CalibrationInputError`` still catches everything.
+of the base class, so ``except CalibrationInputError`` still catches everything. Every
+class is a ``ValueError``; ``ArgumentError`` is also a ``TypeError``.
 
 Examples
 --------
@@ -44,25 +45,25 @@ __all__ = [
 ]
 
 
-class CalibFramesError(Exception):
-    """Base class of every error calib_frames raises on purpose."""
+class CalibFramesError(ValueError):
+    """Base class of every error calib_frames raises on purpose (a ``ValueError``)."""
 
     exit_code: int = 1
 
 
-class DataError(CalibFramesError, ValueError):
+class DataError(CalibFramesError):
     """Rows of the input break the contract; the message names column, count and example."""
 
 
-class SchemaError(CalibFramesError, ValueError):
+class SchemaError(CalibFramesError):
     """Columns are missing or mistyped, or tables do not fit together (merge, join)."""
 
 
-class ReadError(CalibFramesError, ValueError):
+class ReadError(CalibFramesError):
     """A file cannot be read as what it claims to be; the message names the file."""
 
 
-class ArgumentError(CalibFramesError, ValueError, TypeError):
+class ArgumentError(CalibFramesError, TypeError):
     """An argument is invalid whatever the data (a usage error: exit code 2)."""
 
     exit_code = 2

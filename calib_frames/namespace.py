@@ -1,16 +1,33 @@
-"""The ``calib`` namespace on polars frames: ``frame.calib.metrics(...)`` and friends.
+"""The ``calib`` namespace on polars frames: ``frame.calib.calibration_metrics(...)`` etc.
 
-Registered on both DataFrame and LazyFrame when calib_frames is imported; every method
-forwards to the plain function of the same meaning, so the output kind follows the input.
+Registered on both DataFrame and LazyFrame when calib_frames is imported. Every method
+has the name and the keyword parameters of the plain function it forwards to (with the
+frame as the first argument), so the output kind follows the input;
+``tests/test_api.py`` checks that the signatures agree.
+
+=====================================  ==============================================
+method                                 function
+=====================================  ==============================================
+``bin_statistics(...)``                :func:`~calib_frames.bin_statistics`
+``reliability_table(...)``             :func:`~calib_frames.reliability_table`
+``calibration_metrics(...)``           :func:`~calib_frames.calibration_metrics`
+``metrics_from_bin_statistics()``      :func:`~calib_frames.metrics_from_bin_statistics`
+``merge_bin_statistics(*others)``      :func:`~calib_frames.merge_bin_statistics`
+``nll_sums(...)``                      :func:`~calib_frames.nll_sums`
+``perplexity(...)``                    :func:`~calib_frames.perplexity`
+``perplexity_from_nll_sums()``         :func:`~calib_frames.perplexity_from_nll_sums`
+``merge_nll_sums(*others)``            :func:`~calib_frames.merge_nll_sums`
+``comparison_table(perplexity)``       :func:`~calib_frames.comparison_table`
+=====================================  ==============================================
 
 Examples
 --------
 >>> import polars as pl
 >>> import calib_frames  # registers the namespace
 >>> df = pl.DataFrame({"confidence": [0.6] * 10, "correct": [True] * 6 + [False] * 4})
->>> df.calib.metrics()["ece"].item() < 1e-12
+>>> df.calib.calibration_metrics()["ece"].item() < 1e-12
 True
->>> df.lazy().calib.metrics().collect()["populated_bins"].item()
+>>> df.lazy().calib.calibration_metrics().collect()["populated_bins"].item()
 1
 """
 
@@ -21,17 +38,21 @@ from typing import Generic
 
 import polars as pl
 
+from calib_frames import compare, metrics, perplexity, stats
 from calib_frames.binning import BinsLike
 from calib_frames.validation import Frame
-from calib_frames.metrics import calibration_metrics
-from calib_frames.perplexity import nll_sums, perplexity
-from calib_frames.stats import bin_statistics, reliability_table
 
 __all__ = ["CalibNamespace"]
 
 
 class CalibNamespace(Generic[Frame]):
-    """Calibration and perplexity methods of a DataFrame or LazyFrame."""
+    """Calibration and perplexity methods of a DataFrame or LazyFrame.
+
+    Parameters
+    ----------
+    frame
+        The DataFrame or LazyFrame the namespace is attached to.
+    """
 
     def __init__(self, frame: Frame) -> None:
         self._frame: Frame = frame
@@ -44,13 +65,31 @@ class CalibNamespace(Generic[Frame]):
         by: str | Sequence[str] | None = None,
         bins: BinsLike = 10,
         weight: str | None = None,
+        log_confidence: str | None = None,
     ) -> Frame:
-        """See :func:`calib_frames.bin_statistics`."""
-        return bin_statistics(
-            self._frame, confidence=confidence, correct=correct, by=by, bins=bins, weight=weight
+        """Per (group, bin) additive sums: :func:`calib_frames.bin_statistics`.
+
+        Parameters
+        ----------
+        confidence, correct, by, bins, weight, log_confidence
+            As in :func:`calib_frames.bin_statistics`.
+
+        Returns
+        -------
+        DataFrame or LazyFrame
+            The bin-statistics table.
+        """
+        return stats.bin_statistics(
+            self._frame,
+            confidence=confidence,
+            correct=correct,
+            by=by,
+            bins=bins,
+            weight=weight,
+            log_confidence=log_confidence,
         )
 
-    def reliability(
+    def reliability_table(
         self,
         *,
         confidence: str = "confidence",
@@ -59,12 +98,23 @@ class CalibNamespace(Generic[Frame]):
         bins: BinsLike = 10,
         weight: str | None = None,
     ) -> Frame:
-        """See :func:`calib_frames.reliability_table`."""
-        return reliability_table(
+        """Reliability-diagram data: :func:`calib_frames.reliability_table`.
+
+        Parameters
+        ----------
+        confidence, correct, by, bins, weight
+            As in :func:`calib_frames.reliability_table`.
+
+        Returns
+        -------
+        DataFrame or LazyFrame
+            The reliability table.
+        """
+        return stats.reliability_table(
             self._frame, confidence=confidence, correct=correct, by=by, bins=bins, weight=weight
         )
 
-    def metrics(
+    def calibration_metrics(
         self,
         *,
         confidence: str = "confidence",
@@ -72,24 +122,80 @@ class CalibNamespace(Generic[Frame]):
         by: str | Sequence[str] | None = None,
         bins: BinsLike = 10,
         weight: str | None = None,
+        log_confidence: str | None = None,
     ) -> Frame:
-        """See :func:`calib_frames.calibration_metrics`."""
-        return calibration_metrics(
-            self._frame, confidence=confidence, correct=correct, by=by, bins=bins, weight=weight
+        """Per-group calibration metrics: :func:`calib_frames.calibration_metrics`.
+
+        Parameters
+        ----------
+        confidence, correct, by, bins, weight, log_confidence
+            As in :func:`calib_frames.calibration_metrics`.
+
+        Returns
+        -------
+        DataFrame or LazyFrame
+            The metrics table.
+        """
+        return metrics.calibration_metrics(
+            self._frame,
+            confidence=confidence,
+            correct=correct,
+            by=by,
+            bins=bins,
+            weight=weight,
+            log_confidence=log_confidence,
         )
+
+    def metrics_from_bin_statistics(self) -> Frame:
+        """Metrics of this bin-statistics table: :func:`calib_frames.metrics_from_bin_statistics`.
+
+        Returns
+        -------
+        DataFrame or LazyFrame
+            The metrics table.
+        """
+        return metrics.metrics_from_bin_statistics(self._frame)
+
+    def merge_bin_statistics(self, *tables: Frame, by: str | Sequence[str] | None = None) -> Frame:
+        """This table merged with others: :func:`calib_frames.merge_bin_statistics`.
+
+        Parameters
+        ----------
+        *tables
+            The other bin-statistics tables.
+        by
+            Keys to keep (a roll-up); ``None`` keeps all.
+
+        Returns
+        -------
+        DataFrame or LazyFrame
+            The merged table.
+        """
+        return stats.merge_bin_statistics(self._frame, *tables, by=by)
 
     def nll_sums(
         self,
         *,
         nll: str = "nll",
-        tokens: str | None = None,
+        tokens: str | int | None = None,
         bytes: str | None = None,
         words: str | None = None,
         by: str | Sequence[str] | None = None,
         log_probs: bool = False,
     ) -> Frame:
-        """See :func:`calib_frames.nll_sums`."""
-        return nll_sums(
+        """Per-group additive NLL sums: :func:`calib_frames.nll_sums`.
+
+        Parameters
+        ----------
+        nll, tokens, bytes, words, by, log_probs
+            As in :func:`calib_frames.nll_sums`.
+
+        Returns
+        -------
+        DataFrame or LazyFrame
+            The NLL-sums table.
+        """
+        return perplexity.nll_sums(
             self._frame,
             nll=nll,
             tokens=tokens,
@@ -103,14 +209,25 @@ class CalibNamespace(Generic[Frame]):
         self,
         *,
         nll: str = "nll",
-        tokens: str | None = None,
+        tokens: str | int | None = None,
         bytes: str | None = None,
         words: str | None = None,
         by: str | Sequence[str] | None = None,
         log_probs: bool = False,
     ) -> Frame:
-        """See :func:`calib_frames.perplexity`."""
-        return perplexity(
+        """Per-group perplexity family: :func:`calib_frames.perplexity`.
+
+        Parameters
+        ----------
+        nll, tokens, bytes, words, by, log_probs
+            As in :func:`calib_frames.perplexity`.
+
+        Returns
+        -------
+        DataFrame or LazyFrame
+            The perplexity table.
+        """
+        return perplexity.perplexity(
             self._frame,
             nll=nll,
             tokens=tokens,
@@ -119,6 +236,48 @@ class CalibNamespace(Generic[Frame]):
             by=by,
             log_probs=log_probs,
         )
+
+    def perplexity_from_nll_sums(self) -> Frame:
+        """Perplexity of this NLL-sums table: :func:`calib_frames.perplexity_from_nll_sums`.
+
+        Returns
+        -------
+        DataFrame or LazyFrame
+            The perplexity table.
+        """
+        return perplexity.perplexity_from_nll_sums(self._frame)
+
+    def merge_nll_sums(self, *tables: Frame, by: str | Sequence[str] | None = None) -> Frame:
+        """This table merged with others: :func:`calib_frames.merge_nll_sums`.
+
+        Parameters
+        ----------
+        *tables
+            The other NLL-sums tables.
+        by
+            Keys to keep (a roll-up); ``None`` keeps all.
+
+        Returns
+        -------
+        DataFrame or LazyFrame
+            The merged table.
+        """
+        return perplexity.merge_nll_sums(self._frame, *tables, by=by)
+
+    def comparison_table(self, perplexity: Frame) -> Frame:
+        """This metrics table joined with a perplexity table: :func:`calib_frames.comparison_table`.
+
+        Parameters
+        ----------
+        perplexity
+            The perplexity table.
+
+        Returns
+        -------
+        DataFrame or LazyFrame
+            The comparison table.
+        """
+        return compare.comparison_table(self._frame, perplexity)
 
 
 pl.api.register_dataframe_namespace("calib")(CalibNamespace)

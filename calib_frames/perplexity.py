@@ -1,12 +1,14 @@
 r"""Perplexity per group from token negative log-likelihoods.
 
-Input rows are either token-level (one row per token: ``nll`` = −ln p(token), no
-``tokens`` column, so each row counts one token) or sequence-level (``nll`` = the summed
-NLL of a document and ``tokens`` its token count). Optional ``bytes`` and ``words``
+Input rows are either token-level (one row per token: ``nll`` = −ln p(token); pass
+``tokens=1``, or leave ``tokens`` unset when the frame has no column named ``tokens``) or
+sequence-level (``nll`` = the summed NLL of a document and ``tokens=`` the column of its
+token count). A frame with a ``tokens`` column must say which it is: treating documents
+as single tokens gives an absurd perplexity. Optional ``bytes`` and ``words``
 columns give the document's UTF-8 bytes and words (for token-level rows: the token's
 share, which may be 0).
 
-The additive table (:func:`nll_sums`) holds per group ``rows``, ``nll_sum`` = Σ nll (nats),
+The additive table (:func:`nll_sums`) holds per group ``count`` (rows), ``nll_sum`` = Σ nll (nats),
 ``tokens`` = Σ tokens and, when given, ``bytes`` and ``words``. The reduction follows
 lm-evaluation-harness:
 
@@ -24,6 +26,8 @@ column                 formula
 A ratio over zero tokens, bytes or words is NaN (no warning). NLL is in nats and must be
 >= 0: a negative value usually means an adapter returned ln p instead of −ln p, and
 raises. Pass ``log_probs=True`` when the column holds log-probabilities (<= 0) on purpose.
+Counts must be whole numbers up to 2^53 per row, and a group's sum must fit in Int64;
+otherwise the call raises instead of dropping or wrapping values.
 """
 
 from __future__ import annotations
@@ -33,51 +37,33 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from calib_frames.engine import TokenPass, token_sums
+from calib_frames.exceptions import SchemaError
+from calib_frames.schema import NLL_SUMS, PERPLEXITY
+from calib_frames.stats import aligned_tables, rollup_keys
 from calib_frames.validation import (
-    CalibrationInputError,
     Frame,
-    RowCheck,
     as_lazy,
-    count_bad_rows,
     divide,
-    group_keys,
-    integral_check,
-    not_true,
+    first_offending_row,
     raise_on_bad_rows,
-    require_columns,
     return_like,
 )
 
-__all__ = [
-    "PERPLEXITY_COLUMNS",
-    "merge_nll_sums",
-    "nll_sums",
-    "perplexity",
-    "perplexity_from_nll_sums",
-]
-
-SUM_COLUMNS = ("rows", "nll_sum", "tokens", "bytes", "words")
-PERPLEXITY_COLUMNS = (
-    "mean_nll",
-    "perplexity",
-    "bits_per_token",
-    "byte_perplexity",
-    "bits_per_byte",
-    "word_perplexity",
-)
+__all__ = ["merge_nll_sums", "nll_sums", "perplexity", "perplexity_from_nll_sums"]
 
 
 def nll_sums(
     data: Frame,
     *,
     nll: str = "nll",
-    tokens: str | None = None,
+    tokens: str | int | None = None,
     bytes: str | None = None,
     words: str | None = None,
     by: str | Sequence[str] | None = None,
     log_probs: bool = False,
 ) -> Frame:
-    """Per-group additive NLL sums: ``rows``, ``nll_sum``, ``tokens`` [, ``bytes``, ``words``].
+    """Per-group additive NLL sums: ``count``, ``nll_sum``, ``tokens`` [, ``bytes``, ``words``].
 
     Parameters
     ----------
@@ -87,7 +73,9 @@ def nll_sums(
         Column of negative log-likelihoods in nats (>= 0), or of log-probabilities
         (<= 0) when ``log_probs=True``.
     tokens
-        Column of token counts per row (positive whole numbers); ``None`` = 1 per row.
+        Column of token counts per row (positive whole numbers), or ``1``: each row is
+        one token. ``None`` (default) means 1 unless the frame has a column named
+        ``tokens``, which raises: say which is meant.
     bytes, words
         Optional columns of UTF-8 byte and word counts (whole numbers >= 0).
     by
@@ -97,7 +85,24 @@ def nll_sums(
 
     Returns
     -------
-    DataFrame or LazyFrame (same kind as the input), one row per group, sorted by keys.
+    DataFrame or LazyFrame (same kind as the input)
+        keys…, ``count``, ``nll_sum``, ``tokens`` [, ``bytes``, ``words``], one row per
+        group, sorted by keys (:data:`calib_frames.schema.NLL_SUMS`).
+
+    Raises
+    ------
+    ArgumentError
+        ``tokens`` left unset on a frame with a ``tokens`` column; malformed ``by=``.
+    SchemaError
+        Missing or non-numeric columns.
+    DataError
+        Negative or non-finite NLL, counts that are not whole numbers in range, or sums
+        beyond Int64 (counted in the pass, raised when the result is collected).
+
+    See Also
+    --------
+    merge_nll_sums : add up tables of parts of the data.
+    perplexity_from_nll_sums : the perplexity family from this table.
 
     Examples
     --------
@@ -106,89 +111,60 @@ def nll_sums(
     >>> docs = pl.DataFrame({"nll": [4.0, 6.0], "n_tokens": [2, 3], "n_bytes": [9, 11]})
     >>> cf.nll_sums(docs, tokens="n_tokens", bytes="n_bytes")
     shape: (1, 4)
-    ┌──────┬─────────┬────────┬───────┐
-    │ rows ┆ nll_sum ┆ tokens ┆ bytes │
-    │ ---  ┆ ---     ┆ ---    ┆ ---   │
-    │ u64  ┆ f64     ┆ i64    ┆ i64   │
-    ╞══════╪═════════╪════════╪═══════╡
-    │ 2    ┆ 10.0    ┆ 5      ┆ 20    │
-    └──────┴─────────┴────────┴───────┘
+    ┌───────┬─────────┬────────┬───────┐
+    │ count ┆ nll_sum ┆ tokens ┆ bytes │
+    │ ---   ┆ ---     ┆ ---    ┆ ---   │
+    │ u64   ┆ f64     ┆ i64    ┆ i64   │
+    ╞═══════╪═════════╪════════╪═══════╡
+    │ 2     ┆ 10.0    ┆ 5      ┆ 20    │
+    └───────┴─────────┴────────┴───────┘
     """
     source = as_lazy(data)
-    keys = group_keys(by)
-    roles = {"nll": nll, "tokens": tokens, "bytes": bytes, "words": words}
-    columns = {role: name for role, name in roles.items() if name is not None}
-    require_columns(
+    spec = TokenPass.build(
         source.collect_schema(),
-        columns,
-        numeric=list(columns),
-        reserved=(*SUM_COLUMNS, *PERPLEXITY_COLUMNS),
-        keys=keys,
+        nll=nll,
+        tokens=tokens,
+        bytes=bytes,
+        words=words,
+        by=by,
+        log_probs=log_probs,
     )
-    value = pl.col(nll).cast(pl.Float64)
-    nll_value = -value if log_probs else value
-    checks = [_nll_check(nll, value, log_probs)]
-    if tokens is not None:
-        checks.append(integral_check(tokens, minimum=1, problem="not a whole number >= 1"))
-    checks += [
-        integral_check(name, minimum=0, problem="not a whole number >= 0")
-        for name in (bytes, words)
-        if name is not None
-    ]
-
-    aggs = [
-        pl.len().cast(pl.UInt64).alias("rows"),
-        nll_value.sum().alias("nll_sum"),
-        (pl.len().cast(pl.Int64) if tokens is None else _count_sum(tokens)).alias("tokens"),
-    ]
-    aggs += [
-        _count_sum(name).alias(role)
-        for role, name in (("bytes", bytes), ("words", words))
-        if name is not None
-    ]
-    first_pass = (
-        source.group_by(keys).agg(*aggs, *count_bad_rows(checks))
-        if keys
-        else source.select(*aggs, *count_bad_rows(checks))
-    )
+    checks = spec.row_checks()
+    floats = [f"__calib_float_{role}" for role, _ in spec.count_columns()]
     sums = raise_on_bad_rows(
-        first_pass, source=source, keys=keys, checks=checks, total_rows=pl.col("rows").sum()
+        token_sums(source, spec, checks),
+        keys=spec.keys,
+        checks=checks,
+        total_rows=pl.col("count").sum(),
+        find_example=first_offending_row(source, spec.keys),
+        drop=floats,
     )
-    if keys:
-        sums = sums.sort(keys, nulls_last=True)
+    if spec.keys:
+        sums = sums.sort(list(spec.keys), nulls_last=True)
     return return_like(data, sums)
 
 
-def _count_sum(column: str) -> pl.Expr:
-    return pl.col(column).cast(pl.Int64, strict=False).sum()
+def merge_nll_sums(*tables: Frame, by: str | Sequence[str] | None = None) -> Frame:
+    """Add up NLL-sums tables of disjoint parts of the data.
 
+    Parameters
+    ----------
+    *tables
+        NLL-sums tables with the same keys (any order) and the same count columns.
+    by
+        Keys to keep (a roll-up over the others); ``None`` keeps all keys.
 
-def _nll_check(column: str, value: pl.Expr, log_probs: bool) -> RowCheck:
-    if log_probs:
-        return RowCheck(
-            column,
-            "not a log-probability (finite and <= 0; log_probs=True was given)",
-            not_true(value.is_finite() & (value <= 0)),
-        )
-    return RowCheck(
-        column,
-        "not a finite NLL >= 0 in nats (a negative NLL usually means the adapter "
-        "returned log p instead of -log p; pass log_probs=True if the column holds log p)",
-        not_true(value.is_finite() & (value >= 0)),
-    )
+    Returns
+    -------
+    DataFrame or LazyFrame (the kind of the first table)
+        One NLL-sums table.
 
-
-def _sum_keys(schema: pl.Schema) -> list[str]:
-    if "nll_sum" not in schema or "tokens" not in schema:
-        raise CalibrationInputError(
-            "not an NLL-sums table: needs columns 'nll_sum' and 'tokens'; build one with "
-            "calib_frames.nll_sums"
-        )
-    return [name for name in schema.names() if name not in SUM_COLUMNS]
-
-
-def merge_nll_sums(*tables: Frame) -> Frame:
-    """Add up NLL-sums tables of disjoint parts of the data (same keys and columns).
+    Raises
+    ------
+    SchemaError
+        The tables are not NLL-sums tables, or differ in keys or count columns.
+    ArgumentError
+        No table was given.
 
     Examples
     --------
@@ -199,22 +175,26 @@ def merge_nll_sums(*tables: Frame) -> Frame:
     >>> cf.merge_nll_sums(a, b).rows()
     [(3, 6.0, 3)]
     """
-    if not tables:
-        raise ValueError("merge_nll_sums needs at least one table")
-    frames = [as_lazy(table) for table in tables]
+    frames, keys = aligned_tables(tables, NLL_SUMS)
+    kept = rollup_keys(keys, by)
     schema = frames[0].collect_schema()
-    keys = _sum_keys(schema)
+    columns = [c for c in NLL_SUMS.names if c in schema]
     for frame in frames[1:]:
-        other = frame.collect_schema()
-        if other.names() != schema.names():
-            raise CalibrationInputError(
-                f"cannot merge NLL sums with different columns: {schema.names()} vs {other.names()}"
+        other = [c for c in NLL_SUMS.names if c in frame.collect_schema()]
+        if other != columns:
+            raise SchemaError(
+                f"cannot merge NLL sums with different count columns: {columns} vs {other}"
             )
-    combined = pl.concat(frames)
-    sums = [pl.col(name).sum() for name in schema.names() if name in SUM_COLUMNS]
+    try:
+        combined = pl.concat(
+            [frame.select(*keys, *columns) for frame in frames], how="vertical_relaxed"
+        )
+    except pl.exceptions.PolarsError as error:
+        raise SchemaError(f"cannot merge NLL sums: the key dtypes differ ({error})") from None
+    sums = [pl.col(name).sum() for name in columns]
     merged = (
-        combined.group_by(keys).agg(sums).sort(keys, nulls_last=True)
-        if keys
+        combined.group_by(kept).agg(sums).sort(kept, nulls_last=True)
+        if kept
         else combined.select(sums)
     )
     return return_like(tables[0], merged)
@@ -223,17 +203,33 @@ def merge_nll_sums(*tables: Frame) -> Frame:
 def perplexity_from_nll_sums(sums: Frame) -> Frame:
     """Perplexity, bits per token and (when available) byte/word measures from NLL sums.
 
+    Parameters
+    ----------
+    sums
+        An NLL-sums table (:func:`nll_sums`, :func:`merge_nll_sums`).
+
+    Returns
+    -------
+    DataFrame or LazyFrame (same kind as the input)
+        The table with ``mean_nll``, ``perplexity``, ``bits_per_token`` and, when the
+        counts exist, ``byte_perplexity``, ``bits_per_byte``, ``word_perplexity``.
+
+    Raises
+    ------
+    SchemaError
+        ``sums`` is not an NLL-sums table.
+
     Examples
     --------
     >>> import polars as pl
     >>> import calib_frames as cf
-    >>> sums = pl.DataFrame({"rows": [1], "nll_sum": [10.0], "tokens": [5], "bytes": [20]})
+    >>> sums = pl.DataFrame({"count": [1], "nll_sum": [10.0], "tokens": [5], "bytes": [20]})
     >>> cf.perplexity_from_nll_sums(sums).select("perplexity", "bits_per_byte").rows()
     [(7.38905609893065, 0.7213475204444817)]
     """
     lazy = as_lazy(sums)
     schema = lazy.collect_schema()
-    _sum_keys(schema)  # raises unless this is an NLL-sums table
+    keys = NLL_SUMS.keys(schema)
     total = pl.col("nll_sum")
 
     def per(column: str) -> pl.Expr:
@@ -252,14 +248,15 @@ def perplexity_from_nll_sums(sums: Frame) -> Frame:
         ]
     if "words" in schema:
         measures.append(per("words").exp().alias("word_perplexity"))
-    return return_like(sums, lazy.with_columns(measures))
+    result = lazy.with_columns(measures)
+    return return_like(sums, result.select(PERPLEXITY.select(keys, result.collect_schema())))
 
 
 def perplexity(
     data: Frame,
     *,
     nll: str = "nll",
-    tokens: str | None = None,
+    tokens: str | int | None = None,
     bytes: str | None = None,
     words: str | None = None,
     by: str | Sequence[str] | None = None,
@@ -267,7 +264,29 @@ def perplexity(
 ) -> Frame:
     """Per-group perplexity family: ``perplexity_from_nll_sums(nll_sums(...))``.
 
-    Parameters are those of :func:`nll_sums`; formulas in :mod:`calib_frames.perplexity`.
+    Formulas in :mod:`calib_frames.perplexity`.
+
+    Parameters
+    ----------
+    data
+        DataFrame or LazyFrame of token-level or sequence-level rows.
+    nll, tokens, bytes, words, by, log_probs
+        As in :func:`nll_sums`.
+
+    Returns
+    -------
+    DataFrame or LazyFrame (same kind as the input)
+        keys…, the NLL sums, then ``mean_nll``, ``perplexity``, ``bits_per_token``
+        [, ``byte_perplexity``, ``bits_per_byte``] [, ``word_perplexity``].
+
+    Raises
+    ------
+    ArgumentError, SchemaError, DataError
+        As :func:`nll_sums`.
+
+    See Also
+    --------
+    calib_frames.token_perplexity : the same number as an expression.
 
     Examples
     --------

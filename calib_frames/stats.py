@@ -14,8 +14,8 @@ column                         meaning (sums over the rows of the bin)
                                (null for equal-mass bins)
 ``count``                      number of rows (UInt64)
 ``weight``                     Σ w (= count without a weight column)
-``mean_confidence``            Σ w·p / Σ w (0.0 for an empty bin)
-``accuracy``                   Σ w·y / Σ w (0.0 for an empty bin)
+``mean_confidence``            Σ w·p / Σ w (null for an empty bin)
+``accuracy``                   Σ w·y / Σ w (null for an empty bin)
 ``weight_correct``             Σ w over correct rows (y = 1)
 ``weight_wrong``               Σ w over wrong rows (y = 0)
 ``sum_confidence_correct``     Σ w·p over correct rows
@@ -37,9 +37,12 @@ would be small differences of them: for near-certain predictions (p ≈ 1 − 10
 ``benchmarks/bench_precision.py``). The residual sums carry the small quantities
 directly, so every metric keeps its relative precision. (The mean
 confidence of a bin is Σ w·p over correct rows plus ``sum_residual_wrong``, both direct
-sums, so it stays exact too, even for correct rows with tiny p.) The pass groups
-by (keys, bin, outcome), which is also how invalid confidences and outcomes are counted:
-they get a null bin or outcome key and so form their own groups, at no extra cost.
+sums, so it stays exact too, even for correct rows with tiny p.) The row pass
+(:func:`calib_frames.engine.prediction_cells`) groups by (keys, bin, outcome), which is
+also how invalid confidences and outcomes are counted: they get a null bin or outcome key
+and so form their own groups, at no extra cost; :func:`bin_statistics_from_cells` splits
+the outcome into columns and adds the empty bins. The group keys are the columns before
+``bin`` (:data:`calib_frames.schema.BIN_STATISTICS`).
 """
 
 from __future__ import annotations
@@ -48,64 +51,28 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from calib_frames.binning import Binning, BinsLike, as_binning
+from calib_frames.binning import Binning, BinsLike
+from calib_frames.engine import PredictionPass, prediction_cells
+from calib_frames.exceptions import ArgumentError, SchemaError
+from calib_frames.schema import BIN_STATISTICS, RELIABILITY, Table
 from calib_frames.validation import (
-    CalibrationInputError,
     Frame,
-    RowCheck,
     as_lazy,
-    count_bad_rows,
+    first_offending_row,
     group_keys,
-    not_true,
     raise_on_bad_rows,
-    require_columns,
     return_like,
 )
 
 __all__ = [
-    "ADDITIVE_COLUMNS",
-    "STAT_COLUMNS",
     "bin_statistics",
+    "bin_statistics_from_cells",
     "merge_bin_statistics",
     "reliability_table",
-    "stat_keys",
 ]
 
-ADDITIVE_COLUMNS = (
-    "count",
-    "weight",
-    "weight_correct",
-    "weight_wrong",
-    "sum_confidence_correct",
-    "sum_residual_correct",
-    "sum_residual_wrong",
-    "sum_sq_residual_correct",
-    "sum_sq_residual_wrong",
-    "sum_log_loss",
-)
-STAT_COLUMNS = (
-    "bin",
-    "bin_lower",
-    "bin_upper",
-    "closed",
-    "mean_confidence",
-    "accuracy",
-    *ADDITIVE_COLUMNS,
-)
-_ORDER = (
-    "bin",
-    "bin_lower",
-    "bin_upper",
-    "closed",
-    "count",
-    "weight",
-    "mean_confidence",
-    "accuracy",
-    *ADDITIVE_COLUMNS[2:],
-)
-# Internal names of the pass: the bin and outcome keys, and per-cell sums.
-_BIN, _OUTCOME = "__calib_bin", "__calib_outcome"
-_W, _S, _R, _Q, _L = "__calib_w", "__calib_s", "__calib_r", "__calib_q", "__calib_l"
+ADDITIVE_COLUMNS = BIN_STATISTICS.additive
+_BOUNDS = ("bin_lower", "bin_upper", "closed")
 
 
 def bin_statistics(
@@ -116,6 +83,7 @@ def bin_statistics(
     by: str | Sequence[str] | None = None,
     bins: BinsLike = 10,
     weight: str | None = None,
+    log_confidence: str | None = None,
 ) -> Frame:
     """Per (group, bin) sums from which every binned calibration metric follows.
 
@@ -125,7 +93,7 @@ def bin_statistics(
         DataFrame or LazyFrame with one row per prediction.
     confidence
         Column of predicted probabilities in [0, 1] (the probability that the answer is
-        correct, or that a binary event happens).
+        correct, or that a binary event happens). Boolean columns are refused.
     correct
         Column of outcomes: boolean, or numbers 0/1.
     by
@@ -135,7 +103,13 @@ def bin_statistics(
         :class:`~calib_frames.Binning`. Bins are left-closed ``[k/M, (k+1)/M)`` with the
         last closed at 1.0 unless the Binning says ``closed="right"``.
     weight
-        Optional column of non-negative, finite row weights.
+        Optional column of row weights: finite, >= 0, and 0 or at least 2.2e-308
+        (subnormal weights lose precision and are refused).
+    log_confidence
+        Optional column holding ln(confidence) exactly (e.g. the log-softmax of the
+        chosen option). The log loss then uses it, so a confidence that rounds to 1.0 on
+        a wrong answer still gets its true, finite log loss. Must be <= 0 and agree with
+        ``confidence`` (exp within 1e-9).
 
     Returns
     -------
@@ -145,15 +119,20 @@ def bin_statistics(
 
     Raises
     ------
-    CalibrationInputError
-        Missing columns or wrong dtypes (at once); null/NaN/infinite or out-of-range
-        confidences, outcomes that are not boolean or 0/1, negative or non-finite weights
-        (counted in the aggregation pass, raised when the result is collected).
+    SchemaError
+        Missing columns or wrong dtypes (at once).
+    ArgumentError
+        Malformed ``by=`` or ``bins=`` (at once).
+    DataError
+        Null/NaN/infinite or out-of-range confidences, outcomes that are not boolean or
+        0/1, bad weights or log-confidences (counted in the aggregation pass, raised when
+        the result is collected).
 
     See Also
     --------
     merge_bin_statistics : add up tables computed on parts of the data.
     metrics_from_bin_statistics : ECE, MCE, Brier and its decomposition from this table.
+    reliability_table : the reliability-diagram projection of this table.
 
     Examples
     --------
@@ -170,131 +149,98 @@ def bin_statistics(
     ╞═════╪═══════╪═════════════════╪══════════╡
     │ 0   ┆ 1     ┆ 0.2             ┆ 0.0      │
     │ 1   ┆ 1     ┆ 0.25            ┆ 1.0      │
-    │ 2   ┆ 0     ┆ 0.0             ┆ 0.0      │
+    │ 2   ┆ 0     ┆ null            ┆ null     │
     │ 3   ┆ 1     ┆ 0.9             ┆ 1.0      │
     └─────┴───────┴─────────────────┴──────────┘
     """
     source = as_lazy(predictions)
-    keys = group_keys(by)
-    binning = as_binning(bins)
-    columns = {"confidence": confidence, "correct": correct}
-    if weight is not None:
-        columns["weight"] = weight
-    schema = source.collect_schema()
-    require_columns(
-        schema,
-        columns,
-        numeric=list(columns),
-        reserved=(*STAT_COLUMNS, _BIN, _OUTCOME, _W, _S, _R, _Q, _L),
-        keys=keys,
-    )
-    outcome = _outcome_key(pl.col(correct), schema[correct])
-    p = pl.col(confidence).cast(pl.Float64)
-    low, high = binning.range
-    bin_key = pl.when(p.is_between(low, high)).then(binning.assign(p, keys=keys))
-    checks = _prediction_checks(confidence, correct, weight, binning)
-
-    # One pass, grouped by (keys, bin, outcome), with q the probability given to the
-    # outcome (p or 1 - p) and r the residual (1 - p or p), both computed from p.
-    # Per cell: rows, Σw, Σw·q, Σw·r, Σw·r², Σw·ln q (negated in the second stage).
-    # (q and r are row columns: polars does not share subexpressions inside an agg.)
-    is_correct = pl.col(_OUTCOME)
-    q, r = pl.col(_S), pl.col(_R)
-    # ln(1 − p) of a wrong row with tiny p would lose digits to the rounding of 1 − p.
-    # That rounding error, (1 − q) − r, is exact (and 0 for correct rows); adding it to
-    # ln q (first order) keeps full precision with one log per row, not a log and a log1p.
-    log_q = q.log() + ((1.0 - q) - r)
-    summands: dict[str, pl.Expr] = {_S: q, _R: r, _Q: r * r, _L: log_q}
-    w = None if weight is None else pl.col(weight).cast(pl.Float64)
-
-    def weighted(term: pl.Expr) -> pl.Expr:
-        # a weight-0 row is no data, even where its loss is infinite (0 * inf is NaN)
-        return term if w is None else pl.when(w > 0).then(w * term).otherwise(0.0)
-
-    cell_sums = [
-        pl.len().alias("count"),
-        (pl.len().cast(pl.Float64) if w is None else w.sum()).alias(_W),
-        *[weighted(term).sum().alias(name) for name, term in summands.items()],
-    ]
-    if not binning.additive:
-        cell_sums += [p.min().alias("bin_lower"), p.max().alias("bin_upper")]
-    cells = (
-        source.with_columns(bin_key.alias(_BIN), outcome.alias(_OUTCOME))
-        .with_columns(
-            pl.when(is_correct).then(p).otherwise(1.0 - p).alias(_S),
-            pl.when(is_correct).then(1.0 - p).otherwise(p).alias(_R),
-        )
-        .group_by(*keys, _BIN, _OUTCOME)
-        .agg(*cell_sums, *count_bad_rows(checks))
+    spec = PredictionPass.build(
+        source.collect_schema(),
+        confidence=confidence,
+        correct=correct,
+        by=by,
+        bins=bins,
+        weight=weight,
+        log_confidence=log_confidence,
     )
     cells = raise_on_bad_rows(
-        cells, source=source, keys=keys, checks=checks, total_rows=pl.col("count").sum()
+        prediction_cells(source, spec),
+        keys=spec.keys,
+        checks=spec.row_checks(),
+        total_rows=pl.col("count").sum(),
+        find_example=first_offending_row(source, spec.keys),
+    )
+    stats = bin_statistics_from_cells(cells, keys=list(spec.keys), binning=spec.binning)
+    return return_like(predictions, stats)
+
+
+def bin_statistics_from_cells(
+    cells: pl.LazyFrame, *, keys: Sequence[str], binning: Binning
+) -> pl.LazyFrame:
+    """The second stage: the cell table (:data:`calib_frames.schema.CELLS`) → bin statistics.
+
+    Splits each (keys, bin)'s two outcome cells into the ``*_correct`` / ``*_wrong``
+    columns, adds every empty bin of every group (zero-filled sums, null means) and sorts.
+    Any engine that writes the cell table (polars, Spark) ends here.
+
+    Parameters
+    ----------
+    cells
+        The row pass's output, already checked (cells of invalid rows are ignored).
+    keys
+        The group-key columns of ``cells``.
+    binning
+        The binning the cells were computed with (gives the bin bounds).
+
+    Returns
+    -------
+    LazyFrame
+        The bin-statistics table (:data:`calib_frames.schema.BIN_STATISTICS`).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames import Binning
+    >>> cells = pl.LazyFrame({
+    ...     "bin": pl.Series([1, 1], dtype=pl.UInt32), "correct": [True, False],
+    ...     "count": pl.Series([2, 1], dtype=pl.UInt64), "weight": [2.0, 1.0],
+    ...     "sum_outcome_probability": [1.5, 0.25], "sum_residual": [0.5, 0.75],
+    ...     "sum_sq_residual": [0.125, 0.5625],
+    ...     "sum_log_outcome_probability": [-0.6, -1.4],
+    ... })
+    >>> stats = bin_statistics_from_cells(cells, keys=[], binning=Binning.uniform(2))
+    >>> stats.collect().select("bin", "count", "accuracy", "sum_residual_wrong").rows()
+    [(0, 0, None, 0.0), (1, 3, 0.6666666666666666, 0.75)]
+    """
+    keys = list(keys)
+    correct, valid = (
+        pl.col("correct"),
+        pl.col("bin").is_not_null() & pl.col("correct").is_not_null(),
     )
 
-    # Small second stage: one row per (keys, bin), the outcome split into columns.
-    correct_cell = pl.col(_OUTCOME)
+    def split(column: str, outcome: bool) -> pl.Expr:
+        side = correct if outcome else ~correct
+        return pl.when(side).then(pl.col(column)).otherwise(0.0).sum()
+
     per_bin = [
         pl.col("count").sum().cast(pl.UInt64),
-        pl.col(_W).sum().alias("weight"),
-        pl.col(_W).filter(correct_cell).sum().alias("weight_correct"),
-        pl.col(_W).filter(~correct_cell).sum().alias("weight_wrong"),
-        pl.col(_S).filter(correct_cell).sum().alias("sum_confidence_correct"),
-        pl.col(_R).filter(correct_cell).sum().alias("sum_residual_correct"),
-        pl.col(_R).filter(~correct_cell).sum().alias("sum_residual_wrong"),
-        pl.col(_Q).filter(correct_cell).sum().alias("sum_sq_residual_correct"),
-        pl.col(_Q).filter(~correct_cell).sum().alias("sum_sq_residual_wrong"),
-        (-pl.col(_L).sum()).alias("sum_log_loss"),
+        pl.col("weight").sum(),
+        split("weight", True).alias("weight_correct"),
+        split("weight", False).alias("weight_wrong"),
+        split("sum_outcome_probability", True).alias("sum_confidence_correct"),
+        split("sum_residual", True).alias("sum_residual_correct"),
+        split("sum_residual", False).alias("sum_residual_wrong"),
+        split("sum_sq_residual", True).alias("sum_sq_residual_correct"),
+        split("sum_sq_residual", False).alias("sum_sq_residual_wrong"),
+        (-pl.col("sum_log_outcome_probability").sum()).alias("sum_log_loss"),
     ]
     if not binning.additive:
         per_bin += [pl.col("bin_lower").min(), pl.col("bin_upper").max()]
     # cache(): the grid completion reads this small result twice; the pass must run once.
-    present = cells.group_by(*keys, _BIN).agg(per_bin).rename({_BIN: "bin"}).cache()
-    return return_like(predictions, _complete_grid(present, keys, binning))
-
-
-def _outcome_key(correct: pl.Expr, dtype: pl.DataType) -> pl.Expr:
-    """True/False for a correct/wrong row; null for anything that is not boolean or 0/1."""
-    if dtype == pl.Boolean:
-        return correct
-    y = correct.cast(pl.Float64)
-    return pl.when(y == 1.0).then(True).when(y == 0.0).then(False)
-
-
-def _prediction_checks(
-    confidence: str, correct: str, weight: str | None, binning: Binning
-) -> list[RowCheck]:
-    low, high = binning.range
-    interval = f"[{low:g}, {high:g}]"
-    p = pl.col(confidence).cast(pl.Float64)
-    y = pl.col(correct).cast(pl.Float64)
-    checks = [
-        RowCheck(
-            confidence,
-            f"not a probability in {interval} (null, NaN, infinite or out of range)",
-            bad=not_true(p.is_between(low, high)),
-            count=pl.col("count").filter(pl.col(_BIN).is_null()).sum(),
-        ),
-        RowCheck(
-            correct,
-            "not boolean or 0/1 (or null)",
-            bad=not_true((y == 0) | (y == 1)),
-            count=pl.col("count").filter(pl.col(_OUTCOME).is_null()).sum(),
-        ),
-    ]
-    if weight is not None:
-        w = pl.col(weight).cast(pl.Float64)
-        checks.append(
-            RowCheck(weight, "not a finite weight >= 0", not_true(w.is_finite() & (w >= 0)))
-        )
-    return checks
-
-
-def _complete_grid(present: pl.LazyFrame, keys: list[str], binning: Binning) -> pl.LazyFrame:
-    """Add the empty bins of every group (zero-filled), derive the means, sort."""
-    bins = binning.bounds().lazy()
-    grid = present.select(keys).unique().join(bins, how="cross") if keys else bins
-    on = [*keys, "bin"]
-    stats = grid.join(present, on=on, how="left", nulls_equal=True).with_columns(
+    present = cells.filter(valid).group_by(*keys, "bin").agg(per_bin).cache()
+    bounds = binning.bounds().lazy()
+    grid = present.select(keys).unique().join(bounds, how="cross") if keys else bounds
+    stats = grid.join(present, on=[*keys, "bin"], how="left", nulls_equal=True).with_columns(
         pl.col("count").fill_null(0).cast(pl.UInt64),
         pl.col(*ADDITIVE_COLUMNS[1:]).fill_null(0.0),
     )
@@ -307,31 +253,44 @@ def _with_means(stats: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
     confidence_sum = pl.col("sum_confidence_correct") + pl.col("sum_residual_wrong")
     return (
         stats.with_columns(
-            mean_confidence=pl.when(populated).then(confidence_sum / weight).otherwise(0.0),
-            accuracy=pl.when(populated).then(pl.col("weight_correct") / weight).otherwise(0.0),
+            mean_confidence=pl.when(populated).then(confidence_sum / weight),
+            accuracy=pl.when(populated).then(pl.col("weight_correct") / weight),
         )
-        .select(*keys, *_ORDER)
+        .select(*keys, *BIN_STATISTICS.names)
         .sort(*keys, "bin", nulls_last=True)
     )
 
 
-def stat_keys(schema: pl.Schema) -> list[str]:
-    """The group-key columns of a bin-statistics table (every non-statistic column)."""
-    missing = [name for name in STAT_COLUMNS if name not in schema]
-    if missing:
-        raise CalibrationInputError(
-            f"not a bin-statistics table: missing columns {missing}; "
-            "build one with calib_frames.bin_statistics"
-        )
-    return [name for name in schema.names() if name not in STAT_COLUMNS]
-
-
-def merge_bin_statistics(*tables: Frame) -> Frame:
+def merge_bin_statistics(*tables: Frame, by: str | Sequence[str] | None = None) -> Frame:
     """Add up bin-statistics tables computed on disjoint parts of the data.
 
     ``merge_bin_statistics(bin_statistics(A), bin_statistics(B))`` equals
     ``bin_statistics(A ∪ B)`` (sums to rounding, counts exactly) when both used the same
-    fixed bins. Equal-mass bins differ between parts and are refused.
+    fixed bins. With ``by=`` a subset of the keys, the bins of the other keys are pooled
+    too (a roll-up: model × task → model gives the bin statistics of all of a model's
+    predictions, whose metrics are *not* the mean of its per-task metrics).
+
+    Parameters
+    ----------
+    *tables
+        Bin-statistics tables (DataFrames or LazyFrames) with the same keys, in any order,
+        and key dtypes polars can unify (e.g. String and Categorical).
+    by
+        Keys to keep; ``None`` keeps all of the tables' keys.
+
+    Returns
+    -------
+    DataFrame or LazyFrame (the kind of the first table)
+        One bin-statistics table.
+
+    Raises
+    ------
+    SchemaError
+        A table is not a bin-statistics table, the keys differ, ``by=`` names a column
+        that is not a key, or the bins differ (other edges, closedness or bin count;
+        equal-mass bins never merge).
+    ArgumentError
+        No table was given.
 
     Examples
     --------
@@ -343,48 +302,87 @@ def merge_bin_statistics(*tables: Frame) -> Frame:
     >>> merged.filter(pl.col("count") > 0).select("bin", "count", "accuracy").rows()
     [(8, 3, 0.6666666666666666)]
     """
-    if not tables:
-        raise ValueError("merge_bin_statistics needs at least one table")
-    frames = [as_lazy(table) for table in tables]
-    keys: list[str] = stat_keys(frames[0].collect_schema())
-    for frame in frames[1:]:
-        if stat_keys(frame.collect_schema()) != keys:
-            raise CalibrationInputError(
-                f"cannot merge bin statistics grouped by different keys: {keys} vs "
-                f"{stat_keys(frame.collect_schema())}"
-            )
-    on = [*keys, "bin"]
-    bounds = ("bin_lower", "bin_upper", "closed")
-    summed = (
-        pl.concat([frame.select(*on, *bounds, *ADDITIVE_COLUMNS) for frame in frames])
-        .group_by(on)
-        .agg(
-            pl.col(*ADDITIVE_COLUMNS).sum(),
-            pl.col(*bounds).min(),
-            pl.col(*bounds).max().name.suffix("_max"),
+    frames, keys = aligned_tables(tables, BIN_STATISTICS)
+    kept: list[str] = rollup_keys(keys, by)
+    on = [*kept, "bin"]
+    try:
+        combined = pl.concat(
+            [frame.select(*keys, "bin", *_BOUNDS, *ADDITIVE_COLUMNS) for frame in frames],
+            how="vertical_relaxed",
         )
+    except pl.exceptions.PolarsError as error:
+        raise SchemaError(f"cannot merge bin statistics: the key dtypes differ ({error})") from None
+    summed = combined.group_by(on).agg(
+        pl.col(*ADDITIVE_COLUMNS).sum(),
+        pl.col(*_BOUNDS).min(),
+        pl.col(*_BOUNDS).max().name.suffix("_max"),
+        pl.col(*_BOUNDS).null_count().name.suffix("_nulls"),
+        pl.len().alias("__calib_parts"),
     )
-    checked = summed.map_batches(
-        lambda frame: _check_same_bounds(frame, keys),
-        schema=summed.drop(f"{name}_max" for name in bounds).collect_schema(),
-    )
-    return return_like(tables[0], _with_means(checked, keys))
+    out_schema = summed.drop(
+        [f"{b}{suffix}" for b in _BOUNDS for suffix in ("_max", "_nulls")] + ["__calib_parts"]
+    ).collect_schema()
+    checked = summed.map_batches(lambda frame: _check_same_bins(frame, kept), schema=out_schema)
+    return return_like(tables[0], _with_means(checked, kept))
 
 
-def _check_same_bounds(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
-    bounds = ("bin_lower", "bin_upper", "closed")
-    differ = frame.filter(pl.any_horizontal(pl.col(b) != pl.col(f"{b}_max") for b in bounds))
+def aligned_tables(
+    tables: Sequence[pl.DataFrame | pl.LazyFrame], spec: Table
+) -> tuple[list[pl.LazyFrame], list[str]]:
+    """The tables as LazyFrames and their common keys (the same set, in any order)."""
+    if not tables:
+        raise ArgumentError(f"merging needs at least one {spec.name}")
+    frames = [as_lazy(table) for table in tables]
+    keys = spec.keys(frames[0].collect_schema())
+    for frame in frames[1:]:
+        other = spec.keys(frame.collect_schema())
+        if sorted(other) != sorted(keys):
+            raise SchemaError(
+                f"cannot merge {spec.name}s grouped by different keys: {keys} vs {other}"
+            )
+    return frames, keys
+
+
+def rollup_keys(keys: list[str], by: str | Sequence[str] | None) -> list[str]:
+    if by is None:
+        return keys
+    kept = group_keys(by)
+    unknown = [key for key in kept if key not in keys]
+    if unknown:
+        raise SchemaError(
+            f"by={unknown} are not keys of the tables (keys: {keys}); a roll-up can only "
+            "keep some of the keys the statistics were computed by"
+        )
+    return kept
+
+
+def _check_same_bins(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    bounds_differ = pl.any_horizontal(
+        [pl.col(b) != pl.col(f"{b}_max") for b in _BOUNDS]
+        + [
+            (pl.col(f"{b}_nulls") > 0) & (pl.col(f"{b}_nulls") < pl.col("__calib_parts"))
+            for b in _BOUNDS
+        ]
+    )
+    differ = frame.filter(bounds_differ)
     if differ.height:
         row = differ.row(0, named=True)
         group = ", ".join(f"{key}={row[key]!r}" for key in keys)
-        raise CalibrationInputError(
+        raise SchemaError(
             f"cannot merge: bin {row['bin']} differs between tables "
             f"({group + ': ' if group else ''}lower {row['bin_lower']} vs "
             f"{row['bin_lower_max']}, upper {row['bin_upper']} vs {row['bin_upper_max']}, "
             f"closed {row['closed']} vs {row['closed_max']}) in {differ.height} (group, bin) "
             "rows; merging needs the same fixed bins (equal-mass bins are not additive)"
         )
-    return frame.drop(f"{b}_max" for b in bounds)
+    if frame.height and frame["closed"].null_count():
+        raise SchemaError(
+            "cannot merge bin statistics of equal-mass bins: their edges differ between "
+            "parts of the data, so they are not additive"
+        )
+    return frame.drop(
+        [f"{b}{suffix}" for b in _BOUNDS for suffix in ("_max", "_nulls")] + ["__calib_parts"]
+    )
 
 
 def reliability_table(
@@ -397,9 +395,28 @@ def reliability_table(
     weight: str | None = None,
 ) -> Frame:
     """Reliability-diagram data: per group and bin the bounds, count, mean confidence and
-    accuracy (zero-filled for empty bins).
+    accuracy.
 
-    A projection of :func:`bin_statistics` (same parameters).
+    A projection of :func:`bin_statistics`. An empty bin keeps its row with ``count`` 0
+    and null means, so no chart draws a point for it (the array API,
+    :class:`~calib_frames.CalibrationReport`, keeps zero-filled arrays).
+
+    Parameters
+    ----------
+    predictions
+        DataFrame or LazyFrame with one row per prediction.
+    confidence, correct, by, bins, weight
+        As in :func:`bin_statistics`.
+
+    Returns
+    -------
+    DataFrame or LazyFrame (same kind as the input)
+        keys…, ``bin``, ``bin_lower``, ``bin_upper``, ``count``, ``mean_confidence``,
+        ``accuracy`` (:data:`calib_frames.schema.RELIABILITY`).
+
+    See Also
+    --------
+    bin_statistics : the full additive table.
 
     Examples
     --------
@@ -412,7 +429,4 @@ def reliability_table(
     stats = bin_statistics(
         predictions, confidence=confidence, correct=correct, by=by, bins=bins, weight=weight
     )
-    keys = group_keys(by)
-    return stats.select(
-        *keys, "bin", "bin_lower", "bin_upper", "count", "mean_confidence", "accuracy"
-    )
+    return stats.select(*group_keys(by), *RELIABILITY.names)

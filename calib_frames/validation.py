@@ -18,16 +18,15 @@ Bad input is found in two places:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
 import polars as pl
 
-from calib_frames.exceptions import CalibrationInputError
+from calib_frames.exceptions import ArgumentError, DataError, SchemaError
 
 __all__ = [
-    "CalibrationInputError",
     "Frame",
     "RowCheck",
     "as_lazy",
@@ -50,7 +49,7 @@ def as_lazy(frame: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
         return frame
     if isinstance(frame, pl.DataFrame):
         return frame.lazy()
-    raise TypeError(
+    raise ArgumentError(
         f"expected a polars DataFrame or LazyFrame, got {type(frame).__name__}; "
         "wrap arrays with pl.DataFrame({...}) or use CalibrationReport.from_predictions"
     )
@@ -69,12 +68,20 @@ def group_keys(by: str | Sequence[str] | None) -> list[str]:
         return []
     if isinstance(by, str):
         return [by]
+    if not isinstance(by, Sequence):
+        raise ArgumentError(
+            f"by= takes a column name or a list of column names, got {by!r} of type "
+            f"{type(by).__name__}"
+        )
     keys = list(by)
     for key in keys:
         if not isinstance(key, str):
-            raise TypeError(f"by= takes column names, got {key!r} of type {type(key).__name__}")
+            raise ArgumentError(
+                f"by= takes column names (str), got {key!r} of type {type(key).__name__}"
+            )
     if len(set(keys)) != len(keys):
-        raise ValueError(f"by= names a column twice: {keys}")
+        twice = sorted({key for key in keys if keys.count(key) > 1})
+        raise ArgumentError(f"by= names a column twice: {twice} in {keys}")
     return keys
 
 
@@ -90,25 +97,24 @@ def require_columns(
     group keys do not clash with output column names.
 
     ``columns`` maps a role (``"confidence"``) to the user's column name. Raises
-    :class:`CalibrationInputError` naming the role, the column and the available columns.
+    :class:`~calib_frames.exceptions.SchemaError` naming the role, the column and the
+    available columns.
     """
     missing = [f"{role}={name!r}" for role, name in columns.items() if name not in schema]
     missing += [f"by={key!r}" for key in keys if key not in schema]
     if missing:
         available = ", ".join(repr(c) for c in schema.names())
-        raise CalibrationInputError(
+        raise SchemaError(
             f"column not found: {', '.join(missing)}; available columns: {available or 'none'}"
         )
     for role in numeric:
         name = columns[role]
         dtype = schema[name]
         if not (dtype.is_numeric() or dtype == pl.Boolean):
-            raise CalibrationInputError(
-                f"column {name!r} ({role}) must be numeric, got dtype {dtype}"
-            )
+            raise SchemaError(f"column {name!r} ({role}) must be numeric, got dtype {dtype}")
     clashes = [key for key in keys if key in reserved]
     if clashes:
-        raise CalibrationInputError(
+        raise SchemaError(
             f"group key(s) {clashes} clash with output columns of the same name; "
             "rename them first, e.g. frame.rename({'bin': 'bin_key'})"
         )
@@ -132,12 +138,34 @@ class RowCheck:
         ``None`` means "count ``bad`` in the pass": :func:`count_bad_rows` adds the sum.
         (The bin statistics need no extra column for most checks: an invalid confidence
         or outcome gets a null bin/outcome key, so its rows form their own group.)
+    with_example
+        Whether an offending row can be shown (False for checks on sums, such as an
+        overflowing group total, where no single row is at fault).
     """
 
     column: str
     problem: str
     bad: pl.Expr
     count: pl.Expr | None = None
+    with_example: bool = True
+
+
+ExampleFinder = Callable[[RowCheck], "dict[str, object] | None"]
+"""Returns one offending row of a check (its group keys and column) or None."""
+
+
+def first_offending_row(source: pl.LazyFrame, keys: Sequence[str]) -> ExampleFinder:
+    """An :data:`ExampleFinder` that scans ``source`` until the first offending row.
+
+    It runs only on the error path, so a valid input is still read once.
+    """
+
+    def find(check: RowCheck) -> dict[str, object] | None:
+        columns = list(dict.fromkeys([*keys, check.column]))
+        example = source.filter(check.bad).select(columns).head(1).collect()
+        return example.row(0, named=True) if example.height else None
+
+    return find
 
 
 def count_bad_rows(checks: Sequence[RowCheck]) -> list[pl.Expr]:
@@ -156,18 +184,23 @@ def _count_name(index: int) -> str:
 def raise_on_bad_rows(
     aggregated: pl.LazyFrame,
     *,
-    source: pl.LazyFrame,
     keys: Sequence[str],
     checks: Sequence[RowCheck],
     total_rows: pl.Expr,
+    find_example: ExampleFinder,
+    drop: Sequence[str] = (),
 ) -> pl.LazyFrame:
-    """Raise after the pass if any check counted offending rows; else pass the frame on.
+    """Raise :class:`~calib_frames.exceptions.DataError` after the pass if any check
+    counted offending rows; else pass the frame on.
 
     ``aggregated`` is the small output of the pass (with the columns of
-    :func:`count_bad_rows`, which are dropped); ``total_rows`` evaluates to the number of
-    input rows on it. The check runs when the result is collected, so lazy stays lazy.
+    :func:`count_bad_rows`, which are dropped, and any working columns named in
+    ``drop``); ``total_rows`` evaluates to the number of input rows on it. The check runs
+    when the result is collected, so lazy stays lazy. The message names each column,
+    "N of M rows" and one example with its group keys (found by ``find_example``).
     """
     counted = [_count_name(i) for i, check in enumerate(checks) if check.count is None]
+    counted += list(drop)
     totals = [
         (pl.col(_count_name(i)).sum() if check.count is None else check.count).alias(f"c{i}")
         for i, check in enumerate(checks)
@@ -178,24 +211,23 @@ def raise_on_bad_rows(
     def check(frame: pl.DataFrame) -> pl.DataFrame:
         *bad_counts, n_rows = frame.select(*totals, total_rows.alias("n")).row(0)
         problems = [
-            _describe(check, count, n_rows or 0, source, keys)
+            _describe(check, count, n_rows or 0, find_example, keys)
             for check, count in zip(checks, bad_counts, strict=True)
             if count
         ]
         if problems:
-            raise CalibrationInputError("invalid input:\n  " + "\n  ".join(problems))
+            raise DataError("invalid input:\n  " + "\n  ".join(problems))
         return frame.drop(counted)
 
     return aggregated.map_batches(check, schema=out_schema)
 
 
 def _describe(
-    check: RowCheck, count: int, n_rows: int, source: pl.LazyFrame, keys: Sequence[str]
+    check: RowCheck, count: int, n_rows: int, find_example: ExampleFinder, keys: Sequence[str]
 ) -> str:
-    example = source.filter(check.bad).select(*keys, check.column).head(1).collect()
+    row = find_example(check) if check.with_example else None
     where = ""
-    if example.height:
-        row = example.row(0, named=True)
+    if row is not None:
         group = ", ".join(f"{key}={row[key]!r}" for key in keys)
         where = f"; e.g. {group + ': ' if group else ''}{check.column}={row[check.column]!r}"
     verb = "is" if count == 1 else "are"
@@ -219,8 +251,13 @@ def not_true(expr: pl.Expr) -> pl.Expr:
     return expr.not_().fill_null(True)
 
 
-def integral_check(column: str, *, minimum: int, problem: str) -> RowCheck:
-    """Rows whose value in ``column`` is not a finite whole number >= ``minimum``."""
+def integral_check(column: str, *, minimum: int, maximum: int, problem: str) -> RowCheck:
+    """Rows whose value in ``column`` is not a finite whole number in [minimum, maximum]."""
     value = pl.col(column).cast(pl.Float64)
-    ok = value.is_finite() & (value >= minimum) & (value == value.floor())
+    ok = (
+        value.is_finite()
+        & (value >= minimum)
+        & (value <= float(maximum))
+        & (value == value.floor())
+    )
     return RowCheck(column, problem, not_true(ok))

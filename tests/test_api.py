@@ -51,10 +51,14 @@ def small_predictions() -> pl.DataFrame:
 # -- namespace ----------------------------------------------------------------------------
 
 NAMESPACE_CASES: list[tuple[str, Callable[..., Any], dict[str, Any]]] = [
-    ("metrics", cf.calibration_metrics, {"by": ["model", "task"], "bins": 15}),
-    ("metrics", cf.calibration_metrics, {"weight": "w", "bins": cf.Binning.quantile(4)}),
+    ("calibration_metrics", cf.calibration_metrics, {"by": ["model", "task"], "bins": 15}),
+    (
+        "calibration_metrics",
+        cf.calibration_metrics,
+        {"weight": "w", "bins": cf.Binning.quantile(4)},
+    ),
     ("bin_statistics", cf.bin_statistics, {"by": "model", "bins": [0.0, 0.5, 0.8, 1.0]}),
-    ("reliability", cf.reliability_table, {"by": "task", "bins": 5}),
+    ("reliability_table", cf.reliability_table, {"by": "task", "bins": 5}),
 ]
 
 
@@ -105,29 +109,32 @@ def test_comparison_table_full_join_on_shared_key() -> None:
 
     # keys first, then calibration metrics, then perplexity columns
     assert table.columns[:2] == ["model", "task"]
-    assert set(table.columns) == set(calibration.columns) | set(ppl.columns)
+    # the perplexity table's row count is renamed: ``count`` is the predictions'
+    assert set(table.columns) == set(calibration.columns) | set(
+        ppl.rename({"count": "nll_count"}).columns
+    )
     keys = table.select("model", "task").rows()
     assert sorted(keys, key=repr) == sorted(
         [("a", "x"), ("a", "y"), ("b", "x"), ("b", "y"), ("c", None)], key=repr
     )
     rows = {(r["model"], r["task"]): r for r in table.iter_rows(named=True)}
     # model 'a': calibration only, perplexity columns null
-    assert rows["a", "x"]["n"] == 2
+    assert rows["a", "x"]["count"] == 2
     assert rows["a", "x"]["perplexity"] is None
     assert rows["a", "x"]["tokens"] is None
     # model 'b': both; the perplexity row repeats on each of its tasks
     for task in ("x", "y"):
-        assert rows["b", task]["n"] == 1
+        assert rows["b", task]["count"] == 1
         assert rows["b", task]["tokens"] == 3
         assert rows["b", task]["perplexity"] == pytest.approx(math.exp(2.0), rel=1e-15, abs=0)
     assert rows["b", "x"]["accuracy"] == 1.0
     assert rows["b", "y"]["accuracy"] == 0.0
     # model 'c': perplexity only, calibration columns null
-    assert rows["c", None]["n"] is None
+    assert rows["c", None]["count"] is None
     assert rows["c", None]["ece"] is None
     assert rows["c", None]["perplexity"] == pytest.approx(math.exp(0.5), rel=1e-15, abs=0)
     # each side's values are carried unchanged
-    joined_calibration = table.filter(pl.col("n").is_not_null()).select(calibration.columns)
+    joined_calibration = table.filter(pl.col("count").is_not_null()).select(calibration.columns)
     assert_frame_equal(joined_calibration.sort("model", "task"), calibration.sort("model", "task"))
 
 
@@ -300,7 +307,7 @@ def test_overconfidence_sign_on_synthetic_predictions() -> None:
     generator = load_generator()
     table = cf.calibration_metrics(pl.scan_parquet(PREDICTIONS), by=["model", "task"]).collect()
     assert table.select("model", "task").rows() == [(m, t) for m in MODELS for t in TASKS]
-    assert table["n"].to_list() == [2_000] * 12
+    assert table["count"].to_list() == [2_000] * 12
     for row in table.iter_rows(named=True):
         gap = row["overconfidence"]
         # standard error of a mean of 2,000 (c - y) terms is at most ~0.0112

@@ -411,5 +411,6 @@ def test_worked_example_three_predictions() -> None:
     assert metrics["populated_bins"].item() == 2
     table = cf.reliability_table(frame, bins=binning)
     assert table["count"].to_list() == [0, 2, 1]
-    assert table["mean_confidence"].to_list() == pytest.approx([0.0, 0.525, 0.8], rel=1e-12)
-    assert table["accuracy"].to_list() == [0.0, 0.5, 1.0]
+    assert table["mean_confidence"].to_list()[0] is None  # empty bin: null, not 0.0
+    assert table["mean_confidence"].to_list()[1:] == pytest.approx([0.525, 0.8], rel=1e-12)
+    assert table["accuracy"].to_list() == [None, 0.5, 1.0]

@@ -35,11 +35,12 @@ def run(*args: str | Path, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]
     )
 
 
-def assert_clean_error(result: subprocess.CompletedProcess[str]) -> str:
-    """Exit 2, nothing on stdout, a short error on stderr and no traceback."""
-    assert result.returncode == 2, result.stderr
+def assert_clean_error(result: subprocess.CompletedProcess[str], code: int = 2) -> str:
+    """Exit ``code`` (2 usage, 1 bad data), a one-line error on stderr, no traceback."""
+    assert result.returncode == code, result.stderr
     assert "Traceback" not in result.stderr
     assert result.stderr.startswith("calib-frames: error:"), result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     return result.stderr
 
 
@@ -48,7 +49,18 @@ def test_console_script_is_installed() -> None:
 
 
 def test_compare_prints_the_table() -> None:
-    result = run("compare", PREDICTIONS, "--tokens", TOKENS, "--by", "model", "--by", "task")
+    result = run(
+        "compare",
+        PREDICTIONS,
+        "--token-file",
+        TOKENS,
+        "--tokens",
+        "tokens",
+        "--by",
+        "model",
+        "--by",
+        "task",
+    )
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     for model in MODELS:
@@ -75,13 +87,23 @@ def test_module_entry_point() -> None:
 def test_output_csv(tmp_path: Path, by: list[str], rows: int) -> None:
     out = tmp_path / "table.csv"
     by_args = [arg for key in by for arg in ("--by", key)]
-    result = run("compare", PREDICTIONS, "--tokens", TOKENS, *by_args, "--output", out)
+    result = run(
+        "compare",
+        PREDICTIONS,
+        "--token-file",
+        TOKENS,
+        "--tokens",
+        "tokens",
+        *by_args,
+        "--output",
+        out,
+    )
     assert result.returncode == 0, result.stderr
     table = pl.read_csv(out)
     assert table.height == rows
     assert sorted(set(table["model"].to_list())) == list(MODELS)
     assert {"ece", "accuracy", "perplexity"} <= set(table.columns)
-    assert table["n"].sum() == 24_000
+    assert table["count"].sum() == 24_000
 
 
 def test_output_parquet(tmp_path: Path) -> None:
@@ -101,9 +123,12 @@ def test_output_onto_an_input_file_is_refused(tmp_path: Path, which: str) -> Non
     before = target.read_bytes()
     # the same file under another spelling of its path
     alias = tmp_path / "." / target.name
-    result = run("compare", predictions, "--tokens", tokens, "--by", "model", "--output", alias)
+    result = run(
+        "compare", predictions, "--token-file", tokens, "--tokens", "tokens",
+        "--by", "model", "--output", alias,
+    )  # fmt: skip
     stderr = assert_clean_error(result)
-    assert "--output" in stderr
+    assert "would be overwritten" in stderr
     assert target.read_bytes() == before
 
 
@@ -111,7 +136,7 @@ def test_bad_input_file_is_a_one_line_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.csv"
     bad.write_text("model,confidence,correct\na,0.5,1\nb,1.5,0\nb,0.25,0\n")
     result = run("compare", bad, "--by", "model")
-    stderr = assert_clean_error(result)
+    stderr = assert_clean_error(result, code=1)
     assert result.stdout == ""
     assert len(stderr.strip().splitlines()) == 1, stderr
     assert "'confidence'" in stderr
@@ -122,15 +147,15 @@ def test_bad_input_file_is_a_one_line_error(tmp_path: Path) -> None:
 def test_bad_token_file_is_an_error(tmp_path: Path) -> None:
     tokens = tmp_path / "tokens.csv"
     tokens.write_text("model,nll\ncalibrated,-1.5\noverconfident,2.0\n")
-    result = run("compare", PREDICTIONS, "--tokens", tokens, "--by", "model")
-    stderr = assert_clean_error(result)
+    result = run("compare", PREDICTIONS, "--token-file", tokens, "--by", "model")
+    stderr = assert_clean_error(result, code=1)
     assert "'nll'" in stderr
     assert "log_probs" in stderr
 
 
 def test_missing_column_is_an_error(tmp_path: Path) -> None:
     result = run("compare", PREDICTIONS, "--by", "model", "--confidence", "prob")
-    stderr = assert_clean_error(result)
+    stderr = assert_clean_error(result, code=1)
     assert "'prob'" in stderr
 
 

@@ -120,7 +120,7 @@ def reference_metrics(
         "within_bin_covariance": -2 * math.fsum(w * dp * dy) / n,
         "log_loss": math.fsum(per_bin["sum_log_loss"]) / n,
         "populated_bins": int(populated.sum()),
-        "n": p.size,
+        "count": p.size,
         "weight": n,
     }
 
@@ -185,7 +185,7 @@ def test_worked_example_ten_predictions(
     row = cf.calibration_metrics(df).row(0, named=True)
     tight = {"abs": 1e-12}
     assert brier == pytest.approx({0.6: 0.24, 0.95: 0.3625, 0.25: 0.3625}[confidence], **tight)
-    assert row["n"] == 10
+    assert row["count"] == 10
     assert row["weight"] == 10.0
     assert row["populated_bins"] == 1
     assert row["accuracy"] == pytest.approx(0.6, **tight)
@@ -226,7 +226,8 @@ def test_worked_example_reliability_table() -> None:
     assert table["bin"].to_list() == list(range(10))
     assert table["count"].to_list() == [0, 0, 10, 0, 0, 0, 0, 0, 0, 0]  # 0.25 in [0.2, 0.3)
     assert table.row(2) == pytest.approx((2, 0.2, 0.3, 10, 0.25, 0.6), abs=1e-12)
-    assert table["mean_confidence"].to_list()[3:] == [0.0] * 7
+    assert table["mean_confidence"].to_list()[3:] == [None] * 7  # empty: null, not 0.0
+    assert table["accuracy"].to_list()[:2] == [None] * 2
 
 
 def test_worked_example_three_predictions() -> None:
@@ -249,7 +250,7 @@ def test_worked_example_three_predictions() -> None:
     covariance = -f(2, 3) * (f(-25, 1000) * f(1, 2) + f(25, 1000) * f(-1, 2))  # 0.05/3
     assert reliability - resolution + uncertainty + variance + covariance == brier
     expected = {
-        "n": 3,
+        "count": 3,
         "populated_bins": 2,
         "accuracy": accuracy,
         "mean_confidence": mean_confidence,
@@ -366,10 +367,15 @@ def test_bin_statistics_match_reference(case: tuple[int, int, int, str, bool, in
         accuracy = np.where(
             populated, ref["sum_correct"] / np.where(populated, ref["weight"], 1), 0
         )
-        assert table["mean_confidence"].to_list() == pytest.approx(
+        # empty bins have null means (count 0 says why), never a fake 0.0
+        for name in ("mean_confidence", "accuracy"):
+            assert table[name].is_null().to_list() == (~populated).tolist(), name
+        assert table["mean_confidence"].fill_null(0.0).to_list() == pytest.approx(
             mean_confidence, rel=1e-12, abs=0
         )
-        assert table["accuracy"].to_list() == pytest.approx(accuracy, rel=1e-12, abs=0)
+        assert table["accuracy"].fill_null(0.0).to_list() == pytest.approx(
+            accuracy, rel=1e-12, abs=0
+        )
 
 
 def test_edge_values_land_by_closedness() -> None:
@@ -490,7 +496,7 @@ def test_empty_whole_frame(lazy: bool, weight: str | None) -> None:
     for name in ("accuracy", "mean_confidence", "overconfidence"):
         assert math.isnan(row[name]), name
     assert row["populated_bins"] == 0
-    assert row["n"] == 0
+    assert row["count"] == 0
     assert row["weight"] == 0.0
 
     stats = cf.bin_statistics(frame, bins=7, weight=weight)
@@ -499,8 +505,10 @@ def test_empty_whole_frame(lazy: bool, weight: str | None) -> None:
     assert stats["bin_lower"].to_list() == [k / 7 for k in range(7)]
     assert stats["bin_upper"].to_list() == [k / 7 for k in range(1, 8)]
     assert stats["count"].to_list() == [0] * 7
-    for name in (*SUM_COLUMNS, "mean_confidence", "accuracy"):
+    for name in SUM_COLUMNS:
         assert stats[name].to_list() == [0.0] * 7, name
+    for name in ("mean_confidence", "accuracy"):
+        assert stats[name].to_list() == [None] * 7, name
 
 
 @pytest.mark.parametrize("by", ["g", ["g", "w"]])
@@ -721,7 +729,7 @@ def test_integer_group_keys_sorted() -> None:
     )
     result = cf.calibration_metrics(df, by="k")
     assert result["k"].to_list() == [1, 2, 3]
-    assert result["n"].to_list() == [2, 1, 2]
+    assert result["count"].to_list() == [2, 1, 2]
     # group k=1: 0.2 wrong, 0.4 right -> brier (0.04 + 0.36)/2 = 0.2
     assert result["brier"][0] == pytest.approx(0.2, abs=1e-12)
 
@@ -772,10 +780,10 @@ def test_merge_refuses_equal_mass_tables_with_different_bounds() -> None:
     table = cf.bin_statistics(a, bins=quantile)
     assert table.select("bin_lower", "bin_upper").rows() == [(0.1, 0.5), (0.9, 0.95)]
     assert table["count"].to_list() == [2, 2]
-    # the same table twice has the same bounds and merges (double counting)
-    twice = cf.merge_bin_statistics(table, table)
-    assert twice["count"].to_list() == [4, 4]
-    with pytest.raises(cf.CalibrationInputError, match="equal-mass"):
+    # equal-mass bins never merge: their edges belong to one part of the data
+    with pytest.raises(cf.SchemaError, match="equal-mass"):
+        cf.merge_bin_statistics(table, table)
+    with pytest.raises(cf.SchemaError, match="equal-mass"):
         cf.merge_bin_statistics(
             cf.bin_statistics(a, bins=quantile), cf.bin_statistics(b, bins=quantile)
         )

@@ -198,7 +198,7 @@ def test_niamey_brier_and_curve(forecaster: str) -> None:
     p = data[forecaster].to_numpy()
     y = data["obs"].to_numpy()
     got = cf.calibration_metrics(data, confidence=forecaster, correct="obs")
-    assert got["n"].item() == 92
+    assert got["count"].item() == 92
     assert got["brier"].item() == pytest.approx(brier_score_loss(y, p), rel=1e-12)
     for m in (5, 10, 13):
         assert_matches_calibration_curve(p, y, m)

@@ -75,7 +75,7 @@ def test_measures_match_lm_eval_definitions() -> None:
         expected = lm_eval_measures(
             part["nll"].to_list(), part["bytes"].to_list(), part["words"].to_list()
         )
-        assert got["rows"] == part.height
+        assert got["count"] == part.height
         assert got["tokens"] == part.height
         assert got["bytes"] == sum(part["bytes"].to_list())
         assert got["words"] == sum(part["words"].to_list())
@@ -148,7 +148,7 @@ def test_token_level_and_sequence_level_rows_agree() -> None:
     sequence_level = cf.perplexity(sequences, by="model", tokens="n_tokens", bytes="bytes")
     columns = ["model", "nll_sum", "tokens", "bytes", "mean_nll", "perplexity", "bits_per_byte"]
     assert_frame_equal(token_level.select(columns), sequence_level.select(columns))
-    assert token_level["rows"].to_list() != sequence_level["rows"].to_list()
+    assert token_level["count"].to_list() != sequence_level["count"].to_list()
 
 
 def test_tokens_default_to_one_per_row() -> None:
@@ -226,13 +226,13 @@ def test_merge_of_lazy_tables_stays_lazy() -> None:
     b = cf.nll_sums(pl.LazyFrame({"nll": [3.0]}))
     merged = cf.merge_nll_sums(a, b)
     assert isinstance(merged, pl.LazyFrame)
-    assert merged.collect().row(0, named=True) == {"rows": 3, "nll_sum": 6.0, "tokens": 3}
+    assert merged.collect().row(0, named=True) == {"count": 3, "nll_sum": 6.0, "tokens": 3}
 
 
 def test_merge_refuses_tables_with_different_columns() -> None:
     a = cf.nll_sums(pl.DataFrame({"nll": [1.0], "b": [4]}), bytes="b")
     b = cf.nll_sums(pl.DataFrame({"nll": [1.0]}))
-    with pytest.raises(cf.CalibrationInputError, match="different columns"):
+    with pytest.raises(cf.CalibrationInputError, match="different count columns"):
         cf.merge_nll_sums(a, b)
 
 
@@ -248,7 +248,7 @@ def test_empty_input_gives_nan_and_no_warning() -> None:
         warnings.simplefilter("error")
         got = cf.perplexity(empty, bytes="bytes", words="words").row(0, named=True)
         result = cf.PerplexityResult.from_token_nll(np.array([], dtype=np.float64))
-    assert got["rows"] == 0
+    assert got["count"] == 0
     assert got["tokens"] == 0
     for name in ("perplexity", "mean_nll", "bits_per_token", "byte_perplexity", "bits_per_byte"):
         assert math.isnan(got[name]), name

@@ -27,8 +27,8 @@ def test_readme_opens_with_the_run_and_test_commands() -> None:
     for block in (run_command, test_command):
         assert "\n" not in block, "each command is one line"
         assert block.startswith("python3 -m venv .venv && .venv/bin/pip install")
-    assert ".venv/bin/calib-frames compare data/synthetic_predictions.parquet" in run_command
-    assert "--tokens data/synthetic_tokens.parquet" in run_command
+    assert ".venv/bin/calib-frames report data/synthetic_predictions.parquet" in run_command
+    assert "--token-file data/synthetic_tokens.parquet" in run_command
     assert "'.[test]'" in test_command
     assert test_command.endswith(".venv/bin/python -m pytest")
 
@@ -39,12 +39,15 @@ def test_ci_runs_the_readme_test_command_verbatim() -> None:
     assert any(line.startswith(test_command) for line in lines), test_command
 
 
-def test_readme_run_command_works() -> None:
-    """The part of the first command after the install runs and prints the three models."""
+def test_readme_run_command_works(tmp_path: Path) -> None:
+    """The part of the first command after the install runs, prints the three models and
+    writes its outputs (into a temporary folder here, not into the checkout)."""
     run_command = bash_blocks()[0]
     invocation = run_command.split("&&")[-1].strip()
     argv = shlex.split(invocation)
     assert argv[0] == ".venv/bin/calib-frames"
+    assert argv[-2:] == ["--out", "report"]
+    argv[-1] = str(tmp_path / "report")
     program = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "calib_frames.cli"]
     result = subprocess.run(
         [*program, *argv[1:]], capture_output=True, text=True, cwd=ROOT, timeout=300, check=False
@@ -54,3 +57,4 @@ def test_readme_run_command_works() -> None:
         assert model in result.stdout
     for column in ("ece", "perplexity"):
         assert column in result.stdout
+    assert (tmp_path / "report" / "comparison.parquet").is_file()

@@ -30,7 +30,7 @@ PREDICTION_FUNCTIONS: dict[str, PredictionFn] = {
     "bin_statistics": cf.bin_statistics,
     "reliability_table": cf.reliability_table,
     "calibration_metrics": cf.calibration_metrics,
-    "namespace.metrics": lambda frame, **kw: frame.calib.metrics(**kw),
+    "namespace.metrics": lambda frame, **kw: frame.calib.calibration_metrics(**kw),
 }
 TOKEN_FUNCTIONS: dict[str, PredictionFn] = {
     "nll_sums": cf.nll_sums,
@@ -102,7 +102,7 @@ def assert_reported(
     group: str = "model='b'",
 ) -> str:
     """The message names ``column``, the count of bad rows and an example in ``group``."""
-    assert type(error.value) is CalibrationInputError
+    assert type(error.value) is cf.DataError  # never a wrapped polars error
     assert isinstance(error.value, ValueError)
     line = problem_line(error, column)
     assert f"{count:,} of {total:,} rows" in line, line
@@ -200,7 +200,7 @@ def test_bad_correct_is_reported(dtype: pl.DataType, bad: object) -> None:
 def test_valid_correct_dtypes_are_accepted(dtype: pl.DataType) -> None:
     frame = predictions().with_columns(pl.col("correct").cast(dtype))
     result = cf.calibration_metrics(frame, by="model")
-    assert result["n"].to_list() == [N // 2, N // 2]
+    assert result["count"].to_list() == [N // 2, N // 2]
 
 
 # -- weight -------------------------------------------------------------------------------
@@ -217,7 +217,7 @@ def test_bad_weight_is_reported(bad: float | None) -> None:
 def test_zero_weight_is_valid() -> None:
     frame = with_values(predictions(), "w", [0.0])
     result = cf.calibration_metrics(frame, by="model", weight="w")
-    assert result["n"].to_list() == [N // 2, N // 2]
+    assert result["count"].to_list() == [N // 2, N // 2]
 
 
 # -- schema problems (raised when the query is built) -------------------------------------
@@ -260,7 +260,7 @@ def test_by_naming_a_missing_column() -> None:
 
 def test_by_naming_a_missing_column_for_perplexity() -> None:
     with pytest.raises(CalibrationInputError, match="by='run'"):
-        cf.perplexity(tokens_frame().lazy(), by="run")
+        cf.perplexity(tokens_frame().lazy(), tokens="tokens", by="run")
 
 
 @pytest.mark.parametrize("key", ["bin", "bin_lower", "count", "weight", "accuracy"])
@@ -271,7 +271,7 @@ def test_group_key_named_like_a_bin_statistics_column(key: str, function: Predic
         function(lazy, by=key)
 
 
-@pytest.mark.parametrize("key", ["n", "ece", "brier", "populated_bins"])
+@pytest.mark.parametrize("key", ["count", "ece", "brier", "populated_bins"])
 def test_group_key_named_like_a_metric_column(key: str) -> None:
     """calibration_metrics outputs these columns, so a key of that name must be refused at
     build time (not a polars DuplicateError at collect)."""
@@ -280,7 +280,7 @@ def test_group_key_named_like_a_metric_column(key: str) -> None:
         cf.calibration_metrics(lazy, by=key)
 
 
-@pytest.mark.parametrize("key", ["rows", "nll_sum", "tokens"])
+@pytest.mark.parametrize("key", ["count", "nll_sum", "tokens"])
 @pytest.mark.parametrize("function", TOKEN_FUNCTIONS.values(), ids=TOKEN_FUNCTIONS)
 def test_group_key_named_like_an_nll_sums_column(key: str, function: PredictionFn) -> None:
     lazy = tokens_frame().lazy().drop("tokens").rename({"model": key})
@@ -294,7 +294,7 @@ def test_group_key_named_like_a_perplexity_column(key: str) -> None:
     silently overwritten by the computed measure."""
     lazy = tokens_frame().lazy().rename({"model": key})
     with pytest.raises(CalibrationInputError, match=f"'{key}'"):
-        cf.perplexity(lazy, by=key)
+        cf.perplexity(lazy, tokens="tokens", by=key)
 
 
 # -- lazy vs eager ------------------------------------------------------------------------
@@ -410,7 +410,7 @@ def test_zero_bytes_and_words_are_valid() -> None:
 def test_string_nll_raises_at_build_time() -> None:
     lazy = tokens_frame().lazy().with_columns(pl.col("nll").cast(pl.String))
     with pytest.raises(CalibrationInputError, match=r"'nll'.*String"):
-        cf.perplexity(lazy)
+        cf.perplexity(lazy, tokens="tokens")
 
 
 # -- the array API ------------------------------------------------------------------------
@@ -549,7 +549,7 @@ def test_input_frames_are_not_modified() -> None:
     before = frame.clone()
     cf.bin_statistics(frame, by="model", weight="w")
     cf.calibration_metrics(frame, by="model", bins=cf.Binning.quantile(5))
-    frame.calib.reliability(by="model")
+    frame.calib.reliability_table(by="model")
     bad = with_values(frame, "confidence", [1.5])
     bad_before = bad.clone()
     with pytest.raises(CalibrationInputError):
@@ -560,7 +560,7 @@ def test_input_frames_are_not_modified() -> None:
     tokens = tokens_frame()
     tokens_before = tokens.clone()
     cf.perplexity(tokens, by="model", tokens="tokens", bytes="bytes", words="words")
-    cf.nll_sums(tokens.with_columns(-pl.col("nll")), log_probs=True)
+    cf.nll_sums(tokens.with_columns(-pl.col("nll")), tokens="tokens", log_probs=True)
     assert_frame_equal(tokens, tokens_before)
 
 

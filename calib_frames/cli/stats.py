@@ -1,0 +1,101 @@
+"""``calib-frames stats``: the mergeable statistics of the inputs, as one batch.
+
+    calib-frames stats PREDICTIONS… --by model,task --out STATS.parquet [--batch-id ID]
+                       [--token-file TOKENS… --nll-out NLL.parquet]
+
+The batch id defaults to a digest of the inputs' names, sizes and modification times, so
+that the same input gives the same id and merging it twice counts it once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from calib_frames.cli import common
+from calib_frames.cli.compare import add_prediction_arguments
+from calib_frames.exceptions import ArgumentError
+from calib_frames.perplexity import nll_sums
+from calib_frames.stats import bin_statistics
+from calib_frames.storage import write_statistics
+
+__all__ = ["add_parser", "batch_id_of", "run"]
+
+
+def add_parser(commands: Any) -> None:
+    """Register the subcommand."""
+    parser = commands.add_parser("stats", help="write mergeable statistics (one batch)")
+    add_prediction_arguments(parser)
+    parser.add_argument("--out", type=Path, required=True, help="bin-statistics parquet file")
+    parser.add_argument("--nll-out", type=Path, default=None, help="NLL-sums parquet file")
+    parser.add_argument("--batch-id", default=None, help="batch id (default: from the inputs)")
+    parser.set_defaults(run=run)
+
+
+def batch_id_of(files: list[Path]) -> str:
+    """A stable id of the inputs: a digest of their resolved paths, sizes and mtimes."""
+    digest = hashlib.sha256()
+    for path in sorted(files, key=lambda p: str(p.resolve())):
+        info = path.stat()
+        digest.update(f"{path.resolve()}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``stats``."""
+    if args.token_file and args.nll_out is None:
+        raise ArgumentError("--token-file needs --nll-out for the NLL sums")
+    if args.nll_out is not None and not args.token_file:
+        raise ArgumentError("--nll-out needs --token-file")
+    by = common.by_from(args.by)
+    binning = common.binning_from(args)
+    if not binning.additive:
+        raise ArgumentError("equal-mass bins are not mergeable: stats needs --binning uniform")
+    predictions, files = common.scan_inputs(
+        args.inputs,
+        format=args.format,
+        schema=args.schema,
+        numeric=[args.confidence, args.weight, args.log_confidence],
+    )
+    token_query = None
+    if args.token_file:
+        tokens, token_files = common.scan_inputs(
+            args.token_file,
+            format=args.format,
+            schema=args.schema,
+            numeric=[args.nll, args.tokens, args.bytes, args.words],
+        )
+        names = tokens.collect_schema().names()
+        tokens_by = (
+            common.by_from(args.tokens_by) if args.tokens_by else [k for k in by if k in names]
+        )
+        token_query = nll_sums(
+            tokens,
+            nll=args.nll,
+            tokens=1 if args.token_level else args.tokens,
+            bytes=args.bytes,
+            words=args.words,
+            by=tokens_by,
+        )
+        files += token_files
+    common.check_outputs([args.out, args.nll_out], files)
+    query = bin_statistics(
+        predictions,
+        confidence=args.confidence,
+        correct=args.correct,
+        weight=args.weight,
+        log_confidence=args.log_confidence,
+        by=by,
+        bins=binning,
+    )
+    batch = args.batch_id or batch_id_of(files)
+    stats = common.collect(query, engine=args.engine, files=files)
+    write_statistics(stats, args.out, batch_id=batch, binning=binning)
+    print(f"wrote {stats.height} (group, bin) rows of batch {batch} to {args.out}")
+    if token_query is not None:
+        sums = common.collect(token_query, engine=args.engine, files=files)
+        write_statistics(sums, args.nll_out, batch_id=batch)
+        print(f"wrote {sums.height} NLL-sum rows of batch {batch} to {args.nll_out}")
+    return 0
