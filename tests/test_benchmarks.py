@@ -90,12 +90,18 @@ def test_bench_precision_quick() -> None:
 
 
 def test_bench_expr_quick(tmp_path: Path) -> None:
-    proc = run("bench_expr", "--quick", "--data-dir", str(tmp_path))
+    out = tmp_path / "expr.json"
+    proc = run("bench_expr", "--quick", "--data-dir", str(tmp_path), "--json", str(out))
+    checks = json.loads(out.read_text())["runs"][0]["checks"]
+    expected = {"polars_naive"}
     if hasattr(cf, "binned_metrics"):
-        assert proc.stdout.count("| ok |") >= 4  # the three expression methods, polars_naive
+        expected |= {"expr_binned", "expr_ece", "expr_five", "expr_binned_eager"}
+        expected |= {"expr_ece_eager"}
+        assert len(checks["expr_binned"]["diffs"]) >= 10  # every metric column compared
     else:
         assert "skipping expr_binned" in proc.stdout
-        assert proc.stdout.count("| ok |") == 1  # polars_naive against the frame API
+    assert set(checks) == expected
+    assert all(c["ok"] for c in checks.values())
 
 
 def test_bench_streaming_quick(tmp_path: Path) -> None:
