@@ -15,9 +15,11 @@ dataset is the 1 GiB one plus three parts, and so on. All parts are deleted at t
 from ``VmHWM`` after resetting it past the imports:
 
 * ``calibration_metrics``: ``cf.calibration_metrics(pl.scan_parquet(parts), by=["model",
-  "task"]).collect()``; checked: the per-group counts add up to the dataset's rows;
+  "task"]).collect()``; checked: the per-group counts add up to the dataset's rows, and
+  every group is there;
 * ``perplexity``: ``cf.perplexity(pl.scan_parquet(token_parts), by=["model",
-  "task"]).collect()``; checked: the token counts add up to the rows, perplexities finite;
+  "task"]).collect()``; checked: the token counts add up to the rows, every group is there
+  and every perplexity is finite;
 * ``floor``: ``pl.scan_parquet(parts).select(<sum of each column>).collect()``, the reader's
   own cost and buffers.
 
@@ -88,7 +90,8 @@ def prepare_metrics(payload: dict[str, Any]) -> Callable[[], dict[str, Any]]:
     def work() -> dict[str, Any]:
         out = cf.calibration_metrics(pl.scan_parquet(paths), by=KEYS).collect()
         seen = int(out[_count_column(out)].sum())
-        return {"rows_seen": seen, "groups_seen": out.height, "ok": seen == rows}
+        ok = seen == rows and out.height == payload["groups"]
+        return {"rows_seen": seen, "groups_seen": out.height, "ok": ok}
 
     return work
 
@@ -100,7 +103,8 @@ def prepare_perplexity(payload: dict[str, Any]) -> Callable[[], dict[str, Any]]:
         out = cf.perplexity(pl.scan_parquet(paths), by=KEYS).collect()
         seen = int(out["tokens"].sum())
         finite = bool(out["perplexity"].is_finite().all())
-        return {"rows_seen": seen, "groups_seen": out.height, "ok": seen == rows and finite}
+        ok = seen == rows and finite and out.height == payload["groups"]
+        return {"rows_seen": seen, "groups_seen": out.height, "ok": ok}
 
     return work
 
@@ -160,6 +164,7 @@ def sized(args: argparse.Namespace) -> tuple[list[dict[str, Any]], int]:
                         kind=kind,
                         seed=args.seed,
                         data_dir=args.data_dir,
+                        block=SIZED_BLOCK,
                     )
                     parts[kind].append((path, rows))
                 total = sum(r for _, r in parts[kind])
@@ -175,7 +180,11 @@ def sized(args: argparse.Namespace) -> tuple[list[dict[str, Any]], int]:
                 files = parts[kind][:n_parts]
                 rows = sum(r for _, r in files)
                 size = sum(p.stat().st_size for p, _ in files) / GIB
-                payload = {"paths": [str(p.resolve()) for p, _ in files], "rows": rows}
+                payload = {
+                    "paths": [str(p.resolve()) for p, _ in files],
+                    "rows": rows,
+                    "groups": args.models * args.tasks,
+                }
                 out = harness.peak_rss(target, payload)
                 row = {"gb": gb, "run": name, "parts": n_parts, "rows": rows, "file_gib": size}
                 row.update(out)
