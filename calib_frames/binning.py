@@ -92,6 +92,7 @@ class Binning:
     bin_edges: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
+        """Validate the fields (raises ArgumentError)."""
         if isinstance(self.n_bins, bool) or not isinstance(self.n_bins, int | np.integer):
             raise ArgumentError(f"n_bins must be a positive integer, got {self.n_bins!r}")
         if self.n_bins < 1:
@@ -128,8 +129,10 @@ class Binning:
 
     @classmethod
     def like_sklearn(cls, n_bins: int = 5) -> Binning:
-        """The binning of scikit-learn's ``calibration_curve(..., strategy="uniform")``:
-        ``np.linspace`` edges, right-closed (first bin closed at 0)."""
+        """The binning of scikit-learn's ``calibration_curve(..., strategy="uniform")``.
+
+        ``np.linspace`` edges, right-closed (first bin closed at 0).
+        """
         return cls.edges(np.linspace(0.0, 1.0, n_bins + 1).tolist(), closed="right")
 
     @classmethod
@@ -160,8 +163,11 @@ class Binning:
         return None
 
     def bounds(self) -> pl.DataFrame:
-        """One row per bin: ``bin``, ``closed`` ("left"/"right"; null for equal-mass bins)
-        and, for fixed edges, ``bin_lower`` and ``bin_upper``."""
+        """One row per bin: ``bin``, ``closed`` and, for fixed edges, the bounds.
+
+        ``closed`` is "left"/"right" (null for equal-mass bins); ``bin_lower`` and
+        ``bin_upper`` exist for fixed edges only.
+        """
         index = pl.Series("bin", range(self.n_bins), dtype=pl.UInt32)
         closed = pl.Series("closed", [self.closed if self.additive else None] * self.n_bins)
         edges = self.edge_values()
@@ -208,8 +214,9 @@ class Binning:
     # -- the expression -----------------------------------------------------------------
 
     def assign(self, confidence: pl.Expr, *, keys: Sequence[str] = ()) -> pl.Expr:
-        """Bin index (UInt32) of each confidence; only valid for confidences in
-        :attr:`range` (others are caught by the input checks).
+        """Bin index (UInt32) of each confidence.
+
+        Only valid for confidences in :attr:`range` (others are caught by the checks).
 
         ``keys`` matters only for equal-mass bins, which rank within each group.
         """

@@ -9,8 +9,11 @@ aggregating expression: one value per group in ``group_by().agg``, one value in
 ``select``, broadcast with ``.over(...)``; it runs on the streaming engine. The formulas
 are those of :mod:`calib_frames.metrics` and :mod:`calib_frames.perplexity`, evaluated
 by the same code (:func:`calib_frames.metrics.metric_expressions`): inside the
-aggregation each of the M bins gets its own conditional sums (``when/then``), so the
-cost grows with M·rows, where the frame API's one ``group_by`` pass does not.
+aggregation the rows of a group are gathered (``implode``) and each of the M bins gets
+its own conditional sums (``list.eval``), collected in one struct per group on which the
+formulas run. So the expressions hold each group's rows in memory and their cost grows
+with M·rows, where the frame API's one streaming ``group_by`` pass does not
+(``benchmarks/bench_expr.py`` measures both).
 
 Invalid rows. An expression cannot raise per row, so a group with any invalid row
 (confidence null/NaN/outside the bins' range, outcome not boolean or 0/1, weight negative,
@@ -73,8 +76,14 @@ def _col(value: IntoExpr) -> pl.Expr:
 
 def _metrics(
     confidence: IntoExpr, correct: IntoExpr, bins: BinsLike, weight: IntoExpr | None
-) -> tuple[dict[str, pl.Expr], pl.Expr]:
-    """All binned metrics of one group and the expression saying all rows are valid."""
+) -> tuple[pl.Expr, dict[str, pl.Expr]]:
+    """The per-bin sums of one group as one struct, and every metric over its fields.
+
+    Row level, once: a struct of the bin index, the outcome and the weighted terms.
+    Per group: the rows are imploded and ``list.eval`` sums each term per bin (9 sums per
+    bin, the log-loss sum and a validity flag) into one struct; the formulas then run on
+    that struct (``.struct.with_fields`` with ``pl.field`` references), not on the rows.
+    """
     binning = as_binning(bins)
     p = _col(confidence).cast(pl.Float64)
     y = _col(correct).cast(pl.Float64)
@@ -83,40 +92,55 @@ def _metrics(
     ok = p.is_between(low, high) & ((y == 0.0) | (y == 1.0))
     if w is not None:
         ok = ok & w.is_finite() & (w >= 0)
-    valid = not_true(ok).any().not_()
     is_correct = y == 1.0
     q = pl.when(is_correct).then(p).otherwise(1.0 - p)
     r = pl.when(is_correct).then(1.0 - p).otherwise(p)
-    index = binning.assign(p)
+    rows = pl.struct(
+        bin=binning.assign(p),
+        correct=is_correct,
+        ok=not_true(ok),
+        w=weighted(pl.lit(1.0), w),
+        wp=weighted(p, w),
+        wr=weighted(r, w),
+        wr2=weighted(r * r, w),
+        wlq=weighted(log_outcome_probability(q, r), w),
+    )
+    e = pl.element().struct
 
-    def bin_sum(term: pl.Expr | None, in_bin: pl.Expr) -> pl.Expr:
-        value = pl.lit(1.0) if term is None else term
-        return pl.when(in_bin).then(weighted(value, w)).otherwise(0.0).sum()
+    def bin_sum(term: str, in_bin: pl.Expr) -> pl.Expr:
+        return pl.when(in_bin).then(e.field(term)).otherwise(0.0).sum()
 
-    per_bin = []
+    sums: list[pl.Expr] = [
+        e.field("ok").any().not_().alias("valid"),
+        (-e.field("wlq").sum()).alias("log_loss_sum"),
+    ]
+    fields = []
     for k in range(binning.n_bins):
-        in_k = index == k
-        right, wrong = in_k & is_correct, in_k & ~is_correct
-        per_bin.append(
-            BinSums(
-                count=in_k.sum(),
-                W=bin_sum(None, in_k),
-                W1=bin_sum(None, right),
-                W0=bin_sum(None, wrong),
-                S1=bin_sum(p, right),
-                R1=bin_sum(r, right),
-                R0=bin_sum(r, wrong),
-                Q1=bin_sum(r * r, right),
-                Q0=bin_sum(r * r, wrong),
-            )
-        )
+        in_k = e.field("bin") == k
+        right, wrong = in_k & e.field("correct"), in_k & ~e.field("correct")
+        per_bin = {
+            "count": in_k.sum(),
+            "W": bin_sum("w", in_k),
+            "W1": bin_sum("w", right),
+            "W0": bin_sum("w", wrong),
+            "S1": bin_sum("wp", right),
+            "R1": bin_sum("wr", right),
+            "R0": bin_sum("wr", wrong),
+            "Q1": bin_sum("wr2", right),
+            "Q0": bin_sum("wr2", wrong),
+        }
+        sums += [expr.alias(f"{name}_{k}") for name, expr in per_bin.items()]
+        fields.append(BinSums(**{name: pl.field(f"{name}_{k}") for name in per_bin}))
     exprs = metric_expressions(
-        per_bin,
+        fields,
         total=pl.sum_horizontal,
         largest=pl.max_horizontal,
-        log_loss_sum=-weighted(log_outcome_probability(q, r), w).sum(),
+        log_loss_sum=pl.field("log_loss_sum"),
     )
-    return exprs, valid
+    valid = pl.field("valid")
+    metrics = {name: pl.when(valid).then(expr).alias(name) for name, expr in exprs.items()}
+    per_group = rows.implode().list.eval(pl.struct(sums)).list.first()
+    return per_group, metrics
 
 
 def _metric(
@@ -126,8 +150,8 @@ def _metric(
     bins: BinsLike,
     weight: IntoExpr | None,
 ) -> pl.Expr:
-    exprs, valid = _metrics(confidence, correct, bins, weight)
-    return pl.when(valid).then(exprs[name]).alias(name)
+    sums, metrics = _metrics(confidence, correct, bins, weight)
+    return sums.struct.with_fields(metrics[name]).struct.field(name)
 
 
 def ece(
@@ -324,9 +348,9 @@ def binned_metrics(
     >>> df.select(cf.binned_metrics()).unnest("binned_metrics").select("count", "ece").rows()
     [(10, 0.35)]
     """
-    exprs, valid = _metrics(confidence, correct, bins, weight)
-    fields = [pl.when(valid).then(exprs[name]).alias(name) for name in METRICS.names]
-    return pl.struct(fields).alias("binned_metrics")
+    sums, metrics = _metrics(confidence, correct, bins, weight)
+    result = pl.struct([metrics[name] for name in METRICS.names]).alias("binned_metrics")
+    return sums.struct.with_fields(result).struct.field("binned_metrics")
 
 
 # -- perplexity family --------------------------------------------------------------------

@@ -161,11 +161,11 @@ def metric_expressions(
     accuracy = over_bins(lambda b: b.W1) / n
 
     def per_n(term: pl.Expr) -> pl.Expr:
-        """term / N, with 0.0 for an empty group (the convention for error metrics)."""
+        """Term / N, with 0.0 for an empty group (the convention for error metrics)."""
         return pl.when(n > 0).then(term / n).otherwise(0.0)
 
     def mean(term: pl.Expr) -> pl.Expr:
-        """term / N, NaN for an empty group (descriptive means have no value there)."""
+        """Term / N, NaN for an empty group (descriptive means have no value there)."""
         return pl.when(n > 0).then(term / n).otherwise(float("nan"))
 
     def gap(b: BinSums) -> pl.Expr:  # W_b·(p̄_b − ȳ_b)
@@ -173,17 +173,19 @@ def metric_expressions(
 
     def within_class(q: pl.Expr, r: pl.Expr, w: pl.Expr) -> pl.Expr:
         """Σ w (x − x̄)² of one outcome class of a bin from its residual sums."""
-        return pl.when(w > 0).then(q - r * r / w).otherwise(0.0)
+        return pl.when(w > 0).then(q - r * (r / w)).otherwise(0.0)
 
     def class_gap(b: BinSums) -> pl.Expr:
         """Δ = mean confidence of the correct rows − that of the wrong rows."""
         both = (b.W1 > 0) & (b.W0 > 0)
         return pl.when(both).then(1.0 - b.R1 / b.W1 - b.R0 / b.W0).otherwise(0.0)
 
+    # Products are formed as sum × ratio (never sum × sum), so that weights near the
+    # float64 maximum cannot overflow an intermediate term.
     def between(b: BinSums) -> pl.Expr:
-        return b.W1 * b.W0 / b.W
+        return b.W1 * (b.W0 / b.W)
 
-    squared_gap = over_bins(where_populated(lambda b: gap(b) * gap(b) / b.W))
+    squared_gap = over_bins(where_populated(lambda b: gap(b) * (gap(b) / b.W)))
     variance = over_bins(
         where_populated(
             lambda b: (
@@ -199,7 +201,7 @@ def metric_expressions(
     def debiased(b: BinSums) -> pl.Expr:
         y = b.W1 / b.W
         noise = y * (1.0 - y) / (b.count.cast(pl.Float64) - 1.0)
-        return pl.when(b.count >= 2).then(gap(b) * gap(b) / b.W - b.W * noise)
+        return pl.when(b.count >= 2).then(gap(b) * (gap(b) / b.W) - b.W * noise)
 
     return {
         "count": total([b.count for b in bins]).cast(pl.UInt64),

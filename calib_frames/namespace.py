@@ -157,7 +157,7 @@ class CalibNamespace(Generic[Frame]):
         return metrics.metrics_from_bin_statistics(self._frame)
 
     def merge_bin_statistics(self, *tables: Frame, by: str | Sequence[str] | None = None) -> Frame:
-        """This table merged with others: :func:`calib_frames.merge_bin_statistics`.
+        """Merge this table with others: :func:`calib_frames.merge_bin_statistics`.
 
         Parameters
         ----------
@@ -248,7 +248,7 @@ class CalibNamespace(Generic[Frame]):
         return perplexity.perplexity_from_nll_sums(self._frame)
 
     def merge_nll_sums(self, *tables: Frame, by: str | Sequence[str] | None = None) -> Frame:
-        """This table merged with others: :func:`calib_frames.merge_nll_sums`.
+        """Merge this table with others: :func:`calib_frames.merge_nll_sums`.
 
         Parameters
         ----------
@@ -265,7 +265,7 @@ class CalibNamespace(Generic[Frame]):
         return perplexity.merge_nll_sums(self._frame, *tables, by=by)
 
     def comparison_table(self, perplexity: Frame) -> Frame:
-        """This metrics table joined with a perplexity table: :func:`calib_frames.comparison_table`.
+        """Join this metrics table with a perplexity table: :func:`calib_frames.comparison_table`.
 
         Parameters
         ----------

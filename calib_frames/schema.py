@@ -95,8 +95,9 @@ class Table:
         return next(iter(self.columns))
 
     def keys(self, schema: pl.Schema) -> list[str]:
-        """The group keys of a table with this ``schema`` (the columns before
-        :attr:`first`), after checking that it is such a table.
+        """The group keys of a table with this ``schema``: the columns before :attr:`first`.
+
+        Checks first that it is such a table.
 
         Raises
         ------

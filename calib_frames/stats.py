@@ -394,8 +394,7 @@ def reliability_table(
     bins: BinsLike = 10,
     weight: str | None = None,
 ) -> Frame:
-    """Reliability-diagram data: per group and bin the bounds, count, mean confidence and
-    accuracy.
+    """Reliability-diagram data: per group and bin the bounds, count and the two means.
 
     A projection of :func:`bin_statistics`. An empty bin keeps its row with ``count`` 0
     and null means, so no chart draws a point for it (the array API,

@@ -216,6 +216,23 @@ def read_statistics(*paths: str | Path) -> StoredStatistics:
         id holds different numbers in two files.
     ArgumentError
         No path was given.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> import polars as pl
+    >>> import calib_frames as cf
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> for night in ("mon", "tue"):
+    ...     rows = pl.DataFrame({"confidence": [0.8, 0.6], "correct": [1, 0]})
+    ...     cf.write_statistics(
+    ...         cf.bin_statistics(rows), folder / f"{night}.parquet",
+    ...         batch_id=night, binning=cf.Binning.uniform(10),
+    ...     )
+    >>> paths = [folder / "mon.parquet", folder / "tue.parquet", folder / "tue.parquet"]
+    >>> stored = cf.read_statistics(*paths)  # tue is counted once
+    >>> stored.batches, int(stored.merged()["count"].sum())
+    (['mon', 'tue'], 4)
     """
     if not paths:
         raise ArgumentError("read_statistics needs at least one file")

@@ -93,8 +93,9 @@ def require_columns(
     reserved: Sequence[str] = (),
     keys: Sequence[str] = (),
 ) -> None:
-    """Check that every column exists, that the numeric roles are numeric, and that the
-    group keys do not clash with output column names.
+    """Check that the columns exist, the numeric roles are numeric, keys do not clash.
+
+    The group keys must not be named like output columns.
 
     ``columns`` maps a role (``"confidence"``) to the user's column name. Raises
     :class:`~calib_frames.exceptions.SchemaError` naming the role, the column and the
@@ -190,8 +191,9 @@ def raise_on_bad_rows(
     find_example: ExampleFinder,
     drop: Sequence[str] = (),
 ) -> pl.LazyFrame:
-    """Raise :class:`~calib_frames.exceptions.DataError` after the pass if any check
-    counted offending rows; else pass the frame on.
+    """Raise a DataError after the pass if any check counted offending rows.
+
+    Otherwise pass the frame on unchanged (less the working columns).
 
     ``aggregated`` is the small output of the pass (with the columns of
     :func:`count_bad_rows`, which are dropped, and any working columns named in

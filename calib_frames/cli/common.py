@@ -117,8 +117,10 @@ def binning_from(args: argparse.Namespace) -> Binning:
 
 
 def expand_inputs(inputs: Iterable[str]) -> list[Path]:
-    """Files named by the arguments: files, globs, and directories (searched recursively
-    for files of a known extension, as hive-partitioned datasets are laid out).
+    """Files named by the arguments: files, globs, and directories.
+
+    Directories are searched recursively for files of a known extension, as
+    hive-partitioned datasets are laid out.
 
     Raises
     ------

@@ -13,9 +13,10 @@ from typing import Any
 import polars as pl
 
 from calib_frames.cli import common
+from calib_frames.cli.rows import add_prediction_arguments, collect_statistics, row_queries
 from calib_frames.compare import comparison_table
-from calib_frames.metrics import calibration_metrics
-from calib_frames.perplexity import perplexity
+from calib_frames.metrics import metrics_from_bin_statistics
+from calib_frames.perplexity import perplexity_from_nll_sums
 
 __all__ = ["add_parser", "build_table", "run"]
 
@@ -32,45 +33,6 @@ SUMMARY = (
 )
 
 
-def add_prediction_arguments(parser: argparse.ArgumentParser) -> None:
-    """Inputs and column roles shared by compare, report and stats."""
-    parser.add_argument("inputs", nargs="+", help="prediction files, globs or directories")
-    parser.add_argument(
-        "--token-file",
-        action="append",
-        default=[],
-        metavar="PATH",
-        help="file(s) of token or sequence NLL rows (repeatable)",
-    )
-    common.add_input_arguments(parser)
-    common.add_binning_arguments(parser)
-    parser.add_argument("--confidence", default="confidence", help="confidence column")
-    parser.add_argument("--correct", default="correct", help="outcome column (bool or 0/1)")
-    parser.add_argument("--weight", default=None, help="row-weight column")
-    parser.add_argument("--log-confidence", default=None, help="ln(confidence) column")
-    parser.add_argument("--nll", default="nll", help="NLL column (nats) of the token files")
-    tokens = parser.add_mutually_exclusive_group()
-    tokens.add_argument("--tokens", default=None, metavar="COL", help="token-count column")
-    tokens.add_argument(
-        "--token-level", action="store_true", help="each token-file row is one token"
-    )
-    parser.add_argument("--bytes", default=None, metavar="COL", help="byte-count column")
-    parser.add_argument("--words", default=None, metavar="COL", help="word-count column")
-    parser.add_argument(
-        "--tokens-by",
-        action="append",
-        default=None,
-        metavar="KEYS",
-        help="group keys of the token files (default: the --by keys they have)",
-    )
-    parser.add_argument(
-        "--engine",
-        choices=["streaming", "in-memory", "gpu"],
-        default="streaming",
-        help="polars engine (gpu falls back to streaming without cudf-polars)",
-    )
-
-
 def add_parser(commands: Any) -> None:
     """Register the subcommand."""
     parser = commands.add_parser("compare", help="print the per-group comparison table")
@@ -84,49 +46,17 @@ def add_parser(commands: Any) -> None:
     parser.set_defaults(run=run)
 
 
-def build_table(args: argparse.Namespace) -> tuple[pl.LazyFrame, list[str], list[Path]]:
-    """The lazy comparison table of the arguments, its keys, and every input file."""
-    by = common.by_from(args.by)
-    binning = common.binning_from(args)
-    predictions, files = common.scan_inputs(
-        args.inputs,
-        format=args.format,
-        schema=args.schema,
-        numeric=[args.confidence, args.weight, args.log_confidence],
-    )
-    table = calibration_metrics(
-        predictions,
-        confidence=args.confidence,
-        correct=args.correct,
-        weight=args.weight,
-        log_confidence=args.log_confidence,
-        by=by,
-        bins=binning,
-    )
-    keys = list(by)
-    if args.token_file:
-        tokens, token_files = common.scan_inputs(
-            args.token_file,
-            format=args.format,
-            schema=args.schema,
-            numeric=[args.nll, args.tokens, args.bytes, args.words],
-        )
-        files += token_files
-        names = tokens.collect_schema().names()
-        tokens_by = (
-            common.by_from(args.tokens_by) if args.tokens_by else [k for k in by if k in names]
-        )
-        ppl = perplexity(
-            tokens,
-            nll=args.nll,
-            tokens=1 if args.token_level else args.tokens,
-            bytes=args.bytes,
-            words=args.words,
-            by=tokens_by,
-        )
-        table = comparison_table(table, ppl)
-        keys += [k for k in tokens_by if k not in keys]
-    return table, keys, files
+def build_table(args: argparse.Namespace) -> tuple[pl.DataFrame, list[str], list[Path]]:
+    """The comparison table of the arguments, its keys, and every input file."""
+    queries = row_queries(args)
+    common.check_outputs([args.output], queries.files)
+    stats, sums = collect_statistics(queries, args)
+    table = metrics_from_bin_statistics(stats)
+    keys = list(queries.by)
+    if sums is not None:
+        table = comparison_table(table, perplexity_from_nll_sums(sums))
+        keys += [k for k in queries.tokens_by if k not in keys]
+    return table, keys, queries.files
 
 
 def print_summary(result: pl.DataFrame, keys: list[str], *, all_columns: bool = False) -> None:
@@ -144,9 +74,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``compare``."""
     if args.output is not None:
         common.check_output_type(args.output)
-    table, keys, files = build_table(args)
-    common.check_outputs([args.output], files)
-    result = common.collect(table, engine=args.engine, files=files)
+    result, keys, _ = build_table(args)
     print_summary(result, keys, all_columns=args.all_columns)
     if args.output is not None:
         common.write_frame(result, args.output)

@@ -18,13 +18,13 @@ from typing import Any
 import polars as pl
 
 from calib_frames.cli import common
-from calib_frames.cli.compare import add_prediction_arguments, print_summary
+from calib_frames.cli.compare import print_summary
+from calib_frames.cli.rows import add_prediction_arguments, collect_statistics, row_queries
 from calib_frames.compare import comparison_table
 from calib_frames.exceptions import ArgumentError
 from calib_frames.metrics import metrics_from_bin_statistics
-from calib_frames.perplexity import nll_sums, perplexity_from_nll_sums
+from calib_frames.perplexity import perplexity_from_nll_sums
 from calib_frames.schema import METRICS, PERPLEXITY
-from calib_frames.stats import bin_statistics
 from calib_frames.storage import read_statistics
 
 __all__ = ["add_parser", "run"]
@@ -35,8 +35,7 @@ TABLES = ("comparison.parquet", "comparison.csv", "comparison.json", "comparison
 def add_parser(commands: Any) -> None:
     """Register the subcommand."""
     parser = commands.add_parser("report", help="write tables, HTML report and charts")
-    add_prediction_arguments(parser)
-    parser.set_defaults(inputs=[])
+    add_prediction_arguments(parser, inputs_required=False)
     parser.add_argument("--out", type=Path, required=True, help="output directory (must exist)")
     parser.add_argument(
         "--from-stats",
@@ -79,49 +78,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         if not args.inputs:
             raise ArgumentError("report needs prediction inputs or --from-stats")
-        by = common.by_from(args.by)
-        binning = common.binning_from(args)
-        predictions, files = common.scan_inputs(
-            args.inputs,
-            format=args.format,
-            schema=args.schema,
-            numeric=[args.confidence, args.weight, args.log_confidence],
-        )
-        stats_query = bin_statistics(
-            predictions,
-            confidence=args.confidence,
-            correct=args.correct,
-            weight=args.weight,
-            log_confidence=args.log_confidence,
-            by=by,
-            bins=binning,
-        )
-        token_query = None
-        if args.token_file:
-            tokens, token_files = common.scan_inputs(
-                args.token_file,
-                format=args.format,
-                schema=args.schema,
-                numeric=[args.nll, args.tokens, args.bytes, args.words],
-            )
-            files += token_files
-            names = tokens.collect_schema().names()
-            tokens_by = (
-                common.by_from(args.tokens_by) if args.tokens_by else [k for k in by if k in names]
-            )
-            token_query = nll_sums(
-                tokens,
-                nll=args.nll,
-                tokens=1 if args.token_level else args.tokens,
-                bytes=args.bytes,
-                words=args.words,
-                by=tokens_by,
-            )
-        common.check_outputs(outputs, files)
-        stats = common.collect(stats_query, engine=args.engine, files=files)
+        queries = row_queries(args)
+        common.check_outputs(outputs, queries.files)
+        stats, sums = collect_statistics(queries, args)
         table = metrics_from_bin_statistics(stats)
-        if token_query is not None:
-            sums = common.collect(token_query, engine=args.engine, files=files)
+        if sums is not None:
             table = comparison_table(table, perplexity_from_nll_sums(sums))
     result = table if isinstance(table, pl.DataFrame) else table.collect()
     for path in outputs[: len(TABLES)]:

@@ -15,10 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from calib_frames.cli import common
-from calib_frames.cli.compare import add_prediction_arguments
+from calib_frames.cli.rows import add_prediction_arguments, collect_statistics, row_queries
 from calib_frames.exceptions import ArgumentError
-from calib_frames.perplexity import nll_sums
-from calib_frames.stats import bin_statistics
 from calib_frames.storage import write_statistics
 
 __all__ = ["add_parser", "batch_id_of", "run"]
@@ -49,53 +47,16 @@ def run(args: argparse.Namespace) -> int:
         raise ArgumentError("--token-file needs --nll-out for the NLL sums")
     if args.nll_out is not None and not args.token_file:
         raise ArgumentError("--nll-out needs --token-file")
-    by = common.by_from(args.by)
-    binning = common.binning_from(args)
-    if not binning.additive:
+    queries = row_queries(args)
+    if not queries.binning.additive:
         raise ArgumentError("equal-mass bins are not mergeable: stats needs --binning uniform")
-    predictions, files = common.scan_inputs(
-        args.inputs,
-        format=args.format,
-        schema=args.schema,
-        numeric=[args.confidence, args.weight, args.log_confidence],
-    )
-    token_query = None
-    if args.token_file:
-        tokens, token_files = common.scan_inputs(
-            args.token_file,
-            format=args.format,
-            schema=args.schema,
-            numeric=[args.nll, args.tokens, args.bytes, args.words],
-        )
-        names = tokens.collect_schema().names()
-        tokens_by = (
-            common.by_from(args.tokens_by) if args.tokens_by else [k for k in by if k in names]
-        )
-        token_query = nll_sums(
-            tokens,
-            nll=args.nll,
-            tokens=1 if args.token_level else args.tokens,
-            bytes=args.bytes,
-            words=args.words,
-            by=tokens_by,
-        )
-        files += token_files
+    files = queries.files
     common.check_outputs([args.out, args.nll_out], files)
-    query = bin_statistics(
-        predictions,
-        confidence=args.confidence,
-        correct=args.correct,
-        weight=args.weight,
-        log_confidence=args.log_confidence,
-        by=by,
-        bins=binning,
-    )
     batch = args.batch_id or batch_id_of(files)
-    stats = common.collect(query, engine=args.engine, files=files)
-    write_statistics(stats, args.out, batch_id=batch, binning=binning)
+    stats, sums = collect_statistics(queries, args)
+    write_statistics(stats, args.out, batch_id=batch, binning=queries.binning)
     print(f"wrote {stats.height} (group, bin) rows of batch {batch} to {args.out}")
-    if token_query is not None:
-        sums = common.collect(token_query, engine=args.engine, files=files)
+    if sums is not None:
         write_statistics(sums, args.nll_out, batch_id=batch)
         print(f"wrote {sums.height} NLL-sum rows of batch {batch} to {args.nll_out}")
     return 0

@@ -52,7 +52,7 @@ _INT64_MAX = float(2**63 - 1)
 
 
 def log_outcome_probability(q: pl.Expr, r: pl.Expr) -> pl.Expr:
-    """ln q to full precision with one log per row, from q and the residual r = 1 − q.
+    """Ln q to full precision with one log per row, from q and the residual r = 1 − q.
 
     q = 1 − p of a wrong row with tiny p is rounded; its rounding error (1 − q) − r is
     exact (0 for correct rows) and is added to ln q as a first-order correction.
@@ -160,7 +160,7 @@ class PredictionPass:
         )
 
     def log_outcome_probability(self, q: pl.Expr, r: pl.Expr, correct: pl.Expr) -> pl.Expr:
-        """ln q per row, to full precision.
+        """Ln q per row, to full precision.
 
         Without a log-confidence column: :func:`log_outcome_probability`. With a
         log-confidence column ℓ = ln p: ln q = ℓ for a correct row and
@@ -200,6 +200,8 @@ class PredictionPass:
         ]
         if self.weight is not None:
             w = pl.col(self.weight).cast(pl.Float64)
+            total = pl.col("weight").sum()
+            group_total = total.over(list(self.keys)) if self.keys else total
             checks += [
                 RowCheck(
                     self.weight,
@@ -210,11 +212,10 @@ class PredictionPass:
                 ),
                 RowCheck(
                     self.weight,
-                    "in a (group, bin) whose weights sum past the float64 range "
-                    "(rescale the weights)",
+                    "in a group whose weights sum past the float64 range (rescale the weights)",
                     bad=w.is_infinite(),
                     count=cells_where(
-                        pl.col("weight").is_infinite() & (pl.col("invalid_weight") == 0)
+                        group_total.is_infinite() & (pl.col("invalid_weight").sum() == 0)
                     ),
                     with_example=False,
                 ),

@@ -1,0 +1,176 @@
+"""The row inputs of ``compare``, ``report`` and ``stats``: arguments, queries, engines.
+
+Prediction files become a lazy bin-statistics query, token files a lazy NLL-sums query;
+:func:`collect_statistics` runs them on the chosen engine (polars streaming, in-memory,
+GPU with fallback, or Spark for the prediction pass).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from calib_frames.binning import Binning
+from calib_frames.cli import common
+from calib_frames.exceptions import ArgumentError
+from calib_frames.perplexity import nll_sums
+from calib_frames.stats import bin_statistics
+
+__all__ = ["RowQueries", "add_prediction_arguments", "collect_statistics", "row_queries"]
+
+
+def add_prediction_arguments(
+    parser: argparse.ArgumentParser, *, inputs_required: bool = True
+) -> None:
+    """Inputs and column roles shared by compare, report and stats."""
+    parser.add_argument(
+        "inputs",
+        nargs="+" if inputs_required else "*",
+        help="prediction files, globs or directories",
+    )
+    parser.add_argument(
+        "--token-file",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="file(s) of token or sequence NLL rows (repeatable)",
+    )
+    common.add_input_arguments(parser)
+    common.add_binning_arguments(parser)
+    parser.add_argument("--confidence", default="confidence", help="confidence column")
+    parser.add_argument("--correct", default="correct", help="outcome column (bool or 0/1)")
+    parser.add_argument("--weight", default=None, help="row-weight column")
+    parser.add_argument("--log-confidence", default=None, help="ln(confidence) column")
+    parser.add_argument("--nll", default="nll", help="NLL column (nats) of the token files")
+    tokens = parser.add_mutually_exclusive_group()
+    tokens.add_argument("--tokens", default=None, metavar="COL", help="token-count column")
+    tokens.add_argument(
+        "--token-level", action="store_true", help="each token-file row is one token"
+    )
+    parser.add_argument("--bytes", default=None, metavar="COL", help="byte-count column")
+    parser.add_argument("--words", default=None, metavar="COL", help="word-count column")
+    parser.add_argument(
+        "--tokens-by",
+        action="append",
+        default=None,
+        metavar="KEYS",
+        help="group keys of the token files (default: the --by keys they have)",
+    )
+    parser.add_argument(
+        "--engine",
+        choices=["streaming", "in-memory", "gpu", "spark"],
+        default="streaming",
+        help="polars engine (gpu falls back to streaming without cudf-polars); spark runs "
+        "the prediction pass on the active Spark session",
+    )
+
+
+@dataclass(frozen=True)
+class RowQueries:
+    """The lazy queries over the row inputs, and what they were built from."""
+
+    stats: pl.LazyFrame
+    sums: pl.LazyFrame | None
+    files: list[Path]
+    prediction_files: list[Path]
+    by: list[str]
+    tokens_by: list[str]
+    binning: Binning
+
+
+def row_queries(args: argparse.Namespace) -> RowQueries:
+    """Build (not run) the bin-statistics and NLL-sums queries of the arguments."""
+    by = common.by_from(args.by)
+    binning = common.binning_from(args)
+    predictions, files = common.scan_inputs(
+        args.inputs,
+        format=args.format,
+        schema=args.schema,
+        numeric=[args.confidence, args.weight, args.log_confidence],
+    )
+    stats = bin_statistics(
+        predictions,
+        confidence=args.confidence,
+        correct=args.correct,
+        weight=args.weight,
+        log_confidence=args.log_confidence,
+        by=by,
+        bins=binning,
+    )
+    sums, tokens_by, all_files = None, [], list(files)
+    if args.token_file:
+        tokens, token_files = common.scan_inputs(
+            args.token_file,
+            format=args.format,
+            schema=args.schema,
+            numeric=[args.nll, args.tokens, args.bytes, args.words],
+        )
+        all_files += token_files
+        names = tokens.collect_schema().names()
+        tokens_by = (
+            common.by_from(args.tokens_by) if args.tokens_by else [k for k in by if k in names]
+        )
+        sums = nll_sums(
+            tokens,
+            nll=args.nll,
+            tokens=1 if args.token_level else args.tokens,
+            bytes=args.bytes,
+            words=args.words,
+            by=tokens_by,
+        )
+    return RowQueries(stats, sums, all_files, files, by, tokens_by, binning)
+
+
+def collect_statistics(
+    queries: RowQueries, args: argparse.Namespace
+) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    """Run the queries: the bin statistics and (with token files) the NLL sums."""
+    if args.engine == "spark":
+        stats = _spark_statistics(queries, args)
+        engine = "streaming"
+    else:
+        stats = common.collect(queries.stats, engine=args.engine, files=queries.files)
+        engine = args.engine
+    sums = None
+    if queries.sums is not None:
+        sums = common.collect(queries.sums, engine=engine, files=queries.files)
+    return stats, sums
+
+
+def _spark_statistics(queries: RowQueries, args: argparse.Namespace) -> pl.DataFrame:
+    from pyspark.sql import SparkSession
+
+    from calib_frames.engine.spark import spark_bin_statistics
+
+    spark = SparkSession.builder.appName("calib-frames").getOrCreate()
+    paths = [str(p) for p in queries.prediction_files]
+    kinds = {args.format or common.FORMATS[p.suffix.lower()] for p in queries.prediction_files}
+    if len(kinds) != 1:
+        raise ArgumentError("--engine spark reads inputs of one format at a time")
+    kind = kinds.pop()
+    reader = spark.read
+    frame = (
+        reader.parquet(*paths)
+        if kind == "parquet"
+        else reader.json(paths)
+        if kind == "jsonl"
+        else reader.option("header", True).option("inferSchema", True).csv(paths)
+    )
+    if queries.sums is not None:
+        print(
+            "calib-frames: token files are summed on polars (Spark runs the predictions)",
+            file=sys.stderr,
+        )
+    return spark_bin_statistics(
+        frame,
+        confidence=args.confidence,
+        correct=args.correct,
+        weight=args.weight,
+        log_confidence=args.log_confidence,
+        by=queries.by,
+        bins=queries.binning,
+    )
