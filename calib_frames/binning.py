@@ -230,8 +230,13 @@ class Binning:
             return (smaller * m // rows).cast(pl.UInt32, strict=False)
         if self.kind == "edges":
             assert self.bin_edges is not None
-            inner = list(self.bin_edges[1:-1])
-            return p.bin_intervals(inner, labels=False, right_closed=self.closed == "right")
+            # the number of inner edges at or below p (left-closed) or below p (right);
+            # comparisons only, so it streams and translates to the GPU engine
+            index = (p * 0.0).cast(pl.UInt32)
+            for edge in self.bin_edges[1:-1]:
+                above = (p > edge) if self.closed == "right" else (p >= edge)
+                index = index + above.cast(pl.UInt32)
+            return index
         # Equal width: p*M, nudged by 4 ulps towards the side that cannot overshoot, gives
         # the bin or its neighbour before it (left-closed: floor(p*M(1 - 4eps)) is k* or
         # k* - 1; right-closed: ceil(p*M(1 + 4eps)) - 1 is k* or k* + 1), so one comparison

@@ -291,3 +291,47 @@ def test_combinations_of_partials_cover_all_rows(partials: list[Path]) -> None:
             merged = cf.read_statistics(*combo).merged()
             assert merged["count"].sum() <= total
     assert cf.read_statistics(*partials).merged()["count"].sum() == total
+
+
+def test_report_writes_intervals_html_and_charts(tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    assert main(["report", str(PREDICTIONS), "--by", "model,task", "--out", str(out)]) == 0
+    table = pl.read_parquet(out / "comparison.parquet")
+    for name in ("ece", "brier", "accuracy"):
+        low, high = table[f"{name}_ci_low"], table[f"{name}_ci_high"]
+        assert ((low <= table[name]) & (table[name] <= high)).all(), name
+    assert {"ece_noise_floor", "ece_p_value", "reportable"} <= set(table.columns)
+    # the overconfident model's ECE is far above its noise floor on every task
+    over = table.filter(pl.col("model") == "overconfident")
+    assert over["reportable"].all()
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert "<svg" in html or "vegaEmbed" in html or "vega" in html
+    assert "https://" not in html.split("Content-Security-Policy", 1)[0]
+    pngs = sorted(p.name for p in out.glob("*.png"))
+    assert "reliability_diagrams.png" in pngs
+    for png in out.glob("*.png"):
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_without_uncertainty_or_charts(tmp_path: Path) -> None:
+    out = tmp_path / "plain"
+    args = ["report", str(PREDICTIONS), "--by", "model", "--out", str(out)]
+    assert main([*args, "--no-uncertainty", "--no-charts"]) == 0
+    table = pl.read_parquet(out / "comparison.parquet")
+    assert not any(c.endswith("_ci_low") for c in table.columns)
+    assert not (out / "report.html").exists()
+
+
+def test_report_reads_lm_eval_folders_and_reproduces_lm_eval(tmp_path: Path) -> None:
+    out = tmp_path / "lm"
+    assert main(["report", str(DATA / "lm_eval"), "--out", str(out), "--no-charts"]) == 0
+    table = pl.read_parquet(out / "comparison.parquet")
+    assert table.columns[:2] == ["model", "task"]
+    assert set(table["model"]) == {"calib/tiny-gpt2-m", "calib/tiny-gpt2-s"}
+    for ours in ("accuracy", "acc_norm", "brier_multiclass", "bits_per_byte"):
+        theirs = table[f"{ours}_lm_eval"]
+        present = theirs.is_not_null()
+        assert present.any(), ours
+        assert table[ours].filter(present).to_list() == pytest.approx(
+            theirs.filter(present).to_list(), rel=1e-12
+        ), ours

@@ -1,11 +1,15 @@
-"""The quick-start notebook runs top to bottom in a real Jupyter kernel of this interpreter.
+"""Every notebook in notebooks/ runs top to bottom in a real Jupyter kernel of this interpreter.
 
 The kernel is started from a kernelspec written into a temporary folder whose ``argv`` names
 ``sys.executable``, so it runs in the same environment as pytest whatever kernelspecs the
-machine has installed. Execution happens on an in-memory copy of the notebook: nothing is
-written back to ``notebooks/``. The notebook asserts its own facts (overconfidence signs that
-the data generator fixes, the Brier decomposition adding up, merged partial tables equal to
-the full table); these tests check that no cell errored and read a few printed lines.
+machine has installed. Execution happens on an in-memory copy of each notebook: nothing is
+written back to ``notebooks/``. The tests are parametrised over ``notebooks/*.ipynb``: every
+notebook is committed without outputs, runs from the repository root and from ``notebooks/``,
+prints its data folder, ends by printing ``All ... checks passed.`` and fails loudly when no
+data folder is found. The notebooks assert their own facts (the quick start: overconfidence
+signs that the data generator fixes, the Brier decomposition adding up, merged partial
+tables equal to the full table; the lm-eval notebook: lm-eval's aggregates reproduced to
+1e-12); :data:`EXPECTED` adds a few printed lines per notebook.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from nbclient.exceptions import CellExecutionError
 from nbformat import NotebookNode
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOK = ROOT / "notebooks" / "quickstart.ipynb"
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 KERNEL_NAME = "calib-frames-tests"
 TIMEOUT_S = 300  # per cell; a guard against a hung kernel, not a timing assertion
 
@@ -74,22 +78,59 @@ def printed_text(notebook: NotebookNode) -> str:
     )
 
 
-def test_notebook_is_committed_without_outputs() -> None:
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
+EXPECTED: dict[str, list[str]] = {
+    "quickstart.ipynb": [
+        "merged halves reproduce the full-data metrics",
+        "All quick-start checks passed.\n",
+    ],
+    "lm_eval_calibration.ipynb": [
+        "largest relative difference to lm-eval's own numbers:",
+        "All lm-eval calibration checks passed.\n",
+    ],
+    "compare_models.ipynb": ["All model-comparison checks passed.\n"],
+    "recalibration.ipynb": ["fitted T = ", "All recalibration checks passed.\n"],
+}
+
+
+def check_quickstart(text: str) -> None:
+    # The generator's truth (data/README.md): c**1.6 < c < c**0.6, so the signs are known.
+    lines = text.splitlines()
+    for model in ("calibrated", "overconfident", "underconfident"):
+        verdicts = [line for line in lines if line.startswith(f"{model}: overconfidence ")]
+        assert len(verdicts) == 1, lines
+        assert verdicts[0].endswith(f"-> {model}")
+
+
+SPECIFIC = {"quickstart.ipynb": check_quickstart}
+
+
+def test_every_notebook_is_listed() -> None:
+    names = {path.name for path in NOTEBOOKS}
+    assert {"quickstart.ipynb", "lm_eval_calibration.ipynb", "compare_models.ipynb"} <= names
+    assert names <= set(EXPECTED), f"add the new notebook's printed lines to EXPECTED: {names}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_is_committed_without_outputs(path: Path) -> None:
+    notebook = nbformat.read(path, as_version=4)
     nbformat.validate(notebook)
     code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
     assert code_cells
     for cell in code_cells:
         assert cell.outputs == [], f"cell {cell.get('id')} has stored outputs"
         assert cell.execution_count is None, f"cell {cell.get('id')} has an execution count"
+        assert "/work/" not in cell.source and "/home/" not in cell.source, "absolute path"
     markdown = [cell for cell in notebook.cells if cell.cell_type == "markdown"]
     assert len(markdown) >= 5, "one explanation per step"
 
 
 @pytest.mark.parametrize("cwd", [ROOT, ROOT / "notebooks"], ids=["repo-root", "notebooks-dir"])
-def test_quickstart_runs_top_to_bottom(cwd: Path, kernel_manager: AsyncKernelManager) -> None:
-    before = NOTEBOOK.read_bytes()
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_runs_top_to_bottom(
+    path: Path, cwd: Path, kernel_manager: AsyncKernelManager
+) -> None:
+    before = path.read_bytes()
+    notebook = nbformat.read(path, as_version=4)
     probe = "import sys\nprint('kernel prefix:', sys.prefix)"
     notebook.cells.append(nbformat.v4.new_code_cell(probe))
 
@@ -108,24 +149,20 @@ def test_quickstart_runs_top_to_bottom(cwd: Path, kernel_manager: AsyncKernelMan
     text = printed_text(executed)
     assert f"kernel prefix: {sys.prefix}\n" in text
     assert f"data folder: {ROOT / 'data'}\n" in text
-    # The generator's truth (data/README.md): c**1.6 < c < c**0.6, so the signs are known.
-    lines = text.splitlines()
-    for model in ("calibrated", "overconfident", "underconfident"):
-        verdicts = [line for line in lines if line.startswith(f"{model}: overconfidence ")]
-        assert len(verdicts) == 1, lines
-        assert verdicts[0].endswith(f"-> {model}")
-    assert "merged halves reproduce the full-data metrics" in text
-    assert "All quick-start checks passed.\n" in text
+    for line in EXPECTED[path.name]:
+        assert line in text, (path.name, line)
+    SPECIFIC.get(path.name, lambda _: None)(text)
     # Executed in memory only: the committed file is untouched.
-    assert NOTEBOOK.read_bytes() == before
+    assert path.read_bytes() == before
 
 
-def test_quickstart_fails_loudly_without_the_data(
-    tmp_path: Path, kernel_manager: AsyncKernelManager
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_fails_loudly_without_the_data(
+    path: Path, tmp_path: Path, kernel_manager: AsyncKernelManager
 ) -> None:
     """Run from a folder with no data/ above it: the first code cell must raise, not guess."""
     workdir = tmp_path / "elsewhere"
     workdir.mkdir()
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    notebook = nbformat.read(path, as_version=4)
     with pytest.raises(CellExecutionError, match="FileNotFoundError"):
         execute(notebook, workdir, kernel_manager)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +33,9 @@ __all__ = [
     "check_output_type",
     "check_outputs",
     "collect",
-    "expand_inputs",
     "scan_inputs",
 ]
 
-FORMATS = {".parquet": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 DTYPES: dict[str, pl.DataType] = {
     "float64": pl.Float64(),
     "float32": pl.Float32(),
@@ -63,9 +61,10 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--format",
-        choices=sorted(set(FORMATS.values())),
+        choices=["parquet", "csv", "tsv", "jsonl", "json", "lm-eval"],
         default=None,
-        help="input format (default: from the file extension)",
+        help="input format (default: from the file extension; lm-evaluation-harness "
+        "output folders are recognised by their results_*.json files)",
     )
     parser.add_argument(
         "--schema",
@@ -73,6 +72,19 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="COL=DTYPE",
         help=f"read COL as DTYPE ({', '.join(sorted(DTYPES))}); repeatable",
+    )
+    parser.add_argument(
+        "--columns",
+        action="append",
+        default=[],
+        metavar="FILE_COL=NAME",
+        help="rename a column of the files, e.g. --columns prob=confidence; repeatable",
+    )
+    parser.add_argument(
+        "--on-bad-record",
+        choices=["raise", "skip"],
+        default="raise",
+        help="a malformed record is an error (default) or skipped and counted",
     )
 
 
@@ -116,49 +128,21 @@ def binning_from(args: argparse.Namespace) -> Binning:
     return Binning.uniform(args.bins, closed=args.closed)
 
 
-def expand_inputs(inputs: Iterable[str]) -> list[Path]:
-    """Files named by the arguments: files, globs, and directories.
-
-    Directories are searched recursively for files of a known extension, as
-    hive-partitioned datasets are laid out.
-
-    Raises
-    ------
-    ArgumentError
-        An argument matches no file.
-    ReadError
-        A directory holds no file of a known type.
-    """
-    paths: list[Path] = []
-    for text in inputs:
-        path = Path(text)
-        if any(ch in text for ch in "*?["):
-            anchor = Path(path.anchor or ".")
-            pattern = str(path.relative_to(anchor)) if path.is_absolute() else text
-            matched = sorted(p for p in anchor.glob(pattern) if p.is_file())
-            if not matched:
-                raise ArgumentError(f"{text}: no file matches")
-            paths += matched
-        elif path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.suffix.lower() in FORMATS)
-            if not found:
-                raise ReadError(f"{text}: directory holds no .parquet/.csv/.jsonl file")
-            paths += found
-        elif path.is_file():
-            paths.append(path)
-        else:
-            raise ArgumentError(f"{text}: no such file or directory")
-    return paths
+def _mapping(specs: Sequence[str], flag: str) -> dict[str, str]:
+    pairs: dict[str, str] = {}
+    for spec in specs:
+        key, sep, value = spec.partition("=")
+        if not sep or not key or not value:
+            raise ArgumentError(f"{flag} {spec!r}: expected NAME=VALUE")
+        pairs[key] = value
+    return pairs
 
 
 def _schema_overrides(specs: Sequence[str]) -> dict[str, pl.DataType]:
     overrides: dict[str, pl.DataType] = {}
-    for spec in specs:
-        column, _, dtype = spec.partition("=")
-        if not column or dtype.lower() not in DTYPES:
-            raise ArgumentError(
-                f"--schema {spec!r}: expected COL=DTYPE with DTYPE one of {sorted(DTYPES)}"
-            )
+    for column, dtype in _mapping(specs, "--schema").items():
+        if dtype.lower() not in DTYPES:
+            raise ArgumentError(f"--schema {column}={dtype}: DTYPE must be one of {sorted(DTYPES)}")
         overrides[column] = DTYPES[dtype.lower()]
     return overrides
 
@@ -168,69 +152,59 @@ def scan_inputs(
     *,
     format: str | None,
     schema: Sequence[str],
-    numeric: Sequence[str | None],
+    columns: Sequence[str] = (),
+    on_bad_record: str = "raise",
 ) -> tuple[pl.LazyFrame, list[Path]]:
-    """One LazyFrame over every input file (same columns), and the files.
+    """One LazyFrame over every input (files, globs, folders, hive layouts) and the files.
 
-    Parameters
-    ----------
-    inputs
-        Files, globs or directories.
-    format
-        ``"parquet"``, ``"csv"`` or ``"jsonl"``; ``None`` = from each file's extension.
-    schema
-        ``COL=DTYPE`` overrides.
-    numeric
-        Role columns read as Float64 from CSV whatever type inference guesses.
+    Reading is :func:`calib_frames.sources.scan_table`: CSV and JSONL types are inferred
+    from every row (a column whose first rows look like integers stays a float column),
+    ``--schema COL=DTYPE`` overrides a column, ``--columns FILE_COL=NAME`` renames one, and
+    a malformed record is a ReadError naming file and line unless ``--on-bad-record skip``,
+    which leaves it out and says how many were skipped on stderr.
 
     Raises
     ------
-    ReadError
-        A file is missing, of unknown type, unreadable, or its columns differ from the
-        first file's.
     ArgumentError
-        A malformed ``--schema``.
+        A path that does not exist, an unknown file type, a malformed flag.
+    ReadError
+        A file that cannot be read as what it claims to be.
     """
-    overrides = _schema_overrides(schema)
-    paths = expand_inputs(inputs)
-    frames = []
-    for path in paths:
-        kind = format or FORMATS.get(path.suffix.lower())
-        if kind is None:
+    from calib_frames.sources import ScanResult, scan_table
+    from calib_frames.sources.files import FORMATS as KNOWN
+    from calib_frames.sources.files import expand_paths
+
+    for text in inputs:
+        path = Path(text)
+        if any(ch in text for ch in "*?["):
+            continue
+        if not path.exists():
+            raise ArgumentError(f"{text}: no such file or directory")
+        if path.is_file() and format is None and path.suffix.lower() not in KNOWN:
             raise ArgumentError(
-                f"{path}: unknown file type {path.suffix!r}; use one of {sorted(FORMATS)} "
+                f"{text}: unknown file type {path.suffix!r}; use one of {sorted(KNOWN)} "
                 "or say --format"
             )
-        frames.append(_scan(path, kind, overrides, [c for c in numeric if c]))
-    first = frames[0].collect_schema()
-    for path, frame in zip(paths[1:], frames[1:], strict=True):
-        names = frame.collect_schema().names()
-        if sorted(names) != sorted(first.names()):
-            raise ReadError(f"{path}: columns {names} differ from {paths[0]}'s {first.names()}")
-    lazy = frames[0] if len(frames) == 1 else pl.concat(frames, how="diagonal_relaxed")
-    return lazy, paths
-
-
-def _scan(
-    path: Path, kind: str, overrides: dict[str, pl.DataType], numeric: list[str]
-) -> pl.LazyFrame:
-    try:
-        if kind == "parquet":
-            frame = pl.scan_parquet(path, hive_partitioning=True)
-        elif kind == "csv":
-            header = pl.scan_csv(path, n_rows=0).collect_schema().names()
-            csv_overrides: dict[str, pl.DataType] = {
-                c: pl.Float64() for c in numeric if c in header
-            }
-            csv_overrides.update({c: d for c, d in overrides.items() if c in header})
-            frame = pl.scan_csv(path, schema_overrides=csv_overrides, infer_schema_length=10_000)
-        else:
-            frame = pl.scan_ndjson(path, infer_schema_length=10_000)
-        schema = frame.collect_schema()
-    except (pl.exceptions.PolarsError, OSError) as error:
-        raise ReadError(f"{path}: cannot be read as {kind}: {_first_line(error)}") from None
-    casts = {c: d for c, d in overrides.items() if c in schema and schema[c] != d}
-    return frame.with_columns(pl.col(c).cast(d) for c, d in casts.items()) if casts else frame
+    paths = [file for file, _ in expand_paths(list(inputs))]
+    options: dict[str, Any] = {
+        "format": format,
+        "columns": _mapping(columns, "--columns") or None,
+        "schema_overrides": _schema_overrides(schema) or None,
+    }
+    scanned: pl.LazyFrame | ScanResult = (
+        scan_table(list(inputs), on_bad_record="skip", **options)
+        if on_bad_record == "skip"
+        else scan_table(list(inputs), **options)
+    )
+    if isinstance(scanned, ScanResult):
+        if scanned.skipped_records or scanned.skipped_files:
+            print(
+                f"calib-frames: skipped {scanned.skipped_records:,} malformed record(s) and "
+                f"{scanned.skipped_files} unreadable file(s) (--on-bad-record skip)",
+                file=sys.stderr,
+            )
+        return scanned.frame, paths
+    return scanned, paths
 
 
 def _first_line(error: BaseException) -> str:

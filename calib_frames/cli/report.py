@@ -1,17 +1,37 @@
 """``calib-frames report``: every output of one evaluation in a directory.
 
     calib-frames report PREDICTIONS… --by model,task --out DIR [--token-file TOKENS…]
+    calib-frames report LM_EVAL_OUTPUT_DIR… --out DIR
     calib-frames report --from-stats STATS… [--nll-stats NLL…] --out DIR
 
-Prints the summary table and writes ``comparison.parquet``, ``comparison.csv``,
-``comparison.json``, ``comparison.md`` (the per-group table) and
-``bin_statistics.parquet`` into DIR (created if its parent exists), each atomically.
-With ``--from-stats`` it reports from merged statistics files without touching raw rows.
+Prints the summary table and writes into DIR (created if its parent exists), each file
+atomically:
+
+========================  =================================================================
+file                      content
+========================  =================================================================
+``comparison.*``          the per-group table as parquet, CSV, JSON and markdown: metrics,
+                          perplexity, and (unless ``--no-uncertainty``) bootstrap intervals
+                          ``<metric>_ci_low/_high``, the ECE noise floor, its p-value and
+                          the ``reportable`` verdict
+``bin_statistics.parquet`` the additive bin-statistics table
+``report.html``           the self-contained HTML report (opens offline)
+``*.png``                 the report's charts (reliability diagrams, confidence
+                          histograms, accuracy against ECE, Brier decomposition, perplexity)
+========================  =================================================================
+
+Inputs are prediction files (parquet/CSV/JSONL, globs, hive folders), lm-evaluation-harness
+``--log_samples`` output folders (detected by their ``results_*.json``, or
+``--format lm-eval``), or statistics files from ``calib-frames stats``/``merge``
+(``--from-stats``: no raw row is read). From lm-eval folders the table has one row per
+model × task (its latest run, named in the ``run`` column), lm-eval's own aggregates
+beside calib_frames' (``*_lm_eval``).
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 from typing import Any
 
@@ -24,19 +44,23 @@ from calib_frames.compare import comparison_table
 from calib_frames.exceptions import ArgumentError
 from calib_frames.metrics import metrics_from_bin_statistics
 from calib_frames.perplexity import perplexity_from_nll_sums
-from calib_frames.schema import METRICS, PERPLEXITY
+from calib_frames.schema import BIN_STATISTICS, PERPLEXITY
 from calib_frames.storage import read_statistics
+from calib_frames.validation import as_lazy
 
 __all__ = ["add_parser", "run"]
 
 TABLES = ("comparison.parquet", "comparison.csv", "comparison.json", "comparison.md")
+STATS_FILE = "bin_statistics.parquet"
+HTML_FILE = "report.html"
+LM_EVAL_KEYS = ["model", "task"]
 
 
 def add_parser(commands: Any) -> None:
     """Register the subcommand."""
     parser = commands.add_parser("report", help="write tables, HTML report and charts")
     add_prediction_arguments(parser, inputs_required=False)
-    parser.add_argument("--out", type=Path, required=True, help="output directory (must exist)")
+    parser.add_argument("--out", type=Path, required=True, help="output directory")
     parser.add_argument(
         "--from-stats",
         action="append",
@@ -47,48 +71,201 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--nll-stats", action="append", default=[], metavar="NLL", help="NLL-sums files"
     )
+    parser.add_argument(
+        "--no-uncertainty",
+        action="store_true",
+        help="skip the bootstrap intervals and the ECE noise floor (faster)",
+    )
+    parser.add_argument("--replicates", type=int, default=200, help="bootstrap replicates")
+    parser.add_argument("--level", type=float, default=0.95, help="interval level")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the resampling")
+    parser.add_argument("--no-charts", action="store_true", help="skip report.html and PNGs")
+    parser.add_argument("--title", default="Calibration report", help="the report's title")
     parser.set_defaults(run=run)
 
 
-def _outputs(out: Path) -> list[Path]:
-    """The files ``report`` writes; DIR is created if its parent exists."""
+def _out_dir(out: Path) -> None:
+    """Refuse an output that is a file or whose parent is missing; create it otherwise."""
     if out.exists() and not out.is_dir():
         raise ArgumentError(f"--out {out}: exists and is not a directory")
     parent = out.parent if str(out.parent) else Path(".")
     if not parent.is_dir():
         raise ArgumentError(f"--out {out}: directory {parent} does not exist")
     out.mkdir(exist_ok=True)
-    return [out / name for name in (*TABLES, "bin_statistics.parquet")]
+
+
+def _is_lm_eval(args: argparse.Namespace) -> bool:
+    if args.format == "lm-eval":
+        return True
+    return bool(args.inputs) and all(
+        Path(p).is_dir() and any(Path(p).rglob("results_*.json")) for p in args.inputs
+    )
+
+
+def _lm_eval_tables(args: argparse.Namespace) -> tuple[pl.DataFrame, pl.DataFrame, list[Path]]:
+    """Bin statistics of the multiple-choice tasks and lm-eval's own aggregates."""
+    from calib_frames.sources import choice_predictions, lm_eval_comparison, scan_lm_eval_options
+    from calib_frames.stats import bin_statistics
+
+    for text in args.inputs:
+        if not Path(text).is_dir():
+            raise ArgumentError(f"{text}: an lm-evaluation-harness output folder is needed")
+    files = sorted(f for p in args.inputs for f in Path(p).rglob("*.json*") if f.is_file())
+    binning = common.binning_from(args)
+    # the latest run of each model × task (lm-eval's run stamps sort as times)
+    latest = pl.col("run") == pl.col("run").max().over(LM_EVAL_KEYS)
+    options = scan_lm_eval_options(list(args.inputs)).filter(latest)
+    predictions = choice_predictions(options, by=LM_EVAL_KEYS)
+    query = bin_statistics(
+        predictions, by=LM_EVAL_KEYS, bins=binning, log_confidence="log_confidence"
+    )
+    stats = common.collect(as_lazy(query), engine=args.engine, files=files)
+    lm_eval = lm_eval_comparison(list(args.inputs), bins=binning.n_bins).filter(latest)
+    return stats, lm_eval, files
+
+
+def _with_lm_eval(table: pl.DataFrame, lm_eval: pl.DataFrame) -> pl.DataFrame:
+    """The metrics table with lm-eval's columns beside it (one row per model × task × run)."""
+    ours = set(table.columns)
+    extra = [c for c in lm_eval.columns if c not in ours or c.endswith("_lm_eval")]
+    extra = [c for c in extra if c not in LM_EVAL_KEYS]
+    joined = table.join(
+        lm_eval.select(*LM_EVAL_KEYS, *extra), on=LM_EVAL_KEYS, how="full", coalesce=True
+    )
+    return joined.sort(LM_EVAL_KEYS, nulls_last=True)
+
+
+def _uncertainty(
+    table: pl.DataFrame, stats: pl.DataFrame, args: argparse.Namespace
+) -> pl.DataFrame:
+    from calib_frames.estimators import uncertainty_from_bin_statistics
+
+    keys = BIN_STATISTICS.keys(stats.schema)
+    columns = uncertainty_from_bin_statistics(
+        stats, replicates=args.replicates, level=args.level, seed=args.seed
+    )
+    assert isinstance(columns, pl.DataFrame)
+    columns = columns.drop([c for c in columns.columns if c in table.columns and c not in keys])
+    if not keys:
+        return pl.concat([table, columns], how="horizontal")
+    return table.join(columns, on=keys, how="left", nulls_equal=True)
+
+
+def _perplexity_intervals(ppl: pl.DataFrame, args: argparse.Namespace) -> pl.DataFrame:
+    """Perplexity intervals from the token rows (a second, small pass over the token files)."""
+    from calib_frames.estimators import perplexity_intervals
+
+    keys = PERPLEXITY.keys(ppl.schema)
+    tokens, _ = common.scan_inputs(
+        args.token_file,
+        format=args.format,
+        schema=args.schema,
+        columns=args.columns,
+        on_bad_record=args.on_bad_record,
+    )
+    intervals = perplexity_intervals(
+        tokens,
+        nll=args.nll,
+        tokens=1 if args.token_level else args.tokens,
+        bytes=args.bytes,
+        by=keys,
+        replicates=args.replicates,
+        level=args.level,
+        seed=args.seed,
+    )
+    collected = intervals.collect() if isinstance(intervals, pl.LazyFrame) else intervals
+    if not keys:
+        return pl.concat([ppl, collected], how="horizontal")
+    return ppl.join(collected, on=keys, how="left", nulls_equal=True)
+
+
+def _read(
+    args: argparse.Namespace, outputs: list[Path]
+) -> tuple[pl.DataFrame, pl.DataFrame | None, pl.DataFrame | None, list[Path]]:
+    """Bin statistics, NLL sums and lm-eval's aggregates of the inputs, and the files read.
+
+    The outputs are checked against the inputs before anything is computed.
+    """
+    if args.from_stats:
+        files = [Path(p) for p in (*args.from_stats, *args.nll_stats)]
+        common.check_outputs(outputs, files)
+        stats = read_statistics(*args.from_stats).merged()
+        sums = read_statistics(*args.nll_stats).merged() if args.nll_stats else None
+        return stats, sums, None, files
+    if _is_lm_eval(args):
+        stats, lm_eval, files = _lm_eval_tables(args)
+        common.check_outputs(outputs, files)
+        return stats, None, lm_eval, files
+    queries = row_queries(args)
+    common.check_outputs(outputs, queries.files)
+    stats, sums = collect_statistics(queries, args)
+    return stats, sums, None, queries.files
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``report``."""
-    outputs = _outputs(args.out)
-    if args.from_stats:
-        if args.inputs or args.token_file:
-            raise ArgumentError("--from-stats reports from statistics; give no row inputs")
-        files = [Path(p) for p in (*args.from_stats, *args.nll_stats)]
-        common.check_outputs(outputs, files)
-        stats = read_statistics(*args.from_stats).merged()
-        table = metrics_from_bin_statistics(stats)
-        if args.nll_stats:
-            table = comparison_table(
-                table, perplexity_from_nll_sums(read_statistics(*args.nll_stats).merged())
-            )
-    else:
-        if not args.inputs:
-            raise ArgumentError("report needs prediction inputs or --from-stats")
-        queries = row_queries(args)
-        common.check_outputs(outputs, queries.files)
-        stats, sums = collect_statistics(queries, args)
-        table = metrics_from_bin_statistics(stats)
-        if sums is not None:
-            table = comparison_table(table, perplexity_from_nll_sums(sums))
-    result = table if isinstance(table, pl.DataFrame) else table.collect()
+    if args.from_stats and (args.inputs or args.token_file):
+        raise ArgumentError("--from-stats reports from statistics; give no row inputs")
+    if not args.from_stats and not args.inputs:
+        raise ArgumentError("report needs prediction inputs, lm-eval folders or --from-stats")
+    if args.replicates < 1 or not 0 < args.level < 1:
+        raise ArgumentError("--replicates must be >= 1 and --level in (0, 1)")
+    _out_dir(args.out)
+    outputs = [args.out / name for name in (*TABLES, STATS_FILE, HTML_FILE)]
+    stats, sums, lm_eval, files = _read(args, outputs)
+    table = metrics_from_bin_statistics(stats)
+    assert isinstance(table, pl.DataFrame)
+    if not args.no_uncertainty:
+        table = _uncertainty(table, stats, args)
+    if lm_eval is not None:
+        table = _with_lm_eval(table, lm_eval)
+    ppl = None
+    if sums is not None:
+        ppl = perplexity_from_nll_sums(sums)
+        assert isinstance(ppl, pl.DataFrame)
+        if not args.no_uncertainty and args.token_file:
+            ppl = _perplexity_intervals(ppl, args)
+        table = comparison_table(table, ppl)
+        assert isinstance(table, pl.DataFrame)
     for path in outputs[: len(TABLES)]:
-        common.write_frame(result, path)
-    common.write_frame(stats, outputs[-1])
-    keys = [c for c in result.columns if c not in METRICS.columns and c not in PERPLEXITY.columns]
-    print_summary(result, keys)
-    print(f"wrote {result.height} groups to {args.out}: {', '.join(p.name for p in outputs)}")
+        common.write_frame(table, path)
+    common.write_frame(stats, args.out / STATS_FILE)
+    written = [p.name for p in outputs[: len(TABLES) + 1]]
+    if not args.no_charts:
+        written += _write_charts(table, stats, ppl, args, files)
+    keys = BIN_STATISTICS.keys(stats.schema)
+    if ppl is not None:
+        keys += [k for k in PERPLEXITY.keys(ppl.schema) if k not in keys]
+    print_summary(table, keys)
+    print(f"wrote {table.height} groups to {args.out}: {', '.join(written)}")
     return 0
+
+
+def _write_charts(
+    table: pl.DataFrame,
+    stats: pl.DataFrame,
+    ppl: pl.DataFrame | None,
+    args: argparse.Namespace,
+    files: list[Path],
+) -> list[str]:
+    from calib_frames.estimators import with_accuracy_intervals
+    from calib_frames.plot import save_chart
+    from calib_frames.report import report_charts, write_report
+
+    with_intervals = with_accuracy_intervals(stats)
+    assert isinstance(with_intervals, pl.DataFrame)
+    write_report(
+        args.out / HTML_FILE,
+        comparison=table,
+        bin_statistics=with_intervals,
+        perplexity=ppl,
+        title=args.title,
+        inputs=[str(p) for p in (args.inputs or args.from_stats)] + list(args.token_file),
+    )
+    keys = BIN_STATISTICS.keys(stats.schema)
+    written = [HTML_FILE]
+    for title, _, chart in report_charts(table, with_intervals, keys, ppl):
+        name = re.sub(r"[^a-z0-9]+", "_", title.lower()).strip("_") + ".png"
+        save_chart(chart, args.out / name)
+        written.append(name)
+    return written

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,7 +91,8 @@ def row_queries(args: argparse.Namespace) -> RowQueries:
         args.inputs,
         format=args.format,
         schema=args.schema,
-        numeric=[args.confidence, args.weight, args.log_confidence],
+        columns=args.columns,
+        on_bad_record=args.on_bad_record,
     )
     stats = bin_statistics(
         predictions,
@@ -107,7 +109,8 @@ def row_queries(args: argparse.Namespace) -> RowQueries:
             args.token_file,
             format=args.format,
             schema=args.schema,
-            numeric=[args.nll, args.tokens, args.bytes, args.words],
+            columns=args.columns,
+            on_bad_record=args.on_bad_record,
         )
         all_files += token_files
         names = tokens.collect_schema().names()
@@ -128,7 +131,20 @@ def row_queries(args: argparse.Namespace) -> RowQueries:
 def collect_statistics(
     queries: RowQueries, args: argparse.Namespace
 ) -> tuple[pl.DataFrame, pl.DataFrame | None]:
-    """Run the queries: the bin statistics and (with token files) the NLL sums."""
+    """Run the queries: the bin statistics and (with token files) the NLL sums.
+
+    On a terminal, one progress line on stderr (files read, rows, rows/s); nothing when
+    stderr is not a terminal, so scheduled runs log only errors.
+    """
+    started = time.perf_counter()
+    progress = sys.stderr.isatty()
+    if progress:
+        size = sum(p.stat().st_size for p in queries.files) / 2**20
+        print(
+            f"calib-frames: reading {len(queries.files)} file(s), {size:,.1f} MiB …",
+            file=sys.stderr,
+            flush=True,
+        )
     if args.engine == "spark":
         stats = _spark_statistics(queries, args)
         engine = "streaming"
@@ -138,6 +154,13 @@ def collect_statistics(
     sums = None
     if queries.sums is not None:
         sums = common.collect(queries.sums, engine=engine, files=queries.files)
+    if progress:
+        rows = int(stats["count"].sum()) + (0 if sums is None else int(sums["count"].sum()))
+        seconds = max(time.perf_counter() - started, 1e-9)
+        print(
+            f"calib-frames: {rows:,} rows in {seconds:.1f} s ({rows / seconds:,.0f} rows/s)",
+            file=sys.stderr,
+        )
     return stats, sums
 
 
@@ -148,7 +171,9 @@ def _spark_statistics(queries: RowQueries, args: argparse.Namespace) -> pl.DataF
 
     spark = SparkSession.builder.appName("calib-frames").getOrCreate()
     paths = [str(p) for p in queries.prediction_files]
-    kinds = {args.format or common.FORMATS[p.suffix.lower()] for p in queries.prediction_files}
+    from calib_frames.sources.files import FORMATS
+
+    kinds = {args.format or FORMATS[p.suffix.lower()] for p in queries.prediction_files}
     if len(kinds) != 1:
         raise ArgumentError("--engine spark reads inputs of one format at a time")
     kind = kinds.pop()

@@ -1,1 +1,68 @@
-"""Estimators that are not additive: each works per group on the rows of that group, in memory."""
+"""Estimators that are not additive: each works per group on the rows of that group, in memory.
+
+================================  ===========================================================
+function                          output columns (after the group keys)
+================================  ===========================================================
+:func:`isotonic_blocks`           block, x_lower, x_upper, count, weight, value
+:func:`smooth_ece`                count, smooth_ece, bandwidth
+:func:`smooth_reliability_curve`  x, y, density
+:func:`corp_reliability`          block, confidence_lower, confidence_upper, count, weight,
+                                  recalibrated
+:func:`corp_decomposition`        count, weight, mean_score, miscalibration, discrimination,
+                                  uncertainty
+:func:`corp_recalibrate`          the input rows plus ``recalibrated``
+:func:`adaptive_ece`              count, bins, adaptive_ece, populated_bins
+:func:`ece_by_bin_count`          bins, ece (one pass over the rows; additive)
+================================  ===========================================================
+
+How far to trust a number (from the additive tables where possible, so they stay cheap at
+any row count; each says in its docstring what it estimates and how):
+
+======================================  =====================================================
+function                                output columns (after the group keys)
+======================================  =====================================================
+:func:`calibration_intervals`           ``<metric>_ci_low``, ``<metric>_ci_high``
+:func:`intervals_from_bin_statistics`   the same, from a bin-statistics table
+:func:`perplexity_intervals`            ``<measure>_ci_low/_high`` of the perplexity family
+:func:`calibration_noise_floor`         count, populated_bins, ece, ece_null_mean,
+                                        ece_noise_floor, ece_p_value, reportable
+:func:`uncertainty_from_bin_statistics` every interval column and the noise-floor columns
+:func:`paired_comparison`               one row per (keys, model_a, model_b): differences,
+                                        intervals, raw and adjusted p-values
+:func:`adjust_p_values`                 the table plus ``p_value_adjusted`` (Holm or BH)
+:func:`with_accuracy_intervals`         the table plus ``accuracy_ci_low/_high`` (Wilson)
+======================================  =====================================================
+"""
+
+from calib_frames.estimators.bootstrap import (
+    calibration_intervals,
+    intervals_from_bin_statistics,
+    perplexity_intervals,
+)
+from calib_frames.estimators.corp import corp_decomposition, corp_recalibrate, corp_reliability
+from calib_frames.estimators.intervals import with_accuracy_intervals
+from calib_frames.estimators.isotonic import isotonic_blocks
+from calib_frames.estimators.multiple_testing import adjust_p_values
+from calib_frames.estimators.noise import calibration_noise_floor, uncertainty_from_bin_statistics
+from calib_frames.estimators.paired import paired_comparison
+from calib_frames.estimators.sensitivity import adaptive_ece, ece_by_bin_count
+from calib_frames.estimators.smooth import smooth_ece, smooth_reliability_curve
+
+__all__ = [
+    "adaptive_ece",
+    "adjust_p_values",
+    "calibration_intervals",
+    "calibration_noise_floor",
+    "corp_decomposition",
+    "corp_recalibrate",
+    "corp_reliability",
+    "ece_by_bin_count",
+    "intervals_from_bin_statistics",
+    "isotonic_blocks",
+    "paired_comparison",
+    "perplexity_intervals",
+    "smooth_ece",
+    "smooth_reliability_curve",
+    "uncertainty_from_bin_statistics",
+    "with_accuracy_intervals",
+]

@@ -1,0 +1,485 @@
+"""CORP: isotonic recalibration, its reliability curve and score decomposition, per group.
+
+CORP (Dimitriadis, Gneiting and Jordan, "Stable reliability diagrams for probabilistic
+classifiers", PNAS 118, 2021) recalibrates binary probability forecasts x by the
+isotonic regression of the outcomes y on x (pool-adjacent-violators, see
+:mod:`calib_frames.estimators.isotonic`): every forecast value is replaced by the
+event frequency of its PAV block. The blocks are the reliability diagram's bins,
+chosen by the data ("Consistent, Optimally binned, Reproducible, PAV").
+
+Score decomposition
+-------------------
+With S̄(·) the (weighted) mean score of a vector of forecasts, x̂ the PAV-recalibrated
+forecasts and ȳ the event frequency of the group::
+
+    mean_score      S̄ = S̄(x)
+    miscalibration  MCB = S̄(x) − S̄(x̂)
+    discrimination  DSC = S̄(ȳ) − S̄(x̂)
+    uncertainty     UNC = S̄(ȳ)
+    S̄ = MCB − DSC + UNC
+
+PAV minimises every proper scoring rule over non-decreasing recalibrations at once,
+and both x itself and the constant ȳ are such recalibrations, so MCB ≥ 0 and DSC ≥ 0.
+Rounding can leave either at −1e-17; they are clipped at 0 (the sum then still
+matches S̄ to rounding). Scores (``score=``):
+
+* ``"brier"``: S(x, y) = (x − y)². Within a block of weights W₁ (events) and W₀
+  (non-events), S̄(x̂)·W = W₁·W₀/W summed over blocks, and UNC = ȳ(1 − ȳ).
+* ``"log"``: S(x, y) = −ln x if y = 1 else −ln(1 − x) (nats; ``log1p`` for the
+  latter), with 0·ln 0 = 0: a block's recalibrated score is W₁·(−ln(W₁/W)) +
+  W₀·(−ln(W₀/W)), and UNC is the entropy of ȳ. A forecast of exactly 0 for an event
+  (or 1 for a non-event) has an infinite score, so S̄ and MCB are infinite.
+
+Equal to R reliabilitydiag's ``summary()`` (published values for the Niamey data are
+in the tests) and to model-diagnostics' ``decompose`` with ``SquaredError`` /
+``LogLoss`` (to ~1e-15).
+
+Per group, in memory: the rows are pooled by (keys, x) in one polars pass, the PAV
+runs over the pooled points of all groups at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+from calib_frames.estimators._rows import (
+    P,
+    W,
+    Y,
+    attach,
+    grouped,
+    keys_of,
+    prediction_frame,
+    validate_predictions,
+)
+from calib_frames.estimators.isotonic import pav_blocks
+from calib_frames.exceptions import ArgumentError
+from calib_frames.validation import Frame, as_lazy, return_like
+
+__all__ = [
+    "CORP_DECOMPOSITION_COLUMNS",
+    "CORP_RELIABILITY_COLUMNS",
+    "corp_decomposition",
+    "corp_recalibrate",
+    "corp_reliability",
+]
+
+F64Array = npt.NDArray[np.float64]
+
+CORP_RELIABILITY_COLUMNS: dict[str, pl.DataType] = {
+    "block": pl.UInt32(),
+    "confidence_lower": pl.Float64(),
+    "confidence_upper": pl.Float64(),
+    "count": pl.UInt64(),
+    "weight": pl.Float64(),
+    "recalibrated": pl.Float64(),
+}
+"""Columns of :func:`corp_reliability` after the group keys."""
+
+CORP_DECOMPOSITION_COLUMNS: dict[str, pl.DataType] = {
+    "count": pl.UInt64(),
+    "weight": pl.Float64(),
+    "mean_score": pl.Float64(),
+    "miscalibration": pl.Float64(),
+    "discrimination": pl.Float64(),
+    "uncertainty": pl.Float64(),
+}
+"""Columns of :func:`corp_decomposition` after the group keys."""
+
+Score = Literal["brier", "log"]
+
+
+@dataclass(frozen=True)
+class _Points:
+    """The rows of all groups pooled by (group, confidence), in confidence order."""
+
+    table: pl.DataFrame  # the group keys, one row per group
+    n_groups: int
+    group: npt.NDArray[np.int64]  # per point
+    x: F64Array
+    count: F64Array
+    weight: F64Array
+    events: F64Array  # Σw over rows with y = 1
+    brier: F64Array  # Σw·(x − y)²
+    log: F64Array  # Σw·(−ln x or −ln(1 − x))
+
+
+def _rows(
+    source: pl.LazyFrame,
+    *,
+    confidence: str,
+    correct: str,
+    weight: str | None,
+    keys: list[str],
+    reserved: Sequence[str],
+) -> pl.LazyFrame:
+    return prediction_frame(
+        source, confidence=confidence, correct=correct, keys=keys, reserved=reserved, weight=weight
+    )
+
+
+def _points(
+    frame: pl.DataFrame, *, confidence: str, correct: str, weight: str | None, keys: list[str]
+) -> _Points:
+    """Validate the collected rows, sort them by (keys, x) and pool ties (numpy)."""
+    frame = validate_predictions(
+        frame, confidence=confidence, correct=correct, keys=keys, weight=weight, sort=False
+    )
+    group, table, n_groups, frame = grouped(frame, keys, sort_by=P)
+    x = frame[P].to_numpy().astype(np.float64)
+    y = frame[Y].to_numpy().astype(np.float64)
+    w = np.ones_like(x) if weight is None else frame[W].to_numpy().astype(np.float64)
+    n = x.size
+    if n == 0:
+        empty = np.zeros(0)
+        return _Points(table, n_groups, group, empty, empty, empty, empty, empty, empty)
+    event = y == 1.0
+    residual = np.where(event, 1.0 - x, x)
+    with np.errstate(divide="ignore"):
+        log_loss = np.where(event, -np.log(x), -np.log1p(-x))
+    starts = np.flatnonzero(np.r_[True, (group[1:] != group[:-1]) | (x[1:] != x[:-1])])
+
+    def pooled(values: F64Array) -> F64Array:
+        return np.asarray(np.add.reduceat(values, starts), dtype=np.float64)
+
+    return _Points(
+        table=table,
+        n_groups=n_groups,
+        group=group[starts],
+        x=x[starts],
+        count=pooled(np.ones(n)),
+        weight=pooled(w),
+        events=pooled(np.where(event, w, 0.0)),
+        brier=pooled(w * residual * residual),
+        log=pooled(np.where(w > 0, w * log_loss, 0.0)),
+    )
+
+
+def corp_reliability(
+    predictions: Frame,
+    *,
+    confidence: str = "confidence",
+    correct: str = "correct",
+    by: str | Sequence[str] | None = None,
+    weight: str | None = None,
+) -> Frame:
+    """The CORP reliability curve: PAV blocks and their recalibrated probabilities.
+
+    Per group, in memory. The curve is the step function that is ``recalibrated`` on
+    ``[confidence_lower, confidence_upper]`` of each block (reliabilitydiag draws it
+    with linear interpolation between blocks).
+
+    Parameters
+    ----------
+    predictions
+        DataFrame or LazyFrame, one row per forecast.
+    confidence
+        Column of forecast probabilities in [0, 1].
+    correct
+        Column of outcomes: boolean or 0/1.
+    by
+        Group key column(s); ``None`` treats the whole frame as one group.
+    weight
+        Optional column of positive, finite row weights.
+
+    Returns
+    -------
+    DataFrame or LazyFrame (same kind as the input)
+        Group keys, then ``block`` (UInt32, 0-based in confidence order),
+        ``confidence_lower``/``confidence_upper`` (smallest/largest forecast in the
+        block), ``count`` (UInt64), ``weight`` (Σw) and ``recalibrated`` (the block's
+        weighted event frequency), sorted by keys and block.
+
+    Raises
+    ------
+    SchemaError
+        Missing or non-numeric columns, keys clashing with output names.
+    DataError
+        Confidences outside [0, 1], outcomes not boolean or 0/1, weights not positive.
+
+    See Also
+    --------
+    corp_decomposition : the score decomposition from the same fit.
+    calib_frames.estimators.isotonic.isotonic_blocks : the general PAV.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.estimators.corp import corp_reliability
+    >>> df = pl.DataFrame({"confidence": [0.1, 0.3, 0.4, 0.8], "correct": [0, 1, 0, 1]})
+    >>> corp_reliability(df)
+    shape: (3, 6)
+    ┌───────┬──────────────────┬──────────────────┬───────┬────────┬──────────────┐
+    │ block ┆ confidence_lower ┆ confidence_upper ┆ count ┆ weight ┆ recalibrated │
+    │ ---   ┆ ---              ┆ ---              ┆ ---   ┆ ---    ┆ ---          │
+    │ u32   ┆ f64              ┆ f64              ┆ u64   ┆ f64    ┆ f64          │
+    ╞═══════╪══════════════════╪══════════════════╪═══════╪════════╪══════════════╡
+    │ 0     ┆ 0.1              ┆ 0.1              ┆ 1     ┆ 1.0    ┆ 0.0          │
+    │ 1     ┆ 0.3              ┆ 0.4              ┆ 2     ┆ 2.0    ┆ 0.5          │
+    │ 2     ┆ 0.8              ┆ 0.8              ┆ 1     ┆ 1.0    ┆ 1.0          │
+    └───────┴──────────────────┴──────────────────┴───────┴────────┴──────────────┘
+    """
+    keys = keys_of(by)
+    rows = _rows(
+        as_lazy(predictions),
+        confidence=confidence,
+        correct=correct,
+        weight=weight,
+        keys=keys,
+        reserved=tuple(CORP_RELIABILITY_COLUMNS),
+    )
+    schema = {**{k: rows.collect_schema()[k] for k in keys}, **CORP_RELIABILITY_COLUMNS}
+
+    def fit(frame: pl.DataFrame) -> pl.DataFrame:
+        points = _points(frame, confidence=confidence, correct=correct, weight=weight, keys=keys)
+        if points.x.size == 0:
+            return pl.DataFrame(schema=schema)
+        block = pav_blocks(points.group, points.weight, points.events, increasing=True)
+        first = np.flatnonzero(np.r_[True, block[1:] != block[:-1]])
+        last = np.r_[first[1:] - 1, block.size - 1]
+        block_group = points.group[first]
+        weight_ = np.add.reduceat(points.weight, first)
+        group_start = np.flatnonzero(np.r_[True, block_group[1:] != block_group[:-1]])
+        within = np.arange(first.size) - np.repeat(
+            group_start, np.diff(np.r_[group_start, first.size])
+        )
+        keys_table = points.table[block_group.tolist()] if keys else points.table
+        return attach(
+            keys_table,
+            [
+                pl.Series("block", within, dtype=pl.UInt32),
+                pl.Series("confidence_lower", points.x[first], dtype=pl.Float64),
+                pl.Series("confidence_upper", points.x[last], dtype=pl.Float64),
+                pl.Series("count", np.add.reduceat(points.count, first), dtype=pl.UInt64),
+                pl.Series("weight", weight_, dtype=pl.Float64),
+                pl.Series(
+                    "recalibrated",
+                    np.add.reduceat(points.events, first) / weight_,
+                    dtype=pl.Float64,
+                ),
+            ],
+        )
+
+    return return_like(predictions, rows.map_batches(fit, schema=schema))
+
+
+def corp_decomposition(
+    predictions: Frame,
+    *,
+    confidence: str = "confidence",
+    correct: str = "correct",
+    by: str | Sequence[str] | None = None,
+    weight: str | None = None,
+    score: Score = "brier",
+) -> Frame:
+    """CORP score decomposition: mean score = miscalibration − discrimination + uncertainty.
+
+    Per group, in memory. Formulas in the module docstring; the recalibration is the
+    PAV fit of :func:`corp_reliability`.
+
+    Parameters
+    ----------
+    predictions
+        DataFrame or LazyFrame, one row per forecast.
+    confidence
+        Column of forecast probabilities in [0, 1].
+    correct
+        Column of outcomes: boolean or 0/1.
+    by
+        Group key column(s); ``None`` treats the whole frame as one group.
+    weight
+        Optional column of positive, finite row weights (weighted means throughout).
+    score
+        ``"brier"`` (squared error, as reliabilitydiag's default) or ``"log"``
+        (logarithmic score in nats).
+
+    Returns
+    -------
+    DataFrame or LazyFrame (same kind as the input)
+        Group keys, then ``count`` (UInt64), ``weight`` (Σw), ``mean_score``,
+        ``miscalibration``, ``discrimination`` and ``uncertainty``, one row per group.
+        An empty frame without keys gives one row with count 0 and null scores.
+
+    Raises
+    ------
+    SchemaError
+        Missing or non-numeric columns, keys clashing with output names.
+    DataError
+        Confidences outside [0, 1], outcomes not boolean or 0/1, weights not positive.
+    ArgumentError
+        ``score`` not ``"brier"`` or ``"log"``.
+
+    See Also
+    --------
+    corp_reliability : the blocks behind the decomposition.
+    calib_frames.calibration_metrics : the binned Brier decomposition.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.estimators.corp import corp_decomposition
+    >>> df = pl.DataFrame({"confidence": [0.1, 0.3, 0.4, 0.8], "correct": [0, 1, 0, 1]})
+    >>> corp_decomposition(df).select("mean_score", "miscalibration", "discrimination")
+    shape: (1, 3)
+    ┌────────────┬────────────────┬────────────────┐
+    │ mean_score ┆ miscalibration ┆ discrimination │
+    │ ---        ┆ ---            ┆ ---            │
+    │ f64        ┆ f64            ┆ f64            │
+    ╞════════════╪════════════════╪════════════════╡
+    │ 0.175      ┆ 0.05           ┆ 0.125          │
+    └────────────┴────────────────┴────────────────┘
+    """
+    if score not in ("brier", "log"):
+        raise ArgumentError(f"score= must be 'brier' or 'log', got {score!r}")
+    keys = keys_of(by)
+    rows = _rows(
+        as_lazy(predictions),
+        confidence=confidence,
+        correct=correct,
+        weight=weight,
+        keys=keys,
+        reserved=tuple(CORP_DECOMPOSITION_COLUMNS),
+    )
+    schema = {**{k: rows.collect_schema()[k] for k in keys}, **CORP_DECOMPOSITION_COLUMNS}
+
+    def fit(frame: pl.DataFrame) -> pl.DataFrame:
+        points = _points(frame, confidence=confidence, correct=correct, weight=weight, keys=keys)
+        if points.x.size == 0:
+            if keys:
+                return pl.DataFrame(schema=schema)
+            empty = {name: [None] for name in CORP_DECOMPOSITION_COLUMNS} | {
+                "count": [0],
+                "weight": [0.0],
+            }
+            return pl.DataFrame(empty, schema=schema)
+        group, table, n_groups = points.group, points.table, points.n_groups
+        weight_, events = points.weight, points.events
+        block = pav_blocks(group, weight_, events, increasing=True)
+        block_group = np.zeros(block[-1] + 1, dtype=np.int64)
+        block_group[block] = group
+        n_blocks = block_group.size
+        block_w = _sum_by(block, weight_, n_blocks)
+        block_w1 = _sum_by(block, events, n_blocks)
+        recalibrated = _sum_by(block_group, _entropy_sum(block_w1, block_w, score), n_groups)
+        total_w = _sum_by(group, weight_, n_groups)
+        total_w1 = _sum_by(group, events, n_groups)
+        summed = _sum_by(group, points.brier if score == "brier" else points.log, n_groups)
+        counts = _sum_by(group, points.count, n_groups)
+        mean_score = summed / total_w
+        uncertainty = _entropy_sum(total_w1, total_w, score) / total_w
+        recal_mean = recalibrated / total_w
+        with np.errstate(invalid="ignore"):
+            miscalibration = np.maximum(mean_score - recal_mean, 0.0)
+        discrimination = np.maximum(uncertainty - recal_mean, 0.0)
+        return attach(
+            table,
+            [
+                pl.Series("count", counts.astype(np.uint64), dtype=pl.UInt64),
+                pl.Series("weight", total_w, dtype=pl.Float64),
+                pl.Series("mean_score", mean_score, dtype=pl.Float64),
+                pl.Series("miscalibration", miscalibration, dtype=pl.Float64),
+                pl.Series("discrimination", discrimination, dtype=pl.Float64),
+                pl.Series("uncertainty", uncertainty, dtype=pl.Float64),
+            ],
+        )
+
+    return return_like(predictions, rows.map_batches(fit, schema=schema))
+
+
+def _sum_by(index: npt.NDArray[np.int64], values: F64Array, size: int) -> F64Array:
+    """Σ values per index 0 … size−1 (in input order, as np.bincount)."""
+    return np.asarray(np.bincount(index, weights=values, minlength=size), dtype=np.float64)
+
+
+def _entropy_sum(w1: F64Array, w: F64Array, score: Score) -> F64Array:
+    """W·S̄(w1/W) for the constant forecast w1/W of a set with W₁ events out of W."""
+    w0 = np.maximum(w - w1, 0.0)
+    if score == "brier":
+        result: F64Array = w1 * w0 / w
+        return result
+    with np.errstate(divide="ignore", invalid="ignore"):
+        term1 = np.where(w1 > 0, -w1 * np.log(w1 / w), 0.0)
+        term0 = np.where(w0 > 0, -w0 * np.log(w0 / w), 0.0)
+    return np.asarray(term1 + term0, dtype=np.float64)
+
+
+def corp_recalibrate(
+    predictions: Frame,
+    *,
+    confidence: str = "confidence",
+    correct: str = "correct",
+    by: str | Sequence[str] | None = None,
+    weight: str | None = None,
+    output: str = "recalibrated",
+) -> Frame:
+    """The input rows with their PAV-recalibrated probability in column ``output``.
+
+    Per group, in memory (the fit); the rows are then matched to their block by an
+    as-of join on the confidence, so the result is the input frame plus one column,
+    in the input's row order.
+
+    Parameters
+    ----------
+    predictions
+        DataFrame or LazyFrame, one row per forecast.
+    confidence, correct, by, weight
+        As :func:`corp_reliability`.
+    output
+        Name of the new column (must not exist yet).
+
+    Returns
+    -------
+    DataFrame or LazyFrame (same kind as the input)
+        ``predictions`` with ``output`` added (Float64).
+
+    Raises
+    ------
+    SchemaError
+        As :func:`corp_reliability`, or ``output`` names an existing column.
+    DataError
+        As :func:`corp_reliability`.
+
+    See Also
+    --------
+    corp_reliability : the blocks and their recalibrated values.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.estimators.corp import corp_recalibrate
+    >>> df = pl.DataFrame({"confidence": [0.4, 0.1, 0.3, 0.8], "correct": [0, 0, 1, 1]})
+    >>> corp_recalibrate(df)["recalibrated"].to_list()
+    [0.5, 0.0, 0.5, 1.0]
+    """
+    from calib_frames.exceptions import SchemaError
+
+    source = as_lazy(predictions)
+    keys = keys_of(by)
+    if output in source.collect_schema():
+        raise SchemaError(f"output column {output!r} exists already; choose another output=")
+    blocks = corp_reliability(
+        source, confidence=confidence, correct=correct, by=keys, weight=weight
+    ).select(*keys, pl.col("confidence_lower").alias("__corp_x"), pl.col("recalibrated"))
+    rows = source.with_row_index("__corp_row").with_columns(
+        pl.col(confidence).cast(pl.Float64).alias("__corp_x")
+    )
+    joined = (
+        rows.sort("__corp_x")
+        .join_asof(
+            blocks.sort("__corp_x"),
+            on="__corp_x",
+            by=keys or None,
+            strategy="backward",
+            check_sortedness=False,
+        )
+        .sort("__corp_row")
+        .drop("__corp_row", "__corp_x")
+        .rename({"recalibrated": output})
+    )
+    return return_like(predictions, joined)

@@ -1,0 +1,406 @@
+r"""Noise floor of the ECE and a test of perfect calibration, per group, from bin statistics.
+
+What is estimated
+-----------------
+Even a perfectly calibrated model has a positive ECE on a finite sample: its outcomes
+are coin flips. Under the hypothesis H₀ that the model is perfectly calibrated, each
+outcome is y_i ~ Bernoulli(p_i) independently, for *these very confidences* p_i
+("consistency resampling", Bröcker & Smith 2007). With the bins fixed, bin b's number of
+correct predictions C_b then has
+
+    E[C_b] = Σ_{i∈b} p_i = μ_b        Var[C_b] = Σ_{i∈b} p_i (1 − p_i) = V_b
+
+and the ECE under H₀ is Σ_b |C_b − μ_b| / N. Both μ_b and V_b follow from the sums the
+bin-statistics table already holds (no new column): μ_b is the bin's confidence sum
+(``sum_confidence_correct + sum_residual_wrong``) and, because p(1 − p) = r − r² for the
+residual r = |p − y| of either class,
+
+    V_b = (sum_residual_correct − sum_sq_residual_correct)
+        + (sum_residual_wrong − sum_sq_residual_wrong).
+
+C_b is a sum of independent Bernoullis with unequal p (Poisson-binomial). It is drawn as
+the binomial with the *same mean and variance*: n′ = round(μ_b² / (μ_b − V_b)) trials of
+probability μ_b / n′ (n′ ≤ n_b; n′ = n_b and p̄ when all confidences of the bin are
+equal). Unlike a normal approximation this keeps the discreteness that dominates small
+bins. ``tests/test_uncertainty_noise.py`` compares the resulting distribution with the
+exact Bernoulli resampling of rows.
+
+Per group and replicate the ECE under H₀ is computed from the draws; then
+
+* ``ece_noise_floor``: the ``level`` quantile (default 95th percentile) of the ECE under
+  H₀: an ECE below it is indistinguishable from a calibrated model's noise;
+* ``ece_null_mean``: its mean, the ECE that a calibrated model would show on average;
+* ``ece_p_value``: the Monte-Carlo p-value (1 + #{ECE₀ ≥ ECE}) / (1 + replicates) of the
+  observed ECE under H₀ (one-sided: large ECE is evidence of miscalibration; never 0);
+* ``reportable``: ``count ≥ min_count`` and ``populated_bins ≥ min_bins`` and
+  ``ece_p_value ≤ alpha``, i.e. enough predictions, more than one occupied bin, and an
+  ECE that exceeds the noise of a calibrated model. False means: do not read this ECE as
+  evidence of miscalibration (too little data, or within the noise).
+
+**Weights.** With a weight column the sums are weighted: μ_b = Σwp and V_b = Σwp(1−p).
+The draw is made in rows (n_b rows of mean weight W_b/n_b) and scaled by the mean
+weight, which is exact when the weights are equal within a bin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+
+import numpy as np
+import polars as pl
+
+from calib_frames.binning import BinsLike
+from calib_frames.estimators.bootstrap import (
+    _grid_shape,
+    check_replicates,
+    check_seed,
+    intervals_from_bin_statistics,
+)
+from calib_frames.estimators.intervals import check_level
+from calib_frames.exceptions import ArgumentError, SchemaError
+from calib_frames.schema import BIN_STATISTICS
+from calib_frames.stats import bin_statistics
+from calib_frames.validation import Frame, as_lazy, return_like
+
+__all__ = [
+    "NOISE_COLUMNS",
+    "calibration_noise_floor",
+    "noise_floor_from_bin_statistics",
+    "uncertainty_from_bin_statistics",
+]
+
+NOISE_COLUMNS = ("ece", "ece_null_mean", "ece_noise_floor", "ece_p_value", "reportable")
+"""Columns after the keys in the noise-floor table."""
+
+
+def noise_floor_from_bin_statistics(
+    stats: Frame,
+    *,
+    replicates: int = 1000,
+    level: float = 0.95,
+    alpha: float = 0.05,
+    min_count: int = 100,
+    min_bins: int = 2,
+    seed: int = 0,
+) -> Frame:
+    """ECE noise floor, p-value of perfect calibration and a reportable verdict per group.
+
+    Estimates, per group, the distribution of the ECE that a perfectly calibrated model
+    with the same confidences and bins would show (module docstring), from the
+    bin-statistics table alone: costs groups × bins × replicates, not rows.
+
+    Parameters
+    ----------
+    stats
+        A bin-statistics table (:func:`~calib_frames.bin_statistics`); lazy in, lazy out.
+    replicates
+        Draws of the outcomes under H₀ (≥ 1; the smallest p-value is 1/(1 + replicates)).
+    level
+        Quantile of the ECE under H₀ reported as ``ece_noise_floor`` (in (0, 1)).
+    alpha
+        Significance level of the ``reportable`` verdict (in (0, 1)).
+    min_count, min_bins
+        The ``reportable`` verdict also needs at least ``min_count`` predictions and
+        ``min_bins`` populated bins.
+    seed
+        Seed (≥ 0); the same seed gives the same draws.
+
+    Returns
+    -------
+    DataFrame or LazyFrame
+        keys…, ``count`` (UInt64), ``populated_bins`` (UInt32), ``ece``,
+        ``ece_null_mean``, ``ece_noise_floor``, ``ece_p_value`` (Float64) and
+        ``reportable`` (Boolean); one row per group, sorted by the keys. Groups without
+        weight get null p-value and noise floor and ``reportable`` False.
+
+    Raises
+    ------
+    SchemaError
+        If ``stats`` is not a complete bin-statistics table.
+    ArgumentError
+        For bad ``replicates``, ``level``, ``alpha``, ``min_count``, ``min_bins``, ``seed``.
+
+    See Also
+    --------
+    calibration_noise_floor : the same from predictions.
+
+    Examples
+    --------
+    A model whose 90%-confidence answers are right only 60% of the time, and whose
+    70%-confidence answers are right 70% of the time:
+
+    >>> import polars as pl
+    >>> import calib_frames as cf
+    >>> df = pl.DataFrame(
+    ...     {"confidence": [0.9] * 100 + [0.7] * 100, "correct": [1, 0] * 50 + [1] * 70 + [0] * 30}
+    ... )
+    >>> t = noise_floor_from_bin_statistics(cf.bin_statistics(df))
+    >>> t.select(pl.col("ece").round(6), "ece_p_value", "reportable").rows()
+    [(0.2, 0.000999000999000999, True)]
+    >>> round(t["ece_noise_floor"].item(), 2)  # what a calibrated model could show
+    0.06
+    """
+    check_replicates(replicates)
+    check_level(level)
+    check_level(alpha)
+    check_seed(seed)
+    for name, value in (("min_count", min_count), ("min_bins", min_bins)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ArgumentError(f"{name} must be an integer >= 0, got {value!r}")
+    lazy = as_lazy(stats)
+    schema = lazy.collect_schema()
+    keys: list[str] = BIN_STATISTICS.keys(schema)
+    clashes = [k for k in keys if k in (*NOISE_COLUMNS, "count", "populated_bins")]
+    if clashes:
+        raise SchemaError(f"group key(s) {clashes} clash with output columns; rename them")
+    out_schema: dict[str, pl.DataType] = {k: schema[k] for k in keys}
+    out_schema.update(
+        {
+            "count": pl.UInt64(),
+            "populated_bins": pl.UInt32(),
+            **{name: pl.Float64() for name in NOISE_COLUMNS[:-1]},
+            "reportable": pl.Boolean(),
+        }
+    )
+    draw = partial(
+        _null_ece,
+        keys=keys,
+        replicates=replicates,
+        level=level,
+        alpha=alpha,
+        rules=(min_count, min_bins),
+        seed=seed,
+    )
+    result = lazy.select(*keys, *BIN_STATISTICS.names).map_batches(draw, schema=out_schema)
+    return return_like(stats, result)
+
+
+def _null_ece(
+    frame: pl.DataFrame,
+    *,
+    keys: list[str],
+    replicates: int,
+    level: float,
+    alpha: float,
+    rules: tuple[int, int],
+    seed: int,
+) -> pl.DataFrame:
+    frame = frame.sort([*keys, "bin"], nulls_last=True)
+    if frame.height == 0:
+        empty = {name: pl.Series(name, [], dtype=dtype) for name, dtype in _OUT.items()}
+        return frame.select(keys).with_columns(**empty)
+    groups, bins = _grid_shape(frame, keys)
+
+    def col(name: str) -> np.ndarray:
+        return frame[name].cast(pl.Float64).to_numpy().reshape(groups, bins)
+
+    count, weight = col("count"), col("weight")
+    r1, q1 = col("sum_residual_correct"), col("sum_sq_residual_correct")
+    r0, q0 = col("sum_residual_wrong"), col("sum_sq_residual_wrong")
+    mu = col("sum_confidence_correct") + r0  # Σ w p
+    var = np.maximum((r1 - q1) + (r0 - q0), 0.0)  # Σ w p (1 − p)
+    gap = np.abs(r0 - r1)  # W_b |p̄_b − ȳ_b|
+    total = weight.sum(axis=1)
+    # in rows of the bin's mean weight
+    row_weight = np.divide(weight, count, out=np.zeros_like(weight), where=count > 0)
+    mu_rows = np.divide(mu, row_weight, out=np.zeros_like(mu), where=row_weight > 0)
+    var_rows = np.divide(var, row_weight, out=np.zeros_like(var), where=row_weight > 0)
+    var_rows = np.minimum(var_rows, mu_rows)
+    # binomial with the same mean and variance: n' = μ²/(μ − V), p' = μ/n'
+    spread = mu_rows - var_rows
+    trials = np.where(
+        spread > 0,
+        np.rint(np.divide(mu_rows**2, spread, out=np.zeros_like(mu), where=spread > 0)),
+        0,
+    )
+    trials = np.where(mu_rows > 0, np.maximum(np.minimum(trials, count), 1.0), 0.0)
+    prob = np.clip(np.divide(mu_rows, trials, out=np.zeros_like(mu), where=trials > 0), 0.0, 1.0)
+    rng = np.random.default_rng(seed)
+    drawn = rng.binomial(
+        trials.astype(np.int64)[:, None, :], prob[:, None, :], (groups, replicates, bins)
+    )
+    deviation = np.abs(drawn - trials[:, None, :] * prob[:, None, :]) * row_weight[:, None, :]
+    has_weight = total > 0
+    safe_total = np.where(has_weight, total, 1.0)
+    null_ece = deviation.sum(axis=2) / safe_total[:, None]
+    ece = gap.sum(axis=1) / safe_total
+    exceed = (null_ece >= ece[:, None] - 1e-12 * np.maximum(ece[:, None], 1e-300)).sum(axis=1)
+    p_value = (1.0 + exceed) / (1.0 + replicates)
+    floor = np.quantile(null_ece, level, axis=1)
+    populated = (weight > 0).sum(axis=1)
+    n_rows = count.sum(axis=1)
+    min_count, min_bins = rules
+    reportable = has_weight & (n_rows >= min_count) & (populated >= min_bins) & (p_value <= alpha)
+    nan = np.full(groups, np.nan)
+    columns = {
+        "count": pl.Series(n_rows).cast(pl.UInt64),
+        "populated_bins": pl.Series(populated).cast(pl.UInt32),
+        "ece": pl.Series(np.where(has_weight, ece, 0.0)),
+        "ece_null_mean": pl.Series(np.where(has_weight, null_ece.mean(axis=1), nan)),
+        "ece_noise_floor": pl.Series(np.where(has_weight, floor, nan)),
+        "ece_p_value": pl.Series(np.where(has_weight, p_value, nan)),
+        "reportable": pl.Series(reportable),
+    }
+    firsts = frame.select(keys).gather(np.arange(groups) * bins) if keys else pl.DataFrame()
+    out = pl.DataFrame([s.alias(n) for n, s in columns.items()]).with_columns(
+        pl.col("ece_null_mean", "ece_noise_floor", "ece_p_value").fill_nan(None)
+    )
+    return pl.concat([firsts, out], how="horizontal") if keys else out
+
+
+_OUT: dict[str, pl.DataType] = {
+    "count": pl.UInt64(),
+    "populated_bins": pl.UInt32(),
+    **{name: pl.Float64() for name in NOISE_COLUMNS[:-1]},
+    "reportable": pl.Boolean(),
+}
+
+
+def calibration_noise_floor(
+    predictions: Frame,
+    *,
+    confidence: str = "confidence",
+    correct: str = "correct",
+    by: str | Sequence[str] | None = None,
+    bins: BinsLike = 10,
+    weight: str | None = None,
+    replicates: int = 1000,
+    level: float = 0.95,
+    alpha: float = 0.05,
+    min_count: int = 100,
+    min_bins: int = 2,
+    seed: int = 0,
+) -> Frame:
+    """ECE noise floor, p-value and reportable verdict per group, from predictions.
+
+    :func:`noise_floor_from_bin_statistics` of :func:`~calib_frames.bin_statistics`
+    (one pass over the rows).
+
+    Parameters
+    ----------
+    predictions, confidence, correct, by, bins, weight
+        As for :func:`~calib_frames.bin_statistics`.
+    replicates, level, alpha, min_count, min_bins, seed
+        As for :func:`noise_floor_from_bin_statistics`.
+
+    Returns
+    -------
+    DataFrame or LazyFrame
+        keys…, ``count``, ``populated_bins``, ``ece``, ``ece_null_mean``,
+        ``ece_noise_floor``, ``ece_p_value``, ``reportable``.
+
+    Raises
+    ------
+    SchemaError, DataError, ArgumentError
+        As the two functions it combines.
+
+    Examples
+    --------
+    A calibrated model: outcomes drawn with the stated probabilities.
+
+    >>> import numpy as np
+    >>> import polars as pl
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(0.5, 1.0, 2000)
+    >>> df = pl.DataFrame({"confidence": p, "correct": rng.random(2000) < p})
+    >>> t = calibration_noise_floor(df)
+    >>> bool(t["ece"].item() < t["ece_noise_floor"].item()), t["reportable"].item()
+    (True, False)
+    """
+    stats = bin_statistics(
+        as_lazy(predictions),
+        confidence=confidence,
+        correct=correct,
+        by=by,
+        bins=bins,
+        weight=weight,
+    )
+    table = noise_floor_from_bin_statistics(
+        stats,
+        replicates=replicates,
+        level=level,
+        alpha=alpha,
+        min_count=min_count,
+        min_bins=min_bins,
+        seed=seed,
+    )
+    return return_like(predictions, table)
+
+
+def uncertainty_from_bin_statistics(
+    stats: Frame,
+    *,
+    replicates: int = 200,
+    level: float = 0.95,
+    noise_replicates: int = 1000,
+    noise_level: float = 0.95,
+    alpha: float = 0.05,
+    min_count: int = 100,
+    min_bins: int = 2,
+    seed: int = 0,
+) -> Frame:
+    """Every uncertainty column of a metrics table, per group, from one bin-statistics table.
+
+    The bootstrap intervals of :func:`~calib_frames.estimators.bootstrap.
+    intervals_from_bin_statistics` joined with the noise floor of
+    :func:`noise_floor_from_bin_statistics`: the columns a report adds to
+    :func:`~calib_frames.metrics_from_bin_statistics` (join on the keys). Costs groups ×
+    bins × (replicates + noise_replicates), not rows.
+
+    Parameters
+    ----------
+    stats
+        A bin-statistics table; lazy in, lazy out. Pass a collected (or cached) table
+        when it is lazy and also reduced elsewhere, so that the row pass runs once.
+    replicates, level
+        Bootstrap replicates and interval level.
+    noise_replicates, noise_level, alpha, min_count, min_bins
+        ``replicates``, ``level``, ``alpha``, ``min_count``, ``min_bins`` of
+        :func:`noise_floor_from_bin_statistics`.
+    seed
+        Seed of both draws.
+
+    Returns
+    -------
+    DataFrame or LazyFrame
+        keys…, ``<metric>_ci_low/high`` for each metric of
+        :data:`~calib_frames.estimators.bootstrap.CI_METRICS`, then ``ece_null_mean``,
+        ``ece_noise_floor``, ``ece_p_value``, ``reportable``; one row per group.
+
+    Raises
+    ------
+    SchemaError, ArgumentError
+        As the two functions it joins.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import calib_frames as cf
+    >>> df = pl.DataFrame({"model": ["a", "b"] * 100, "confidence": [0.8, 0.9] * 100,
+    ...                    "correct": [True, False, True, True] * 50})
+    >>> stats = cf.bin_statistics(df, by="model")
+    >>> table = cf.metrics_from_bin_statistics(stats).join(
+    ...     uncertainty_from_bin_statistics(stats), on="model")
+    >>> table.select("model", "ece", "ece_noise_floor", "reportable").height
+    2
+    """
+    lazy = as_lazy(stats)
+    keys: list[str] = BIN_STATISTICS.keys(lazy.collect_schema())
+    intervals = intervals_from_bin_statistics(lazy, replicates=replicates, level=level, seed=seed)
+    noise = noise_floor_from_bin_statistics(
+        lazy,
+        replicates=noise_replicates,
+        level=noise_level,
+        alpha=alpha,
+        min_count=min_count,
+        min_bins=min_bins,
+        seed=seed + 1,
+    ).select(*keys, *NOISE_COLUMNS[1:])
+    if keys:
+        result = intervals.join(noise, on=keys, how="left", nulls_equal=True).sort(
+            keys, nulls_last=True
+        )
+    else:
+        result = pl.concat([intervals, noise], how="horizontal")
+    return return_like(stats, result)

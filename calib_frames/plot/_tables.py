@@ -1,0 +1,229 @@
+"""Check the engine's tables and shape them into the small frames the charts draw.
+
+Everything here is polars on tables that are already small (one row per group, or per
+group and bin): no chart ever sees a prediction row. Nothing here imports altair.
+
+Column names come from :mod:`calib_frames.schema`; the group keys of a table are the
+columns before the first column of its spec (how the schema records them). The derived
+columns the charts add all start with ``_`` so that they cannot clash with a key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import polars as pl
+
+from calib_frames.exceptions import ArgumentError, SchemaError
+from calib_frames.schema import METRICS, PERPLEXITY, Table
+
+__all__ = [
+    "COLOR",
+    "PANEL",
+    "Prepared",
+    "bin_label",
+    "check_columns",
+    "frame",
+    "group_label",
+    "key_split",
+    "metrics_columns",
+    "prepare",
+]
+
+# Derived columns of the chart data (never a user's key: they start with "_").
+COLOR, PANEL = "_color", "_panel"
+SEPARATOR = " · "
+NULL_KEY = "(null)"
+
+# A comparison table renames the perplexity table's row count ``nll_count``.
+COMPARISON_COLUMNS = frozenset(METRICS.names) | frozenset(PERPLEXITY.names) | {"nll_count"}
+"""Every column name of a metrics, perplexity or comparison table after its keys."""
+
+
+def frame(table: object, role: str) -> pl.DataFrame:
+    """``table`` as an eager DataFrame (a LazyFrame is collected: it is a small table)."""
+    if isinstance(table, pl.LazyFrame):
+        return table.collect()
+    if isinstance(table, pl.DataFrame):
+        return table
+    raise ArgumentError(
+        f"{role}: expected a polars DataFrame or LazyFrame, got {type(table).__name__}"
+    )
+
+
+def key_split(schema: pl.Schema, first_columns: Sequence[str] | frozenset[str]) -> list[str]:
+    """The keys: the columns before the first one that belongs to the table's spec."""
+    names = schema.names()
+    for position, name in enumerate(names):
+        if name in first_columns:
+            return names[:position]
+    return names
+
+
+def check_columns(
+    schema: pl.Schema,
+    required: Sequence[str],
+    *,
+    role: str,
+    built_by: str,
+    numeric: Sequence[str] = (),
+) -> None:
+    """Raise :class:`SchemaError` for missing or non-numeric columns, naming them all."""
+    names = schema.names()
+    missing = [name for name in required if name not in names]
+    if missing:
+        hint = f"; build one with calib_frames.{built_by}" if built_by else ""
+        raise SchemaError(f"not a {role}: missing columns {missing}{hint}")
+    wrong = [
+        f"{name} ({schema[name]})"
+        for name in numeric
+        if name in names and not schema[name].is_numeric()
+    ]
+    if wrong:
+        raise SchemaError(f"{role}: columns {wrong} must be numeric")
+
+
+def spec_keys(table: pl.DataFrame, spec: Table, role: str) -> list[str]:
+    """Keys of a table checked against ``spec`` (a SchemaError names what is missing)."""
+    numeric = [name for name, dtype in spec.columns.items() if dtype.is_numeric()]
+    check_columns(
+        table.schema,
+        [c for c in spec.names if c not in spec.optional],
+        role=role,
+        built_by=spec.built_by,
+        numeric=[c for c in numeric if c in table.schema],
+    )
+    return spec.keys(table.schema)
+
+
+def group_label(keys: Sequence[str]) -> pl.Expr:
+    """One string naming a group: its key values joined by " · " (nulls spelled out)."""
+    if not keys:
+        return pl.lit("all")
+    parts = [pl.col(key).cast(pl.String).fill_null(NULL_KEY) for key in keys]
+    return pl.concat_str(parts, separator=SEPARATOR) if len(parts) > 1 else parts[0]
+
+
+def bin_label(has_closed: bool) -> pl.Expr:
+    """The bin's range as text: ``[0.8, 0.9)`` following its closedness, else ``0.8–0.9``."""
+    low = pl.col("bin_lower").round(4).cast(pl.String)
+    high = pl.col("bin_upper").round(4).cast(pl.String)
+    plain = pl.concat_str(low, pl.lit("–"), high)
+    if not has_closed:
+        return plain
+    first = pl.col("bin") == pl.col("bin").min().over(pl.col(PANEL), pl.col(COLOR))
+    last = pl.col("bin") == pl.col("bin").max().over(pl.col(PANEL), pl.col(COLOR))
+    left = pl.col("closed") == "left"
+    right = pl.col("closed") == "right"
+    opening = pl.when(left | first).then(pl.lit("[")).otherwise(pl.lit("("))
+    closing = pl.when(right | last).then(pl.lit("]")).otherwise(pl.lit(")"))
+    bracketed = pl.concat_str(opening, low, pl.lit(", "), high, closing)
+    return pl.when(left | right).then(bracketed).otherwise(plain)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A table ready to chart: its frame, keys and which keys colour and which facet."""
+
+    data: pl.DataFrame
+    keys: list[str]
+    color: list[str]
+    facet: list[str]
+
+    @property
+    def panels(self) -> list[str]:
+        """Panel labels in drawing order."""
+        return self.data.get_column(PANEL).unique(maintain_order=True).to_list()
+
+    @property
+    def colors(self) -> list[str]:
+        """Colour-group labels in legend order."""
+        return sorted(self.data.get_column(COLOR).unique().to_list())
+
+
+def _as_keys(value: str | Sequence[str] | None, keys: Sequence[str], name: str) -> list[str]:
+    if value is None:
+        return []
+    chosen = [value] if isinstance(value, str) else list(value)
+    unknown = [c for c in chosen if c not in keys]
+    if unknown:
+        raise ArgumentError(f"{name}= names {unknown}, which are not group keys {list(keys)}")
+    if len(set(chosen)) != len(chosen):
+        raise ArgumentError(f"{name}= names a key twice: {chosen}")
+    return chosen
+
+
+def prepare(
+    table: pl.DataFrame,
+    keys: list[str],
+    *,
+    color: str | Sequence[str] | None,
+    facet: str | Sequence[str] | None,
+    default_facet: Sequence[str] = (),
+) -> Prepared:
+    """Add the ``_color`` and ``_panel`` label columns and sort by panel, colour.
+
+    ``facet`` keys make one panel per combination; ``color`` keys one colour per
+    combination inside a panel (default: the keys not faceted).
+    """
+    facet_keys = _as_keys(facet, keys, "facet") if facet is not None else list(default_facet)
+    if color is None:
+        color_keys = [key for key in keys if key not in facet_keys]
+    else:
+        color_keys = _as_keys(color, keys, "color")
+        overlap = [key for key in color_keys if key in facet_keys]
+        if overlap:
+            raise ArgumentError(f"keys {overlap} are given to both color= and facet=")
+    data = table.with_columns(
+        group_label(color_keys).alias(COLOR),
+        group_label(facet_keys).alias(PANEL),
+    )
+    order = [*facet_keys, *color_keys]
+    if order:
+        data = data.sort(order, nulls_last=True, maintain_order=True)
+    return Prepared(data, keys, color_keys, facet_keys)
+
+
+def metrics_columns(
+    metrics: pl.DataFrame, keys: Sequence[str], columns: Sequence[str], *, role: str
+) -> pl.DataFrame:
+    """The ``columns`` of a metrics (or comparison) table, one row per group of ``keys``.
+
+    Raises
+    ------
+    SchemaError
+        If the table lacks a column or is not keyed by exactly ``keys``.
+    """
+    metric_keys = key_split(metrics.schema, COMPARISON_COLUMNS)
+    if sorted(metric_keys) != sorted(keys):
+        raise SchemaError(
+            f"{role}: the metrics table is grouped by {metric_keys}, the bin table by "
+            f"{list(keys)}; compute both with the same by="
+        )
+    check_columns(
+        metrics.schema, columns, role=role, built_by="calibration_metrics", numeric=columns
+    )
+    duplicated = metrics.select(keys).is_duplicated().any() if keys else metrics.height > 1
+    if duplicated:
+        raise SchemaError(f"{role}: the metrics table has more than one row for some group")
+    return metrics.select(*keys, *columns)
+
+
+def finite_or_null(columns: Sequence[str]) -> list[pl.Expr]:
+    """Float columns with NaN/inf replaced by null (JSON has no NaN)."""
+    return [
+        pl.when(pl.col(c).cast(pl.Float64).is_finite()).then(pl.col(c).cast(pl.Float64)).alias(c)
+        for c in columns
+    ]
+
+
+def records(data: pl.DataFrame) -> list[dict[str, object]]:
+    """Rows as JSON-ready dicts (temporal and other non-JSON dtypes as strings)."""
+    casts = []
+    for name, dtype in data.schema.items():
+        if dtype.is_float():
+            casts.append(pl.when(pl.col(name).is_finite()).then(pl.col(name)).alias(name))
+        elif not (dtype.is_numeric() or dtype in (pl.String, pl.Boolean)):
+            casts.append(pl.col(name).cast(pl.String))
+    return (data.with_columns(casts) if casts else data).to_dicts()

@@ -1,0 +1,289 @@
+r"""Save charts with no network: self-contained HTML (Vega inlined), PNG and SVG.
+
+* **HTML**: one file holding the Vega, Vega-Lite and vega-embed JavaScript (the bundle that
+  vl-convert ships, so nothing is fetched from a CDN), the chart's spec as JSON inside a
+  ``<script type="application/json">`` element, and a few lines that draw it. The JSON is
+  escaped for that context (``<``, ``>``, ``&``, U+2028 and U+2029 as ``\uXXXX``, as
+  Django's ``json_script`` does), so a group named ``</script><script>alert(1)</script>``
+  stays data. A Content-Security-Policy allows no network request.
+* **PNG / SVG**: rendered by vl-convert (an embedded JavaScript engine, no browser).
+
+Files are written atomically: to a temporary file in the target folder, then
+``os.replace``.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from calib_frames.exceptions import ArgumentError
+
+if TYPE_CHECKING:
+    import altair as alt
+
+__all__ = [
+    "CSP",
+    "chart_html",
+    "chart_spec",
+    "embed_json",
+    "page_html",
+    "save_chart",
+    "vega_bundle",
+    "write_atomic",
+]
+
+Format = Literal["html", "png", "svg"]
+
+CSP = (
+    "default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; "
+    "style-src 'unsafe-inline'; img-src data: blob:; font-src data:"
+)
+"""Content-Security-Policy of every page written: inline code only, no network at all.
+(Vega compiles its expressions with ``Function``, hence ``'unsafe-eval'``.)"""
+
+_JSON_ESCAPES = {
+    ord("<"): "\\u003c",
+    ord(">"): "\\u003e",
+    ord("&"): "\\u0026",
+    0x2028: "\\u2028",
+    0x2029: "\\u2029",
+}
+
+EMBED_SCRIPT = """\
+(function () {
+  "use strict";
+  var options = { actions: false, renderer: "svg" };
+  var targets = document.querySelectorAll("[data-vega-spec]");
+  Array.prototype.forEach.call(targets, function (target) {
+    var source = document.getElementById(target.getAttribute("data-vega-spec"));
+    var spec = JSON.parse(source.textContent);
+    vegaEmbed(target, spec, options).then(function () {
+      target.setAttribute("data-rendered", "true");
+    }).catch(function (error) {
+      target.setAttribute("data-rendered", "error");
+      target.textContent = "This chart could not be drawn: " + error;
+      console.error(error);
+    });
+  });
+})();
+"""
+
+
+def embed_json(value: object) -> str:
+    r"""JSON text safe to place inside an HTML ``<script>`` element.
+
+    ``<``, ``>`` and ``&`` (and the JavaScript line separators U+2028/U+2029) become
+    ``\u003c``-style escapes, which JSON parsers read back unchanged, so no value can
+    close the element or open a comment. NaN and infinities are refused (not JSON).
+
+    Parameters
+    ----------
+    value
+        Anything :func:`json.dumps` takes.
+
+    Returns
+    -------
+    str
+        The JSON text, with those characters escaped.
+
+    Raises
+    ------
+    ArgumentError
+        If the value holds NaN or an infinity.
+
+    Examples
+    --------
+    >>> from calib_frames.plot import embed_json
+    >>> embed_json({"model": "</script><script>"})
+    '{"model": "\\u003c/script\\u003e\\u003cscript\\u003e"}'
+    """
+    try:
+        text = json.dumps(value, allow_nan=False, ensure_ascii=False)
+    except ValueError as error:
+        raise ArgumentError(f"cannot embed a value as JSON: {error}") from None
+    return text.translate(_JSON_ESCAPES)
+
+
+def chart_spec(chart: alt.TopLevelMixin) -> dict[str, Any]:
+    """The chart's Vega-Lite spec as a dict (validated by altair)."""
+    try:
+        spec = chart.to_dict()
+    except Exception as error:  # altair's schema validation: report it as ours
+        raise ArgumentError(f"not a valid chart: {error}") from None
+    return spec
+
+
+def _vl_version() -> str | None:
+    import altair as alt
+    import vl_convert as vlc
+
+    version = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
+    return version if version in vlc.get_vegalite_versions() else None
+
+
+@functools.lru_cache(maxsize=1)
+def vega_bundle() -> str:
+    r"""The Vega + Vega-Lite + vega-embed JavaScript bundle, for an inline ``<script>``.
+
+    From vl-convert (offline); it defines ``vegaEmbed``, ``vegaLite`` and ``vega`` on
+    ``window``. Any ``</script`` inside it is written ``<\/script`` (same meaning in
+    JavaScript, cannot close the element).
+    """
+    import vl_convert as vlc
+
+    bundle: str = vlc.javascript_bundle(vl_version=_vl_version())  # type: ignore[call-arg]
+    return bundle.replace("</script", "<\\/script").replace("</SCRIPT", "<\\/SCRIPT")
+
+
+def page_html(title: str, body: str, *, specs: dict[str, dict[str, Any]], style: str = "") -> str:
+    """Build a self-contained page.
+
+    It holds ``body`` (already escaped markup), the specs as JSON script elements, the
+    inlined Vega bundle and the code that draws every element carrying
+    ``data-vega-spec``.
+    """
+    # the "$schema" URL is only a label (nothing fetches it); leave URLs out of the page
+    spec_elements = "\n".join(
+        f'<script type="application/json" id="{html.escape(name)}">'
+        f"{embed_json({k: v for k, v in spec.items() if k != '$schema'})}</script>"
+        for name, spec in specs.items()
+    )
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{html.escape(title)}</title>\n"
+        f"<style>\n{style}\n</style>\n</head>\n<body>\n{body}\n{spec_elements}\n"
+        f"<script>\n{vega_bundle()}\n</script>\n<script>\n{EMBED_SCRIPT}</script>\n"
+        "</body>\n</html>\n"
+    )
+
+
+def chart_html(chart: alt.TopLevelMixin, *, title: str = "calib_frames chart") -> str:
+    """One chart as a self-contained HTML page (no network needed to view it).
+
+    Parameters
+    ----------
+    chart
+        Any altair chart.
+    title
+        The page's title (HTML-escaped).
+
+    Returns
+    -------
+    str
+        The page: the Vega bundle inlined, the spec as escaped JSON.
+
+    See Also
+    --------
+    save_chart : write it (or a PNG / SVG) to a file.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.plot import chart_html, ece_bins_chart
+    >>> chart = ece_bins_chart(pl.DataFrame({"bins": [5, 10], "ece": [0.02, 0.03]}))
+    >>> page = chart_html(chart)
+    >>> "vegaEmbed" in page, "https://cdn" in page
+    (True, False)
+    """
+    spec = chart_spec(chart)
+    body = '<div class="chart" data-vega-spec="chart-spec"></div>'
+    return page_html(title, body, specs={"chart-spec": spec})
+
+
+def write_atomic(path: str | os.PathLike[str], content: str | bytes) -> Path:
+    """Write ``content`` to ``path`` through a temporary file in the same folder."""
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise ArgumentError(f"cannot write {target}: folder {folder} does not exist")
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes 0600; give the usual mode
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def save_chart(
+    chart: alt.TopLevelMixin,
+    path: str | os.PathLike[str],
+    *,
+    format: Format | None = None,
+    scale: float = 2.0,
+    title: str = "calib_frames chart",
+) -> Path:
+    """Save a chart as self-contained HTML, PNG or SVG, with no network access.
+
+    Parameters
+    ----------
+    chart
+        Any altair chart (from this package or composed from its charts).
+    path
+        Target file; written atomically.
+    format
+        ``"html"``, ``"png"`` or ``"svg"``; default: from the file's suffix.
+    scale
+        PNG pixel scale (2 = twice the chart's CSS size).
+    title
+        The HTML page's title.
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+
+    Raises
+    ------
+    ArgumentError
+        Unknown format, missing folder, or a chart that is not valid Vega-Lite.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> import polars as pl
+    >>> from calib_frames.plot import ece_bins_chart, save_chart
+    >>> chart = ece_bins_chart(pl.DataFrame({"bins": [5, 10], "ece": [0.02, 0.03]}))
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     written = save_chart(chart, pathlib.Path(folder) / "ece.svg")
+    ...     written.read_text().startswith("<svg")
+    True
+    """
+    target = Path(path)
+    kind = format if format is not None else target.suffix.lower().lstrip(".")
+    if kind == "htm":
+        kind = "html"
+    if kind not in ("html", "png", "svg"):
+        raise ArgumentError(
+            f"cannot save a chart as {kind!r}: use a .html, .png or .svg path or format="
+        )
+    if not (isinstance(scale, int | float) and scale > 0):
+        raise ArgumentError(f"scale= must be a positive number, got {scale!r}")
+    if kind == "html":
+        return write_atomic(target, chart_html(chart, title=title))
+    import vl_convert as vlc
+
+    spec = chart_spec(chart)
+    try:
+        if kind == "png":
+            content: str | bytes = vlc.vegalite_to_png(spec, vl_version=_vl_version(), scale=scale)
+        else:
+            content = vlc.vegalite_to_svg(spec, vl_version=_vl_version())
+    except Exception as error:  # vl-convert reports Vega errors as plain exceptions
+        raise ArgumentError(f"vl-convert could not render the chart: {error}") from None
+    return write_atomic(target, content)

@@ -1,0 +1,43 @@
+"""Ranking metrics per group, TREC readers and paired significance tests.
+
+Ranking metrics (hit, precision, recall, F1, MRR, MAP, NDCG, R-precision) per group,
+TREC run/qrels readers, per-query metrics as polars expressions, and paired significance
+tests between models, over polars frames.
+
+==========================================  ===============================================
+``ranking_metrics(run, qrels, by=...)``     one row per group: means over the queries
+``ranking_metrics_per_query(run, qrels)``   one row per group × query
+``paired_significance(per_query, ...)``     permutation / bootstrap tests, Holm and BH
+``scan_trec_run``, ``scan_trec_qrels``      lazy readers of TREC files
+``metric_at_k_chart(table)``                altair chart of metric@k against k per group
+:mod:`calib_frames.ranking.expr`            reciprocal rank, DCG, ... as ``pl.Expr``
+==========================================  ===============================================
+
+See :mod:`calib_frames.ranking.metrics` for the definitions and the tie / query policies.
+"""
+
+from calib_frames.ranking import expr
+from calib_frames.ranking.metrics import (
+    RANKING_METRICS,
+    RANKING_PER_QUERY,
+    metric_columns,
+    ranking_metrics,
+    ranking_metrics_per_query,
+)
+from calib_frames.ranking.plot import metric_at_k_chart
+from calib_frames.ranking.significance import SIGNIFICANCE_COLUMNS, paired_significance
+from calib_frames.ranking.trec import scan_trec_qrels, scan_trec_run
+
+__all__ = [
+    "RANKING_METRICS",
+    "RANKING_PER_QUERY",
+    "SIGNIFICANCE_COLUMNS",
+    "expr",
+    "metric_at_k_chart",
+    "metric_columns",
+    "paired_significance",
+    "ranking_metrics",
+    "ranking_metrics_per_query",
+    "scan_trec_qrels",
+    "scan_trec_run",
+]

@@ -1,0 +1,321 @@
+"""Per-query ranking metrics as polars expressions over a sequence in rank order.
+
+Each function takes an expression whose values are the relevance of the items *in rank
+order* (best first) and reduces it to one number. The same expression works
+
+* inside ``group_by(...).agg(...)``, one value per query, after ordering the group, e.g.
+  ``reciprocal_rank(pl.col("relevance").sort_by("score", descending=True))``;
+* on a list column of ranked relevances, through ``pl.col("ranked").list.eval(...)``
+  with ``pl.element()`` (the result is a one-element list: ``.list.first()``).
+
+Definitions as in :mod:`calib_frames.ranking.metrics` (position i = 1, 2, ...; b_i the
+binary relevance). Two differences: these functions see only the given sequence, so the
+ideal DCG of :func:`ndcg` and the R of :func:`average_precision` / :func:`recall` come
+from the sequence itself unless given, whereas :func:`~calib_frames.ranking.ranking_metrics`
+takes them from the qrels (relevant items the run did not retrieve count there); and the
+order of ties is whatever order the sequence has.
+
+Examples
+--------
+>>> import polars as pl
+>>> from calib_frames.ranking import expr
+>>> run = pl.DataFrame({"query": [1, 1, 1, 2, 2], "score": [0.2, 0.9, 0.5, 0.3, 0.8],
+...                     "relevance": [1, 0, 2, 0, 0]})
+>>> ranked = pl.col("relevance").sort_by("score", descending=True)
+>>> run.group_by("query", maintain_order=True).agg(
+...     rr=expr.reciprocal_rank(ranked), ndcg3=expr.ndcg(ranked, k=3).round(4))
+shape: (2, 3)
+┌───────┬─────┬────────┐
+│ query ┆ rr  ┆ ndcg3  │
+│ ---   ┆ --- ┆ ---    │
+│ i64   ┆ f64 ┆ f64    │
+╞═══════╪═════╪════════╡
+│ 1     ┆ 0.5 ┆ 0.6697 │
+│ 2     ┆ 0.0 ┆ 0.0    │
+└───────┴─────┴────────┘
+>>> lists = pl.DataFrame({"ranked": [[0, 1, 1], [1, 0]]})
+>>> rr = pl.col("ranked").list.eval(expr.reciprocal_rank(pl.element())).list.first()
+>>> lists.select(rr)["ranked"].to_list()
+[0.5, 1.0]
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import polars as pl
+
+from calib_frames.exceptions import ArgumentError
+
+__all__ = [
+    "average_precision",
+    "dcg",
+    "hit",
+    "ndcg",
+    "precision",
+    "recall",
+    "reciprocal_rank",
+]
+
+Gain = Literal["linear", "exponential"]
+
+
+def _k(k: int | None) -> int | None:
+    if k is None:
+        return None
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ArgumentError(f"k= must be a positive integer or None, got {k!r}")
+    return k
+
+
+def _binary(relevance: pl.Expr, threshold: float) -> pl.Expr:
+    return (relevance.cast(pl.Float64) >= threshold).cast(pl.Float64)
+
+
+def _top(expr: pl.Expr, k: int | None) -> pl.Expr:
+    return expr if k is None else expr.head(k)
+
+
+def _position(sequence: pl.Expr) -> pl.Expr:
+    """1, 2, ..., len(sequence) (the length of the sequence, not of the frame)."""
+    return pl.int_range(1, sequence.len() + 1, dtype=pl.Int64).cast(pl.Float64)
+
+
+def reciprocal_rank(relevance: pl.Expr, *, k: int | None = None, threshold: float = 1) -> pl.Expr:
+    """Reciprocal rank: 1 / position of the first relevant item (0 if none within ``k``).
+
+    Parameters
+    ----------
+    relevance
+        Relevance of the items in rank order (best first).
+    k
+        Cut-off; ``None`` looks at the whole sequence.
+    threshold
+        Smallest relevance that counts as relevant.
+
+    Returns
+    -------
+    Expr
+        One Float64 value.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> pl.DataFrame({"r": [0, 0, 3]}).select(reciprocal_rank(pl.col("r"))).item()
+    0.3333333333333333
+    >>> pl.DataFrame({"r": [0, 0, 3]}).select(reciprocal_rank(pl.col("r"), k=2)).item()
+    0.0
+    """
+    k = _k(k)
+    b = _binary(relevance, threshold)
+    first = (b * _position(b)).filter(b > 0).min()
+    rr = (1.0 / first).fill_null(0.0)
+    return rr if k is None else pl.when(first <= k).then(rr).otherwise(0.0)
+
+
+def hit(relevance: pl.Expr, *, k: int, threshold: float = 1) -> pl.Expr:
+    """1.0 if an item among the first ``k`` has relevance >= ``threshold``, else 0.0.
+
+    Parameters
+    ----------
+    relevance
+        Relevance of the items in rank order (best first).
+    k
+        Cut-off.
+    threshold
+        Smallest relevance that counts as relevant.
+
+    Returns
+    -------
+    Expr
+        One Float64 value.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> frame = pl.DataFrame({"r": [0, 1]})
+    >>> frame.select(at1=hit(pl.col("r"), k=1), at2=hit(pl.col("r"), k=2)).row(0)
+    (0.0, 1.0)
+    """
+    return _top(_binary(relevance, threshold), _k(k)).max().fill_null(0.0)
+
+
+def precision(relevance: pl.Expr, *, k: int, threshold: float = 1) -> pl.Expr:
+    """Relevant items among the first ``k``, divided by ``k`` (even if fewer are given).
+
+    Parameters
+    ----------
+    relevance
+        Relevance of the items in rank order (best first).
+    k
+        Cut-off.
+    threshold
+        Smallest relevance that counts as relevant.
+
+    Returns
+    -------
+    Expr
+        One Float64 value.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> pl.DataFrame({"r": [1, 0, 2]}).select(precision(pl.col("r"), k=4)).item()
+    0.5
+    """
+    cutoff = _k(k)
+    if cutoff is None:
+        raise ArgumentError("precision() needs a cut-off k")
+    return _top(_binary(relevance, threshold), cutoff).sum() / float(cutoff)
+
+
+def recall(
+    relevance: pl.Expr,
+    *,
+    k: int,
+    threshold: float = 1,
+    relevant_total: pl.Expr | float | None = None,
+) -> pl.Expr:
+    """Recall at ``k``: relevant items among the first ``k`` divided by R (0 when R = 0).
+
+    Parameters
+    ----------
+    relevance
+        Relevance of the items in rank order (best first).
+    k
+        Cut-off.
+    threshold
+        Smallest relevance that counts as relevant.
+    relevant_total
+        R, e.g. from the qrels; by default the relevant items of the sequence.
+
+    Returns
+    -------
+    Expr
+        One Float64 value.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> pl.DataFrame({"r": [1, 0, 2]}).select(recall(pl.col("r"), k=1)).item()
+    0.5
+    """
+    b = _binary(relevance, threshold)
+    total = b.sum() if relevant_total is None else pl.lit(relevant_total).cast(pl.Float64)
+    found = _top(b, _k(k)).sum()
+    return pl.when(total > 0).then(found / total).otherwise(0.0)
+
+
+def average_precision(
+    relevance: pl.Expr,
+    *,
+    k: int | None = None,
+    threshold: float = 1,
+    relevant_total: pl.Expr | float | None = None,
+) -> pl.Expr:
+    """Average precision Σ_{i<=k} b_i · P@i / R (0 when R = 0).
+
+    trec_eval's map_cut_k when R comes from the qrels.
+
+    Parameters
+    ----------
+    relevance
+        Relevance of the items in rank order (best first).
+    k
+        Cut-off; ``None`` looks at the whole sequence.
+    threshold
+        Smallest relevance that counts as relevant.
+    relevant_total
+        R, e.g. from the qrels; by default the relevant items of the sequence.
+
+    Returns
+    -------
+    Expr
+        One Float64 value.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> frame = pl.DataFrame({"r": [0, 1, 1]})
+    >>> frame.select(average_precision(pl.col("r"))).item()  # (1/2 + 2/3) / 2
+    0.5833333333333333
+    """
+    b = _binary(relevance, threshold)
+    terms = b * b.cum_sum() / _position(b)
+    total = b.sum() if relevant_total is None else pl.lit(relevant_total).cast(pl.Float64)
+    return pl.when(total > 0).then(_top(terms, _k(k)).sum() / total).otherwise(0.0)
+
+
+def _gain(relevance: pl.Expr, gain: Gain) -> pl.Expr:
+    value = relevance.cast(pl.Float64)
+    if gain == "linear":
+        return value
+    if gain == "exponential":
+        return 2.0**value - 1.0
+    raise ArgumentError(f"gain= must be 'linear' or 'exponential', got {gain!r}")
+
+
+def dcg(relevance: pl.Expr, *, k: int | None = None, gain: Gain = "linear") -> pl.Expr:
+    """Σ_{i<=k} gain(rel_i) / log2(i + 1), gain rel (linear) or 2^rel − 1 (exponential).
+
+    Parameters
+    ----------
+    relevance
+        Graded relevance of the items in rank order (best first).
+    k
+        Cut-off; ``None`` looks at the whole sequence.
+    gain
+        ``"linear"`` (trec_eval) or ``"exponential"`` (Burges et al.).
+
+    Returns
+    -------
+    Expr
+        One Float64 value.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> pl.DataFrame({"r": [3, 0, 1]}).select(dcg(pl.col("r"))).item()
+    3.5
+    """
+    terms = _gain(relevance, gain) / (_position(relevance) + 1.0).log(2)
+    return _top(terms, _k(k)).sum()
+
+
+def ndcg(
+    relevance: pl.Expr,
+    *,
+    k: int | None = None,
+    gain: Gain = "linear",
+    ideal: pl.Expr | None = None,
+) -> pl.Expr:
+    """Normalised DCG: DCG@k / IDCG@k, 0 when IDCG = 0.
+
+    Parameters
+    ----------
+    relevance
+        Graded relevance of the items in rank order (best first).
+    k
+        Cut-off; ``None`` looks at the whole sequence.
+    gain
+        ``"linear"`` or ``"exponential"``.
+    ideal
+        Relevances whose descending sort is the ideal ranking (e.g. every judged item of
+        the query); by default the sequence itself.
+
+    Returns
+    -------
+    Expr
+        One Float64 value.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> round(pl.DataFrame({"r": [0, 1]}).select(ndcg(pl.col("r"))).item(), 6)
+    0.63093
+    """
+    best = (relevance if ideal is None else ideal).sort(descending=True)
+    denominator = dcg(best, k=k, gain=gain)
+    return (
+        pl.when(denominator > 0).then(dcg(relevance, k=k, gain=gain) / denominator).otherwise(0.0)
+    )

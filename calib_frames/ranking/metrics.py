@@ -1,0 +1,903 @@
+"""Ranking metrics per group (model, task, ...) from a run and relevance judgements (qrels).
+
+A *run* has one row per retrieved (query, item) with a score (higher = better) or a rank
+(lower = better); *qrels* have one row per judged (query, item) with a graded relevance
+(a non-negative number). Items of the run without a judgement have relevance 0.
+
+The whole computation is one vectorised polars query, no Python loop over queries:
+
+1. every run row gets its position ``pos`` (1, 2, ...) in its query's ranking, by a
+   window rank over (keys…, query) that applies the tie policy;
+2. only the run rows with a positive relevance carry any metric, so the run is inner-joined
+   with the positive qrels (small), and every metric becomes a sum over those rows of a
+   row-level term times ``pos <= k``, aggregated per (keys…, query);
+3. per-query sums are divided by the query's normalisers from the qrels (the number of
+   relevant items R, the ideal DCG) and averaged per group.
+
+Definitions (per query; ``rel_i`` the graded relevance of the item at position ``i``,
+``b_i = rel_i >= relevance_threshold`` binary relevance, ``R`` the number of items of the
+query in the qrels with ``b``; ``first`` the position of the first item with ``b``):
+
+==================  ==============================================================
+column              formula (cut-off ``k``; the column without ``@k`` uses the whole run)
+==================  ==============================================================
+``hit@k``           1 if ``first <= k`` else 0
+``precision@k``     Σ_{i<=k} b_i / k   (divided by k even if fewer items were retrieved)
+``recall@k``        Σ_{i<=k} b_i / R
+``f1@k``            2·P·R/(P + R) = 2 Σ_{i<=k} b_i / (k + R)   (0 when nothing is found)
+``mrr@k``, ``mrr``  1/first if ``first <= k`` else 0 (the reciprocal rank)
+``map@k``, ``map``  Σ_{i<=k} b_i · P@i / R   (average precision; trec_eval's map_cut_k)
+``ndcg@k``          DCG@k / IDCG@k, DCG@k = Σ_{i<=k} rel_i / log2(i + 1)  (linear gain)
+``ndcg_exp@k``      the same with gain 2^rel − 1 (Burges et al. 2005)
+``r_precision``     Σ_{i<=R} b_i / R
+==================  ==============================================================
+
+IDCG@k is the DCG@k of the query's judged items sorted by relevance, from the qrels (not
+only from the retrieved items). The gains of NDCG are the graded relevances of every item
+with relevance > 0, whatever the threshold (as trec_eval does); the threshold only makes
+the binary metrics. The group's value of every metric is the mean over its evaluated
+queries.
+
+Policies (each one is an argument, and is recorded in the output table):
+
+* ``ties=`` — how items with equal scores are ordered:
+
+  - ``"item_desc"`` (default): by item id descending, trec_eval's rule (its
+    ``comp_sim_docno`` sorts by score descending, then ``strcmp`` of the docnos
+    descending). Item ids are compared in their own dtype: strings byte-wise like
+    ``strcmp``, numbers numerically, so give string ids to reproduce trec_eval exactly.
+  - ``"input"``: in the order of the input rows (ranx's behaviour: a stable sort of the
+    run in insertion order).
+  - ``"average"``: the expected value of each metric over all orderings of the tied items,
+    each equally likely (McSherry & Najork, ECIR 2008). For the metrics linear in the
+    relevance at each position (precision, recall, F1, R-precision, DCG) this is
+    scikit-learn's and torchmetrics' tie-averaged NDCG: every tied position gets the mean
+    gain of its tie group. Average precision uses the hypergeometric expectation of the
+    relevant items before each position; hit and reciprocal rank use the distribution of
+    the first relevant position inside the first tie group that holds a relevant item.
+    Tie groups that hold a relevant item are expanded to one row per position, so a run
+    whose scores are all equal costs one row per retrieved item.
+
+* ``no_relevant=`` — queries judged in the qrels without any item reaching the threshold
+  (R = 0, so recall and AP are 0/0): ``"skip"`` (default) leaves them out of the means,
+  ``"zero"`` scores them 0 on every metric (trec_eval's and ranx's behaviour).
+* ``missing=`` — queries judged in the qrels that a group's run did not retrieve at all:
+  ``"zero"`` (default) scores them 0 (trec_eval ``-c``, ranx ``make_comparable=True``),
+  ``"skip"`` leaves them out (plain trec_eval, which only sees queries of the run).
+
+Queries of the run that the qrels do not judge at all are never evaluated (as in
+trec_eval and ranx); the output counts them in ``queries_unjudged``.
+
+The row-level stage ranks every run row with a window over (keys…, query), so it holds the
+run in memory (per query, in memory); everything after the join with the positive qrels
+works on the relevant rows only.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal, TypeVar
+
+import polars as pl
+
+from calib_frames.exceptions import ArgumentError, DataError, SchemaError
+from calib_frames.schema import Table
+from calib_frames.validation import as_lazy, return_like
+
+__all__ = [
+    "RANKING_METRICS",
+    "RANKING_PER_QUERY",
+    "ranking_metrics",
+    "ranking_metrics_per_query",
+]
+
+Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
+Ties = Literal["item_desc", "input", "average"]
+NoRelevant = Literal["skip", "zero"]
+Missing = Literal["zero", "skip"]
+
+TIE_POLICIES = ("item_desc", "input", "average")
+NO_RELEVANT_POLICIES = ("skip", "zero")
+MISSING_POLICIES = ("zero", "skip")
+
+CUT_METRICS = ("hit", "precision", "recall", "f1", "mrr", "map", "ndcg", "ndcg_exp")
+"""Metrics reported at every cut-off, as ``<metric>@<k>`` columns."""
+
+FULL_METRICS = ("mrr", "map", "ndcg", "ndcg_exp", "r_precision")
+"""Metrics over the whole ranking (no cut-off)."""
+
+F64 = pl.Float64()
+
+RANKING_PER_QUERY = Table(
+    "ranking per-query table",
+    {
+        "relevant": pl.UInt32(),
+        "retrieved": pl.UInt32(),
+        **dict.fromkeys(FULL_METRICS, F64),
+    },
+    built_by="ranking.ranking_metrics_per_query",
+)
+"""One row per (keys…, query) evaluated; the ``<metric>@<k>`` columns follow.
+
+The keys are the ``by=`` columns *and* the query column (everything before
+``relevant``); ``relevant`` is R, ``retrieved`` the number of run rows of the query.
+"""
+
+RANKING_METRICS = Table(
+    "ranking-metrics table",
+    {
+        "queries": pl.UInt32(),
+        "queries_missing": pl.UInt32(),
+        "queries_no_relevant": pl.UInt32(),
+        "queries_unjudged": pl.UInt32(),
+        "tie_policy": pl.String(),
+        "no_relevant_policy": pl.String(),
+        "missing_policy": pl.String(),
+        **dict.fromkeys(FULL_METRICS, F64),
+    },
+    built_by="ranking.ranking_metrics",
+)
+"""One row per group; the ``<metric>@<k>`` columns follow.
+
+``queries`` is the number of queries in the means; ``queries_missing`` the judged queries
+the group's run lacks (in the means as 0 under ``missing="zero"``), ``queries_no_relevant``
+the judged queries without a relevant item (in the means as 0 under
+``no_relevant="zero"``), ``queries_unjudged`` the run's queries absent from the qrels.
+"""
+
+
+@dataclass(frozen=True)
+class _Spec:
+    keys: list[str]
+    shared: list[str]
+    cutoffs: tuple[int, ...]
+    query: str
+    item: str
+    order: str
+    order_is_rank: bool
+    relevance: str
+    threshold: float
+    ties: str
+    no_relevant: str
+    missing: str
+
+    @property
+    def part(self) -> list[str]:
+        return [*self.keys, self.query]
+
+
+def metric_columns(k: int | Iterable[int] = (1, 5, 10)) -> list[str]:
+    """The metric columns of a ranking table for the cut-offs ``k``, in output order.
+
+    Parameters
+    ----------
+    k
+        Cut-off(s), positive integers (sorted and deduplicated).
+
+    Returns
+    -------
+    list of str
+        The whole-list metrics, then ``<metric>@<k>`` per cut-off.
+
+    Examples
+    --------
+    >>> metric_columns(3)[:7]
+    ['mrr', 'map', 'ndcg', 'ndcg_exp', 'r_precision', 'hit@3', 'precision@3']
+    >>> len(metric_columns((1, 5, 10)))
+    29
+    """
+    cutoffs = _cutoffs(k)
+    return [*FULL_METRICS, *(f"{m}@{c}" for c in cutoffs for m in CUT_METRICS)]
+
+
+def ranking_metrics_per_query(
+    run: Frame,
+    qrels: pl.DataFrame | pl.LazyFrame,
+    *,
+    by: str | Sequence[str] | None = None,
+    k: int | Iterable[int] = (1, 5, 10),
+    query: str = "query",
+    item: str = "item",
+    score: str | None = "score",
+    rank: str | None = None,
+    relevance: str = "relevance",
+    relevance_threshold: float = 1,
+    ties: Ties = "item_desc",
+    no_relevant: NoRelevant = "skip",
+    missing: Missing = "zero",
+) -> Frame:
+    """Ranking metrics per (group, query): the input of paired significance tests.
+
+    Same arguments and definitions as :func:`ranking_metrics`; the queries left out by the
+    ``no_relevant=`` / ``missing=`` policies are not in the table.
+
+    Parameters
+    ----------
+    run
+        One row per retrieved (keys…, query, item) with a ``score`` (higher is better) or a
+        ``rank`` (lower is better). A LazyFrame gives a LazyFrame.
+    qrels
+        One row per judged (query, item) with a non-negative ``relevance``; it may carry
+        some of the ``by=`` keys, which are then joined on too.
+    by
+        Group keys (e.g. ``"model"``); ``None`` evaluates the whole run as one system.
+    k
+        Cut-off(s), positive integers.
+    query, item, relevance
+        Column names (the same in run and qrels).
+    score
+        Score column of the run; ignored when ``rank`` is given.
+    rank
+        Rank column of the run (1 = best), used instead of the score when given.
+    relevance_threshold
+        Smallest relevance that counts as relevant for the binary metrics (> 0).
+    ties
+        ``"item_desc"`` (trec_eval), ``"input"`` (ranx) or ``"average"`` (expectation).
+    no_relevant
+        ``"skip"`` or ``"zero"``: queries whose qrels have no relevant item.
+    missing
+        ``"zero"`` or ``"skip"``: judged queries that the group's run lacks.
+
+    Returns
+    -------
+    DataFrame or LazyFrame
+        Like ``run``. Columns: the ``by=`` keys, ``query``, ``relevant`` (R),
+        ``retrieved`` (run rows of the query; 0 for a missing query), ``mrr``, ``map``,
+        ``ndcg``, ``ndcg_exp``, ``r_precision``, then ``<metric>@<k>`` for every cut-off
+        (metrics ``hit, precision, recall, f1, mrr, map, ndcg, ndcg_exp``).
+
+    Raises
+    ------
+    SchemaError
+        If a column is missing or of the wrong dtype.
+    DataError
+        On null/NaN scores, null ids, duplicate (query, item) rows in run or qrels, or
+        null/NaN/negative relevance (raised when the result is collected).
+    ArgumentError
+        On an unknown policy, a cut-off below 1 or a threshold <= 0.
+
+    See Also
+    --------
+    ranking_metrics : the per-group means.
+    calib_frames.ranking.significance.paired_significance : tests between models.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> run = pl.DataFrame({"query": ["q1", "q1", "q2", "q2"], "item": ["a", "b", "c", "d"],
+    ...                     "score": [0.9, 0.1, 0.8, 0.3]})
+    >>> qrels = pl.DataFrame({"query": ["q1", "q2"], "item": ["b", "c"], "relevance": [1, 1]})
+    >>> ranking_metrics_per_query(run, qrels, k=1).select("query", "mrr", "hit@1")
+    shape: (2, 3)
+    ┌───────┬─────┬───────┐
+    │ query ┆ mrr ┆ hit@1 │
+    │ ---   ┆ --- ┆ ---   │
+    │ str   ┆ f64 ┆ f64   │
+    ╞═══════╪═════╪═══════╡
+    │ q1    ┆ 0.5 ┆ 0.0   │
+    │ q2    ┆ 1.0 ┆ 1.0   │
+    └───────┴─────┴───────┘
+    """
+    spec = _make_spec(
+        run, qrels, by, k, query, item, score, rank, relevance, relevance_threshold,
+        ties, no_relevant, missing,
+    )  # fmt: skip
+    full, checks, _ = _per_query_full(as_lazy(run), as_lazy(qrels), spec)
+    kept = full.filter(pl.col("__keep")).select(
+        *spec.part, "relevant", "retrieved", *metric_columns(spec.cutoffs)
+    )
+    out = _raise_on_bad_rows(kept, checks, as_lazy(run), as_lazy(qrels), spec)
+    return return_like(run, out)
+
+
+def ranking_metrics(
+    run: Frame,
+    qrels: pl.DataFrame | pl.LazyFrame,
+    *,
+    by: str | Sequence[str] | None = None,
+    k: int | Iterable[int] = (1, 5, 10),
+    query: str = "query",
+    item: str = "item",
+    score: str | None = "score",
+    rank: str | None = None,
+    relevance: str = "relevance",
+    relevance_threshold: float = 1,
+    ties: Ties = "item_desc",
+    no_relevant: NoRelevant = "skip",
+    missing: Missing = "zero",
+) -> Frame:
+    """Ranking metrics per group: hit, precision, recall, F1, MRR, MAP, NDCG, R-precision.
+
+    Hit@k, precision@k, recall@k, F1@k, MRR, MAP, NDCG (linear and exponential gain) and
+    R-precision per group, in one vectorised polars query. Definitions, tie and query
+    policies are in the module docstring (:mod:`calib_frames.ranking.metrics`).
+
+    Parameters
+    ----------
+    run
+        One row per retrieved (keys…, query, item) with a ``score`` (higher is better) or a
+        ``rank`` (lower is better). A LazyFrame gives a LazyFrame.
+    qrels
+        One row per judged (query, item) with a non-negative ``relevance``; it may carry
+        some of the ``by=`` keys (e.g. ``task``), which are then joined on too (a group
+        whose values of those keys have no judgements gets ``queries`` 0 and null metrics).
+    by
+        Group keys (e.g. ``"model"``); ``None`` evaluates the whole run as one system.
+    k
+        Cut-off(s), positive integers.
+    query, item, relevance
+        Column names (the same in run and qrels).
+    score
+        Score column of the run; ignored when ``rank`` is given.
+    rank
+        Rank column of the run (1 = best), used instead of the score when given.
+    relevance_threshold
+        Smallest relevance that counts as relevant for the binary metrics (trec_eval's
+        ``-l``; default 1). Must be > 0.
+    ties
+        ``"item_desc"`` (trec_eval), ``"input"`` (input row order, ranx) or
+        ``"average"`` (expectation over tied orders, scikit-learn's NDCG).
+    no_relevant
+        ``"skip"`` or ``"zero"``: queries whose qrels have no relevant item.
+    missing
+        ``"zero"`` or ``"skip"``: judged queries that the group's run lacks.
+
+    Returns
+    -------
+    DataFrame or LazyFrame
+        Like ``run``: one row per group with the keys, ``queries``, ``queries_missing``,
+        ``queries_no_relevant``, ``queries_unjudged``, ``tie_policy``,
+        ``no_relevant_policy``, ``missing_policy``, ``mrr``, ``map``, ``ndcg``,
+        ``ndcg_exp``, ``r_precision``, then ``<metric>@<k>`` for every cut-off
+        (``hit, precision, recall, f1, mrr, map, ndcg, ndcg_exp``). A group whose queries
+        are all skipped has null metrics.
+
+    Raises
+    ------
+    SchemaError
+        If a column is missing or of the wrong dtype, or run and qrels ids differ in dtype.
+    DataError
+        On null/NaN scores or ranks, null ids, duplicate (query, item) rows in run or
+        qrels, or null/NaN/negative relevance (raised when the result is collected).
+    ArgumentError
+        On an unknown policy, a cut-off below 1 or a threshold <= 0.
+
+    See Also
+    --------
+    ranking_metrics_per_query : the per-query values (for significance tests).
+    calib_frames.ranking.trec.scan_trec_run : read TREC run files.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> run = pl.DataFrame({
+    ...     "model": ["m1"] * 4 + ["m2"] * 4,
+    ...     "query": ["q1", "q1", "q2", "q2"] * 2,
+    ...     "item": ["a", "b", "c", "d"] * 2,
+    ...     "score": [0.9, 0.1, 0.8, 0.3, 0.2, 0.7, 0.8, 0.3],
+    ... })
+    >>> qrels = pl.DataFrame({"query": ["q1", "q2"], "item": ["b", "c"], "relevance": [1, 2]})
+    >>> table = ranking_metrics(run, qrels, by="model", k=1)
+    >>> table.select("model", "queries", "mrr", "precision@1", "ndcg@1")
+    shape: (2, 5)
+    ┌───────┬─────────┬──────┬─────────────┬────────┐
+    │ model ┆ queries ┆ mrr  ┆ precision@1 ┆ ndcg@1 │
+    │ ---   ┆ ---     ┆ ---  ┆ ---         ┆ ---    │
+    │ str   ┆ u32     ┆ f64  ┆ f64         ┆ f64    │
+    ╞═══════╪═════════╪══════╪═════════════╪════════╡
+    │ m1    ┆ 2       ┆ 0.75 ┆ 0.5         ┆ 0.5    │
+    │ m2    ┆ 2       ┆ 1.0  ┆ 1.0         ┆ 1.0    │
+    └───────┴─────────┴──────┴─────────────┴────────┘
+    """
+    spec = _make_spec(
+        run, qrels, by, k, query, item, score, rank, relevance, relevance_threshold,
+        ties, no_relevant, missing,
+    )  # fmt: skip
+    run_lf, qrels_lf = as_lazy(run), as_lazy(qrels)
+    full, checks, unjudged = _per_query_full(run_lf, qrels_lf, spec)
+    metrics: list[str] = metric_columns(spec.cutoffs)
+    keep: pl.Expr = pl.col("__keep")
+    aggs: list[pl.Expr] = [
+        keep.sum().cast(pl.UInt32).alias("queries"),
+        pl.col("__missing").sum().cast(pl.UInt32).alias("queries_missing"),
+        pl.col("__no_relevant").sum().cast(pl.UInt32).alias("queries_no_relevant"),
+        *(pl.col(m).filter(keep).mean().alias(m) for m in metrics),
+    ]
+    if spec.keys:
+        table = unjudged.join(
+            full.group_by(spec.keys).agg(aggs), on=spec.keys, how="left", nulls_equal=True
+        )
+    else:
+        table = full.select(aggs).join(unjudged, how="cross")
+    counts = ["queries", "queries_missing", "queries_no_relevant", "queries_unjudged"]
+    table = table.with_columns(
+        pl.col(counts).fill_null(0).cast(pl.UInt32),
+        pl.lit(spec.ties).alias("tie_policy"),
+        pl.lit(spec.no_relevant).alias("no_relevant_policy"),
+        pl.lit(spec.missing).alias("missing_policy"),
+    ).select(*spec.keys, *RANKING_METRICS.names, *metrics[len(FULL_METRICS) :])
+    if spec.keys:
+        table = table.sort(spec.keys, nulls_last=True)
+    out = _raise_on_bad_rows(table, checks, run_lf, qrels_lf, spec)
+    return return_like(run, out)
+
+
+# ---------------------------------------------------------------------------------------
+# argument and schema checks
+
+
+def _cutoffs(k: int | Iterable[int]) -> tuple[int, ...]:
+    values: list[object] = [k] if isinstance(k, numbers.Integral) else list(k)  # type: ignore[arg-type]
+    if not values:
+        raise ArgumentError("k= needs at least one cut-off")
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < 1:
+            raise ArgumentError(f"k= takes positive integers, got {value!r}")
+    return tuple(sorted({int(value) for value in values}))  # type: ignore[call-overload]
+
+
+def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise ArgumentError(
+            f"{name}= must be one of {', '.join(map(repr, allowed))}; got {value!r}"
+        )
+    return value
+
+
+def _make_spec(  # noqa: PLR0917  (one private call site per entry point)
+    run: pl.DataFrame | pl.LazyFrame,
+    qrels: pl.DataFrame | pl.LazyFrame,
+    by: str | Sequence[str] | None,
+    k: int | Iterable[int],
+    query: str,
+    item: str,
+    score: str | None,
+    rank: str | None,
+    relevance: str,
+    threshold: float,
+    ties: str,
+    no_relevant: str,
+    missing: str,
+) -> _Spec:
+    for name, frame in (("run", run), ("qrels", qrels)):
+        if not isinstance(frame, pl.DataFrame | pl.LazyFrame):
+            raise ArgumentError(
+                f"{name} must be a polars DataFrame or LazyFrame, got {type(frame).__name__}"
+            )
+    keys = _group_keys(by)
+    cutoffs = _cutoffs(k)
+    _choice("ties", ties, TIE_POLICIES)
+    _choice("no_relevant", no_relevant, NO_RELEVANT_POLICIES)
+    _choice("missing", missing, MISSING_POLICIES)
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float):
+        raise ArgumentError(f"relevance_threshold= must be a number, got {threshold!r}")
+    if not (math.isfinite(threshold) and threshold > 0):
+        raise ArgumentError(
+            f"relevance_threshold= must be a finite number > 0, got {threshold!r} "
+            "(unjudged items have relevance 0 and must stay non-relevant)"
+        )
+    order = rank if rank is not None else score
+    if order is None:
+        raise ArgumentError("give the run's score= or rank= column")
+    run_schema = as_lazy(run).collect_schema()
+    qrels_schema = as_lazy(qrels).collect_schema()
+    role = "rank" if rank is not None else "score"
+    _require(run_schema, "run", {"query": query, "item": item, role: order}, keys)
+    _require(qrels_schema, "qrels", {"query": query, "item": item, "relevance": relevance}, ())
+    reserved = {*RANKING_METRICS.names, *RANKING_PER_QUERY.names, query, *metric_columns(cutoffs)}
+    clashes = [key for key in keys if key in reserved or key.startswith("__")]
+    if clashes:
+        raise SchemaError(
+            f"group key(s) {clashes} clash with output column names; rename them first"
+        )
+    for name, schema, column in (
+        ("run", run_schema, order),
+        ("qrels", qrels_schema, relevance),
+    ):
+        dtype = schema[column]
+        if not (dtype.is_numeric() or dtype == pl.Boolean):
+            raise SchemaError(f"{name} column {column!r} must be numeric, got dtype {dtype}")
+    for column in (query, item):
+        left, right = run_schema[column], qrels_schema[column]
+        if left != right and not (left.is_integer() and right.is_integer()):
+            raise SchemaError(
+                f"column {column!r} has dtype {left} in the run but {right} in the qrels; "
+                f"cast one of them, e.g. pl.col({column!r}).cast(pl.String)"
+            )
+    shared = [key for key in keys if key in qrels_schema]
+    return _Spec(
+        keys=keys,
+        shared=shared,
+        cutoffs=cutoffs,
+        query=query,
+        item=item,
+        order=order,
+        order_is_rank=rank is not None,
+        relevance=relevance,
+        threshold=float(threshold),
+        ties=ties,
+        no_relevant=no_relevant,
+        missing=missing,
+    )
+
+
+def _group_keys(by: str | Sequence[str] | None) -> list[str]:
+    if by is None:
+        return []
+    if isinstance(by, str):
+        return [by]
+    keys = list(by)
+    for key in keys:
+        if not isinstance(key, str):
+            raise ArgumentError(f"by= takes column names, got {key!r}")
+    if len(set(keys)) != len(keys):
+        raise ArgumentError(f"by= names a column twice: {keys}")
+    return keys
+
+
+def _require(schema: pl.Schema, name: str, roles: dict[str, str], keys: Sequence[str]) -> None:
+    missing = [f"{role}={col!r}" for role, col in roles.items() if col not in schema]
+    missing += [f"by={key!r}" for key in keys if key not in schema]
+    if missing:
+        available = ", ".join(repr(c) for c in schema.names()) or "none"
+        raise SchemaError(
+            f"{name}: column not found: {', '.join(missing)}; available columns: {available}"
+        )
+
+
+# ---------------------------------------------------------------------------------------
+# the query
+
+
+def _discount(pos: pl.Expr) -> pl.Expr:
+    """1 / log2(pos + 1)."""
+    return 1.0 / (pos.cast(pl.Float64) + 1.0).log(2)
+
+
+def _ranked_relevant(run: pl.LazyFrame, positive: pl.LazyFrame, spec: _Spec) -> pl.LazyFrame:
+    """Run rows with a positive relevance: (keys…, query, pos, w_b, gain, gain_exp, ap, q).
+
+    ``w_b`` is the (expected) binary relevance at ``pos``, ``gain``/``gain_exp`` the
+    (expected) gains, ``ap`` the (expected) term b·P@pos of average precision and ``q``
+    the probability that ``pos`` is the first relevant position.
+    """
+    order = pl.col(spec.order).cast(pl.Float64)
+    if spec.order_is_rank:
+        order = -order
+    part = spec.part
+    on = [*spec.shared, spec.query, spec.item]
+    rel = pl.col(spec.relevance).cast(pl.Float64)
+    b = (rel >= spec.threshold).cast(pl.Float64)
+    if spec.ties != "average":
+        if spec.ties == "item_desc":
+            pos = pl.struct(order.alias("__o"), pl.col(spec.item)).rank("ordinal", descending=True)
+        else:
+            pos = order.rank("ordinal", descending=True)
+        ranked = run.select(*spec.keys, spec.query, spec.item, pos.over(part).alias("pos"))
+        rows = ranked.join(positive, on=on, how="inner", nulls_equal=True).with_columns(
+            b.alias("w_b"), rel.alias("gain"), (2.0**rel - 1.0).alias("gain_exp")
+        )
+        # rank of pos among the relevant rows of the query = relevant items up to pos
+        upto = pl.col("pos").rank("ordinal").over([*part, "w_b"]).cast(pl.Float64)
+        return rows.with_columns(
+            (pl.col("w_b") * upto / pl.col("pos")).alias("ap"),
+            (pl.col("w_b") * (upto == 1.0).cast(pl.Float64)).alias("q"),
+        ).select(*part, "pos", "w_b", "gain", "gain_exp", "ap", "q")
+
+    start = order.rank("min", descending=True).over(part)
+    size = order.rank("max", descending=True).over(part) - start + 1
+    ranked = run.select(*spec.keys, spec.query, spec.item, start.alias("start"), size.alias("g"))
+    rows = ranked.join(positive, on=on, how="inner", nulls_equal=True)
+    groups = (
+        rows.group_by([*part, "start"])
+        .agg(
+            pl.col("g").first().cast(pl.Float64),
+            b.sum().alias("r"),
+            rel.sum().alias("gain_sum"),
+            (2.0**rel - 1.0).sum().alias("gain_exp_sum"),
+        )
+        .sort([*part, "start"], nulls_last=True)
+        .with_columns((pl.col("r").cum_sum().over(part) - pl.col("r")).alias("p"))
+        .with_columns(pl.int_ranges(1, pl.col("g").cast(pl.Int64) + 1).alias("j"))
+        .explode("j")
+    )
+    g, r, p = pl.col("g"), pl.col("r"), pl.col("p")
+    j = pl.col("j").cast(pl.Float64)
+    pos = pl.col("start").cast(pl.Float64) + j - 1.0
+    # relevant items expected among the j - 1 tied positions before this one
+    before = pl.when(g > 1).then((j - 1.0) * (r - 1.0) / (g - 1.0)).otherwise(0.0)
+    # P(first relevant of the group is at j) = P(J >= j) · r / (g - j + 1), where
+    # P(J >= j + 1) / P(J >= j) = (g - j + 1 - r) / (g - j + 1)
+    rho = (g - j + 1.0 - r) / (g - j + 1.0)
+    survive = rho.cum_prod().shift(1, fill_value=1.0).over([*part, "start"])
+    first_group = (p == 0.0) & (r > 0.0)
+    q = pl.when(first_group).then(survive * r / (g - j + 1.0)).otherwise(0.0)
+    return groups.select(
+        *part,
+        pos.alias("pos"),
+        (r / g).alias("w_b"),
+        (pl.col("gain_sum") / g).alias("gain"),
+        (pl.col("gain_exp_sum") / g).alias("gain_exp"),
+        ((r / g) * (p + 1.0 + before) / pos).alias("ap"),
+        q.alias("q"),
+    )
+
+
+def _per_query_full(
+    run: pl.LazyFrame, qrels: pl.LazyFrame, spec: _Spec
+) -> tuple[pl.LazyFrame, pl.LazyFrame, pl.LazyFrame]:
+    """Every expected (keys…, query) with its metrics and flags; checks; unjudged counts.
+
+    Returns the per-query frame, the 1-row frame of row-check counts and the per-group
+    count of run queries without judgements.
+    """
+    part = spec.part
+    qkey = [*spec.shared, spec.query]
+    rel = pl.col(spec.relevance).cast(pl.Float64)
+    # integer ids of different widths (Int32 in the run, UInt8 in the qrels) join as Int64
+    run_schema, qrels_schema = run.collect_schema(), qrels.collect_schema()
+    widen = [c for c in (spec.query, spec.item) if run_schema[c] != qrels_schema[c]]
+    if widen:
+        run = run.with_columns(pl.col(widen).cast(pl.Int64))
+        qrels = qrels.with_columns(pl.col(widen).cast(pl.Int64))
+    positive = qrels.filter(rel > 0).select(*qkey, spec.item, spec.relevance)
+
+    run_q, checks = _counts_and_checks(run, qrels, spec)
+    ideal, judged = _ideal(positive, qrels, spec)
+    per_query = _query_sums(_ranked_relevant(run, positive, spec), ideal, spec)
+
+    # the expected queries of every group
+    if spec.keys:
+        groups = run_q.select(spec.keys).unique()
+        if spec.shared:
+            expected = groups.join(judged, on=spec.shared, how="inner", nulls_equal=True)
+        else:
+            expected = groups.join(judged, how="cross")
+    else:
+        expected = judged
+    full = (
+        expected.join(run_q.select(*part, "retrieved"), on=part, how="left", nulls_equal=True)
+        .join(ideal, on=qkey, how="left", nulls_equal=True)
+        .join(per_query, on=part, how="left", nulls_equal=True)
+    )
+    sum_columns = [c for c in full.collect_schema().names() if c.startswith("__")]
+    full = full.with_columns(
+        pl.col(sum_columns).fill_null(0.0),
+        pl.col("relevant").fill_null(0).cast(pl.UInt32),
+        pl.col("retrieved").fill_null(0).cast(pl.UInt32),
+    )
+    missing_flag = pl.col("retrieved") == 0
+    no_relevant_flag = pl.col("relevant") == 0
+    keep = pl.lit(True)
+    if spec.missing == "skip":
+        keep = keep & ~missing_flag
+    if spec.no_relevant == "skip":
+        keep = keep & ~no_relevant_flag
+    full = full.select(
+        *part,
+        "relevant",
+        "retrieved",
+        *_metric_exprs(spec),
+        missing_flag.alias("__missing"),
+        no_relevant_flag.alias("__no_relevant"),
+        keep.alias("__keep"),
+    ).sort(part, nulls_last=True)
+
+    # run queries without any judgement, per group
+    unjudged = run_q.join(judged, on=qkey, how="anti", nulls_equal=True)
+    if spec.keys:
+        # every group of the run, even one without any judged query
+        counts = unjudged.group_by(spec.keys).agg(pl.len().alias("queries_unjudged"))
+        unjudged = (
+            run_q.select(spec.keys)
+            .unique()
+            .join(counts, on=spec.keys, how="left", nulls_equal=True)
+        )
+    else:
+        unjudged = unjudged.select(pl.len().alias("queries_unjudged"))
+    return full, checks, unjudged
+
+
+def _counts_and_checks(
+    run: pl.LazyFrame, qrels: pl.LazyFrame, spec: _Spec
+) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """Per (keys…, query) of the run: its size; and the 1-row frame of row-check counts."""
+    part = spec.part
+    qkey = [*spec.shared, spec.query]
+    rel = pl.col(spec.relevance).cast(pl.Float64)
+    order = pl.col(spec.order).cast(pl.Float64)
+    run_q = run.group_by(part).agg(
+        pl.len().alias("retrieved"),
+        pl.col(spec.item).n_unique().alias("__distinct"),
+        pl.col(spec.item).null_count().alias("__null_item"),
+        (order.is_null() | order.is_nan()).sum().alias("__bad_order"),
+    )
+    qrels_checks = qrels.select(
+        pl.len().alias("__qrels_rows"),
+        (pl.len() - pl.struct(*qkey, spec.item).n_unique()).alias("__qrels_dup"),
+        (pl.col(spec.query).null_count() + pl.col(spec.item).null_count()).alias("__qrels_null_id"),
+        (rel.is_null() | rel.is_nan() | (rel < 0)).sum().alias("__qrels_bad_rel"),
+    )
+    checks = run_q.select(
+        pl.col("retrieved").sum().alias("__run_rows"),
+        (pl.col("retrieved") - pl.col("__distinct")).sum().alias("__run_dup"),
+        (
+            pl.col("__null_item").sum()
+            + pl.col("retrieved").filter(pl.col(spec.query).is_null()).sum()
+        ).alias("__run_null_id"),
+        pl.col("__bad_order").sum().alias("__run_bad_order"),
+    ).join(qrels_checks, how="cross")
+    return run_q, checks
+
+
+def _ideal(
+    positive: pl.LazyFrame, qrels: pl.LazyFrame, spec: _Spec
+) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """Per judged query: R and the ideal DCGs (with every judged query); the judged queries."""
+    qkey = [*spec.shared, spec.query]
+    rel = pl.col(spec.relevance).cast(pl.Float64)
+    ipos = rel.rank("ordinal", descending=True).over(qkey)
+    judged = qrels.select(*qkey).unique()
+    ideal_aggs: list[pl.Expr] = [(rel >= spec.threshold).sum().cast(pl.UInt32).alias("relevant")]
+    for suffix, gain in (("", rel), ("_exp", 2.0**rel - 1.0)):
+        term = gain * _discount(pl.col("__ipos"))
+        ideal_aggs.append(term.sum().alias(f"__idcg{suffix}"))
+        ideal_aggs += [
+            term.filter(pl.col("__ipos") <= c).sum().alias(f"__idcg{suffix}@{c}")
+            for c in spec.cutoffs
+        ]
+    ideal = positive.with_columns(ipos.alias("__ipos")).group_by(qkey).agg(ideal_aggs)
+    return judged.join(ideal, on=qkey, how="left", nulls_equal=True), judged
+
+
+def _query_sums(rows: pl.LazyFrame, ideal: pl.LazyFrame, spec: _Spec) -> pl.LazyFrame:
+    """Per (keys…, query): the sums over the relevant rows that the metrics divide."""
+    qkey = [*spec.shared, spec.query]
+    rows = rows.join(ideal.select(*qkey, "relevant"), on=qkey, how="left", nulls_equal=True)
+    pos = pl.col("pos")
+    disc = _discount(pos)
+    sums: list[pl.Expr] = [
+        pl.col("ap").sum().alias("__ap"),
+        (pl.col("q") / pos).sum().alias("__rr"),
+        (pl.col("gain") * disc).sum().alias("__dcg"),
+        (pl.col("gain_exp") * disc).sum().alias("__dcg_exp"),
+        (pl.col("w_b") * (pos <= pl.col("relevant")).cast(pl.Float64)).sum().alias("__rprec"),
+    ]
+    for c in spec.cutoffs:
+        top = (pos <= c).cast(pl.Float64)
+        sums += [
+            (pl.col("w_b") * top).sum().alias(f"__rel@{c}"),
+            (pl.col("q") * top).sum().alias(f"__hit@{c}"),
+            (pl.col("q") / pos * top).sum().alias(f"__rr@{c}"),
+            (pl.col("ap") * top).sum().alias(f"__ap@{c}"),
+            (pl.col("gain") * disc * top).sum().alias(f"__dcg@{c}"),
+            (pl.col("gain_exp") * disc * top).sum().alias(f"__dcg_exp@{c}"),
+        ]
+    return rows.group_by(spec.part).agg(sums)
+
+
+def _metric_exprs(spec: _Spec) -> list[pl.Expr]:
+    """The metric columns from the per-query sums and normalisers."""
+    R = pl.col("relevant").cast(pl.Float64)
+
+    def ratio(num: str, den: pl.Expr) -> pl.Expr:
+        return pl.when(den > 0).then(pl.col(num) / den).otherwise(0.0)
+
+    metric_exprs: list[pl.Expr] = [
+        pl.col("__rr").alias("mrr"),
+        ratio("__ap", R).alias("map"),
+        ratio("__dcg", pl.col("__idcg")).alias("ndcg"),
+        ratio("__dcg_exp", pl.col("__idcg_exp")).alias("ndcg_exp"),
+        ratio("__rprec", R).alias("r_precision"),
+    ]
+    for c in spec.cutoffs:
+        metric_exprs += [
+            pl.col(f"__hit@{c}").alias(f"hit@{c}"),
+            (pl.col(f"__rel@{c}") / float(c)).alias(f"precision@{c}"),
+            ratio(f"__rel@{c}", R).alias(f"recall@{c}"),
+            (2.0 * pl.col(f"__rel@{c}") / (R + float(c))).alias(f"f1@{c}"),
+            pl.col(f"__rr@{c}").alias(f"mrr@{c}"),
+            ratio(f"__ap@{c}", R).alias(f"map@{c}"),
+            ratio(f"__dcg@{c}", pl.col(f"__idcg@{c}")).alias(f"ndcg@{c}"),
+            ratio(f"__dcg_exp@{c}", pl.col(f"__idcg_exp@{c}")).alias(f"ndcg_exp@{c}"),
+        ]
+    return metric_exprs
+
+
+# ---------------------------------------------------------------------------------------
+# row checks, counted in the passes above and raised when the result is collected
+
+
+def _raise_on_bad_rows(
+    result: pl.LazyFrame,
+    checks: pl.LazyFrame,
+    run: pl.LazyFrame,
+    qrels: pl.LazyFrame,
+    spec: _Spec,
+) -> pl.LazyFrame:
+    schema = result.collect_schema()
+    # a left join from the 1-row check counts keeps them even when the result is empty
+    combined = checks.with_columns(pl.lit(1).alias("__join")).join(
+        result.with_columns(pl.lit(1).alias("__join"), pl.lit(True).alias("__present")),
+        on="__join",
+        how="left",
+        maintain_order="left_right",
+    )
+
+    def check(frame: pl.DataFrame) -> pl.DataFrame:
+        counts = frame.row(0, named=True) if frame.height else {}
+        problems = _problems(counts, run, qrels, spec)
+        if problems:
+            raise DataError("invalid input:\n  " + "\n  ".join(problems))
+        kept = frame.filter(pl.col("__present").is_not_null())
+        return kept.select(schema.names())
+
+    return combined.map_batches(check, schema=dict(schema))
+
+
+def _problems(
+    counts: dict[str, int], run: pl.LazyFrame, qrels: pl.LazyFrame, spec: _Spec
+) -> list[str]:
+    problems: list[str] = []
+    run_rows = counts.get("__run_rows", 0) or 0
+    qrels_rows = counts.get("__qrels_rows", 0) or 0
+    order = pl.col(spec.order).cast(pl.Float64)
+    part = spec.part
+    item = spec.item
+    qkey = [*spec.shared, spec.query]
+
+    def example(frame: pl.LazyFrame, bad: pl.Expr, columns: Sequence[str]) -> str:
+        row = frame.filter(bad).select(columns).head(1).collect()
+        if not row.height:
+            return ""
+        values = row.row(0, named=True)
+        return "; e.g. " + ", ".join(f"{c}={values[c]!r}" for c in columns)
+
+    def say(table: str, column: str, count: int, total: int, what: str, eg: str) -> str:  # noqa: PLR0917
+        verb = "" if what.startswith("repeat") else ("is " if count == 1 else "are ")
+        return f"{table} column {column!r}: {count:,} of {total:,} rows {verb}{what}{eg}"
+
+    if counts.get("__run_null_id"):
+        bad = pl.col(spec.query).is_null() | pl.col(item).is_null()
+        problems.append(
+            say("run", f"{spec.query}/{item}", counts["__run_null_id"], run_rows, "null",
+                example(run, bad, [*part, item]))
+        )  # fmt: skip
+    if counts.get("__run_bad_order"):
+        bad = order.is_null() | order.is_nan()
+        problems.append(
+            say("run", spec.order, counts["__run_bad_order"], run_rows, "null or NaN",
+                example(run, bad, [*part, item, spec.order]))
+        )  # fmt: skip
+    if counts.get("__run_dup"):
+        dup = pl.len().over([*part, item]) > 1
+        problems.append(
+            say("run", item, counts["__run_dup"], run_rows,
+                "repeat a (query, item) pair of an earlier row",
+                example(run, dup, [*part, item]))
+        )  # fmt: skip
+    if counts.get("__qrels_null_id"):
+        bad = pl.col(spec.query).is_null() | pl.col(item).is_null()
+        problems.append(
+            say("qrels", f"{spec.query}/{item}", counts["__qrels_null_id"], qrels_rows,
+                "null", example(qrels, bad, [*qkey, item]))
+        )  # fmt: skip
+    if counts.get("__qrels_bad_rel"):
+        rel = pl.col(spec.relevance).cast(pl.Float64)
+        bad = rel.is_null() | rel.is_nan() | (rel < 0)
+        problems.append(
+            say("qrels", spec.relevance, counts["__qrels_bad_rel"], qrels_rows,
+                "null, NaN or negative (relevance must be >= 0)",
+                example(qrels, bad, [*qkey, item, spec.relevance]))
+        )  # fmt: skip
+    if counts.get("__qrels_dup"):
+        dup = pl.len().over([*qkey, item]) > 1
+        problems.append(
+            say("qrels", item, counts["__qrels_dup"], qrels_rows,
+                "repeat a judged (query, item) pair of an earlier row",
+                example(qrels, dup, [*qkey, item, spec.relevance]))
+        )  # fmt: skip
+    return problems

@@ -1,0 +1,56 @@
+"""Recalibration per group: fit → a small parameters table; apply → a lazy transformation.
+
+Four maps, each with the same shape — ``fit_<map>(frame, *, by=..., <scheme>)`` returns
+one row (or one row per bin/block) of parameters per group, and
+``apply_<map>(frame, params)`` joins them on their keys and adds a recalibrated
+confidence column plus an ``in_sample`` label:
+
+==================  ===========================================  ======================
+map                 recalibrated confidence                      parameters per group
+==================  ===========================================  ======================
+temperature         σ(logit(p)/T), or softmax(ℓ/T) over options  ``temperature``
+Platt               σ(a·logit(p) + b)                            ``slope``, ``intercept``
+histogram binning   fit-split accuracy of p's bin                one row per bin
+isotonic (PAV)      isotonic fit of y on p, step or linear       one row per block
+==================  ===========================================  ======================
+
+The fitting scheme (fit split, cross-fitting folds, or an explicit ``in_sample=True``)
+is described in :mod:`calib_frames.recalibrate.splits`; the before/after comparison
+tables in :mod:`calib_frames.recalibrate.compare`.
+"""
+
+from calib_frames.recalibrate.compare import (
+    COMPARED_METRICS,
+    recalibrate,
+    recalibration_metrics,
+    recalibration_reliability,
+    top_option,
+)
+from calib_frames.recalibrate.histogram import HISTOGRAM, apply_histogram, fit_histogram
+from calib_frames.recalibrate.isotonic import ISOTONIC, apply_isotonic, fit_isotonic
+from calib_frames.recalibrate.platt import PLATT, apply_platt, fit_platt
+from calib_frames.recalibrate.splits import FitScheme, assign_folds, fit_scheme
+from calib_frames.recalibrate.temperature import TEMPERATURE, apply_temperature, fit_temperature
+
+__all__ = [
+    "COMPARED_METRICS",
+    "HISTOGRAM",
+    "ISOTONIC",
+    "PLATT",
+    "TEMPERATURE",
+    "FitScheme",
+    "apply_histogram",
+    "apply_isotonic",
+    "apply_platt",
+    "apply_temperature",
+    "assign_folds",
+    "fit_histogram",
+    "fit_isotonic",
+    "fit_platt",
+    "fit_scheme",
+    "fit_temperature",
+    "recalibrate",
+    "recalibration_metrics",
+    "recalibration_reliability",
+    "top_option",
+]

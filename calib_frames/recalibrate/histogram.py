@@ -1,0 +1,261 @@
+r"""Histogram binning (Zadrozny and Elkan 2001): a confidence becomes the accuracy of its bin.
+
+Fit: the bin statistics of the fit rows (:func:`calib_frames.bin_statistics`, the same
+additive table as every binned metric, so the fit streams and merges) give, per group
+and bin, the fit-split accuracy Σ w·y / Σ w. Apply: each row's confidence is assigned
+to its bin with the same :class:`~calib_frames.Binning` (same edges, same closedness)
+and replaced by that bin's accuracy.
+
+An empty fit bin has no accuracy; it maps to the bin's midpoint (netcal's
+``HistogramBinning`` convention), so a confidence that falls there on the apply split
+moves at most half a bin width. Bins are fixed edges (``bins=`` an int or a sequence of
+edges, or a fixed-edge Binning); equal-mass bins, whose edges differ per group, are
+refused.
+
+Conventions of the peers: netcal fits with ``binned_statistic_dd`` (left-closed, last
+bin closed at 1) but applies with ``np.digitize(..., right=True)`` (right-closed), so
+only confidences exactly on an inner edge are binned differently at fit and at apply
+there; ``Binning.like_netcal`` reproduces its fit. netcal also clips confidences to
+[ε, 1 − ε] first, which moves nothing across a bin edge except 0 and 1 themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from calib_frames.binning import Binning, BinsLike, as_binning
+from calib_frames.exceptions import ArgumentError, SchemaError
+from calib_frames.recalibrate import _core
+from calib_frames.recalibrate._apply import (
+    IN_SAMPLE_PARAM,
+    check_join,
+    check_output,
+    in_sample_expr,
+    join_params,
+    param,
+    read_params,
+)
+from calib_frames.recalibrate.splits import fit_scheme, normalise_keys
+from calib_frames.schema import Table
+from calib_frames.stats import bin_statistics
+from calib_frames.validation import Frame, as_lazy, return_like
+
+__all__ = ["HISTOGRAM", "apply_histogram", "fit_histogram"]
+
+HISTOGRAM = Table(
+    "histogram-binning table",
+    {
+        "bin": pl.UInt32(),
+        "bin_lower": pl.Float64(),
+        "bin_upper": pl.Float64(),
+        "closed": pl.String(),
+        "count": pl.UInt64(),
+        "weight": pl.Float64(),
+        "value": pl.Float64(),
+        "fitted_on": pl.String(),
+        "in_sample": pl.Boolean(),
+    },
+    built_by="recalibrate.fit_histogram",
+)
+"""One row per (group, bin): edges, fit rows, fit weight and the recalibrated value."""
+
+
+def fit_histogram(
+    frame: Frame,
+    *,
+    by: str | Sequence[str] | None = None,
+    confidence: str = "confidence",
+    correct: str = "correct",
+    weight: str | None = None,
+    bins: BinsLike = 10,
+    split: str | None = None,
+    fit_value: object = "fit",
+    fold: str | None = None,
+    in_sample: bool = False,
+) -> Frame:
+    """Fit histogram binning: per group and bin, the accuracy of the fit rows.
+
+    Parameters
+    ----------
+    frame
+        DataFrame or LazyFrame with one row per prediction.
+    by
+        Group key column(s) (``None``: one map for the frame).
+    confidence, correct, weight
+        As in :func:`calib_frames.bin_statistics`.
+    bins
+        Fixed bins: an int (equal width, left-closed, last bin closed at 1), edges, or a
+        Binning (not equal-mass).
+    split, fit_value, fold, in_sample
+        The fitting scheme (:mod:`calib_frames.recalibrate.splits`).
+
+    Returns
+    -------
+    DataFrame or LazyFrame (same kind as the input; lazy stays lazy: this fit is the
+    additive bin-statistics pass)
+        Keys…, [fold], then :data:`HISTOGRAM`'s columns: ``bin``, ``bin_lower``,
+        ``bin_upper``, ``closed``, ``count`` and ``weight`` (fit rows in the bin),
+        ``value`` (their accuracy; the bin midpoint for an empty bin), ``fitted_on``,
+        ``in_sample``.
+
+    Raises
+    ------
+    SchemaError, DataError, ArgumentError
+        As :func:`calib_frames.bin_statistics`; equal-mass bins (ArgumentError).
+
+    See Also
+    --------
+    apply_histogram : the recalibrated confidences.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.recalibrate import fit_histogram
+    >>> df = pl.DataFrame({"confidence": [0.1, 0.2, 0.8, 0.9], "correct": [0, 1, 1, 1]})
+    >>> fit_histogram(df, bins=2).select("bin", "count", "value").rows()
+    [(0, 2, 0.5), (1, 2, 1.0)]
+    """
+    keys: list[str] = normalise_keys(by)
+    binning = _fixed(bins)
+    scheme = fit_scheme(split=split, fit_value=fit_value, fold=fold, in_sample=in_sample)
+    source = as_lazy(frame)
+    schema = source.collect_schema()
+    columns = {"confidence": confidence, "correct": correct}
+    if weight is not None:
+        columns["weight"] = weight
+    _core.check_columns(
+        schema,
+        columns,
+        keys=keys,
+        numeric=[r for r in columns if r != "correct"],
+        boolean_like=["correct"],
+        reserved=(*HISTOGRAM.names, "accuracy", "mean_confidence"),
+    )
+    rows, fit_keys = _core.prepare_rows(source, keys, scheme)
+    stats = bin_statistics(
+        rows,
+        confidence=confidence,
+        correct=correct,
+        by=fit_keys or None,
+        bins=binning,
+        weight=weight,
+    )
+    midpoint = (pl.col("bin_lower") + pl.col("bin_upper")) / 2.0
+    table = stats.select(
+        *fit_keys,
+        "bin",
+        "bin_lower",
+        "bin_upper",
+        "closed",
+        "count",
+        "weight",
+        pl.when(pl.col("weight") > 0).then(pl.col("accuracy")).otherwise(midpoint).alias("value"),
+        *scheme.labels(),
+    )
+    if not fit_keys:
+        # bin_statistics keeps an empty frame's bins; a frame without rows fits nothing
+        table = table.filter(pl.col("count").sum() > 0)
+    return return_like(frame, table)
+
+
+def _fixed(bins: BinsLike) -> Binning:
+    try:
+        binning = as_binning(bins)
+    except (TypeError, ValueError) as error:
+        raise ArgumentError(str(error)) from None
+    if not binning.additive:
+        raise ArgumentError(
+            "histogram binning needs fixed bin edges (an int, edges, or Binning.uniform/"
+            "Binning.edges); equal-mass bins differ per group and are not supported"
+        )
+    return binning
+
+
+def apply_histogram(
+    frame: Frame,
+    params: pl.DataFrame | pl.LazyFrame,
+    *,
+    confidence: str = "confidence",
+    output: str = "recalibrated",
+    split: str | None = None,
+    fit_value: object = "fit",
+) -> Frame:
+    """Replace each confidence by the fit accuracy of its bin: a lazy join on keys and bin.
+
+    The bins are rebuilt from the parameters' edges and closedness, so a confidence lands
+    in the same bin as it would have at fit time.
+
+    Parameters
+    ----------
+    frame
+        DataFrame or LazyFrame with the parameters' keys (and fold) and ``confidence``.
+    params
+        The table returned by :func:`fit_histogram` (read once, at call time).
+    confidence, output
+        Input column and the name of the new column.
+    split, fit_value
+        If given, rows whose ``split`` equals ``fit_value`` are labelled in-sample.
+
+    Returns
+    -------
+    DataFrame or LazyFrame (same kind as ``frame``)
+        ``frame`` with ``output`` (null where the group has no parameters or the
+        confidence is outside the bins) and ``in_sample``; row order kept.
+
+    Raises
+    ------
+    SchemaError
+        Missing columns, parameters that are not one binning, an existing ``output``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.recalibrate import apply_histogram, fit_histogram
+    >>> fit = pl.DataFrame({"confidence": [0.1, 0.2, 0.8, 0.9], "correct": [0, 1, 1, 1]})
+    >>> params = fit_histogram(fit, bins=2)
+    >>> apply_histogram(pl.DataFrame({"confidence": [0.3, 0.5, 1.0]}), params)[
+    ...     "recalibrated"
+    ... ].to_list()
+    [0.5, 1.0, 1.0]
+    """
+    keys: list[str]
+    table, keys = read_params(params, HISTOGRAM)
+    binning = _binning_of(table)
+    source = as_lazy(frame)
+    schema = source.collect_schema()
+    check_output(schema, output, split, fit_value)
+    check_join(schema, table, keys, "histogram-binning")
+    _core.check_columns(schema, {"confidence": confidence}, numeric=["confidence"])
+    low, high = binning.range
+    p = pl.col(confidence).cast(pl.Float64)
+    bin_key = pl.when(p.is_between(low, high)).then(binning.assign(p)).alias(param("bin"))
+    right = table.rename({"bin": param("bin")})
+    joined = join_params(source.with_columns(bin_key), right, [*keys, param("bin")], ["value"])
+    result = joined.with_columns(
+        pl.col(param("value")).alias(output), in_sample_expr(split, fit_value)
+    ).drop(param("bin"), param("value"), IN_SAMPLE_PARAM)
+    return return_like(frame, result)
+
+
+def _binning_of(table: pl.DataFrame) -> Binning:
+    """The Binning whose bins the parameters table holds (one for every group)."""
+    bins = table.select("bin", "bin_lower", "bin_upper", "closed").unique().sort("bin")
+    if bins.height == 0:
+        return Binning.uniform(1)
+    if bins["bin"].n_unique() != bins.height or bins["closed"].n_unique() != 1:
+        raise SchemaError(
+            "the histogram-binning parameters do not hold one binning for every group "
+            "(bins with different edges or closedness); fit them with one bins= value"
+        )
+    closed = bins["closed"][0]
+    if closed not in ("left", "right"):
+        raise SchemaError(f"histogram-binning parameters have closed={closed!r}")
+    lower, upper = bins["bin_lower"].to_list(), bins["bin_upper"].to_list()
+    n = len(lower)
+    if lower == [k / n for k in range(n)] and upper == [(k + 1) / n for k in range(n)]:
+        return Binning.uniform(n, closed=closed)
+    if bins["bin"].to_list() != list(range(n)) or lower[1:] != upper[:-1]:
+        raise SchemaError("the histogram-binning parameters' bins are not contiguous")
+    return Binning.edges([*lower, upper[-1]], closed=closed)

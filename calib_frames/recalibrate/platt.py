@@ -1,0 +1,356 @@
+r"""Platt scaling: a logistic regression of the outcome on logit(confidence), per group.
+
+The recalibrated confidence is σ(a·logit(p) + b), with logit(p) = ln p − ln(1 − p) of
+p clipped to [ε, 1 − ε] (``epsilon``, default 1e-12). (a, b) minimise the weighted
+cross-entropy Σ wᵢ [softplus(ηᵢ) − tᵢ ηᵢ], ηᵢ = a zᵢ + b, against targets t:
+
+* ``smoothing=False`` (default): t = y, the maximum-likelihood logistic regression
+  (netcal's ``LogisticCalibration``, HELM's Platt scaling).
+* ``smoothing=True``: Platt's (1999) out-of-sample targets t = (N₊ + 1)/(N₊ + 2) for
+  positives and 1/(N₋ + 2) for negatives (N± the class weights of the group). This is
+  what scikit-learn's ``CalibratedClassifierCV(method="sigmoid")`` fits
+  (``_sigmoid_calibration``); it keeps (a, b) finite when the classes are separable.
+  scikit-learn writes the map as σ(−(A f + B)), so A = −a and B = −b.
+
+The fit is Newton's method on (a, b) for all groups at once (2 × 2 systems solved in
+closed form per group, with a tiny ridge for groups whose confidences are all equal,
+where only a·z + b is identified), from the identity (a, b) = (1, 0), with step halving
+whenever a step would raise a group's loss. A group with only one class has no
+maximum-likelihood (a, b) and is refused unless ``smoothing=True``; classes separated
+by the confidence drive a to infinity and are reported with ``converged`` False.
+Per group, in memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import polars as pl
+
+from calib_frames.exceptions import ArgumentError, DataError
+from calib_frames.recalibrate import _core
+from calib_frames.recalibrate._apply import (
+    IN_SAMPLE_PARAM,
+    check_join,
+    check_output,
+    in_sample_expr,
+    join_params,
+    param,
+    read_params,
+)
+from calib_frames.recalibrate.splits import fit_scheme, normalise_keys
+from calib_frames.schema import Table
+from calib_frames.validation import Frame, as_lazy, return_like
+
+__all__ = ["PLATT", "apply_platt", "fit_platt"]
+
+PLATT = Table(
+    "Platt-parameters table",
+    {
+        "slope": pl.Float64(),
+        "intercept": pl.Float64(),
+        "nll_before": pl.Float64(),
+        "nll_after": pl.Float64(),
+        "count": pl.UInt64(),
+        "iterations": pl.UInt32(),
+        "converged": pl.Boolean(),
+        "clipped": pl.UInt64(),
+        "fitted_on": pl.String(),
+        "in_sample": pl.Boolean(),
+    },
+    built_by="recalibrate.fit_platt",
+)
+"""One row per group: a (slope), b (intercept), mean NLL before/after, diagnostics."""
+
+_SCHEMA = dict(PLATT.columns)
+_PARAMS_IN = Table(
+    "Platt-parameters table",
+    {"slope": pl.Float64(), "intercept": pl.Float64(), "in_sample": pl.Boolean()},
+    built_by="recalibrate.fit_platt",
+)
+
+
+def fit_platt(
+    frame: Frame,
+    *,
+    by: str | Sequence[str] | None = None,
+    confidence: str = "confidence",
+    correct: str = "correct",
+    weight: str | None = None,
+    smoothing: bool = False,
+    split: str | None = None,
+    fit_value: object = "fit",
+    fold: str | None = None,
+    in_sample: bool = False,
+    epsilon: float = 1e-12,
+    tol: float = 1e-10,
+    max_iter: int = 100,
+) -> Frame:
+    """Fit Platt scaling σ(a·logit(p) + b) per group (vectorised Newton).
+
+    Per group, in memory (see the module docstring for the model and the targets).
+
+    Parameters
+    ----------
+    frame
+        DataFrame or LazyFrame with one row per prediction.
+    by
+        Group key column(s) (``None``: one map for the frame).
+    confidence, correct, weight
+        Probability in [0, 1], outcome (boolean or 0/1), optional row weights.
+    smoothing
+        Use Platt's target smoothing (scikit-learn's ``method="sigmoid"``).
+    split, fit_value, fold, in_sample
+        The fitting scheme (:mod:`calib_frames.recalibrate.splits`).
+    epsilon
+        Confidences are clipped to [ε, 1 − ε] before the logit.
+    tol
+        Relative tolerance on the Newton step.
+    max_iter
+        Most Newton steps.
+
+    Returns
+    -------
+    DataFrame or LazyFrame (same kind as the input; computed at call time)
+        Keys…, [fold], then :data:`PLATT`'s columns: ``slope`` (a), ``intercept`` (b),
+        ``nll_before``/``nll_after`` (mean NLL of the outcomes at the identity and at
+        the fit), ``count``, ``iterations``, ``converged``, ``clipped``,
+        ``fitted_on``, ``in_sample``.
+
+    Raises
+    ------
+    SchemaError
+        Missing or mistyped columns.
+    DataError
+        Invalid rows; a group with one class only (without ``smoothing``).
+    ArgumentError
+        Invalid arguments.
+
+    See Also
+    --------
+    apply_platt : the recalibrated confidences.
+    fit_temperature : the one-parameter special case a = 1/T, b = 0.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.recalibrate import fit_platt
+    >>> df = pl.DataFrame(
+    ...     {"confidence": [0.9, 0.8, 0.7, 0.6, 0.9, 0.3], "correct": [1, 1, 0, 1, 0, 0]}
+    ... )
+    >>> params = fit_platt(df)
+    >>> params.select(pl.col("slope", "intercept").round(4), "converged").rows()
+    [(0.5593, -0.5849, True)]
+    """
+    keys: list[str] = normalise_keys(by)
+    eps = _core.check_epsilon(epsilon)
+    rtol = _core.check_tolerance(tol)
+    max_iter = _core.check_positive_int("max_iter", max_iter)
+    if not isinstance(smoothing, bool):
+        raise ArgumentError(f"smoothing= takes True or False, got {smoothing!r}")
+    scheme = fit_scheme(split=split, fit_value=fit_value, fold=fold, in_sample=in_sample)
+    source = as_lazy(frame)
+    schema = source.collect_schema()
+    columns = {"confidence": confidence, "correct": correct}
+    if weight is not None:
+        columns["weight"] = weight
+    _core.check_columns(
+        schema,
+        columns,
+        keys=keys,
+        numeric=[r for r in columns if r != "correct"],
+        boolean_like=["correct"],
+        reserved=(*PLATT.names,),
+    )
+    rows, fit_keys = _core.prepare_rows(source, keys, scheme)
+    data, clipped = _core.collect_binary(
+        rows, fit_keys, confidence=confidence, correct=correct, weight=weight, epsilon=eps
+    )
+    n = data.n_groups
+    if n == 0:
+        values: dict[str, object] = {name: [] for name in PLATT.names[:-2]}
+        groups = _core.empty_groups(fit_keys, rows.collect_schema())
+        return return_like(frame, _core.params_frame(groups, values, scheme, _SCHEMA).lazy())
+    g = data.group
+    z, y, w = data.columns["z"], data.columns["y"], data.columns["w"]
+    positive = _core.group_sum(g, w * y, n)
+    negative = _core.group_sum(g, w * (1.0 - y), n)
+    if not smoothing:
+        one_class = (positive <= 0) | (negative <= 0)
+        if one_class.any():
+            bad = int(one_class.sum())
+            index = int(np.flatnonzero(one_class)[0])
+            example = data.groups.row(index, named=True) if data.groups.width else {}
+            where = ", ".join(f"{k}={v!r}" for k, v in example.items()) or "the whole frame"
+            raise DataError(
+                f"column {correct!r}: {bad:,} of {n:,} groups have only one class, so "
+                f"Platt scaling has no maximum-likelihood fit; e.g. {where}. Pass "
+                "smoothing=True (Platt's targets), or use fit_temperature"
+            )
+        t = y
+    else:
+        t = np.where(y > 0, ((positive + 1.0) / (positive + 2.0))[g], (1.0 / (negative + 2.0))[g])
+    a, b, iterations, converged = _newton_2d(z, t, w, g, n, rtol=rtol, max_iter=max_iter)
+    weight_total = _core.group_sum(g, w, n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        before = _loss(np.ones(n), np.zeros(n), z, t=y, w=w, g=g, n=n) / weight_total
+        after = _loss(a, b, z, t=y, w=w, g=g, n=n) / weight_total
+    count = np.bincount(g, minlength=n)
+    values = {
+        "slope": a,
+        "intercept": b,
+        "nll_before": before,
+        "nll_after": after,
+        "count": count,
+        "iterations": iterations,
+        "converged": converged,
+        "clipped": clipped,
+    }
+    return return_like(frame, _core.params_frame(data.groups, values, scheme, _SCHEMA).lazy())
+
+
+def _loss(
+    a: np.ndarray,
+    b: np.ndarray,
+    /,
+    z: np.ndarray,
+    *,
+    t: np.ndarray,
+    w: np.ndarray,
+    g: np.ndarray,
+    n: int,
+) -> np.ndarray:
+    eta = a[g] * z + b[g]
+    return _core.group_sum(g, w * (np.logaddexp(0.0, eta) - t * eta), n)
+
+
+def _newton_2d(
+    z: np.ndarray,
+    t: np.ndarray,
+    w: np.ndarray,
+    g: np.ndarray,
+    n: int,
+    *,
+    rtol: float,
+    max_iter: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Damped Newton for (a, b) of every group together; step halving on a loss increase."""
+    a, b = np.ones(n), np.zeros(n)
+    active = np.ones(n, dtype=bool)
+    converged = np.zeros(n, dtype=bool)
+    iterations = np.zeros(n, dtype=np.int64)
+    loss = _loss(a, b, z, t=t, w=w, g=g, n=n)
+    for _ in range(max_iter):
+        if not active.any():
+            break
+        iterations += active
+        eta = a[g] * z + b[g]
+        with np.errstate(over="ignore"):
+            mu = 1.0 / (1.0 + np.exp(-eta))
+        r = w * (mu - t)
+        s = w * mu * (1.0 - mu)
+        ga, gb = _core.group_sum(g, r * z, n), _core.group_sum(g, r, n)
+        sz = s * z
+        haa, hab, hbb = (
+            _core.group_sum(g, sz * z, n),
+            _core.group_sum(g, sz, n),
+            _core.group_sum(g, s, n),
+        )
+        ridge = 1e-10 * (haa + hbb) + 1e-300
+        haa, hbb = haa + ridge, hbb + ridge
+        det = haa * hbb - hab * hab
+        with np.errstate(divide="ignore", invalid="ignore"):
+            da = np.where(det > 0, (hbb * ga - hab * gb) / det, 0.0)
+            db = np.where(det > 0, (haa * gb - hab * ga) / det, 0.0)
+        da = np.where(active & np.isfinite(da), da, 0.0)
+        db = np.where(active & np.isfinite(db), db, 0.0)
+        step = np.ones(n)
+        accepted = ~active
+        new_a, new_b, new_loss = a, b, loss
+        for _halving in range(40):
+            cand_a, cand_b = a - step * da, b - step * db
+            cand_loss = _loss(cand_a, cand_b, z, t=t, w=w, g=g, n=n)
+            ok = ~accepted & (cand_loss <= loss + 1e-13 * np.abs(loss))
+            new_a = np.where(ok, cand_a, new_a)
+            new_b = np.where(ok, cand_b, new_b)
+            new_loss = np.where(ok, cand_loss, new_loss)
+            accepted |= ok
+            if accepted.all():
+                break
+            step = np.where(accepted, step, step * 0.5)
+        small = (np.abs(da) <= rtol * (1.0 + np.abs(a))) & (np.abs(db) <= rtol * (1.0 + np.abs(b)))
+        # the decrease Newton predicts, g·d/2, is at rounding level: nothing left to gain
+        # (the step itself can stay large along a direction the loss does not depend
+        # on, as when all confidences of a group are equal)
+        small |= 0.5 * (ga * da + gb * db) <= 1e-15 * np.abs(loss)
+        stuck = active & ~accepted  # no decrease even for tiny steps: at the optimum to rounding
+        done = active & (small | stuck)
+        a, b, loss = new_a, new_b, new_loss
+        converged |= done
+        active &= ~done
+    return a, b, iterations, converged
+
+
+def apply_platt(
+    frame: Frame,
+    params: pl.DataFrame | pl.LazyFrame,
+    *,
+    confidence: str = "confidence",
+    output: str = "recalibrated",
+    split: str | None = None,
+    fit_value: object = "fit",
+    epsilon: float = 1e-12,
+) -> Frame:
+    """Add Platt-scaled confidences σ(a·logit(p) + b): a lazy join on the parameters' keys.
+
+    Parameters
+    ----------
+    frame
+        DataFrame or LazyFrame with the parameters' keys (and fold column if
+        cross-fitted) and ``confidence``.
+    params
+        The table returned by :func:`fit_platt` (read once, at call time).
+    confidence, output
+        Input column and the name of the new column.
+    split, fit_value
+        If given, rows whose ``split`` equals ``fit_value`` are labelled in-sample.
+    epsilon
+        Clipping before the logit (use the fit's value).
+
+    Returns
+    -------
+    DataFrame or LazyFrame (same kind as ``frame``)
+        ``frame`` with ``output`` (null where the group has no parameters or the
+        confidence is null/invalid) and ``in_sample``; row order kept.
+
+    Raises
+    ------
+    SchemaError
+        Missing columns, key dtypes that differ, an existing ``output`` column.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.recalibrate import apply_platt
+    >>> params = pl.DataFrame({"slope": [0.5], "intercept": [0.0], "in_sample": [False]})
+    >>> out = apply_platt(pl.DataFrame({"confidence": [0.9, 0.5]}), params)
+    >>> out["recalibrated"].round(4).to_list()
+    [0.75, 0.5]
+    """
+    eps = _core.check_epsilon(epsilon)
+    keys: list[str]
+    table, keys = read_params(params, _PARAMS_IN)
+    source = as_lazy(frame)
+    schema = source.collect_schema()
+    check_output(schema, output, split, fit_value)
+    check_join(schema, table, keys, "Platt")
+    _core.check_columns(schema, {"confidence": confidence}, numeric=["confidence"])
+    p = pl.col(confidence).cast(pl.Float64)
+    eta = pl.col(param("slope")) * _core.logit_expr(p, eps) + pl.col(param("intercept"))
+    value = pl.when(p.is_between(0.0, 1.0)).then(_core.sigmoid_expr(eta))
+    joined = join_params(source, table, keys, ["slope", "intercept"])
+    result = joined.with_columns(value.alias(output), in_sample_expr(split, fit_value)).drop(
+        param("slope"), param("intercept"), IN_SAMPLE_PARAM
+    )
+    return return_like(frame, result)

@@ -1,0 +1,280 @@
+"""Honest fitting: which rows a recalibration map is fitted on, and which rows it scores.
+
+Recalibration maps fitted and scored on the same rows look better than they are (the
+map has seen the outcomes it is judged on). Every ``fit_*`` function of
+:mod:`calib_frames.recalibrate` therefore takes one of four *fitting schemes*, and the
+scheme is written into every output as the columns ``fitted_on`` (String) and
+``in_sample`` (Boolean):
+
+==============  ===================================================  ==============
+``fitted_on``   how it is asked for                                  ``in_sample``
+==============  ===================================================  ==============
+``"frame"``     nothing: every row of the frame given to ``fit_*``   False
+                is fit data (the "two frames" way: fit on one frame,
+                apply to another)
+``"split"``     ``split="split"``: the rows whose ``split`` column   False (the rows
+                equals ``fit_value`` (default ``"fit"``)             of the fit split
+                                                                     are labelled True
+                                                                     when applied)
+``"cross_fit"`` ``fold="fold"`` (a fold column, e.g. from            False
+                :func:`assign_folds`): one map per (group, fold),
+                fitted on the group's *other* folds, applied to
+                the fold's own rows
+``"in_sample"`` ``in_sample=True``: fit on every row, score the      True
+                same rows (HELM's in-sample Platt scaling); only
+                on this explicit request
+==============  ===================================================  ==============
+
+Folds are deterministic: :func:`assign_folds` hashes an item-id column with a seed
+(polars' ``Expr.hash``, stable for a given polars version) and takes the remainder, so
+the same item gets the same fold in every run and in every frame that holds it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import polars as pl
+
+from calib_frames.exceptions import ArgumentError, DataError, SchemaError
+from calib_frames.validation import Frame, as_lazy, group_keys, return_like
+
+__all__ = ["FitScheme", "assign_folds", "fit_scheme"]
+
+FittedOn = Literal["frame", "split", "cross_fit", "in_sample"]
+HELD_OUT = "__calib_held_out"
+
+
+@dataclass(frozen=True)
+class FitScheme:
+    """Which rows a map is fitted on (see the module docstring).
+
+    Attributes
+    ----------
+    fitted_on
+        ``"frame"``, ``"split"``, ``"cross_fit"`` or ``"in_sample"``.
+    split, fit_value
+        The split column and the value that marks fit rows (scheme ``"split"``).
+    fold
+        The fold column (scheme ``"cross_fit"``).
+    """
+
+    fitted_on: FittedOn
+    split: str | None = None
+    fit_value: object = "fit"
+    fold: str | None = None
+
+    @property
+    def in_sample(self) -> bool:
+        """Whether the map is meant to score the rows it was fitted on."""
+        return self.fitted_on == "in_sample"
+
+    def labels(self) -> list[pl.Expr]:
+        """The ``fitted_on`` and ``in_sample`` columns of a parameters table."""
+        return [
+            pl.lit(self.fitted_on, dtype=pl.String).alias("fitted_on"),
+            pl.lit(self.in_sample, dtype=pl.Boolean).alias("in_sample"),
+        ]
+
+
+def fit_scheme(
+    *,
+    split: str | None = None,
+    fit_value: object = "fit",
+    fold: str | None = None,
+    in_sample: bool = False,
+) -> FitScheme:
+    """Build the :class:`FitScheme` named by the arguments of a ``fit_*`` function.
+
+    Parameters
+    ----------
+    split
+        Column whose value ``fit_value`` marks the fit rows (scheme ``"split"``).
+    fit_value
+        The value of ``split`` on fit rows (default ``"fit"``).
+    fold
+        Fold column for cross-fitting (scheme ``"cross_fit"``).
+    in_sample
+        Fit and score the same rows (scheme ``"in_sample"``).
+
+    Returns
+    -------
+    FitScheme
+        ``"frame"`` when nothing is asked for (every row of the frame is fit data).
+
+    Raises
+    ------
+    ArgumentError
+        If more than one scheme is asked for, or an argument has the wrong type.
+
+    Examples
+    --------
+    >>> fit_scheme(split="split").fitted_on
+    'split'
+    >>> fit_scheme(in_sample=True).in_sample
+    True
+    """
+    if not isinstance(in_sample, bool):
+        raise ArgumentError(f"in_sample= takes True or False, got {in_sample!r}")
+    for name, value in (("split", split), ("fold", fold)):
+        if value is not None and not isinstance(value, str):
+            raise ArgumentError(f"{name}= takes a column name, got {value!r}")
+    chosen = [
+        name for name, on in (("split=", split is not None), ("fold=", fold is not None)) if on
+    ] + (["in_sample=True"] if in_sample else [])
+    if len(chosen) > 1:
+        raise ArgumentError(
+            f"choose one fitting scheme, got {' and '.join(chosen)}: a split column, "
+            "cross-fitting folds, or in_sample=True"
+        )
+    if split is not None:
+        return FitScheme("split", split=split, fit_value=fit_value)
+    if fold is not None:
+        return FitScheme("cross_fit", fold=fold)
+    if in_sample:
+        return FitScheme("in_sample")
+    return FitScheme("frame")
+
+
+def fit_rows(
+    frame: pl.LazyFrame, keys: Sequence[str], scheme: FitScheme
+) -> tuple[pl.LazyFrame, list[str]]:
+    """The rows a scheme fits on, and the keys of the fitted groups.
+
+    Cross-fitting replicates each row once per *other* fold of its group: the row of
+    fold j is fit data of the maps of every fold k ≠ j of the group; the returned keys
+    are ``[*keys, fold]`` where ``fold`` now names the held-out fold of each map.
+    """
+    schema = frame.collect_schema()
+    if scheme.fitted_on == "split":
+        assert scheme.split is not None
+        check_split(schema, scheme.split, scheme.fit_value)
+        return frame.filter(pl.col(scheme.split) == pl.lit(scheme.fit_value)), list(keys)
+    if scheme.fitted_on != "cross_fit":
+        return frame, list(keys)
+    fold = scheme.fold
+    assert fold is not None
+    if fold not in schema:
+        raise SchemaError(
+            f"fold column {fold!r} not found; add one with "
+            "calib_frames.recalibrate.assign_folds(frame, item=...)"
+        )
+    if fold in keys:
+        raise ArgumentError(f"the fold column {fold!r} cannot also be a group key")
+    folds = frame.select(*keys, pl.col(fold).alias(HELD_OUT)).unique()
+    replicated = (
+        frame.join(folds, on=list(keys), nulls_equal=True)
+        if keys
+        else frame.join(folds, how="cross")
+    )
+    rows = replicated.filter(pl.col(fold) != pl.col(HELD_OUT)).drop(fold)
+    return rows.rename({HELD_OUT: fold}), [*keys, fold]
+
+
+def check_split(schema: pl.Schema, split: str, fit_value: object) -> None:
+    """The split column exists and can be compared with ``fit_value`` (SchemaError)."""
+    if split not in schema:
+        raise SchemaError(f"split column {split!r} not found; available: {schema.names()}")
+    dtype = schema[split]
+    textual = dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum)
+    if isinstance(fit_value, str) != textual or not (
+        textual or dtype.is_numeric() or dtype == pl.Boolean
+    ):
+        raise SchemaError(
+            f"split column {split!r} is {dtype}, which cannot be compared with "
+            f"fit_value={fit_value!r}; pass a fit_value of the column's type"
+        )
+
+
+def check_fold_column(frame: pl.DataFrame, fold: str, keys: Sequence[str]) -> None:
+    """Refuse null folds, and groups with a single fold (nothing to fit on)."""
+    nulls = frame.filter(pl.col(fold).is_null())
+    if nulls.height:
+        raise DataError(
+            f"column {fold!r}: {nulls.height:,} of {frame.height:,} rows have a null fold"
+        )
+    per_group = (
+        frame.group_by(*keys).agg(pl.col(fold).n_unique().alias("n"))
+        if keys
+        else (frame.select(pl.col(fold).n_unique().alias("n")))
+    )
+    single = per_group.filter(pl.col("n") < 2)
+    if single.height:
+        row = single.row(0, named=True)
+        where = ", ".join(f"{k}={row[k]!r}" for k in keys) or "the whole frame"
+        raise DataError(
+            f"column {fold!r}: {single.height:,} of {per_group.height:,} groups have a single "
+            f"fold, so no rows to fit on for it; e.g. {where}"
+        )
+
+
+def assign_folds(
+    frame: Frame,
+    *,
+    item: str,
+    folds: int = 5,
+    seed: int = 0,
+    name: str = "fold",
+) -> Frame:
+    """Add a deterministic fold column: ``hash(item, seed) mod folds`` (UInt32).
+
+    Every row of one item gets the same fold, in any frame and in any run (for a given
+    polars version: the hash is polars' ``Expr.hash(seed)``). Folds are roughly, not
+    exactly, equal in size.
+
+    Parameters
+    ----------
+    frame
+        DataFrame or LazyFrame.
+    item
+        Column identifying the item (question id, document id): all rows of an item
+        share a fold, so options of one question never straddle fit and apply.
+    folds
+        Number of folds, at least 2.
+    seed
+        Seed of the hash; another seed gives another, equally deterministic, split.
+    name
+        Name of the new column.
+
+    Returns
+    -------
+    DataFrame or LazyFrame
+        ``frame`` with the column ``name`` added.
+
+    Raises
+    ------
+    SchemaError
+        If ``item`` is missing or ``name`` already exists.
+    ArgumentError
+        If ``folds`` < 2 or ``seed`` is not a non-negative integer.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> df = pl.DataFrame({"question": ["q1", "q2", "q1"]})
+    >>> out = assign_folds(df, item="question", folds=3, seed=1)
+    >>> out["fold"][0] == out["fold"][2]
+    True
+    """
+    if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
+        raise ArgumentError(f"folds= takes an integer >= 2, got {folds!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ArgumentError(f"seed= takes a non-negative integer, got {seed!r}")
+    lazy = as_lazy(frame)
+    schema = lazy.collect_schema()
+    if item not in schema:
+        raise SchemaError(f"item column {item!r} not found; available: {schema.names()}")
+    if name in schema:
+        raise SchemaError(f"column {name!r} already exists; pass name= to choose another")
+    fold = (pl.col(item).hash(seed) % folds).cast(pl.UInt32).alias(name)
+    return return_like(frame, lazy.with_columns(fold))
+
+
+def normalise_keys(by: str | Sequence[str] | None) -> list[str]:
+    """``validation.group_keys`` with the package's error type."""
+    try:
+        return group_keys(by)
+    except (TypeError, ValueError) as error:
+        raise ArgumentError(str(error)) from None

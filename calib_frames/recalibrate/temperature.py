@@ -1,0 +1,582 @@
+r"""Temperature scaling: one temperature T per group, fitted by minimising the NLL.
+
+Two inputs:
+
+* ``kind="confidence"`` — binary confidences p with outcomes y (the probability that
+  the answer is correct, or that an event happens). The recalibrated confidence is
+  σ(logit(p) / T), with logit(p) = ln p − ln(1 − p) of p clipped to [ε, 1 − ε]
+  (``epsilon``, default 1e-12, so that 0 and 1 have a finite logit of about ∓27.6;
+  the clipped rows are counted in the ``clipped`` column).
+* ``kind="options"`` — multiple choice: one row per (question, option) with the
+  option's log-likelihood ℓ and an ``is_gold`` flag (exactly one gold option per
+  question). The recalibrated probability of an option is the softmax of ℓ / T over
+  the options of its question.
+
+With β = 1/T, the NLL of a group is convex in β:
+
+* binary: L(β) = Σᵢ wᵢ [softplus(β zᵢ) − yᵢ β zᵢ], L′ = Σ w (σ(βz) − y) z,
+  L″ = Σ w σ(βz)(1 − σ(βz)) z²;
+* options: L(β) = Σ_q [log Σ_k exp(β ℓ_qk) − β ℓ_q,gold], L′ = Σ_q E_β[ℓ − ℓ_gold],
+  L″ = Σ_q Var_β[ℓ] (expectations under the softmax at β).
+
+so the minimum is found by a safeguarded Newton iteration on β (bracketed by
+``bounds`` on T, default [1e-3, 1e3], with geometric bisection when a Newton step leaves
+the bracket), vectorised over groups: all groups iterate together on numpy arrays
+indexed by group; the per-group sums are ``np.bincount``/``np.add.reduceat``. A
+temperature on a bound is reported with ``at_bound`` (the minimum lies beyond it, e.g.
+a group whose answers are all correct wants T → 0).
+
+Temperature never changes which option has the largest probability (ℓ/T keeps the
+order for T > 0), so accuracy is unchanged; a binary confidence stays on its side of
+0.5.
+
+Fitting is per group and in memory (the fit rows are collected once); applying is a
+lazy join of the small parameters table on its keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+import numpy as np
+import polars as pl
+
+from calib_frames.exceptions import ArgumentError
+from calib_frames.recalibrate import _core
+from calib_frames.recalibrate._apply import (
+    IN_SAMPLE_PARAM,
+    check_join,
+    check_output,
+    in_sample_expr,
+    join_params,
+    param,
+    read_params,
+)
+from calib_frames.recalibrate.splits import fit_scheme, normalise_keys
+from calib_frames.schema import Table
+from calib_frames.validation import Frame, as_lazy, return_like
+
+__all__ = ["TEMPERATURE", "apply_temperature", "fit_temperature"]
+
+Kind = Literal["confidence", "options"]
+_BLOCK = 1 << 13  # questions per block of the option sums (fits in the L2 cache)
+_ACTIVE_SUBSET = 0.6  # below this fraction of groups still iterating, sum only theirs
+
+
+def _ranks(sizes: np.ndarray) -> np.ndarray:
+    """0, 1, …, size − 1 for each size, concatenated."""
+    ends = np.cumsum(sizes)
+    ranks: np.ndarray = np.arange(int(ends[-1]) if ends.size else 0) - np.repeat(
+        ends - sizes, sizes
+    )
+    return ranks
+
+
+TEMPERATURE = Table(
+    "temperature-parameters table",
+    {
+        "temperature": pl.Float64(),
+        "nll_before": pl.Float64(),
+        "nll_after": pl.Float64(),
+        "count": pl.UInt64(),
+        "iterations": pl.UInt32(),
+        "converged": pl.Boolean(),
+        "at_bound": pl.Boolean(),
+        "clipped": pl.UInt64(),
+        "fitted_on": pl.String(),
+        "in_sample": pl.Boolean(),
+    },
+    built_by="recalibrate.fit_temperature",
+)
+"""One row per group: T, the mean NLL at T = 1 and at T, rows (questions), diagnostics."""
+
+_SCHEMA = dict(TEMPERATURE.columns)
+
+Derivatives = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray | None]]
+Loss = Callable[[np.ndarray], np.ndarray]
+# groups, number of groups, (L', L'') of 1/T, L of 1/T, rows, total weight, clipped rows
+_Problem = tuple[
+    pl.DataFrame, int, Derivatives | None, Loss | None, np.ndarray, np.ndarray, np.ndarray
+]
+
+
+def fit_temperature(
+    frame: Frame,
+    *,
+    by: str | Sequence[str] | None = None,
+    kind: Kind = "confidence",
+    confidence: str = "confidence",
+    correct: str = "correct",
+    question: str = "question",
+    loglik: str = "loglik",
+    is_gold: str = "is_gold",
+    weight: str | None = None,
+    split: str | None = None,
+    fit_value: object = "fit",
+    fold: str | None = None,
+    in_sample: bool = False,
+    bounds: tuple[float, float] = (1e-3, 1e3),
+    epsilon: float = 1e-12,
+    tol: float = 1e-10,
+    max_iter: int = 100,
+) -> Frame:
+    """Fit one temperature per group by minimising the negative log-likelihood.
+
+    Per group, in memory: the fit rows are collected once and all groups are fitted
+    together (vectorised safeguarded Newton on 1/T; see the module docstring).
+
+    Parameters
+    ----------
+    frame
+        DataFrame or LazyFrame. ``kind="confidence"``: one row per prediction with
+        ``confidence`` and ``correct``; ``kind="options"``: one row per option with
+        ``question``, ``loglik`` and ``is_gold``.
+    by
+        Group key column(s); one temperature per group (``None``: one for the frame).
+        Fit ``by=["model"]`` for one temperature shared across a model's tasks, then
+        apply it to a frame grouped by model × task.
+    kind
+        ``"confidence"`` (binary, through the logit) or ``"options"`` (softmax).
+    confidence, correct
+        Binary input: probability in [0, 1] and outcome (boolean or 0/1).
+    question, loglik, is_gold
+        Options input: question id, option log-likelihood (any finite real; only
+        differences within a question matter) and the gold flag (boolean or 0/1,
+        exactly one true per question).
+    weight
+        Optional non-negative row weights (binary input only).
+    split, fit_value, fold, in_sample
+        The fitting scheme (:mod:`calib_frames.recalibrate.splits`): fit on the rows
+        whose ``split`` equals ``fit_value``; cross-fit by the ``fold`` column (one
+        temperature per group and held-out fold, fitted on the other folds); or
+        ``in_sample=True``. Default: every row of ``frame`` is fit data.
+    bounds
+        (low, high): the temperature is searched in this interval.
+    epsilon
+        Binary input: confidences are clipped to [ε, 1 − ε] before the logit.
+    tol
+        Relative tolerance on 1/T (Newton step or bracket width).
+    max_iter
+        Most Newton steps; groups still moving are reported with ``converged`` False.
+
+    Returns
+    -------
+    DataFrame or LazyFrame (same kind as the input; computed at call time)
+        Keys…, [the fold column], then the columns of :data:`TEMPERATURE`:
+        ``temperature``; ``nll_before``/``nll_after``, the (weighted) mean NLL (nats per row or
+        per question) at T = 1 and at the fitted T; ``count`` (rows or questions);
+        ``iterations``; ``converged``; ``at_bound``; ``clipped`` (rows whose confidence
+        was clipped by ε); ``fitted_on`` and ``in_sample`` (the fitting scheme). A
+        group without fit rows has no row.
+
+    Raises
+    ------
+    SchemaError
+        Missing or mistyped columns.
+    DataError
+        Invalid confidences or outcomes, non-finite log-likelihoods, questions with no
+        or several gold options, null folds.
+    ArgumentError
+        Invalid arguments (bounds, tolerances, more than one fitting scheme).
+
+    See Also
+    --------
+    apply_temperature : the recalibrated confidences.
+    sklearn.calibration.CalibratedClassifierCV : ``method="temperature"`` fits the same
+        T (as an inverse temperature) for one group.
+
+    Examples
+    --------
+    Over-confident predictions get T > 1:
+
+    >>> import polars as pl
+    >>> from calib_frames.recalibrate import fit_temperature
+    >>> df = pl.DataFrame(
+    ...     {"confidence": [0.99, 0.98, 0.97, 0.99, 0.02], "correct": [1, 0, 1, 0, 0]}
+    ... )
+    >>> params = fit_temperature(df)
+    >>> params.select("count", "converged", "fitted_on").rows()
+    [(5, True, 'frame')]
+    >>> round(params["temperature"][0], 3), params["nll_after"][0] < params["nll_before"][0]
+    (12.048, True)
+    """
+    keys: list[str] = normalise_keys(by)
+    if kind not in ("confidence", "options"):
+        raise ArgumentError(f"kind= takes 'confidence' or 'options', got {kind!r}")
+    low, high = _core.check_bounds(bounds)
+    eps = _core.check_epsilon(epsilon)
+    rtol = _core.check_tolerance(tol)
+    max_iter = _core.check_positive_int("max_iter", max_iter)
+    scheme = fit_scheme(split=split, fit_value=fit_value, fold=fold, in_sample=in_sample)
+    source = as_lazy(frame)
+    schema = source.collect_schema()
+    reserved = (*TEMPERATURE.names, "fitted_on", "in_sample")
+    if kind == "confidence":
+        columns = {"confidence": confidence, "correct": correct}
+        if weight is not None:
+            columns["weight"] = weight
+        _core.check_columns(
+            schema,
+            columns,
+            keys=keys,
+            numeric=[r for r in columns if r != "correct"],
+            boolean_like=["correct"],
+            reserved=reserved,
+        )
+    else:
+        if weight is not None:
+            raise ArgumentError("weight= is supported for kind='confidence' only")
+        columns = {"question": question, "loglik": loglik, "is_gold": is_gold}
+        _core.check_columns(
+            schema,
+            columns,
+            keys=keys,
+            numeric=["loglik"],
+            boolean_like=["is_gold"],
+            reserved=reserved,
+        )
+    rows, fit_keys = _core.prepare_rows(source, keys, scheme)
+    if kind == "confidence":
+        groups, n_groups, derivatives, loss, count, total, clipped = _binary_problem(
+            rows, fit_keys, confidence=confidence, correct=correct, weight=weight, epsilon=eps
+        )
+    else:
+        groups, n_groups, derivatives, loss, count, total, clipped = _options_problem(
+            rows, fit_keys, question=question, loglik=loglik, is_gold=is_gold
+        )
+    if n_groups and derivatives is not None and loss is not None:
+        one = np.ones(n_groups)
+        result = _core.newton_1d(
+            derivatives,
+            start=one,
+            lower=1.0 / high,
+            upper=1.0 / low,
+            rtol=rtol,
+            max_iter=max_iter,
+        )
+        beta = result.x
+        # the options objective reports L at every evaluated point: at the start (1/T = 1
+        # when the bounds allow it) and where each group stopped; else evaluate it here
+        at_one = result.start_loss is not None and 1.0 / high <= 1.0 <= 1.0 / low
+        before = result.start_loss if at_one and result.start_loss is not None else loss(one)
+        after = result.loss
+        if after is None or not np.all(np.isfinite(after)):
+            after = loss(beta)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            nll_before = before / total
+            nll_after = after / total
+        values: dict[str, object] = {
+            "temperature": 1.0 / beta,
+            "nll_before": nll_before,
+            "nll_after": nll_after,
+            "count": count,
+            "iterations": result.iterations,
+            "converged": result.converged,
+            "at_bound": result.at_bound,
+            "clipped": clipped,
+        }
+    else:
+        values = {name: [] for name in TEMPERATURE.names[:-2]}
+        groups = _core.empty_groups(fit_keys, rows.collect_schema())
+    table = _core.params_frame(groups, values, scheme, _SCHEMA)
+    return return_like(frame, table.lazy())
+
+
+def _binary_problem(
+    rows: pl.LazyFrame,
+    keys: list[str],
+    *,
+    confidence: str,
+    correct: str,
+    weight: str | None,
+    epsilon: float,
+) -> _Problem:
+    data, clipped = _core.collect_binary(
+        rows, keys, confidence=confidence, correct=correct, weight=weight, epsilon=epsilon
+    )
+    g, n = data.group, data.n_groups
+    z, y, w = data.columns["z"], data.columns["y"], data.columns["w"]
+
+    def derivatives(
+        beta: np.ndarray, active: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        s = _sigmoid(beta[g] * z)
+        wz = w * z
+        grad = _core.group_sum(g, wz * (s - y), n)
+        hess = _core.group_sum(g, wz * z * s * (1.0 - s), n)
+        return grad, hess, None
+
+    def loss(beta: np.ndarray) -> np.ndarray:
+        x = beta[g] * z
+        return _core.group_sum(g, w * (np.logaddexp(0.0, x) - y * x), n)
+
+    count = np.bincount(g, minlength=n)
+    total_weight = _core.group_sum(g, w, n)
+    return data.groups, n, derivatives, loss, count, total_weight, clipped
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        out: np.ndarray = 1.0 / (1.0 + np.exp(-x))
+    return out
+
+
+def _options_problem(
+    rows: pl.LazyFrame,
+    keys: list[str],
+    *,
+    question: str,
+    loglik: str,
+    is_gold: str,
+) -> _Problem:
+    schema = rows.collect_schema()
+    values = {
+        "__calib_l": pl.col(loglik).cast(pl.Float64),
+        "__calib_gold": _core.outcome_expr(is_gold, schema[is_gold]),
+    }
+    extra = [c for c in dict.fromkeys([question, loglik, is_gold]) if c not in keys]
+    groups, gq, frame, n, starts = _core.collect_grouped(
+        rows, keys, values, runs_of=question, extra=extra, per_row=False
+    )
+    ell = np.asarray(frame["__calib_l"].to_numpy(), dtype=np.float64)
+    gold = np.asarray(frame["__calib_gold"].to_numpy(), dtype=np.float64)
+    _core.raise_bad(frame, ~np.isfinite(ell), keys, loglik, "not a finite log-likelihood")
+    _core.raise_bad(frame, ~np.isfinite(gold), keys, is_gold, "not boolean or 0/1 (or null)")
+    if ell.size == 0:
+        return groups, 0, None, None, np.zeros(0), np.zeros(0), np.zeros(0)
+    sizes = np.diff(np.r_[starts, ell.size])
+    gold_rows = np.flatnonzero(gold)
+    # one gold option per question: the gold rows are the questions' rows, one each, in
+    # question order (questions are contiguous runs)
+    one_gold = gold_rows.size == starts.size and bool(
+        np.all(np.searchsorted(starts, gold_rows, side="right") - 1 == np.arange(starts.size))
+    )
+    if not one_gold:
+        bad_question = np.add.reduceat(gold, starts) != 1
+        _core.raise_bad(
+            frame,
+            np.repeat(bad_question, sizes),
+            keys,
+            question,
+            "in questions without exactly one gold option",
+            what="option rows",
+        )
+    derivatives, loss, count = _option_objective(
+        ell, ell[gold_rows], starts=starts, sizes=sizes, gq=gq, n=n
+    )
+    return groups, n, derivatives, loss, count, count.astype(np.float64), np.zeros(n)
+
+
+def _option_objective(
+    ell: np.ndarray,
+    gold_l: np.ndarray,
+    *,
+    starts: np.ndarray,
+    sizes: np.ndarray,
+    gq: np.ndarray,
+    n: int,
+) -> tuple[Derivatives, Loss, np.ndarray]:
+    """(L′, L″) and L of 1/T per group for option rows contiguous per question.
+
+    ``gold_l`` is the gold option's log-likelihood and ``gq`` the group of each question.
+    With m = ℓ − max_q ℓ (≤ 0, so exp never overflows) and m_gold = ℓ_gold − max_q ℓ, a
+    question contributes L_q = log Σ exp(β m) − β m_gold, L′_q = E_β[m] − m_gold and
+    L″_q = Var_β[m]. Once most groups have stopped, only the questions of the others
+    are evaluated.
+    """
+    sums = _OptionSums(ell, starts, sizes)
+    m_gold = gold_l - sums.top  # <= 0
+
+    def derivatives(
+        beta: np.ndarray, active: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        subset = np.flatnonzero(active[gq]) if active.mean() < _ACTIVE_SUBSET else None
+        qg, mg = (gq, m_gold) if subset is None else (gq[subset], m_gold[subset])
+        bq = beta[qg]
+        s0, s1, s2 = sums.of(bq, second=True, subset=subset)
+        mean = s1 / s0
+        var = np.maximum(s2 / s0 - mean * mean, 0.0)
+        value = _core.group_sum(qg, np.log(s0) - bq * mg, n)  # L itself, nearly free
+        return _core.group_sum(qg, mean - mg, n), _core.group_sum(qg, var, n), value
+
+    def loss(beta: np.ndarray) -> np.ndarray:
+        (s0,) = sums.of(beta[gq], second=False)
+        return _core.group_sum(gq, np.log(s0) - beta[gq] * m_gold, n)
+
+    return derivatives, loss, np.bincount(gq, minlength=n)
+
+
+class _OptionSums:
+    """Per question: Σ e, Σ e·m and Σ e·m² with e = exp(β_q m) over its options.
+
+    The sums run over blocks of questions small enough for their arrays to stay in the
+    CPU cache (a loop over blocks of rows, not over groups), so each pass costs one read
+    of m instead of several round trips to memory. When every question has K options,
+    m is a (questions, K) array and row sums are products with a vector of ones
+    (numpy's sum over a short last axis is slow).
+    """
+
+    def __init__(self, ell: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> None:
+        width = int(sizes[0])
+        self.dense = bool(np.all(sizes == width))
+        self.ones = np.ones(width)
+        self.starts, self.sizes = starts, sizes
+        if self.dense:
+            ell2 = ell.reshape(-1, width)
+            self.top = _column_reduce(np.maximum, ell2)
+            self.m = ell2 - self.top[:, None]
+        else:
+            self.top = np.maximum.reduceat(ell, starts)
+            self.m = ell - np.repeat(self.top, sizes)
+
+    def of(
+        self, bq: np.ndarray, *, second: bool, subset: np.ndarray | None = None
+    ) -> list[np.ndarray]:
+        """The sums for every question (``bq``: β of each), or for ``subset`` of them."""
+        m, sizes = self.m, self.sizes
+        if subset is not None:
+            sizes = sizes[subset]
+            rows = subset if self.dense else np.repeat(self.starts[subset], sizes) + _ranks(sizes)
+            m = m[rows]
+        count = bq.size
+        starts = self.starts if subset is None else np.r_[0, np.cumsum(sizes)[:-1]]
+        q_edges = np.r_[np.arange(0, count, _BLOCK), count]
+        r_edges = np.r_[starts, int(sizes.sum())][q_edges]
+        out = [np.empty(count) for _ in range(3 if second else 1)]
+        blocks = zip(q_edges[:-1], q_edges[1:], r_edges[:-1], r_edges[1:], strict=True)
+        if self.dense:
+            # in place, in one cache-sized buffer: no allocation per block
+            buffer = np.empty((min(count, _BLOCK), self.ones.size))
+            for q0, q1, _, _ in blocks:
+                mb, e = m[q0:q1], buffer[: q1 - q0]
+                np.multiply(bq[q0:q1, None], mb, out=e)
+                np.exp(e, out=e)
+                np.matmul(e, self.ones, out=out[0][q0:q1])
+                if second:
+                    np.multiply(e, mb, out=e)
+                    np.matmul(e, self.ones, out=out[1][q0:q1])
+                    np.multiply(e, mb, out=e)
+                    np.matmul(e, self.ones, out=out[2][q0:q1])
+            return out
+        for q0, q1, r0, r1 in blocks:
+            mb = m[r0:r1]
+            e = np.exp(np.repeat(bq[q0:q1], sizes[q0:q1]) * mb)
+            local = starts[q0:q1] - r0
+            out[0][q0:q1] = np.add.reduceat(e, local)
+            if second:
+                em = e * mb
+                out[1][q0:q1] = np.add.reduceat(em, local)
+                out[2][q0:q1] = np.add.reduceat(em * mb, local)
+        return out
+
+
+def _column_reduce(ufunc: np.ufunc, values: np.ndarray) -> np.ndarray:
+    """Reduce each row of a (rows, K) array with small K, column by column.
+
+    Faster than numpy's reduction over a short last axis.
+    """
+    out: np.ndarray = values[:, 0].copy()
+    for k in range(1, values.shape[1]):
+        ufunc(out, values[:, k], out=out)
+    return out
+
+
+def apply_temperature(
+    frame: Frame,
+    params: pl.DataFrame | pl.LazyFrame,
+    *,
+    kind: Kind = "confidence",
+    by: str | Sequence[str] | None = None,
+    confidence: str = "confidence",
+    question: str = "question",
+    loglik: str = "loglik",
+    output: str = "recalibrated",
+    split: str | None = None,
+    fit_value: object = "fit",
+    epsilon: float = 1e-12,
+) -> Frame:
+    """Add temperature-scaled confidences: a lazy join of the parameters on their keys.
+
+    Parameters
+    ----------
+    frame
+        DataFrame or LazyFrame with the parameters' key columns (a frame grouped more
+        finely is fine: parameters fitted ``by="model"`` apply to every task of the
+        model) and the fold column when the parameters were cross-fitted.
+    params
+        The table returned by :func:`fit_temperature` (read once, at call time).
+    kind
+        ``"confidence"``: adds σ(logit(p)/T) with p clipped to [ε, 1 − ε] as in the fit;
+        ``"options"``: adds each option's softmax probability of ℓ/T within its
+        question (a window over keys and question: in memory).
+    by
+        Options input: the columns that identify a question together with
+        ``question`` (default: the parameters' keys; pass the finer keys, e.g.
+        ``["model", "task"]``, when a temperature shared across tasks is applied and
+        question ids repeat across tasks).
+    confidence, question, loglik
+        Input columns (as in :func:`fit_temperature`).
+    output
+        Name of the new column.
+    split, fit_value
+        If given, rows whose ``split`` equals ``fit_value`` are labelled in-sample.
+    epsilon
+        Clipping of binary confidences before the logit (use the fit's value).
+
+    Returns
+    -------
+    DataFrame or LazyFrame (same kind as ``frame``)
+        ``frame`` with ``output`` (null where the row's group has no temperature or its
+        input is null/invalid) and ``in_sample`` (Boolean: the parameters were fitted
+        with ``in_sample=True``, or the row is in the fit split). Row order is kept.
+
+    Raises
+    ------
+    SchemaError
+        Missing columns, key dtypes that differ, an existing ``output`` column.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.recalibrate import apply_temperature
+    >>> params = pl.DataFrame({"model": ["a"], "temperature": [2.0], "in_sample": [False]})
+    >>> df = pl.DataFrame({"model": ["a", "a"], "confidence": [0.9, 0.5]})
+    >>> apply_temperature(df, params)["recalibrated"].round(4).to_list()
+    [0.75, 0.5]
+    """
+    if kind not in ("confidence", "options"):
+        raise ArgumentError(f"kind= takes 'confidence' or 'options', got {kind!r}")
+    eps = _core.check_epsilon(epsilon)
+    keys: list[str]
+    table, keys = read_params(params, _PARAMS_IN)
+    source = as_lazy(frame)
+    schema = source.collect_schema()
+    check_output(schema, output, split, fit_value)
+    check_join(schema, table, keys, "temperature")
+    t = pl.col(param("temperature"))
+    if kind == "confidence":
+        _core.check_columns(schema, {"confidence": confidence}, numeric=["confidence"])
+        p = pl.col(confidence).cast(pl.Float64)
+        valid = p.is_between(0.0, 1.0)
+        value: pl.Expr = pl.when(valid).then(_core.sigmoid_expr(_core.logit_expr(p, eps) / t))
+    else:
+        _core.check_columns(schema, {"question": question, "loglik": loglik}, numeric=["loglik"])
+        scaled = pl.col(loglik).cast(pl.Float64) / t
+        within = [*(keys if by is None else normalise_keys(by)), question]
+        shifted = (scaled - scaled.max().over(within)).exp()
+        value = shifted / shifted.sum().over(within)
+    joined = join_params(source, table, keys, ["temperature"])
+    result = joined.with_columns(value.alias(output), in_sample_expr(split, fit_value)).drop(
+        param("temperature"), IN_SAMPLE_PARAM
+    )
+    return return_like(frame, result)
+
+
+# apply accepts a minimal table: keys, temperature, in_sample.
+_PARAMS_IN = Table(
+    "temperature-parameters table",
+    {"temperature": pl.Float64(), "in_sample": pl.Boolean()},
+    built_by="recalibrate.fit_temperature",
+    optional=(),
+)

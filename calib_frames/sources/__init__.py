@@ -1,0 +1,61 @@
+"""Sources: what evaluation tools write → the engine's frames, as polars transformations.
+
+* :mod:`~calib_frames.sources.options`: multiple-choice option log-likelihoods →
+  per-question predictions (raw and length-normalised), all-options probabilities,
+  the multi-class Brier score.
+* :mod:`~calib_frames.sources.text`: free-text answers → confidence from token
+  log-probabilities, verbalised confidence, sampling consistency.
+* :mod:`~calib_frames.sources.files`: generic parquet/CSV/JSONL readers (globs, folders,
+  hive partitions, column mapping, bad-record reporting).
+* :mod:`~calib_frames.sources.lm_eval`: lm-evaluation-harness ``--log_samples`` folders.
+* :mod:`~calib_frames.sources.openai`: OpenAI-style chat completions with logprobs.
+"""
+
+from calib_frames.sources.files import ScanResult, scan_predictions, scan_table, scan_tokens
+from calib_frames.sources.lm_eval import (
+    lm_eval_comparison,
+    lm_eval_reported,
+    lm_eval_runs,
+    scan_lm_eval_documents,
+    scan_lm_eval_options,
+)
+from calib_frames.sources.openai import (
+    openai_answer_confidence,
+    scan_openai_choices,
+    scan_openai_tokens,
+)
+from calib_frames.sources.options import brier_multiclass, choice_predictions, option_probabilities
+from calib_frames.sources.text import (
+    IPCC_WORDS,
+    KENT_WORDS,
+    Skipped,
+    answer_confidence,
+    sample_consistency,
+    verbalized_confidence,
+    with_verbalized_confidence,
+)
+
+__all__ = [
+    "IPCC_WORDS",
+    "KENT_WORDS",
+    "ScanResult",
+    "Skipped",
+    "answer_confidence",
+    "brier_multiclass",
+    "choice_predictions",
+    "lm_eval_comparison",
+    "lm_eval_reported",
+    "lm_eval_runs",
+    "openai_answer_confidence",
+    "option_probabilities",
+    "sample_consistency",
+    "scan_lm_eval_documents",
+    "scan_lm_eval_options",
+    "scan_openai_choices",
+    "scan_openai_tokens",
+    "scan_predictions",
+    "scan_table",
+    "scan_tokens",
+    "verbalized_confidence",
+    "with_verbalized_confidence",
+]

@@ -1,0 +1,621 @@
+r"""lm-evaluation-harness ``--log_samples`` output → options frames, token frames, comparisons.
+
+lm-eval (``lm_eval --output_path OUT --log_samples``) writes, per model, a folder
+``OUT/<model_name_sanitized>/`` holding ``results_<date>.json`` (the aggregates and every
+task's config) and one ``samples_<task>_<date>.jsonl`` per task (one line per document).
+Several runs may share a folder; their files share the run's date stamp
+(``2026-12-01T07-55-15.561609``), which is how samples are paired with their results.
+The readers take a folder (searched recursively, so ``OUT`` with many models works), a
+file, or a list; the model is named as lm-eval names it in the results file
+(``model_name``), the task as in the samples file name.
+
+How lm-eval's format is read (checked against lm-eval's source, ``lm_eval/api/task.py``,
+``lm_eval/api/metrics.py``, ``lm_eval/loggers/evaluation_tracker.py``):
+
+* File names split at the **last** underscore: ``samples_calib_colors_2026-…jsonl`` is
+  task ``calib_colors`` of run ``2026-…`` (task names contain underscores).
+* Every value in ``resps``/``filtered_resps`` is a **string** (lm-eval logs them through
+  ``str()``): a log-likelihood ``"-8.0001"`` is parsed as a float and the greedy flag
+  ``"False"`` is compared with ``"True"`` (as a non-empty string it would be truthy).
+* ``arguments`` is an object keyed ``gen_args_0 … gen_args_{n-1}`` (one per option), each
+  ``{"arg_0": context, "arg_1": continuation}``; the continuation is
+  ``target_delimiter + choice`` (the delimiter from the task config, stripped when the
+  continuation starts with it, as under a chat template it is left out).
+* ``target`` is ``str()`` of the gold: ``"2"`` (an index), ``"[0, 2]"`` (several golds,
+  lm-eval's ``multiple_target``) or a choice's text. An index outside the options means no
+  gold option; lm-eval then warns and scores the document as wrong, and so does
+  :func:`lm_eval_comparison` (``no_gold="wrong"``). (A task whose choices are the texts
+  "0", "1", … with a string target is read as indices: ``str()`` made them equal.)
+* Documents are sorted by ``doc_id`` (samples of several processes are interleaved).
+* ``multiple_choice`` samples become an options frame; ``acc`` is the argmax of the
+  log-likelihoods, ``acc_norm`` that of ``loglik / len(choice)`` in **characters**
+  (``completion_len`` in lm-eval's code; the paper says bytes), ``acc_bytes`` that of
+  ``loglik / len(choice.encode("utf-8"))``; ``brier_score`` is the multi-class Brier
+  score of the softmax of the log-likelihoods (summed over options, not halved).
+* ``loglikelihood_rolling`` samples become a token frame with document rows:
+  ``nll`` = −loglikelihood, ``words`` = ``len(re.split(r"\s+", target))`` and
+  ``bytes`` = ``len(target.encode("utf-8"))`` (lm-eval's ``count_words`` and
+  ``count_bytes``; Python's ``\s`` is Unicode whitespace *and* the separators
+  U+001C–U+001F, matched here as ``[\s\x1c-\x1f]``). lm-eval logs **no token count**
+  for these tasks, so ``tokens`` is null and per-token perplexity is not available
+  (never "one token per document").
+
+From the samples alone, :func:`lm_eval_comparison` reproduces lm-eval's ``acc``,
+``acc_norm``, ``acc_bytes``, ``brier_score``, ``word_perplexity``, ``byte_perplexity`` and
+``bits_per_byte`` (to floating-point summation order, ~1e-15 relative) and puts them next
+to the values of the results file.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from calib_frames.exceptions import ReadError
+from calib_frames.sources.files import PathsLike, expand_paths, guarded_scan
+from calib_frames.sources.options import brier_multiclass, choice_predictions
+
+__all__ = [
+    "DATE_STAMP",
+    "KEYS",
+    "lm_eval_comparison",
+    "lm_eval_reported",
+    "lm_eval_runs",
+    "scan_lm_eval_documents",
+    "scan_lm_eval_options",
+]
+
+KEYS = ("model", "task", "run")
+"""The group keys of every frame read from lm-eval logs."""
+
+DATE_STAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?")
+"""lm-eval's run stamp: ``datetime.now().isoformat()`` with ``:`` replaced by ``-``."""
+
+_SAMPLES = re.compile(rf"^samples_(?P<task>.+)_(?P<run>{DATE_STAMP.pattern})\.jsonl$")
+_RESULTS = re.compile(rf"^(?P<stem>.+)_(?P<run>{DATE_STAMP.pattern})\.json$")
+# Python's re "\s" on str = str.isspace(): Unicode White_Space plus U+001C..U+001F.
+WORD_SEPARATOR = r"[\s\x1c-\x1f]+"
+
+RUN_SCHEMA = {
+    "model": pl.String,
+    "task": pl.String,
+    "run": pl.String,
+    "output_type": pl.String,
+    "target_delimiter": pl.String,
+    "mutual_info": pl.Boolean,
+    "results_file": pl.String,
+    "samples_file": pl.String,
+}
+
+_METRICS = {
+    "acc": "accuracy",
+    "acc_norm": "acc_norm",
+    "acc_bytes": "acc_bytes",
+    "brier_score": "brier_multiclass",
+    "word_perplexity": "word_perplexity",
+    "byte_perplexity": "byte_perplexity",
+    "bits_per_byte": "bits_per_byte",
+}
+"""lm-eval metric → the calib_frames column that reproduces it."""
+
+
+def _load_results(file: Path) -> dict[str, Any]:
+    try:
+        document = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        line = getattr(error, "lineno", None)
+        where = f", line {line}" if line else ""
+        raise ReadError(f"{file}{where}: not a readable lm-eval results file ({error})") from error
+    if not isinstance(document, dict) or not isinstance(document.get("results"), dict):
+        raise ReadError(f"{file}: not an lm-eval results file (no 'results' object)")
+    configs = document.get("configs", {})
+    if not isinstance(configs, dict):
+        raise ReadError(f"{file}: 'configs' must be an object of task configs")
+    return document
+
+
+def _model_name(document: dict[str, Any], file: Path) -> str:
+    name = document.get("model_name")
+    if isinstance(name, str) and name:
+        return name
+    config = document.get("config") or {}
+    args = config.get("model_args") if isinstance(config, dict) else None
+    if isinstance(args, dict) and isinstance(args.get("pretrained"), str):
+        return str(args["pretrained"])
+    if isinstance(args, str):
+        match = re.search(r"pretrained=([^,]+)", args)
+        if match:
+            return match.group(1)
+    if isinstance(config, dict) and isinstance(config.get("model"), str):
+        return str(config["model"])
+    return file.parent.name
+
+
+def _uses_mutual_info(config: dict[str, Any]) -> bool:
+    metrics = config.get("metric_list") or []
+    names = [m.get("metric") if isinstance(m, dict) else m for m in metrics]
+    return "acc_mutual_info" in names
+
+
+def lm_eval_runs(paths: PathsLike | pl.DataFrame) -> pl.DataFrame:
+    """The runs and tasks found under ``paths``: one row per (results file, task).
+
+    Parameters
+    ----------
+    paths
+        lm-eval output folders or files (searched recursively), or a frame this function
+        returned (passed through).
+
+    Returns
+    -------
+    DataFrame
+        ``model`` (lm-eval's ``model_name``), ``task``, ``run`` (the date stamp),
+        ``output_type``, ``target_delimiter``, ``mutual_info`` (the task computes
+        ``acc_mutual_info``: its requests hold each option twice, conditional then
+        unconditional), ``results_file`` and ``samples_file`` (null when the run logged
+        no samples for the task), sorted by model, task, run.
+
+    Raises
+    ------
+    ReadError
+        No results file, an unreadable results file, or a samples file without the
+        results file of its run (or whose task that file does not know).
+
+    Examples
+    --------
+    >>> from calib_frames.sources import lm_eval_runs
+    >>> runs = lm_eval_runs("data/lm_eval")  # doctest: +SKIP
+    """
+    if isinstance(paths, pl.DataFrame):
+        return paths
+    files = [file for file, _ in expand_paths(paths, suffixes=(".json", ".jsonl"))]
+    results: dict[tuple[Path, str], tuple[Path, dict[str, Any]]] = {}
+    samples: list[tuple[Path, str, str]] = []
+    for file in files:  # a loop over files
+        sample_match = _SAMPLES.match(file.name)
+        if sample_match:
+            samples.append((file, sample_match.group("task"), sample_match.group("run")))
+            continue
+        result_match = _RESULTS.match(file.name)
+        if result_match and file.suffix == ".json":
+            results[(file.parent, result_match.group("run"))] = (file, _load_results(file))
+    if not results:
+        raise ReadError(f"{paths}: no lm-eval results_<date>.json file found")
+    rows: dict[tuple[Path, str, str], dict[str, Any]] = {}
+    for (folder, run), (file, document) in results.items():
+        configs = document.get("configs", {})
+        model = _model_name(document, file)
+        for task in sorted(set(document["results"]) | set(configs)):
+            config = configs.get(task)
+            if not isinstance(config, dict):
+                continue  # a group's aggregate row, not a task
+            rows[(folder, run, task)] = {
+                "model": model,
+                "task": task,
+                "run": run,
+                "output_type": config.get("output_type"),
+                "target_delimiter": config.get("target_delimiter", " "),
+                "mutual_info": _uses_mutual_info(config),
+                "results_file": str(file),
+                "samples_file": None,
+            }
+    for file, task, run in samples:
+        row = rows.get((file.parent, run, task))
+        if row is None:
+            raise ReadError(
+                f"{file}: no results_{run}.json next to it that configures task {task!r} "
+                "(samples are paired with the results file of the same run)"
+            )
+        row["samples_file"] = str(file)
+    frame = pl.DataFrame(list(rows.values()), schema=RUN_SCHEMA, orient="row")
+    return frame.sort("model", "task", "run")
+
+
+def _scan_json_lines(file: str, schema: Mapping[str, pl.DataType]) -> pl.LazyFrame:
+    path = Path(file)
+
+    def locate(_: pl.Schema, error: BaseException) -> ReadError:
+        return _locate_sample(path, error)
+
+    return guarded_scan(
+        lambda: pl.scan_ndjson(path, schema=schema), name=f"lm-eval {path.name}", locate=locate
+    )
+
+
+def _locate_sample(file: Path, error: BaseException) -> ReadError:
+    """Name the first line of ``file`` that is not valid JSON (error path only)."""
+    for number, line in enumerate(file.read_bytes().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError) as bad:
+            return ReadError(f"{file}, line {number}: malformed record ({bad})")
+        if not isinstance(record, dict):
+            return ReadError(f"{file}, line {number}: a sample must be a JSON object")
+    first = str(error).strip().splitlines()
+    reason = first[0] if first else type(error).__name__
+    return ReadError(f"{file}: not an lm-eval samples file ({reason})")
+
+
+def _with_keys(frame: pl.LazyFrame, run: dict[str, Any]) -> pl.LazyFrame:
+    return frame.with_columns(
+        pl.lit(run["model"], pl.String).alias("model"),
+        pl.lit(run["task"], pl.String).alias("task"),
+        pl.lit(run["run"], pl.String).alias("run"),
+    )
+
+
+def _option_count(file: str) -> int:
+    """An upper bound of the options per document: the most ``"gen_args_`` keys on a line.
+
+    A native line scan with a literal substring count (no JSON parse). Inside JSON strings
+    a quote is escaped, so the count can only over-estimate (harmless: extra fields read
+    as null and are cut to the number of responses), never miss an option.
+    """
+    try:
+        counted = pl.scan_lines(file).select(
+            pl.first().str.count_matches('"gen_args_', literal=True).max()
+        )
+        value = counted.collect().item()
+    except (pl.exceptions.PolarsError, OSError) as error:
+        raise ReadError(f"{file}: cannot read it ({error})") from error
+    return int(value or 0)
+
+
+def _options_of(run: dict[str, Any]) -> pl.LazyFrame:
+    file = run["samples_file"]
+    width = max(_option_count(file), 1)
+    argument = pl.Struct({"arg_1": pl.String})  # the continuation; the context is not read
+    schema: dict[str, pl.DataType] = {
+        "doc_id": pl.Int64(),
+        "target": pl.String(),
+        "filtered_resps": pl.List(pl.List(pl.String)),
+        "arguments": pl.Struct({f"gen_args_{i}": argument for i in range(width)}),
+    }
+    continuations = pl.concat_list(
+        [
+            pl.col("arguments").struct.field(f"gen_args_{i}").struct.field("arg_1")
+            for i in range(width)
+        ]
+    )
+    n_requests = pl.col("filtered_resps").list.len()
+    # acc_mutual_info tasks append one unconditional request per option: keep the first half.
+    n_options = n_requests // 2 if run["mutual_info"] else n_requests
+    rows = (
+        _scan_json_lines(file, schema)
+        .select(
+            pl.col("doc_id").alias("question"),
+            "target",
+            pl.col("filtered_resps").list.head(n_options).alias("__cf_resp"),
+            continuations.list.head(n_options).alias("__cf_cont"),
+            pl.int_ranges(n_options, dtype=pl.UInt32).alias("option"),
+        )
+        .explode(["__cf_resp", "__cf_cont", "option"])
+    )
+    delimiter = str(run["target_delimiter"] or "")
+    cont = pl.col("__cf_cont")
+    text = (
+        pl.when(cont.str.starts_with(delimiter) & pl.lit(bool(delimiter)))
+        .then(cont.str.slice(len(delimiter)))
+        .otherwise(cont)
+    )
+    target = pl.col("target").str.strip_chars()
+    index = pl.col("option").cast(pl.Int64)
+    is_gold = (
+        pl.when(target.str.contains(r"^-?\d+$"))
+        .then(index == target.cast(pl.Int64, strict=False))
+        .when(target.str.contains(r"^\[[\d,\s-]*\]$"))
+        .then(
+            target.str.extract_all(r"-?\d+")
+            .list.eval(pl.element().cast(pl.Int64))
+            .list.contains(index)
+        )
+        .otherwise(text == pl.col("target"))
+        .fill_null(False)
+    )
+    out = rows.select(
+        "question",
+        "option",
+        pl.col("__cf_resp")
+        .list.get(0, null_on_oob=True)
+        .cast(pl.Float64, strict=False)
+        .alias("loglik"),
+        (pl.col("__cf_resp").list.get(1, null_on_oob=True) == "True").alias("is_greedy"),
+        is_gold.alias("is_gold"),
+        text.alias("text"),
+        text.str.len_chars().cast(pl.UInt32).alias("chars"),
+        text.str.len_bytes().cast(pl.UInt32).alias("bytes"),
+    )
+    # Sorted per file (integers only); files come in key order, so the stack is sorted.
+    out = out.sort("question", "option")
+    return _with_keys(out, run).select(*KEYS, *out.collect_schema().names())
+
+
+def scan_lm_eval_options(paths: PathsLike | pl.DataFrame) -> pl.LazyFrame:
+    """The options frame of every ``multiple_choice`` task under ``paths`` (lazy).
+
+    Parameters
+    ----------
+    paths
+        lm-eval output folders/files, or the frame of :func:`lm_eval_runs`.
+
+    Each samples file is read once when this is called, by a line scan that counts the
+    options (no JSON parse); the rows are read when the frame is collected. For
+    ``acc_mutual_info`` tasks only the conditional requests (the first half) are options.
+
+    Returns
+    -------
+    LazyFrame
+        ``model``, ``task``, ``run``, ``question`` (lm-eval's ``doc_id``), ``option``
+        (UInt32 index in choice order), ``loglik`` (Float64), ``is_greedy``, ``is_gold``,
+        ``text`` (the choice, without the target delimiter), ``chars`` and ``bytes``
+        (its length in characters and UTF-8 bytes); sorted by keys, question, option.
+        Feed it to :func:`~calib_frames.sources.choice_predictions` with
+        ``by=["model", "task", "run"]`` and ``normalize=["char", "byte"]``.
+
+    Raises
+    ------
+    ReadError
+        As :func:`lm_eval_runs`; when collected, a malformed samples line (file, line).
+
+    Examples
+    --------
+    >>> from calib_frames.sources import scan_lm_eval_options
+    >>> options = scan_lm_eval_options("data/lm_eval")  # doctest: +SKIP
+    """
+    runs = (
+        lm_eval_runs(paths)
+        .filter(pl.col("output_type") == "multiple_choice", pl.col("samples_file").is_not_null())
+        .sort(KEYS)
+    )
+    frames = [_options_of(run) for run in runs.iter_rows(named=True)]  # a loop over files
+    if not frames:
+        return _empty_options()
+    return pl.concat(frames, how="vertical")
+
+
+def _empty_options() -> pl.LazyFrame:
+    schema = {
+        **dict.fromkeys(KEYS, pl.String()),
+        "question": pl.Int64(),
+        "option": pl.UInt32(),
+        "loglik": pl.Float64(),
+        "is_greedy": pl.Boolean(),
+        "is_gold": pl.Boolean(),
+        "text": pl.String(),
+        "chars": pl.UInt32(),
+        "bytes": pl.UInt32(),
+    }
+    return pl.LazyFrame(schema=schema)
+
+
+def _documents_of(run: dict[str, Any]) -> pl.LazyFrame:
+    schema: dict[str, pl.DataType] = {
+        "doc_id": pl.Int64(),
+        "target": pl.String(),
+        "filtered_resps": pl.List(pl.String),
+    }
+    text = pl.col("target")
+    loglik = pl.col("filtered_resps").list.get(0, null_on_oob=True).cast(pl.Float64, strict=False)
+    out = _scan_json_lines(run["samples_file"], schema).select(
+        "doc_id",
+        (-loglik).alias("nll"),
+        pl.lit(None, pl.Int64).alias("tokens"),
+        text.str.len_bytes().cast(pl.Int64).alias("bytes"),
+        (text.str.count_matches(WORD_SEPARATOR) + 1).cast(pl.Int64).alias("words"),
+    )
+    out = out.sort("doc_id")
+    return _with_keys(out, run).select(*KEYS, "doc_id", "nll", "tokens", "bytes", "words")
+
+
+def scan_lm_eval_documents(paths: PathsLike | pl.DataFrame) -> pl.LazyFrame:
+    """The document-level token frame of every ``loglikelihood_rolling`` task (lazy).
+
+    Parameters
+    ----------
+    paths
+        lm-eval output folders/files, or the frame of :func:`lm_eval_runs`.
+
+    Returns
+    -------
+    LazyFrame
+        ``model``, ``task``, ``run``, ``doc_id``, ``nll`` (−loglikelihood of the document,
+        nats), ``tokens`` (Int64, **null**: lm-eval does not log token counts),
+        ``bytes`` and ``words`` (counted as lm-eval counts them); sorted by keys, doc_id.
+        Feed it to :func:`~calib_frames.perplexity` with ``bytes="bytes", words="words"``
+        for byte/word perplexity and bits per byte; per-token perplexity is unavailable.
+
+    Raises
+    ------
+    ReadError
+        As :func:`scan_lm_eval_options`.
+
+    Examples
+    --------
+    >>> from calib_frames.sources import scan_lm_eval_documents
+    >>> documents = scan_lm_eval_documents("data/lm_eval")  # doctest: +SKIP
+    """
+    runs = (
+        lm_eval_runs(paths)
+        .filter(
+            pl.col("output_type") == "loglikelihood_rolling", pl.col("samples_file").is_not_null()
+        )
+        .sort(KEYS)
+    )
+    frames = [_documents_of(run) for run in runs.iter_rows(named=True)]
+    if not frames:
+        schema = {
+            **dict.fromkeys(KEYS, pl.String()),
+            "doc_id": pl.Int64(),
+            "nll": pl.Float64(),
+            "tokens": pl.Int64(),
+            "bytes": pl.Int64(),
+            "words": pl.Int64(),
+        }
+        return pl.LazyFrame(schema=schema)
+    return pl.concat(frames, how="vertical")
+
+
+def lm_eval_reported(paths: PathsLike | pl.DataFrame) -> pl.DataFrame:
+    """What lm-eval wrote in its results files, long: one row per (run, task, metric, filter).
+
+    Parameters
+    ----------
+    paths
+        lm-eval output folders/files, or the frame of :func:`lm_eval_runs`.
+
+    Returns
+    -------
+    DataFrame
+        ``model``, ``task``, ``run``, ``metric`` (lm-eval's name: ``acc``, ``acc_norm``,
+        ``brier_score``, ``word_perplexity``, …), ``filter`` (``none``, …), ``value`` and
+        ``stderr`` (Float64; null where lm-eval wrote ``"N/A"``).
+
+    Raises
+    ------
+    ReadError
+        As :func:`lm_eval_runs`.
+
+    Examples
+    --------
+    >>> from calib_frames.sources import lm_eval_reported
+    >>> reported = lm_eval_reported("data/lm_eval")  # doctest: +SKIP
+    """
+    runs = lm_eval_runs(paths)
+    rows: list[tuple[str, str, str, str, str, float | None, float | None]] = []
+    seen: set[tuple[str, str]] = set()
+    for model, run, file in runs.select("model", "run", "results_file").unique().iter_rows():
+        if (file, run) in seen:
+            continue
+        seen.add((file, run))
+        document = _load_results(Path(file))
+        for task, values in document["results"].items():
+            if not isinstance(values, dict):
+                continue
+            for key, value in values.items():
+                metric, _, filter_name = key.partition(",")
+                if metric.endswith("_stderr") or not filter_name:
+                    continue
+                if isinstance(value, bool) or not isinstance(value, int | float):
+                    continue
+                stderr = values.get(f"{metric}_stderr,{filter_name}")
+                err = float(stderr) if isinstance(stderr, int | float) else None
+                rows.append((model, task, run, metric, filter_name, float(value), err))
+    schema = {
+        "model": pl.String,
+        "task": pl.String,
+        "run": pl.String,
+        "metric": pl.String,
+        "filter": pl.String,
+        "value": pl.Float64,
+        "stderr": pl.Float64,
+    }
+    return pl.DataFrame(rows, schema=schema, orient="row").sort(*KEYS, "metric", "filter")
+
+
+def lm_eval_comparison(
+    paths: PathsLike | pl.DataFrame, *, bins: int = 10, filter: str = "none"
+) -> pl.DataFrame:
+    """Per model × task × run: lm-eval's metrics recomputed by calib_frames, next to its own.
+
+    Parameters
+    ----------
+    paths
+        lm-eval output folders/files, or the frame of :func:`lm_eval_runs`.
+    bins
+        Equal-width bins of the calibration columns (``ece``).
+    filter
+        Which of lm-eval's filters the reported values are taken from.
+
+    Returns
+    -------
+    DataFrame
+        ``model``, ``task``, ``run``, ``output_type``, ``count`` (documents), then for
+        each metric the calib_frames value and lm-eval's as ``<name>_lm_eval``:
+        ``accuracy`` (lm-eval ``acc``), ``acc_norm``, ``acc_bytes``, ``brier_multiclass``
+        (lm-eval ``brier_score``), ``word_perplexity``, ``byte_perplexity``,
+        ``bits_per_byte``; and ``mean_confidence``, ``ece`` (top-label confidence of the
+        raw softmax), ``tokens`` (null for perplexity tasks) and ``note``. A metric a
+        task does not have is null. Multiple-choice documents without a gold option
+        count as wrong, as in lm-eval.
+
+    Raises
+    ------
+    ReadError
+        As :func:`lm_eval_runs`; a malformed samples line (file, line).
+    DataError
+        Samples whose log-likelihoods are not numbers ≤ 0.
+
+    Examples
+    --------
+    >>> from calib_frames.sources import lm_eval_comparison
+    >>> table = lm_eval_comparison("data/lm_eval")  # doctest: +SKIP
+    """
+    from calib_frames import calibration_metrics, perplexity
+
+    runs = lm_eval_runs(paths)
+    keys = list(KEYS)
+    options = scan_lm_eval_options(runs)
+    predictions = choice_predictions(
+        options, by=keys, normalize=["char", "byte"], no_gold="wrong"
+    ).collect()
+    names = {"raw": "accuracy", "per_char": "acc_norm", "per_byte": "acc_bytes"}
+    accuracy = (
+        predictions.group_by([*keys, "scoring"])
+        .agg(pl.col("correct").mean(), pl.len().alias("count"))
+        .with_columns(pl.col("scoring").replace_strict(names))
+        .pivot("scoring", index=[*keys], values="correct")
+    )
+    counts = (
+        predictions.filter(pl.col("scoring") == "raw")
+        .group_by(keys)
+        .agg(pl.len().cast(pl.UInt64).alias("count"))
+    )
+    brier = brier_multiclass(options, by=keys, no_gold="wrong").collect()
+    brier = brier.filter(pl.col("scoring") == "raw").select(*keys, "brier_multiclass")
+    raw = predictions.filter(pl.col("scoring") == "raw")
+    calibration = calibration_metrics(raw, by=keys, bins=bins).select(
+        *keys, "mean_confidence", "ece"
+    )
+    documents = scan_lm_eval_documents(runs).collect()
+    # No token counts: the per-token columns of this call are not used (tokens=1 only
+    # fills the token denominator); byte and word measures do not depend on it.
+    ppl = perplexity(
+        documents.drop("tokens"), nll="nll", tokens=1, bytes="bytes", words="words", by=keys
+    )
+    ppl = ppl.select(*keys, "word_perplexity", "byte_perplexity", "bits_per_byte")
+    doc_counts = documents.group_by(keys).agg(pl.len().cast(pl.UInt64).alias("count"))
+    reported = (
+        lm_eval_reported(runs)
+        .filter(pl.col("filter") == filter, pl.col("metric").is_in(list(_METRICS)))
+        .with_columns((pl.col("metric").replace_strict(_METRICS) + "_lm_eval").alias("metric"))
+        .pivot("metric", index=keys, values="value")
+    )
+    table = runs.select(*keys, "output_type")
+    all_counts = pl.concat([counts, doc_counts])
+    for part in (all_counts, accuracy, brier, calibration, ppl, reported):
+        table = table.join(part, on=keys, how="left")
+    columns = ["count"]
+    for name in _METRICS.values():
+        columns += [name, f"{name}_lm_eval"]
+    table = table.with_columns(
+        pl.lit(None, pl.Float64).alias(c) for c in columns if c not in table.columns
+    )
+    rolling = pl.col("output_type") == "loglikelihood_rolling"
+    table = table.with_columns(
+        pl.when(rolling).then(pl.lit(None, pl.Int64)).alias("tokens"),
+        pl.when(pl.col("count").is_null())
+        .then(pl.lit("no samples logged for this task"))
+        .when(rolling)
+        .then(pl.lit("lm-eval logs no token counts: per-token perplexity unavailable"))
+        .alias("note"),
+    )
+    return table.select(
+        *keys, "output_type", *columns, "mean_confidence", "ece", "tokens", "note"
+    ).sort(keys)

@@ -1,0 +1,716 @@
+r"""Multiple choice: option log-likelihoods → per-question predictions and option probabilities.
+
+An *options frame* has one row per (group keys…, question, option) with the model's
+log-likelihood of that option (``loglik`` = ln p(option | prompt), ≤ 0) and which option
+is the answer: either a Boolean ``is_gold`` column or a ``gold`` column naming the gold
+option id on every row of the question (a list column for several gold answers).
+
+**Scores and the softmax.** For a *scoring* s the score of option i is
+
+=============  ==========================  =================================================
+``scoring``    s_i                         as in lm-evaluation-harness
+=============  ==========================  =================================================
+``raw``        ll_i                        ``acc`` (argmax of the log-likelihoods)
+``per_char``   ll_i / chars_i              ``acc_norm``: the option's length in *characters*
+                                           (``len(choice)``, without the target delimiter);
+                                           its paper speaks of bytes, its code counts
+                                           characters
+``per_byte``   ll_i / bytes_i              ``acc_bytes`` (UTF-8 bytes of the option text)
+``per_token``  ll_i / tokens_i             the per-token mean log-likelihood
+=============  ==========================  =================================================
+
+and the options' probabilities are the softmax of the scores within the question,
+computed stably as log-sum-exp: with m = maxᵢ sᵢ,
+
+    ln pᵢ = sᵢ − m − log1p(Σ_{j ≠ top} exp(sⱼ − m))
+
+(the top option's own term exp(0) = 1 is taken out of the sum, so that ln p of a
+near-certain answer, e.g. −e⁻⁶⁰, is kept instead of rounding to 0).
+
+For ``raw`` scores over the full option set this is the model's probability renormalised
+to the offered options (what lm-eval's ``brier_score`` uses); a length-normalised softmax
+is the same formula over per-unit log-likelihoods, a heuristic confidence, not a
+probability the model assigned.
+
+**Prediction, confidence, correctness.** The predicted option is the argmax of the
+scores. Ties go to the *smallest option id* among the tied options — for lm-eval's ids
+(0, 1, … in choice order) that is numpy's ``argmax`` rule "first one wins", and it does
+not depend on row order. ``confidence`` is its probability and ``log_confidence`` the
+exact ``ln p`` of it (= −log1p(Σ_{j ≠ top} exp(sⱼ − m))), non-zero even when
+``confidence`` rounds to 1.0; pass it to the calibration metrics as
+``log_confidence=`` so that a near-certain wrong answer gets its true log loss.
+``correct`` is whether the predicted option is a gold option; with several gold
+options any of them counts (lm-eval's ``multiple_target``).
+
+**Defined edge cases.**
+
+* One option: probability 1, ``log_confidence`` 0.
+* An option with ``loglik = −inf`` gets probability 0; a question whose options all have
+  −inf scores has no softmax and raises :class:`~calib_frames.exceptions.DataError`.
+* null, NaN, +inf or positive log-likelihoods, non-positive or null lengths, null or
+  repeated option ids, a ``gold`` column that differs within a question: DataError.
+* A question without a gold option: ``no_gold="raise"`` (default) raises; ``"wrong"``
+  keeps it as a wrong answer (what lm-eval does after its warning, so its ``acc``
+  counts it); ``"drop"`` removes it.
+
+The transformations need all options of a question together (a softmax): they run per
+question, in memory (polars group_by / window expressions, no row loops).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import polars as pl
+
+from calib_frames.exceptions import ArgumentError, SchemaError
+from calib_frames.sources._checks import Check, raise_if_bad
+from calib_frames.validation import Frame, as_lazy, group_keys, return_like
+
+__all__ = [
+    "SCORINGS",
+    "brier_multiclass",
+    "choice_predictions",
+    "option_probabilities",
+]
+
+SCORINGS = {"raw": None, "per_char": "chars", "per_byte": "bytes", "per_token": "tokens"}
+"""Scoring name → the length parameter that normalises it (``None``: raw log-likelihood)."""
+
+NoGold = Literal["raise", "wrong", "drop"]
+# Inside the transformations ``scoring`` is an Enum (fast to group and sort, ordered raw
+# first); the outputs carry it as a String.
+_SCORING = pl.Enum(list(SCORINGS))
+
+_S, _LL, _GOLD, _LEN = "__cf_score", "__cf_ll", "__cf_gold", "__cf_len"
+_BAD_LL, _BAD_LEN, _BAD_OPT = "__cf_bad_ll", "__cf_bad_len", "__cf_bad_option"
+_RAW = pl.col("scoring") == "raw"
+_OUTPUTS = (
+    "scoring",
+    "options",
+    "gold_options",
+    "prediction",
+    "confidence",
+    "log_confidence",
+    "correct",
+    "probability",
+    "log_probability",
+    "is_answer",
+    "is_prediction",
+    "count",
+    "brier_multiclass",
+)
+_ALL_INF = "without a finite score on any option (−inf everywhere: no softmax)"
+_NO_GOLD = "without a gold option (no_gold='wrong' keeps them as wrong, 'drop' drops them)"
+_GOLD_VARIES = "with a gold id that differs between their rows"
+
+
+def expm1(x: pl.Expr) -> pl.Expr:
+    """exp(x) − 1 without cancellation near 0: 2t / (1 − t) with t = tanh(x/2)."""
+    t = (x / 2).tanh()
+    return 2 * t / (1 - t)
+
+
+def _scorings(normalize: str | Sequence[str] | None) -> list[str]:
+    names = [normalize] if isinstance(normalize, str) else list(normalize or [])
+    aliases = {"char": "per_char", "byte": "per_byte", "token": "per_token"}
+    out = ["raw"]
+    for name in names:
+        scoring = aliases.get(name, name)
+        if scoring not in SCORINGS:
+            raise ArgumentError(
+                f"normalize= takes 'char', 'byte' or 'token' (or 'per_char', ...), got {name!r}"
+            )
+        if scoring not in out:
+            out.append(scoring)
+    return out
+
+
+def _check_roles(
+    schema: pl.Schema,
+    *,
+    keys: list[str],
+    question: str,
+    option: str,
+    loglik: str,
+    is_gold: str | None,
+    gold: str | None,
+    lengths: list[str],
+) -> pl.Expr:
+    """Check the columns the options frame must have; return the "is a gold option" flag."""
+    roles = {"question": question, "option": option, "loglik": loglik}
+    if gold is not None:
+        roles["gold"] = gold
+    elif is_gold is not None:
+        roles["is_gold"] = is_gold
+    else:
+        raise ArgumentError("name the answer: is_gold= (a Boolean column) or gold= (gold ids)")
+    for name in lengths:
+        roles[f"length {name}"] = name
+    missing = [f"{role}={name!r}" for role, name in roles.items() if name not in schema]
+    missing += [f"by={key!r}" for key in keys if key not in schema]
+    if missing:
+        raise SchemaError(
+            f"column not found: {', '.join(missing)}; available columns: "
+            f"{', '.join(repr(c) for c in schema.names()) or 'none'}"
+        )
+    clash = [k for k in keys if k in (question, option, *_OUTPUTS)]
+    if clash:
+        raise ArgumentError(
+            f"by= must not name the question/option columns or an output column: {clash}"
+        )
+    if not schema[loglik].is_numeric():
+        raise SchemaError(f"column {loglik!r} (loglik) must be numeric, got {schema[loglik]}")
+    return _gold_flag(schema, option=option, is_gold=is_gold, gold=gold)
+
+
+def _gold_flag(schema: pl.Schema, *, option: str, is_gold: str | None, gold: str | None) -> pl.Expr:
+    """The "is a gold option" flag from ``gold`` (ids, or lists of ids) or ``is_gold``."""
+    if gold is not None:
+        gold_dtype = schema[gold]
+        inner = gold_dtype.inner if isinstance(gold_dtype, pl.List) else gold_dtype
+        option_dtype = schema[option]
+        if inner != option_dtype and not (inner.is_numeric() and option_dtype.is_numeric()):
+            raise SchemaError(
+                f"column {gold!r} (gold, {gold_dtype}) cannot name options of column "
+                f"{option!r} ({option_dtype}): cast one of them"
+            )
+        if isinstance(gold_dtype, pl.List):
+            gold_expr = pl.col(gold).list.contains(pl.col(option)).fill_null(False)
+        else:
+            gold_expr = (pl.col(option) == pl.col(gold)).fill_null(False)
+    else:
+        assert is_gold is not None
+        dtype = schema[is_gold]
+        if dtype != pl.Boolean and not dtype.is_integer():
+            raise SchemaError(f"column {is_gold!r} (is_gold) must be Boolean or 0/1, got {dtype}")
+        gold_expr = pl.col(is_gold).cast(pl.Boolean).fill_null(False)
+    return gold_expr
+
+
+def _prepare(
+    options: pl.LazyFrame,
+    *,
+    keys: list[str],
+    question: str,
+    option: str,
+    loglik: str,
+    is_gold: str | None,
+    gold: str | None,
+    scorings: list[str],
+    lengths: dict[str, str],
+) -> pl.LazyFrame:
+    """Stack one copy of the option rows per scoring with the score and the row flags."""
+    schema = options.collect_schema()
+    gold_expr = _check_roles(
+        schema,
+        keys=keys,
+        question=question,
+        option=option,
+        loglik=loglik,
+        is_gold=is_gold,
+        gold=gold,
+        lengths=[lengths[SCORINGS[s] or ""] for s in scorings[1:]],
+    )
+    ll = pl.col(loglik).cast(pl.Float64)
+    base = options.select(
+        *keys,
+        question,
+        option,
+        ll.alias(_LL),
+        gold_expr.alias(_GOLD),
+        *(
+            pl.col(lengths[SCORINGS[s] or ""]).cast(pl.Float64).alias(f"{_LEN}{s}")
+            for s in scorings[1:]
+        ),
+        *([pl.col(gold)] if gold is not None and gold not in (question, option) else []),
+    )
+    bad_ll = (pl.col(_LL).is_nan() | (pl.col(_LL) > 0)).fill_null(True)
+    bad_len = pl.lit(False)
+    for scoring in scorings[1:]:
+        length = pl.col(f"{_LEN}{scoring}")
+        bad_len = bad_len | (~(length > 0) | length.is_infinite()).fill_null(True)
+    extra = [pl.col(gold)] if gold is not None and gold not in (question, option) else []
+    stacked = []
+    for scoring in scorings:  # at most four copies: a loop over scorings, not rows
+        raw = scoring == "raw"
+        score = pl.col(_LL) if raw else pl.col(_LL) / pl.col(f"{_LEN}{scoring}")
+        # Row checks are flagged on the raw copy only, so that each input row counts once.
+        stacked.append(
+            base.select(
+                *keys,
+                pl.lit(scoring, _SCORING).alias("scoring"),
+                question,
+                option,
+                _LL,
+                _GOLD,
+                score.alias(_S),
+                (bad_ll & raw).alias(_BAD_LL),
+                (bad_len & raw).alias(_BAD_LEN),
+                (pl.col(option).is_null() & raw).alias(_BAD_OPT),
+                *extra,
+            )
+        )
+    return pl.concat(stacked, how="vertical")
+
+
+_STAT_FLAGS = (_BAD_LL, "__cf_ll_example", _BAD_LEN, _BAD_OPT, "__cf_dup", "__cf_all_inf")
+
+
+def _question_stats(
+    stacked: pl.LazyFrame, *, group: list[str], option: str, gold: str | None
+) -> pl.LazyFrame:
+    """Per (keys, scoring, question): softmax max and log-normaliser, prediction, flags.
+
+    Two group_by passes and a join (no windows, so it streams): the max first, then
+    Σ exp(s − max), the predicted option, counts and contract flags.
+
+    ``__cf_pick`` is the smallest option id among the top scores; ``__cf_pick_gold`` the
+    smallest among the top scores that are gold, so the prediction is correct exactly
+    when the two agree.
+    """
+    score = pl.col(_S)
+    tops = stacked.group_by(group).agg(score.max().alias("__cf_top"))
+    with_top = stacked.join(tops, on=group, how="left", nulls_equal=True)
+    top = pl.col("__cf_top")
+    is_top = score == top
+    aggs = [
+        top.first(),
+        # ln Σ exp(s − m) = log1p(Σ over the other options): the top option's own term is
+        # exactly 1, so a near-certain answer keeps its tiny ln p instead of rounding to 0.
+        (
+            pl.when(score < top).then((score - top).exp()).otherwise(0.0).sum()
+            + (is_top.sum().cast(pl.Float64) - 1.0)
+        )
+        .log1p()
+        .alias("__cf_logz"),
+        pl.when(is_top).then(pl.col(option)).min().alias("__cf_pick"),
+        pl.when(is_top & pl.col(_GOLD)).then(pl.col(option)).min().alias("__cf_pick_gold"),
+        pl.len().cast(pl.UInt32).alias("options"),
+        pl.col(_GOLD).sum().cast(pl.UInt32).alias("gold_options"),
+        pl.col(_BAD_LL).sum().alias(_BAD_LL),
+        pl.when(pl.col(_BAD_LL)).then(pl.col(_LL)).max().alias("__cf_ll_example"),
+        pl.col(_BAD_LEN).sum().alias(_BAD_LEN),
+        pl.col(_BAD_OPT).sum().alias(_BAD_OPT),
+        (pl.len() - pl.col(option).n_unique()).cast(pl.UInt32).alias("__cf_dup"),
+        (top.first() == float("-inf")).alias("__cf_all_inf"),
+    ]
+    if gold is not None:
+        aggs.append((pl.col(gold).n_unique() > 1).alias("__cf_gold_varies"))
+    return with_top.group_by(group).agg(aggs)
+
+
+def choice_predictions(
+    options: Frame,
+    *,
+    by: str | Sequence[str] | None = None,
+    question: str = "question",
+    option: str = "option",
+    loglik: str = "loglik",
+    is_gold: str | None = "is_gold",
+    gold: str | None = None,
+    normalize: str | Sequence[str] | None = None,
+    chars: str = "chars",
+    bytes: str = "bytes",
+    tokens: str = "tokens",
+    no_gold: NoGold = "raise",
+) -> Frame:
+    """One prediction per question and scoring: predicted option, confidence, correctness.
+
+    Parameters
+    ----------
+    options
+        The options frame: one row per (keys…, question, option).
+    by
+        Group keys (model, task, …); questions are identified within them.
+    question, option, loglik
+        Columns of the question id, the option id and ln p(option | prompt) (≤ 0).
+    is_gold
+        Boolean (or 0/1) column, True on the gold option(s). Ignored when ``gold`` is given.
+    gold
+        Column giving the gold option id on every row (a list column for several golds).
+    normalize
+        Length normalisations to add next to ``raw``: ``"char"``, ``"byte"``, ``"token"``
+        or a list of them; each needs its length column (``chars``, ``bytes``, ``tokens``).
+    chars, bytes, tokens
+        Columns with the option's length in characters, UTF-8 bytes and tokens.
+    no_gold
+        What to do with a question without a gold option: ``"raise"``, ``"wrong"`` or
+        ``"drop"`` (see the module docstring).
+
+    Returns
+    -------
+    DataFrame or LazyFrame
+        Keys…, ``scoring`` (``raw``, ``per_char``, ``per_byte``, ``per_token``), the
+        question column, ``options`` (UInt32, options of the question), ``gold_options``
+        (UInt32), ``prediction`` (the option id), ``confidence``, ``log_confidence``
+        (Float64) and ``correct`` (Boolean). Ready for
+        ``calibration_metrics(..., by=[*keys, "scoring"])``. Sorted by keys, scoring, question.
+
+    Raises
+    ------
+    SchemaError
+        A named column is missing or not of a usable dtype.
+    ArgumentError
+        An unknown normalisation or ``no_gold`` value, or ``by=`` naming the question.
+    DataError
+        At collection: bad log-likelihoods, lengths or option ids, a question with only
+        −inf scores, or (``no_gold="raise"``) a question without a gold option.
+
+    See Also
+    --------
+    option_probabilities : every option's probability (the all-options long form).
+    brier_multiclass : the multi-class Brier score per group.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.sources import choice_predictions
+    >>> opts = pl.DataFrame({
+    ...     "question": [1, 1, 2, 2],
+    ...     "option": [0, 1, 0, 1],
+    ...     "loglik": [-0.5, -2.0, -3.0, -1.0],
+    ...     "is_gold": [True, False, True, False],
+    ... })
+    >>> choice_predictions(opts).select("question", "prediction", "correct",
+    ...                                 pl.col("confidence").round(4))
+    shape: (2, 4)
+    ┌──────────┬────────────┬─────────┬────────────┐
+    │ question ┆ prediction ┆ correct ┆ confidence │
+    │ ---      ┆ ---        ┆ ---     ┆ ---        │
+    │ i64      ┆ i64        ┆ bool    ┆ f64        │
+    ╞══════════╪════════════╪═════════╪════════════╡
+    │ 1        ┆ 0          ┆ true    ┆ 0.8176     │
+    │ 2        ┆ 1          ┆ false   ┆ 0.8808     │
+    └──────────┴────────────┴─────────┴────────────┘
+    """
+    keys: list[str] = group_keys(by)
+    if no_gold not in ("raise", "wrong", "drop"):
+        raise ArgumentError(f"no_gold= takes 'raise', 'wrong' or 'drop', got {no_gold!r}")
+    scorings = _scorings(normalize)
+    lengths = {"chars": chars, "bytes": bytes, "tokens": tokens}
+    stacked = _prepare(
+        as_lazy(options),
+        keys=keys,
+        question=question,
+        option=option,
+        loglik=loglik,
+        is_gold=is_gold,
+        gold=gold,
+        scorings=scorings,
+        lengths=lengths,
+    )
+    group: list[str] = [*keys, "scoring", question]
+    per_question = (
+        _question_stats(stacked, group=group, option=option, gold=gold)
+        .select(
+            *group,
+            "options",
+            "gold_options",
+            pl.col("__cf_pick").alias("prediction"),
+            # ln p(top) = −ln Σ exp(s − m): exact, finite even when p rounds to 1.
+            (-pl.col("__cf_logz")).alias("log_confidence"),
+            (pl.col("__cf_pick_gold") == pl.col("__cf_pick")).fill_null(False).alias("correct"),
+            *_STAT_FLAGS,
+            *(["__cf_gold_varies"] if gold is not None else []),
+        )
+        .sort(group)
+    )
+    per_question = per_question.with_columns(
+        (pl.col("gold_options") == 0).alias("__cf_no_gold")
+        if no_gold == "raise"
+        else pl.lit(False).alias("__cf_no_gold"),
+    )
+    if no_gold == "drop":
+        per_question = per_question.filter(pl.col("gold_options") > 0)
+    checks = _question_checks(
+        question=question,
+        option=option,
+        loglik=loglik,
+        gold=gold,
+        lengths=lengths,
+        scorings=scorings,
+    )
+    checked = raise_if_bad(per_question, checks, keys=group, count="options", scope=_RAW)
+    out = checked.with_columns(
+        pl.col("scoring").cast(pl.String), pl.col("log_confidence").exp().alias("confidence")
+    ).select(
+        *group, "options", "gold_options", "prediction", "confidence", "log_confidence", "correct"
+    )
+    return return_like(options, out)
+
+
+def _question_checks(
+    *,
+    question: str,
+    option: str,
+    loglik: str,
+    gold: str | None,
+    lengths: dict[str, str],
+    scorings: list[str],
+) -> list[Check]:
+    length_names = ", ".join(lengths[SCORINGS[s] or ""] for s in scorings[1:])
+    checks = [
+        Check(
+            _BAD_LL,
+            loglik,
+            "null, NaN or > 0 (a log-likelihood is ≤ 0)",
+            "__cf_ll_example",
+            "option rows",
+        ),
+        Check(
+            _BAD_LEN,
+            length_names or "length",
+            "null, non-positive or infinite lengths",
+            None,
+            "option rows",
+        ),
+        Check(_BAD_OPT, option, "null option ids", None, "option rows"),
+        Check("__cf_dup", option, "repeated option ids within their question", None, "option rows"),
+        Check("__cf_all_inf", loglik, _ALL_INF, None, "questions"),
+        Check("__cf_no_gold", question, _NO_GOLD, None, "questions"),
+    ]
+    if gold is not None:
+        checks.append(Check("__cf_gold_varies", gold, _GOLD_VARIES, None, "questions"))
+    return checks
+
+
+def option_probabilities(
+    options: Frame,
+    *,
+    by: str | Sequence[str] | None = None,
+    question: str = "question",
+    option: str = "option",
+    loglik: str = "loglik",
+    is_gold: str | None = "is_gold",
+    gold: str | None = None,
+    normalize: str | Sequence[str] | None = None,
+    chars: str = "chars",
+    bytes: str = "bytes",
+    tokens: str = "tokens",
+    no_gold: NoGold = "raise",
+) -> Frame:
+    """The all-options long form: every option's softmax probability and whether it is an answer.
+
+    One row per (keys…, scoring, question, option), for all-probabilities calibration
+    (``calibration_metrics(long, confidence="probability", correct="is_answer",
+    by=[*keys, "scoring"])``), class-wise calibration (the same, with the option column
+    added to ``by``: one reliability curve per option position) and the multi-class
+    Brier score.
+
+    Parameters
+    ----------
+    options, by, question, option, loglik, is_gold, gold, normalize, chars, bytes, tokens
+        As :func:`choice_predictions`.
+    no_gold
+        As :func:`choice_predictions`; ``"wrong"`` keeps the question's options (none of
+        them an answer).
+
+    Returns
+    -------
+    DataFrame or LazyFrame
+        Keys…, ``scoring``, the question and option columns, ``probability``,
+        ``log_probability`` (exact ln p, Float64), ``is_answer`` (a gold option) and
+        ``is_prediction`` (the option :func:`choice_predictions` picks; ties to the
+        smallest option id). Sorted by keys, scoring, question, option.
+
+    Raises
+    ------
+    SchemaError, ArgumentError, DataError
+        As :func:`choice_predictions`.
+
+    See Also
+    --------
+    choice_predictions, brier_multiclass
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.sources import option_probabilities
+    >>> opts = pl.DataFrame({"question": [1, 1], "option": ["A", "B"],
+    ...                      "loglik": [-1.0, -1.0], "gold": ["B", "B"]})
+    >>> option_probabilities(opts, gold="gold").select(
+    ...     "option", "probability", "is_answer", "is_prediction")
+    shape: (2, 4)
+    ┌────────┬─────────────┬───────────┬───────────────┐
+    │ option ┆ probability ┆ is_answer ┆ is_prediction │
+    │ ---    ┆ ---         ┆ ---       ┆ ---           │
+    │ str    ┆ f64         ┆ bool      ┆ bool          │
+    ╞════════╪═════════════╪═══════════╪═══════════════╡
+    │ A      ┆ 0.5         ┆ false     ┆ true          │
+    │ B      ┆ 0.5         ┆ true      ┆ false         │
+    └────────┴─────────────┴───────────┴───────────────┘
+    """
+    keys: list[str] = group_keys(by)
+    if no_gold not in ("raise", "wrong", "drop"):
+        raise ArgumentError(f"no_gold= takes 'raise', 'wrong' or 'drop', got {no_gold!r}")
+    scorings = _scorings(normalize)
+    lengths = {"chars": chars, "bytes": bytes, "tokens": tokens}
+    stacked = _prepare(
+        as_lazy(options),
+        keys=keys,
+        question=question,
+        option=option,
+        loglik=loglik,
+        is_gold=is_gold,
+        gold=gold,
+        scorings=scorings,
+        lengths=lengths,
+    )
+    group: list[str] = [*keys, "scoring", question]
+    stats = _question_stats(stacked, group=group, option=option, gold=gold)
+    question_flags: list[str | pl.Expr] = [
+        (pl.col("__cf_dup") > 0).alias("__cf_dup"),
+        "__cf_all_inf",
+        ((pl.col("gold_options") == 0) & pl.lit(no_gold == "raise")).alias("__cf_no_gold"),
+        *(["__cf_gold_varies"] if gold is not None else []),
+    ]
+    joined = stacked.join(
+        stats.select(*group, "__cf_top", "__cf_logz", "__cf_pick", "gold_options", *question_flags),
+        on=group,
+        how="left",
+        nulls_equal=True,
+    )
+    long = joined.select(
+        *group,
+        option,
+        (pl.col(_S) - pl.col("__cf_top") - pl.col("__cf_logz")).alias("log_probability"),
+        pl.col(_GOLD).alias("is_answer"),
+        (pl.col(option) == pl.col("__cf_pick")).fill_null(False).alias("is_prediction"),
+        pl.col(_LL).alias("__cf_ll_example"),
+        pl.col("gold_options").alias("__cf_gold_count"),
+        _BAD_LL,
+        _BAD_LEN,
+        _BAD_OPT,
+        "__cf_dup",
+        "__cf_all_inf",
+        "__cf_no_gold",
+        *(["__cf_gold_varies"] if gold is not None else []),
+    )
+    if no_gold == "drop":
+        long = long.filter(pl.col("__cf_gold_count") > 0)
+    long = long.sort([*group, option])
+    checks = [
+        Check(c.flag, c.column, c.problem, c.value, "option rows")
+        for c in _question_checks(
+            question=question,
+            option=option,
+            loglik=loglik,
+            gold=gold,
+            lengths=lengths,
+            scorings=scorings,
+        )
+    ]
+    checks = [
+        Check(
+            c.flag,
+            c.column,
+            c.problem.replace("without", "of questions without").replace(
+                "with a gold", "of questions with a gold"
+            ),
+            c.value,
+            c.unit,
+        )
+        if c.flag in ("__cf_all_inf", "__cf_no_gold", "__cf_gold_varies")
+        else c
+        for c in checks
+    ]
+    checked = raise_if_bad(long, checks, keys=[*group, option], scope=_RAW)
+    out = checked.with_columns(pl.col("scoring").cast(pl.String)).select(
+        *group,
+        option,
+        pl.col("log_probability").exp().alias("probability"),
+        "log_probability",
+        "is_answer",
+        "is_prediction",
+    )
+    return return_like(options, out)
+
+
+def brier_multiclass(
+    options: Frame,
+    *,
+    by: str | Sequence[str] | None = None,
+    question: str = "question",
+    option: str = "option",
+    loglik: str = "loglik",
+    is_gold: str | None = "is_gold",
+    gold: str | None = None,
+    normalize: str | Sequence[str] | None = None,
+    chars: str = "chars",
+    bytes: str = "bytes",
+    tokens: str = "tokens",
+    no_gold: NoGold = "raise",
+) -> Frame:
+    r"""The multi-class Brier score per group: mean over questions of Σᵢ (pᵢ − yᵢ)².
+
+    pᵢ is option i's softmax probability (:func:`option_probabilities`) and yᵢ = 1 for a
+    gold option, else 0 (several gold options: a multi-hot target). This is
+    lm-evaluation-harness' ``brier_score``: the sum over options, *not* halved, so it
+    lies in [0, 2]. It is not the binary Brier score of the top-label confidence
+    (``brier`` of :func:`~calib_frames.calibration_metrics`), hence the name. The gold
+    option's term uses 1 − p = −expm1(ln p), exact for near-certain answers.
+
+    Parameters
+    ----------
+    options, by, question, option, loglik, is_gold, gold, normalize, chars, bytes, tokens
+        As :func:`choice_predictions`.
+    no_gold
+        As :func:`choice_predictions`; with ``"wrong"`` a question without a gold option
+        scores Σᵢ pᵢ² (all targets 0).
+
+    Returns
+    -------
+    DataFrame or LazyFrame
+        Keys…, ``scoring``, ``count`` (UInt64, questions) and ``brier_multiclass``.
+
+    Raises
+    ------
+    SchemaError, ArgumentError, DataError
+        As :func:`choice_predictions`.
+
+    See Also
+    --------
+    option_probabilities, choice_predictions
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.sources import brier_multiclass
+    >>> opts = pl.DataFrame({"question": [1, 1], "option": [0, 1],
+    ...                      "loglik": [-1.0, -1.0], "is_gold": [True, False]})
+    >>> brier_multiclass(opts)["brier_multiclass"].item()
+    0.5
+    """
+    long = option_probabilities(
+        as_lazy(options),
+        by=by,
+        question=question,
+        option=option,
+        loglik=loglik,
+        is_gold=is_gold,
+        gold=gold,
+        normalize=normalize,
+        chars=chars,
+        bytes=bytes,
+        tokens=tokens,
+        no_gold=no_gold,
+    )
+    keys: list[str] = [*group_keys(by), "scoring"]
+    residual = (
+        pl.when(pl.col("is_answer"))
+        .then(-expm1(pl.col("log_probability")))
+        .otherwise(pl.col("probability"))
+    )
+    out = (
+        long.group_by([*keys, question])
+        .agg((residual * residual).sum().alias("__cf_sq"))
+        .group_by(keys)
+        .agg(
+            pl.len().cast(pl.UInt64).alias("count"),
+            pl.col("__cf_sq").mean().alias("brier_multiclass"),
+        )
+        .sort(keys)
+    )
+    return return_like(options, out)

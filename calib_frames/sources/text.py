@@ -1,0 +1,464 @@
+r"""Free-text answers → confidences: token log-probabilities, verbalised confidence, consistency.
+
+Three ways to attach a confidence to a generated answer, each a polars transformation:
+
+* :func:`answer_confidence`: from the answer's token log-probabilities,
+  ``confidence = exp((1/n) Σₜ ln p(tokenₜ))``, the geometric mean token probability
+  (``log_confidence`` is the exact mean log-probability, ``log_probability`` the sum:
+  the probability of the whole answer).
+* :func:`verbalized_confidence` / :func:`with_verbalized_confidence`: a confidence the
+  model *wrote* ("90%", "0.9", "9/10", "Confidence: 7 out of 10"), parsed by anchored
+  regular expressions; words ("very likely") only through a mapping the caller passes
+  (:data:`IPCC_WORDS` and :data:`KENT_WORDS` are documented ones). Anything else is
+  unparsable and reported with its row, never guessed.
+* :func:`sample_consistency`: the share of k sampled answers that agree with the majority
+  answer (self-consistency), a confidence that needs no log-probabilities.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Generic, Literal
+
+import polars as pl
+
+from calib_frames.exceptions import ArgumentError, SchemaError
+from calib_frames.sources._checks import Check, raise_if_bad
+from calib_frames.validation import Frame, as_lazy, divide, group_keys, return_like
+
+__all__ = [
+    "IPCC_WORDS",
+    "KENT_WORDS",
+    "Skipped",
+    "answer_confidence",
+    "sample_consistency",
+    "verbalized_confidence",
+    "with_verbalized_confidence",
+]
+
+KENT_WORDS: dict[str, float] = {
+    "certain": 1.0,
+    "almost certain": 0.93,
+    "probable": 0.75,
+    "likely": 0.75,
+    "chances about even": 0.5,
+    "even chance": 0.5,
+    "probably not": 0.3,
+    "unlikely": 0.3,
+    "almost certainly not": 0.07,
+    "impossible": 0.0,
+}
+"""Sherman Kent's words of estimative probability (CIA, 1964): the centre of each
+phrase's range (100, 93, 75, 50, 30, 7, 0 %), with his synonyms "likely" (for
+"probable") and "unlikely" (for "probably not")."""
+
+IPCC_WORDS: dict[str, float] = {
+    "virtually certain": 0.995,
+    "extremely likely": 0.975,
+    "very likely": 0.95,
+    "likely": 0.83,
+    "more likely than not": 0.75,
+    "about as likely as not": 0.5,
+    "unlikely": 0.165,
+    "very unlikely": 0.05,
+    "extremely unlikely": 0.025,
+    "exceptionally unlikely": 0.005,
+}
+"""The IPCC AR5 likelihood scale (Mastrandrea et al. 2010, guidance note for lead
+authors): the midpoint of each term's range (virtually certain 99–100 %, extremely likely
+95–100 %, very likely 90–100 %, likely 66–100 %, more likely than not 50–100 %, about as
+likely as not 33–66 %, unlikely 0–33 %, very unlikely 0–10 %, extremely unlikely 0–5 %,
+exceptionally unlikely 0–1 %)."""
+
+_PREFIX = (
+    r"^(?:(?:my\s+)?(?:confidence|certainty|probability)(?:\s+(?:level|score))?"
+    r"\s*(?:[:=]|is)?\s*)?"
+)
+_NUMBER = r"(\d+(?:\.\d*)?|\.\d+)"
+
+
+def verbalized_confidence(
+    text: pl.Expr,
+    *,
+    scale: float = 1.0,
+    words: Mapping[str, float] | None = None,
+    pattern: str | None = None,
+) -> pl.Expr:
+    """An expression parsing a written confidence into [0, 1]; null when unparsable.
+
+    After lower-casing, trimming, dropping an optional label ("confidence:",
+    "my certainty is", ...) and trailing ``.``/``!``, the whole text must be one of:
+
+    ============================  =====================================  ===========
+    form                          example                                value
+    ============================  =====================================  ===========
+    percentage                    ``90%``, ``92.5 %``, ``90 percent``    x / 100
+    fraction                      ``9/10``, ``7 out of 10``              a / b
+    number                        ``0.9``, ``.9``, ``1``                 x / scale
+    a key of ``words``            ``very likely`` (with IPCC_WORDS)      words[key]
+    ============================  =====================================  ===========
+
+    A value outside [0, 1] (``150%``, ``11/10``, ``90`` at ``scale=1``), a zero
+    denominator, several numbers, or any other text gives null. ``scale=100`` reads bare
+    numbers as percentages ("Confidence (0-100): 85").
+
+    Parameters
+    ----------
+    text
+        A String expression.
+    scale
+        What a bare number is out of (1 or 100, usually).
+    words
+        Phrase → probability; matched against the whole (normalised) text.
+    pattern
+        A regular expression whose first capture group is the confidence statement
+        inside a longer answer, e.g. ``r"I am (.+?) sure"`` for "Red. I am 80% sure.";
+        the text is null (unparsable) where it does not match.
+
+    Returns
+    -------
+    Expr
+        Float64 in [0, 1] or null.
+
+    Raises
+    ------
+    ArgumentError
+        ``scale`` not positive, or a ``words`` value outside [0, 1].
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.sources import verbalized_confidence, IPCC_WORDS
+    >>> s = pl.DataFrame({"t": ["90%", "Confidence: 0.8", "9/10", "very likely", "sure", "150%"]})
+    >>> s.select(verbalized_confidence(pl.col("t"), words=IPCC_WORDS))["t"].to_list()
+    [0.9, 0.8, 0.9, 0.95, None, None]
+    >>> answers = pl.DataFrame({"t": ["Red. I am 80% sure.", "Blue."]})
+    >>> sure = verbalized_confidence(pl.col("t"), pattern=r"I am (.+?) sure")
+    >>> answers.select(sure)["t"].to_list()
+    [0.8, None]
+    """
+    if not scale > 0:
+        raise ArgumentError(f"scale= must be positive, got {scale!r}")
+    mapping = {" ".join(k.lower().split()): float(v) for k, v in (words or {}).items()}
+    bad = [k for k, v in mapping.items() if not 0.0 <= v <= 1.0]
+    if bad:
+        raise ArgumentError(f"words= maps {bad} outside [0, 1]")
+    if pattern is not None:
+        text = text.str.extract(pattern, 1)
+    t = (
+        text.str.to_lowercase()
+        .str.replace_all(r"\s+", " ")
+        .str.strip_chars()
+        .str.replace(_PREFIX, "")
+        .str.strip_chars_end(" .!")
+    )
+    # divide(): polars divides by a scalar through its reciprocal (70 / 100 would give
+    # 0.7000000000000001); a correctly rounded quotient matches "70%" == 0.7 exactly.
+    percent = divide(t.str.extract(rf"^{_NUMBER}\s*(?:%|percent)$", 1).cast(pl.Float64), 100.0)
+    fraction = t.str.extract_groups(rf"^{_NUMBER}\s*(?:/|out of)\s*{_NUMBER}$")
+    numerator = fraction.struct.field("1").cast(pl.Float64)
+    denominator = fraction.struct.field("2").cast(pl.Float64)
+    ratio = pl.when(denominator > 0).then(numerator / denominator)
+    number = divide(t.str.extract(rf"^{_NUMBER}$", 1).cast(pl.Float64), float(scale))
+    parsed = [percent, ratio, number]
+    if mapping:
+        parsed.append(t.replace_strict(mapping, default=None, return_dtype=pl.Float64))
+    value = pl.coalesce(parsed)
+    return pl.when((value >= 0.0) & (value <= 1.0)).then(value).otherwise(None)
+
+
+@dataclass(frozen=True)
+class Skipped(Generic[Frame]):
+    """A frame with the rows that were left out counted: ``frame`` and ``skipped``."""
+
+    frame: Frame
+    skipped: int
+
+
+def with_verbalized_confidence(
+    data: Frame,
+    *,
+    column: str = "response",
+    output: str = "confidence",
+    scale: float = 1.0,
+    words: Mapping[str, float] | None = None,
+    pattern: str | None = None,
+    on_unparsable: Literal["raise", "skip"] = "raise",
+) -> Frame | Skipped[Frame]:
+    """Add the parsed written confidence of ``column`` as ``output``.
+
+    Parameters
+    ----------
+    data
+        Frame with a String column of written confidences.
+    column, output
+        The input column and the name of the Float64 output column.
+    scale, words, pattern
+        As :func:`verbalized_confidence`.
+    on_unparsable
+        ``"raise"``: a DataError (at collection for a LazyFrame) naming how many rows
+        did not parse, with the first one's row number (0-based, in input order) and
+        text. ``"skip"``: drop those rows and return :class:`Skipped` with the frame and
+        their count (a LazyFrame is scanned once now to count them).
+
+    Returns
+    -------
+    DataFrame or LazyFrame, or Skipped
+        The input with ``output`` added.
+
+    Raises
+    ------
+    SchemaError
+        ``column`` is missing or not a String column.
+    DataError
+        Unparsable rows with ``on_unparsable="raise"``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.sources import with_verbalized_confidence
+    >>> df = pl.DataFrame({"response": ["80%", "no idea", "0.3"]})
+    >>> result = with_verbalized_confidence(df, on_unparsable="skip")
+    >>> result.skipped, result.frame["confidence"].to_list()
+    (1, [0.8, 0.3])
+    """
+    if on_unparsable not in ("raise", "skip"):
+        raise ArgumentError(f"on_unparsable= takes 'raise' or 'skip', got {on_unparsable!r}")
+    lazy = as_lazy(data)
+    schema = lazy.collect_schema()
+    if column not in schema:
+        raise SchemaError(f"column not found: {column!r}; available: {schema.names()}")
+    if schema[column] != pl.String:
+        raise SchemaError(f"column {column!r} must be String, got {schema[column]}")
+    parsed = lazy.with_columns(
+        verbalized_confidence(pl.col(column), scale=scale, words=words, pattern=pattern).alias(
+            output
+        )
+    )
+    if on_unparsable == "skip":
+        bad = parsed.select(pl.col(output).is_null().sum()).collect().item()
+        kept = parsed.filter(pl.col(output).is_not_null())
+        return Skipped(return_like(data, kept), int(bad))
+    flag, row = "__cf_unparsable", "row"
+    marked = parsed.with_row_index("__cf_row").with_columns(pl.col(output).is_null().alias(flag))
+    if row in schema:
+        row = "__cf_row"
+    marked = marked.rename({"__cf_row": row}) if row != "__cf_row" else marked
+    check = Check(flag, column, "not a confidence this parser reads", column, "rows")
+    checked = raise_if_bad(marked, [check], keys=[row]).drop(row)
+    return return_like(data, checked)
+
+
+def answer_confidence(
+    tokens: Frame,
+    *,
+    by: str | Sequence[str],
+    logprob: str = "logprob",
+) -> Frame:
+    """Per answer: confidence = exp(mean token log-probability).
+
+    Parameters
+    ----------
+    tokens
+        One row per generated token with its log-probability (≤ 0).
+    by
+        The columns that identify one answer (model, question, sample, ...).
+    logprob
+        The token log-probability column (natural log).
+
+    Returns
+    -------
+    DataFrame or LazyFrame
+        ``by``…, ``tokens`` (UInt32), ``log_probability`` (Σ ln p: the whole answer),
+        ``log_confidence`` (mean ln p) and ``confidence`` (exp of it), sorted by ``by``.
+
+    Raises
+    ------
+    SchemaError
+        Missing or non-numeric columns.
+    ArgumentError
+        ``by`` empty.
+    DataError
+        At collection: null, NaN or positive log-probabilities.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.sources import answer_confidence
+    >>> toks = pl.DataFrame({"q": [1, 1, 2], "logprob": [-0.1, -0.3, -2.0]})
+    >>> answer_confidence(toks, by="q")["confidence"].round(6).to_list()
+    [0.818731, 0.135335]
+    """
+    keys: list[str] = group_keys(by)
+    if not keys:
+        raise ArgumentError("by= must name the columns that identify one answer")
+    lazy = as_lazy(tokens)
+    schema = lazy.collect_schema()
+    missing = [c for c in [*keys, logprob] if c not in schema]
+    if missing:
+        raise SchemaError(f"column not found: {missing}; available: {schema.names()}")
+    if not schema[logprob].is_numeric():
+        raise SchemaError(f"column {logprob!r} must be numeric, got {schema[logprob]}")
+    lp = pl.col(logprob).cast(pl.Float64)
+    bad = (lp.is_nan() | (lp > 0)).fill_null(True)
+    out = (
+        lazy.group_by(keys)
+        .agg(
+            pl.len().cast(pl.UInt32).alias("tokens"),
+            lp.sum().alias("log_probability"),
+            lp.mean().alias("log_confidence"),
+            bad.sum().alias("__cf_bad"),
+            lp.filter(bad).first().alias("__cf_example"),
+        )
+        .sort(keys)
+    )
+    check = Check(
+        "__cf_bad",
+        logprob,
+        "null, NaN or > 0 (a log-probability is ≤ 0)",
+        "__cf_example",
+        "token rows",
+    )
+    checked = raise_if_bad(out, [check], keys=keys, count="tokens").with_columns(
+        pl.col("log_confidence").exp().alias("confidence")
+    )
+    return return_like(
+        tokens, checked.select(*keys, "tokens", "log_probability", "log_confidence", "confidence")
+    )
+
+
+def sample_consistency(
+    samples: Frame,
+    *,
+    by: str | Sequence[str],
+    answer: str = "answer",
+    gold: str | None = None,
+    normalize: bool = True,
+) -> Frame:
+    """Per question: the majority answer of k samples and the share that agrees with it.
+
+    ``consistency = (samples giving the majority answer) / k``. A null answer (nothing
+    extracted) counts in k but never as a vote; a question whose samples are all null
+    has a null majority and consistency 0. Ties between answers go to the smallest
+    answer (sort order), so the result does not depend on row order.
+
+    Parameters
+    ----------
+    samples
+        One row per (question keys…, sample) with the extracted answer.
+    by
+        The columns that identify a question (model, task, question id, ...).
+    answer
+        The answer column.
+    gold
+        Optional column with the reference answer (the same on every sample of the
+        question): adds ``correct`` = majority answer equals it (after the same
+        normalisation).
+    normalize
+        For String answers: compare after lower-casing, trimming and collapsing
+        whitespace.
+
+    Returns
+    -------
+    DataFrame or LazyFrame
+        ``by``…, ``samples`` (UInt32, k), ``majority_answer``, ``majority_count``
+        (UInt32), ``consistency`` (Float64) [, ``correct``], sorted by ``by``; ready for
+        ``calibration_metrics(..., confidence="consistency")``.
+
+    Raises
+    ------
+    SchemaError
+        Missing columns.
+    ArgumentError
+        ``by`` empty.
+    DataError
+        ``gold`` differs between the samples of a question.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.sources import sample_consistency
+    >>> s = pl.DataFrame({"q": [1, 1, 1, 2, 2], "answer": ["Paris", "paris ", "Lyon", "4", "5"]})
+    >>> sample_consistency(s, by="q").select("q", "majority_answer", "consistency")
+    shape: (2, 3)
+    ┌─────┬─────────────────┬─────────────┐
+    │ q   ┆ majority_answer ┆ consistency │
+    │ --- ┆ ---             ┆ ---         │
+    │ i64 ┆ str             ┆ f64         │
+    ╞═════╪═════════════════╪═════════════╡
+    │ 1   ┆ paris           ┆ 0.666667    │
+    │ 2   ┆ 4               ┆ 0.5         │
+    └─────┴─────────────────┴─────────────┘
+    """
+    keys: list[str] = group_keys(by)
+    if not keys:
+        raise ArgumentError("by= must name the columns that identify a question")
+    lazy = as_lazy(samples)
+    schema = lazy.collect_schema()
+    missing = [c for c in [*keys, answer, *([gold] if gold else [])] if c not in schema]
+    if missing:
+        raise SchemaError(f"column not found: {missing}; available: {schema.names()}")
+
+    def norm(name: str) -> pl.Expr:
+        expr = pl.col(name)
+        if normalize and schema[name] == pl.String:
+            expr = expr.str.replace_all(r"\s+", " ").str.strip_chars().str.to_lowercase()
+        return expr
+
+    prepared = lazy.select(
+        *keys,
+        norm(answer).alias("__cf_answer"),
+        *([norm(gold).alias("__cf_gold")] if gold else []),
+    )
+    votes = prepared.group_by([*keys, "__cf_answer"]).agg(
+        pl.len().cast(pl.UInt32).alias("__cf_votes"),
+        *(
+            [pl.col("__cf_gold").n_unique().alias("__cf_golds"), pl.col("__cf_gold").first()]
+            if gold
+            else []
+        ),
+    )
+    voted = pl.col("__cf_answer").is_not_null()
+    ranked = (
+        pl.col("__cf_answer")
+        .filter(voted)
+        .sort_by(
+            [pl.col("__cf_votes").filter(voted), pl.col("__cf_answer").filter(voted)],
+            descending=[True, False],
+        )
+    )
+    aggs = [
+        pl.col("__cf_votes").sum().cast(pl.UInt32).alias("samples"),
+        ranked.first().alias("majority_answer"),
+        pl.col("__cf_votes")
+        .filter(voted)
+        .max()
+        .fill_null(0)
+        .cast(pl.UInt32)
+        .alias("majority_count"),
+    ]
+    if gold:
+        aggs += [
+            pl.col("__cf_gold").first().alias("__cf_gold"),
+            ((pl.col("__cf_golds").max() > 1) | (pl.col("__cf_gold").n_unique() > 1)).alias(
+                "__cf_gold_varies"
+            ),
+        ]
+    out = votes.group_by(keys).agg(aggs).sort(keys)
+    out = out.with_columns((pl.col("majority_count") / pl.col("samples")).alias("consistency"))
+    columns = [*keys, "samples", "majority_answer", "majority_count", "consistency"]
+    if gold:
+        out = out.with_columns(
+            (pl.col("majority_answer") == pl.col("__cf_gold")).fill_null(False).alias("correct")
+        )
+        check = Check(
+            "__cf_gold_varies",
+            gold,
+            "with a gold answer that differs between samples",
+            None,
+            "questions",
+        )
+        out = raise_if_bad(out, [check], keys=keys)
+        columns.append("correct")
+    return return_like(samples, out.select(columns))

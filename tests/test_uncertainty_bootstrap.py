@@ -1,0 +1,324 @@
+"""Bootstrap intervals: bin-level resampling vs the exact row-level bootstrap, coverage on
+simulated data of known truth, perplexity against a numpy bootstrap, and bad inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+import calib_frames as cf
+from calib_frames.estimators.bootstrap import (
+    CI_METRICS,
+    REPLICATE,
+    bootstrap_bin_statistics,
+    calibration_intervals,
+    intervals_from_bin_statistics,
+    nll_moment_sums,
+    perplexity_intervals,
+    perplexity_intervals_from_sums,
+)
+from calib_frames.exceptions import ArgumentError, DataError, SchemaError
+
+
+def simulated(groups: int, rows: int, seed: int, power: float = 1.3) -> pl.DataFrame:
+    """Confidences ~ Beta(5, 2), outcomes ~ Bernoulli(p**power) (overconfident)."""
+    rng = np.random.default_rng(seed)
+    p = rng.beta(5, 2, groups * rows)
+    return pl.DataFrame(
+        {
+            "g": np.repeat(np.arange(groups), rows),
+            "confidence": p,
+            "correct": rng.random(groups * rows) < p**power,
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def both() -> tuple[pl.DataFrame, pl.DataFrame]:
+    df = simulated(12, 1500, seed=0)
+    bins = calibration_intervals(df, by="g", replicates=300, seed=1)
+    rows = calibration_intervals(df, by="g", replicates=300, seed=2, resample="rows")
+    return bins, rows
+
+
+@pytest.mark.parametrize("metric", CI_METRICS)
+def test_bin_level_matches_row_level_bootstrap(
+    both: tuple[pl.DataFrame, pl.DataFrame], metric: str
+) -> None:
+    bins, rows = both
+    low, high = f"{metric}_ci_low", f"{metric}_ci_high"
+    width_bins = (bins[high] - bins[low]).to_numpy()
+    width_rows = (rows[high] - rows[low]).to_numpy()
+    if metric == "uncertainty":  # ȳ(1 − ȳ) near its maximum: tiny, noisy widths
+        width_rows = np.maximum(width_rows, 1e-12)
+    ratio = width_bins / width_rows
+    # 12 groups × 300 replicates: the Monte-Carlo error of the mean ratio is ~3%
+    assert 0.88 < ratio.mean() < 1.12, (metric, ratio)
+    centre = (bins[high] + bins[low] - rows[high] - rows[low]).to_numpy() / 2
+    assert np.abs(centre / width_rows).mean() < 0.15, metric
+
+
+def test_coverage_on_known_truth() -> None:
+    datasets, n, power, level = 400, 200, 2.0, 0.9
+    df = simulated(datasets, n, seed=7, power=power)
+    ci = calibration_intervals(df, by="g", replicates=200, level=level, seed=3)
+    # population values under p ~ Beta(5, 2), y ~ Bernoulli(p²), by fine quadrature
+    grid = (np.arange(200_000) + 0.5) / 200_000
+    density = grid**4 * (1 - grid)
+    density /= density.sum()
+    truth = {
+        "accuracy": (density * grid**power).sum(),
+        "brier": (density * (grid**2 - 2 * grid**3 + grid**power)).sum(),
+        "ece": np.abs(
+            np.bincount(np.minimum((grid * 10).astype(int), 9), weights=density * (grid - grid**2))
+        ).sum(),
+    }
+    for metric, true in truth.items():
+        value = float(true)
+        covered = (ci[f"{metric}_ci_low"] <= value) & (value <= ci[f"{metric}_ci_high"])
+        # binomial sd of the coverage over 400 datasets is 1.5%; allow 4 sd
+        assert abs(covered.mean() - level) < 0.06, (metric, covered.mean())  # type: ignore[operator]
+
+
+def test_replicate_table_is_a_bin_statistics_table() -> None:
+    df = simulated(3, 200, seed=1)
+    stats = cf.bin_statistics(df, by="g")
+    boot = bootstrap_bin_statistics(stats, replicates=5, seed=4)
+    assert boot.columns == ["g", REPLICATE, *stats.columns[1:]]
+    assert boot.height == 3 * 5 * 10
+    per = boot.group_by("g", REPLICATE).agg(pl.col("count").sum(), pl.col("weight").sum())
+    assert (per["count"] == 200).all() and (per["weight"] - 200).abs().max() < 1e-9  # type: ignore[operator]
+    # bin bounds unchanged, class sums consistent, residual means inside the bin
+    assert (
+        boot.filter(pl.col(REPLICATE) == 0)
+        .select(stats.columns[1:4])
+        .equals(stats.select(stats.columns[1:4]))
+    )
+    correct = boot.filter(pl.col("weight_correct") > 0)
+    mean_p = 1 - correct["sum_residual_correct"] / correct["weight_correct"]
+    assert ((mean_p >= correct["bin_lower"] - 1e-12) & (mean_p <= correct["bin_upper"])).all()
+    np.testing.assert_allclose(
+        correct["sum_confidence_correct"] + correct["sum_residual_correct"],
+        correct["weight_correct"],
+    )
+    metrics = cf.metrics_from_bin_statistics(boot)
+    assert metrics.height == 15 and metrics.columns[:2] == ["g", REPLICATE]
+
+
+def test_seeded_and_reproducible_lazy_in_lazy_out() -> None:
+    df = simulated(4, 300, seed=2)
+    first = calibration_intervals(df, by="g", replicates=50, seed=11)
+    again = calibration_intervals(df.lazy(), by="g", replicates=50, seed=11)
+    assert isinstance(again, pl.LazyFrame)
+    # the same draws; the bin sums may differ in the last bit (polars' summation order)
+    np.testing.assert_allclose(first.to_numpy(), again.collect().to_numpy(), rtol=1e-9)
+    other = calibration_intervals(df, by="g", replicates=50, seed=12)
+    assert np.abs(first.to_numpy() - other.to_numpy()).max() > 1e-4
+    assert first.columns == ["g", *[f"{m}_ci_{s}" for m in CI_METRICS for s in ("low", "high")]]
+
+
+def test_intervals_contain_the_estimate_and_order() -> None:
+    df = simulated(5, 800, seed=3)
+    ci = calibration_intervals(df, by="g", replicates=200, seed=0)
+    point = cf.calibration_metrics(df, by="g")
+    for metric in ("accuracy", "brier", "ece", "mean_confidence"):
+        low, high = ci[f"{metric}_ci_low"], ci[f"{metric}_ci_high"]
+        assert (low <= high).all()
+        assert ((low <= point[metric]) & (point[metric] <= high)).all(), metric
+
+
+def test_weighted_matches_repeated_rows() -> None:
+    # integer weights = repeated rows (bins mode apportions rows by weight: exact here)
+    df = pl.DataFrame(
+        {"confidence": [0.9, 0.8, 0.3, 0.95, 0.6], "correct": [1, 1, 0, 0, 1], "w": [1.0] * 5}
+    )
+    plain = calibration_intervals(df, replicates=100, seed=5)
+    weighted = calibration_intervals(df, weight="w", replicates=100, seed=5)
+    np.testing.assert_allclose(plain.to_numpy(), weighted.to_numpy())
+
+
+def test_degenerate_groups() -> None:
+    df = pl.DataFrame(
+        {
+            "g": ["one", "same", "same", "same", "right", "right"],
+            "confidence": [0.7, 0.6, 0.6, 0.6, 0.9, 0.95],
+            "correct": [True, True, False, True, True, True],
+        }
+    )
+    ci = calibration_intervals(df, by="g", replicates=100)
+    point = cf.calibration_metrics(df, by="g")
+    one = ci.filter(pl.col("g") == "one")
+    # a single prediction: every replicate is that prediction
+    assert one["ece_ci_low"].item() == pytest.approx(
+        point.filter(pl.col("g") == "one")["ece"].item()
+    )
+    assert one["ece_ci_low"].item() == pytest.approx(one["ece_ci_high"].item())
+    right = ci.filter(pl.col("g") == "right")  # a single class: accuracy is always 1
+    assert right["accuracy_ci_low"].item() == right["accuracy_ci_high"].item() == 1.0
+    same = ci.filter(pl.col("g") == "same")  # all-equal confidences
+    assert same["mean_confidence_ci_low"].item() == pytest.approx(0.6)
+    assert same["accuracy_ci_low"].item() < same["accuracy_ci_high"].item()
+    empty = calibration_intervals(df.clear(), by="g", replicates=10)
+    assert empty.height == 0
+    whole = calibration_intervals(df.clear(), replicates=10)
+    assert whole.height == 1
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"replicates": 0}, ArgumentError),
+        ({"replicates": -3}, ArgumentError),
+        ({"replicates": 2.5}, ArgumentError),
+        ({"level": 0.0}, ArgumentError),
+        ({"level": 1.0}, ArgumentError),
+        ({"level": 95}, ArgumentError),
+        ({"seed": -1}, ArgumentError),
+        ({"resample": "cells"}, ArgumentError),
+    ],
+)
+def test_bad_arguments(kwargs: dict[str, object], error: type[Exception]) -> None:
+    df = simulated(1, 10, seed=0)
+    with pytest.raises(error):
+        calibration_intervals(df, **kwargs)  # type: ignore[arg-type]
+
+
+def test_bad_tables_and_rows() -> None:
+    with pytest.raises(SchemaError, match="bin-statistics"):
+        intervals_from_bin_statistics(pl.DataFrame({"bin": [0]}))
+    clash = simulated(1, 10, seed=0).with_columns(replicate=pl.lit(1))
+    with pytest.raises(SchemaError, match="replicate"):
+        calibration_intervals(clash, by="replicate")
+    with pytest.raises(SchemaError, match="replicate"):
+        calibration_intervals(clash, resample="rows")
+    bad = pl.DataFrame({"confidence": [0.5, 1.5], "correct": [1, 0]})
+    with pytest.raises(cf.CalibFramesError):
+        calibration_intervals(bad, replicates=5)
+    stats = cf.bin_statistics(simulated(2, 50, seed=0), by="g")
+    ragged = stats.filter(~((pl.col("g") == 0) & (pl.col("bin") == 3)))
+    with pytest.raises(SchemaError, match="numbers of bins"):
+        intervals_from_bin_statistics(ragged, replicates=5)
+
+
+# ---- perplexity -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def documents() -> pl.DataFrame:
+    rng = np.random.default_rng(4)
+    groups, n = 4, 400
+    tokens = rng.integers(5, 400, groups * n)
+    return pl.DataFrame(
+        {
+            "g": np.repeat(np.arange(groups), n),
+            "nll": tokens * rng.gamma(4, 0.6, groups * n),
+            "tokens": tokens,
+            "bytes": tokens * rng.uniform(3, 5, groups * n),
+        }
+    )
+
+
+def test_perplexity_matches_numpy_row_bootstrap(documents: pl.DataFrame) -> None:
+    ci = perplexity_intervals(
+        documents, tokens="tokens", bytes="bytes", by="g", replicates=4000, level=0.9
+    )
+    rng = np.random.default_rng(0)
+    for g, part in documents.group_by("g", maintain_order=True):
+        x, y, z = (part[c].to_numpy().astype(float) for c in ("nll", "tokens", "bytes"))
+        idx = rng.integers(0, len(x), (4000, len(x)))
+        ppl = np.exp(x[idx].sum(1) / y[idx].sum(1))
+        bpb = x[idx].sum(1) / z[idx].sum(1) / np.log(2)
+        row = ci.filter(pl.col("g") == g[0])
+        width = np.subtract(*np.percentile(ppl, [95, 5]))
+        for name, values in (("perplexity", ppl), ("bits_per_byte", bpb)):
+            ref_low, ref_high = np.percentile(values, [5, 95])
+            scale = ref_high - ref_low
+            assert abs(row[f"{name}_ci_low"].item() - ref_low) < 0.08 * scale, name
+            assert abs(row[f"{name}_ci_high"].item() - ref_high) < 0.08 * scale, name
+        assert width > 0
+
+
+def test_perplexity_cluster_token_rows_and_bad_input() -> None:
+    rng = np.random.default_rng(2)
+    docs = np.repeat(np.arange(100), 30)
+    scale = np.repeat(rng.uniform(0.4, 1.6, 100), 30)
+    tokens = pl.DataFrame({"doc": docs, "nll": rng.gamma(2, 1, 3000) * scale})
+    by_doc = perplexity_intervals(tokens, cluster="doc", replicates=300)
+    by_token = perplexity_intervals(tokens.lazy(), replicates=300).collect()
+    counts = [
+        nll_moment_sums(tokens, cluster="doc")["count"].item(),
+        nll_moment_sums(tokens)["count"].item(),
+    ]
+    assert counts == [100, 3000]
+    width = {
+        name: (t["perplexity_ci_high"] - t["perplexity_ci_low"]).item()
+        for name, t in (("doc", by_doc), ("token", by_token))
+    }
+    assert width["doc"] > 1.5 * width["token"]  # correlated tokens widen the interval
+    point = cf.perplexity(tokens)["perplexity"].item()
+    assert by_doc["perplexity_ci_low"].item() < point < by_doc["perplexity_ci_high"].item()
+    with pytest.raises(DataError, match="1 of 2 rows"):
+        perplexity_intervals(pl.DataFrame({"nll": [1.0, -2.0]}))
+    with pytest.raises(SchemaError, match="tokens"):
+        perplexity_intervals(pl.DataFrame({"nll": [1.0]}), tokens="tokens")
+    with pytest.raises(SchemaError, match="numeric"):
+        perplexity_intervals(pl.DataFrame({"nll": ["1.0"]}))
+    with pytest.raises(ArgumentError):
+        perplexity_intervals(pl.DataFrame({"nll": [1.0]}), replicates=0)
+    with pytest.raises(ArgumentError, match="tokens"):
+        perplexity_intervals(pl.DataFrame({"nll": [1.0], "tokens": [3]}))
+    with pytest.raises(ArgumentError, match="tokens"):
+        perplexity_intervals(pl.DataFrame({"nll": [1.0]}), tokens=0)
+    logp = perplexity_intervals(tokens.with_columns(-pl.col("nll")), log_probs=True, tokens=1,
+                                cluster="doc", replicates=300)  # fmt: skip
+    np.testing.assert_allclose(logp.to_numpy(), by_doc.to_numpy())
+    zero = perplexity_intervals(
+        pl.DataFrame({"g": ["a", "b"], "nll": [0.0, 2.0], "t": [0, 4]}), tokens="t", by="g"
+    )
+    assert zero["perplexity_ci_low"].to_list()[0] is None
+    assert zero["perplexity_ci_low"].to_list()[1] == pytest.approx(np.exp(0.5))
+
+
+def test_count_correct_column_gives_class_rows_under_weights() -> None:
+    rng = np.random.default_rng(8)
+    p = rng.uniform(0.5, 1.0, 3000)
+    y = rng.random(3000) < p * 0.8
+    df = pl.DataFrame({"confidence": p, "correct": y, "w": np.where(y, 10.0, 1.0)})
+    stats = cf.bin_statistics(df, weight="w")
+    per_bin = (
+        df.with_columns(
+            bin=pl.min_horizontal((pl.col("confidence") * 10).floor(), 9).cast(pl.UInt32)
+        )
+        .group_by("bin")
+        .agg(count_correct=pl.col("correct").sum().cast(pl.UInt64))
+    )
+    counted = stats.join(per_bin, on="bin", how="left").with_columns(
+        pl.col("count_correct").fill_null(0)
+    )
+    exact = calibration_intervals(df, weight="w", replicates=400, resample="rows", seed=1)
+    with_counts = intervals_from_bin_statistics(counted, replicates=400, seed=2)
+    apportioned = intervals_from_bin_statistics(stats, replicates=400, seed=2)
+    width = {
+        name: (t["accuracy_ci_high"] - t["accuracy_ci_low"]).item()
+        for name, t in (("exact", exact), ("counts", with_counts), ("apportioned", apportioned))
+    }
+    assert width["counts"] == pytest.approx(width["exact"], rel=0.15), width
+    assert width["apportioned"] > 1.3 * width["exact"], width
+
+
+def test_moment_sums_are_additive_and_required(documents: pl.DataFrame) -> None:
+    kwargs = {"tokens": "tokens", "bytes": "bytes", "by": "g"}
+    whole = nll_moment_sums(documents, **kwargs)  # type: ignore[arg-type]
+    halves = pl.concat(
+        [nll_moment_sums(part, **kwargs) for part in (documents[:700], documents[700:])]  # type: ignore[arg-type]
+    )
+    merged = halves.group_by("g").agg(pl.exclude("g").sum()).sort("g")
+    assert merged["count"].to_list() == whole["count"].to_list()
+    np.testing.assert_allclose(merged.drop("g").to_numpy(), whole.drop("g").to_numpy(), rtol=1e-12)
+    point = cf.perplexity(documents, tokens="tokens", by="g")
+    np.testing.assert_allclose(whole["nll_sum"], point["nll_sum"], rtol=1e-12)
+    ci = perplexity_intervals_from_sums(merged, replicates=200)
+    assert ci.columns[0] == "g" and "bits_per_byte_ci_high" in ci.columns
+    with pytest.raises(SchemaError, match="nll_sq_sum"):
+        perplexity_intervals_from_sums(point)

@@ -1,0 +1,163 @@
+"""ECE noise floor: the matched-binomial approximation against exact Bernoulli resampling
+of rows, false-positive rate on calibrated models, power on a miscalibrated one, edges."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+import calib_frames as cf
+from calib_frames.estimators.bootstrap import intervals_from_bin_statistics
+from calib_frames.estimators.noise import (
+    NOISE_COLUMNS,
+    calibration_noise_floor,
+    noise_floor_from_bin_statistics,
+    uncertainty_from_bin_statistics,
+)
+from calib_frames.exceptions import ArgumentError, SchemaError
+
+
+def exact_null_ece(p: np.ndarray, replicates: int, seed: int, bins: int = 10) -> np.ndarray:
+    """ECE of outcomes redrawn as Bernoulli(p) row by row (the exact H₀ distribution)."""
+    rng = np.random.default_rng(seed)
+    index = np.minimum((p * bins).astype(int), bins - 1)
+    y = rng.random((replicates, p.size)) < p
+    gap = np.zeros((replicates, bins))
+    for b in range(bins):  # bins, not rows
+        inside = index == b
+        gap[:, b] = np.abs(p[inside].sum() - y[:, inside].sum(axis=1))
+    return gap.sum(axis=1) / p.size
+
+
+CASES = {
+    "beta": lambda rng: rng.beta(5, 2, 400),
+    "near-certain": lambda rng: np.clip(1 - rng.exponential(0.03, 600), 0, 1),
+    "small": lambda rng: rng.uniform(0, 1, 40),
+    "spread-in-bins": lambda rng: rng.choice([0.5, 0.59, 0.9, 0.999], 300),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_matches_exact_bernoulli_resampling(case: str) -> None:
+    rng = np.random.default_rng(11)
+    p = CASES[case](rng)
+    df = pl.DataFrame({"confidence": p, "correct": rng.random(p.size) < p})
+    table = calibration_noise_floor(df, replicates=20_000, seed=1)
+    exact = exact_null_ece(p, 20_000, seed=2)
+    # Monte-Carlo error of both at 20 000 draws is well below 1%
+    assert table["ece_null_mean"].item() == pytest.approx(exact.mean(), rel=0.03)
+    assert table["ece_noise_floor"].item() == pytest.approx(np.quantile(exact, 0.95), rel=0.04)
+    observed = table["ece"].item()
+    exact_p = (1 + (exact >= observed - 1e-12).sum()) / (1 + exact.size)
+    assert table["ece_p_value"].item() == pytest.approx(exact_p, abs=0.03)
+
+
+@pytest.fixture(scope="module")
+def many() -> dict[str, pl.DataFrame]:
+    rng = np.random.default_rng(5)
+    datasets, n = 400, 300
+    p = rng.beta(4, 2, datasets * n)
+    g = np.repeat(np.arange(datasets), n)
+    out = {}
+    for name, truth in (("calibrated", p), ("overconfident", p**2.0)):
+        df = pl.DataFrame({"g": g, "confidence": p, "correct": rng.random(p.size) < truth})
+        out[name] = calibration_noise_floor(df, by="g", replicates=400, seed=3)
+    return out
+
+
+def test_false_positive_rate_near_nominal(many: dict[str, pl.DataFrame]) -> None:
+    table = many["calibrated"]
+    rate = (table["ece_p_value"] <= 0.05).mean()
+    # binomial sd over 400 datasets is 1.1 percentage points
+    assert 0.02 <= rate <= 0.085, rate  # type: ignore[operator]
+    assert 0.015 <= table["reportable"].mean() <= 0.085  # type: ignore[operator]
+    # p-values roughly uniform: about half below 0.5
+    assert 0.42 <= (table["ece_p_value"] <= 0.5).mean() <= 0.58  # type: ignore[operator]
+    assert ((table["ece"] > table["ece_noise_floor"]).mean()) <= 0.085  # type: ignore[operator]
+
+
+def test_power_on_miscalibrated_model(many: dict[str, pl.DataFrame]) -> None:
+    table = many["overconfident"]
+    assert table["reportable"].all()
+    assert (table["ece"] > table["ece_noise_floor"]).all()
+
+
+def test_weights_and_lazy() -> None:
+    rng = np.random.default_rng(0)
+    p = rng.uniform(0.3, 1.0, 500)
+    df = pl.DataFrame({"confidence": p, "correct": rng.random(500) < p, "w": [2.0] * 500})
+    plain = calibration_noise_floor(df, replicates=300, seed=4)
+    weighted = calibration_noise_floor(df.lazy(), weight="w", replicates=300, seed=4)
+    assert isinstance(weighted, pl.LazyFrame)
+    np.testing.assert_allclose(
+        plain.drop("reportable").to_numpy(), weighted.collect().drop("reportable").to_numpy()
+    )
+
+
+def test_edges() -> None:
+    df = pl.DataFrame(
+        {
+            "g": ["one", "same", "same", "same", "certain", "certain", "right", "right"],
+            "confidence": [0.7, 0.6, 0.6, 0.6, 1.0, 0.0, 0.9, 0.95],
+            "correct": [True, True, False, True, True, False, True, True],
+            "w": [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0],
+        }
+    )
+    table = calibration_noise_floor(df, by="g", weight="w", replicates=200, min_count=1)
+    rows = {row["g"]: row for row in table.iter_rows(named=True)}
+    assert table.columns == [
+        "g", "count", "populated_bins", "ece", "ece_null_mean", "ece_noise_floor",
+        "ece_p_value", "reportable",
+    ]  # fmt: skip
+    # confidences 0 and 1 that are right: no noise at all, ECE 0, never significant
+    assert rows["certain"]["ece_noise_floor"] == 0.0 and rows["certain"]["ece"] == 0.0
+    assert rows["certain"]["ece_p_value"] == 1.0 and not rows["certain"]["reportable"]
+    # no weight: nothing to test
+    assert rows["right"]["ece_p_value"] is None and not rows["right"]["reportable"]
+    assert rows["one"]["count"] == 1 and not rows["one"]["reportable"]  # one bin
+    assert 0 < rows["same"]["ece_noise_floor"] <= 0.6
+    empty = calibration_noise_floor(df.clear(), by="g")
+    assert empty.height == 0 and empty.columns == table.columns
+    with pytest.raises(SchemaError):
+        noise_floor_from_bin_statistics(pl.DataFrame({"x": [1]}))
+    with pytest.raises(SchemaError, match="clash"):
+        noise_floor_from_bin_statistics(cf.bin_statistics(df.rename({"g": "ece"}), by="ece"))
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"replicates": 0},
+        {"level": 1.0},
+        {"alpha": 0.0},
+        {"min_count": -1},
+        {"min_bins": 1.5},
+        {"seed": -2},
+    ],
+)
+def test_bad_arguments(kwargs: dict[str, object]) -> None:
+    df = pl.DataFrame({"confidence": [0.5], "correct": [True]})
+    with pytest.raises(ArgumentError):
+        calibration_noise_floor(df, **kwargs)  # type: ignore[arg-type]
+
+
+def test_uncertainty_columns_for_the_metrics_table() -> None:
+    rng = np.random.default_rng(9)
+    p = rng.uniform(0.4, 1.0, 1200)
+    df = pl.DataFrame(
+        {"model": np.repeat(["x", "y", "z"], 400), "confidence": p, "correct": rng.random(1200) < p}
+    )
+    stats = cf.bin_statistics(df, by="model")
+    table = uncertainty_from_bin_statistics(stats, replicates=100, noise_replicates=200, seed=3)
+    intervals = intervals_from_bin_statistics(stats, replicates=100, seed=3)
+    noise = noise_floor_from_bin_statistics(stats, replicates=200, seed=4)
+    assert table.columns == [*intervals.columns, *NOISE_COLUMNS[1:]]
+    np.testing.assert_allclose(
+        table.select(intervals.columns[1:]).to_numpy(), intervals.drop("model").to_numpy()
+    )
+    assert table["reportable"].to_list() == noise["reportable"].to_list()
+    joined = cf.metrics_from_bin_statistics(stats).join(table, on="model")
+    assert joined.height == 3 and joined.columns.index("ece_ci_low") > joined.columns.index("ece")
+    whole = uncertainty_from_bin_statistics(cf.bin_statistics(df.lazy()), replicates=20)
+    assert isinstance(whole, pl.LazyFrame) and whole.collect().height == 1
