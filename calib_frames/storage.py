@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -84,28 +84,45 @@ class StoredStatistics:
         return merge(self.table, by=self.keys)
 
 
-def atomic_write(path: str | Path, write: object) -> None:
+def atomic_write(path: str | Path, write: Callable[[Path], object]) -> Path:
     """Call ``write(tmp_path)`` on a temporary file beside ``path``, then rename it.
 
-    An interrupted write leaves no half-written ``path`` (the temporary file is removed).
+    An interrupted write leaves no half-written ``path`` (the temporary file is removed);
+    the file gets the usual permissions (the umask's), not the temporary file's 0600.
 
     Parameters
     ----------
     path
-        The final file.
+        The final file; its folder must exist.
     write
-        A callable taking the temporary path.
+        A callable that writes the temporary path.
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+
+    Raises
+    ------
+    ArgumentError
+        The folder does not exist.
     """
     target = Path(path)
-    handle, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise ArgumentError(f"cannot write {target}: folder {folder} does not exist")
+    handle, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
     os.close(handle)
     try:
-        assert callable(write)
         write(Path(tmp))
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return target
 
 
 def write_statistics(

@@ -18,7 +18,6 @@ import functools
 import html
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -200,24 +199,11 @@ def chart_html(chart: alt.TopLevelMixin, *, title: str = "calib_frames chart") -
 
 
 def write_atomic(path: str | os.PathLike[str], content: str | bytes) -> Path:
-    """Write ``content`` to ``path`` through a temporary file in the same folder."""
-    target = Path(path)
-    folder = target.parent if str(target.parent) else Path(".")
-    if not folder.is_dir():
-        raise ArgumentError(f"cannot write {target}: folder {folder} does not exist")
+    """Write ``content`` to ``path`` atomically (:func:`calib_frames.storage.atomic_write`)."""
+    from calib_frames.storage import atomic_write
+
     data = content.encode("utf-8") if isinstance(content, str) else content
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes 0600; give the usual mode
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return target
+    return atomic_write(Path(path), lambda tmp: tmp.write_bytes(data))
 
 
 def save_chart(
