@@ -7,14 +7,19 @@ terms). The "textbook" column computes the same metrics from per-bin Σp, Σy, �
 Σ(p - y)² in one polars group_by, the formulation a user would reach for (and the one
 calib_frames replaced by sums of residuals; see calib_frames/stats.py).
 
-Run: ``.venv/bin/python benchmarks/bench_precision.py [--rows 1e7]``. Prints the relative
-error of each metric for both; a script, not a test (tests/test_metrics.py pins the bounds).
+Run: ``python benchmarks/bench_precision.py [--rows 1e7]`` or ``python -m
+benchmarks.bench_precision``. Prints the relative error of each metric for both. The
+cross-check: the exit status is 1 when a calib_frames relative error exceeds ``--max-rel``
+(1e-6: the within-bin terms are about 1e-13 in absolute size, and the reference's own
+``p - p̄`` carries a relative error near 1e-10; tests/test_metrics.py pins tighter bounds with
+an exact reference).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import sys
 
 import numpy as np
 import polars as pl
@@ -65,11 +70,15 @@ def textbook(frame: pl.DataFrame) -> dict[str, float]:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rows", type=float, default=1e7)
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    parser.add_argument("--max-rel", type=float, default=1e-6)
+    parser.add_argument("--quick", action="store_true", help="10^5 rows")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.rows = 1e5
     n = int(args.rows)
     rng = np.random.default_rng(args.seed)
     p = 1.0 - 1e-6 * rng.random(n)
@@ -83,15 +92,22 @@ def main() -> None:
     print(
         f"{'metric':24s} {'reference':>24s} {'calib_frames rel err':>21s} {'textbook rel err':>17s}"
     )
+    worst = 0.0
     for name, value in ref.items():
         ours_err = abs(ours[name] - value) / abs(value)
+        worst = max(worst, ours_err)
         naive_err = abs(naive[name] - value) / abs(value)
         print(f"{name:24s} {value:24.17g} {ours_err:21.1e} {naive_err:17.1e}")
     terms = ("reliability", "resolution", "uncertainty", "within_bin_variance")
     total = sum(ours[t] * (-1 if t == "resolution" else 1) for t in terms)
     total += ours["within_bin_covariance"]
     print(f"decomposition terms - brier (calib_frames): {total - ours['brier']:.1e}")
+    if worst > args.max_rel or abs(total - ours["brier"]) > args.max_rel * ref["brier"]:
+        print(f"!! MISMATCH: calib_frames relative error {worst:.1e} > {args.max_rel:g}")
+        return 1
+    print(f"cross-check ok: calib_frames relative errors <= {args.max_rel:g}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

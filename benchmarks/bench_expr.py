@@ -1,0 +1,247 @@
+#!/usr/bin/env python
+"""Benchmark: the pl.Expr API (``cf.binned_metrics``, ``cf.ece``, ...) against the frame API.
+
+Run from the repository root (see BENCHMARKS.md)::
+
+    python benchmarks/bench_expr.py                 # 1e5, 1e6, 1e7 rows x 200 groups
+    python -m benchmarks.bench_expr --quick         # 2e4 rows, memory only, 1 repeat
+
+Methods (the workload is that of bench_metrics: :mod:`benchmarks.workload`):
+
+calib_frames_metrics  (reference) ``cf.calibration_metrics(src, by=["model", "task"])``
+                      (lazy: ``.collect()``)
+expr_binned           ``lf.group_by(keys).agg(cf.binned_metrics("confidence", "correct",
+                      bins=M).alias("m")).collect().unnest("m")``; ``lf`` is the
+                      ``scan_parquet`` LazyFrame, or ``df.lazy()`` in memory (streaming engine)
+expr_ece              ``lf.group_by(keys).agg(cf.ece("confidence", "correct", bins=M))``
+expr_five             one lazy ``agg`` of ``cf.ece``, ``cf.mce``, ``cf.rmsce``, ``cf.brier``
+                      and ``cf.log_loss``
+expr_binned_eager,    the same on the DataFrame, ``df.group_by(keys).agg(...)`` (polars'
+expr_ece_eager        in-memory engine; memory source only, up to ``--eager-max-rows``, 1e5:
+                      it is orders of magnitude slower)
+polars_naive          the naive two-stage polars plan of bench_metrics, for scale
+
+Cross-check: every metric an expression method returns is compared with the frame API's to
+1e-12 (absolute; counts and populated bins exactly); ``expr_binned`` must return every metric
+column of the frame API, ``expr_five`` the five. Until the expression functions exist in the
+calib_frames being measured, their methods are skipped with a note.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make the ``benchmarks`` package importable
+    sys.path.append(str(Path(__file__).resolve().parent.parent))  # last: PYTHONPATH wins
+
+import polars as pl
+
+import calib_frames as cf
+from benchmarks import harness, report
+from benchmarks.peers import (
+    CELL_FIELDS,
+    METRICS,
+    METRICS_COLUMNS,
+    Registry,
+    Result,
+    metrics_result,
+    norm_metrics,
+)
+from benchmarks.workload import DATA_DIR, KEYS, Source, Spec, ensure_data, parse_groups, parse_sizes
+
+TOLERANCE = 1e-12
+FIVE = ("ece", "mce", "rmsce", "brier", "log_loss")
+UNBINNED = ("brier", "log_loss")  # their expressions take no bins=
+EXACT = ("group_count", "populated_bins")
+
+
+def _all_metrics() -> tuple[str, ...]:
+    """Every metric column of the frame API (calib_frames.schema.METRICS where present)."""
+    try:
+        from calib_frames.schema import METRICS as TABLE
+    except ImportError:
+        return METRICS_COLUMNS
+    return tuple(TABLE.names)
+
+
+def norm_all(out: pl.DataFrame, src: Source) -> Result:
+    """Every metric column; ``count``, ``accuracy``, ``mean_confidence`` as ``group_...``
+    (the same names are per-cell arrays in the results of the reliability-table peers)."""
+    values = metrics_result(out, src.spec, names=_all_metrics()).values
+    for name in CELL_FIELDS:
+        if name in values:
+            values["group_" + name] = values.pop(name)
+    return Result(values, exact=tuple(n for n in EXACT if n in values))
+
+
+REGISTRY = Registry()
+REGISTRY.add(
+    replace(METRICS["calib_frames_metrics"], role="subject", fields=None, normalise=norm_all)
+)
+REGISTRY.add(replace(METRICS["polars_naive"], fields=METRICS_COLUMNS))
+
+
+def _lazy(src: Source, *exprs: pl.Expr) -> pl.DataFrame:
+    """``group_by(keys).agg(...)`` on a LazyFrame (the streaming engine), collected."""
+    return src.lazy().group_by(KEYS).agg(*exprs).collect()
+
+
+def _eager(src: Source, *exprs: pl.Expr) -> pl.DataFrame:
+    """``group_by(keys).agg(...)`` on the DataFrame (polars' in-memory engine)."""
+    assert src.df is not None
+    return src.df.group_by(KEYS).agg(*exprs)
+
+
+def _binned(src: Source) -> pl.Expr:
+    return cf.binned_metrics("confidence", "correct", bins=src.spec.n_bins).alias("m")
+
+
+def _ece(src: Source) -> pl.Expr:
+    return cf.ece("confidence", "correct", bins=src.spec.n_bins).alias("ece")
+
+
+def _five(src: Source) -> list[pl.Expr]:
+    binned = {"bins": src.spec.n_bins}
+    return [
+        getattr(cf, name)("confidence", "correct", **({} if name in UNBINNED else binned)).alias(
+            name
+        )
+        for name in FIVE
+    ]
+
+
+@REGISTRY.peer(
+    "expr_binned",
+    normalise=norm_all,
+    needs="calib_frames:binned_metrics",
+    fields=None,  # every metric of the frame API
+    what="`lf.group_by(keys).agg(cf.binned_metrics(confidence, correct, bins=M))"
+    ".collect().unnest(...)` (lazy: the streaming engine; memory: `df.lazy()`)",
+)
+def run_expr_binned(src: Source) -> pl.DataFrame:
+    return _lazy(src, _binned(src)).unnest("m")
+
+
+@REGISTRY.peer(
+    "expr_ece",
+    normalise=norm_metrics,
+    needs="calib_frames:ece",
+    fields=("ece",),
+    what="`lf.group_by(keys).agg(cf.ece(confidence, correct, bins=M)).collect()`",
+)
+def run_expr_ece(src: Source) -> pl.DataFrame:
+    return _lazy(src, _ece(src))
+
+
+@REGISTRY.peer(
+    "expr_five",
+    normalise=norm_metrics,
+    needs="calib_frames:log_loss",
+    fields=FIVE,
+    what="one lazy `agg` of `cf.ece`, `cf.mce`, `cf.rmsce`, `cf.brier`, `cf.log_loss`",
+)
+def run_expr_five(src: Source) -> pl.DataFrame:
+    return _lazy(src, *_five(src))
+
+
+@REGISTRY.peer(
+    "expr_binned_eager",
+    normalise=norm_all,
+    needs="calib_frames:binned_metrics",
+    sources=("memory",),
+    what="`df.group_by(keys).agg(cf.binned_metrics(...)).unnest(...)` on the DataFrame "
+    "(in-memory engine; only up to `--eager-max-rows`)",
+)
+def run_expr_binned_eager(src: Source) -> pl.DataFrame:
+    return _eager(src, _binned(src)).unnest("m")
+
+
+@REGISTRY.peer(
+    "expr_ece_eager",
+    normalise=norm_metrics,
+    needs="calib_frames:ece",
+    fields=("ece",),
+    sources=("memory",),
+    what="`df.group_by(keys).agg(cf.ece(...))` on the DataFrame (only up to `--eager-max-rows`)",
+)
+def run_expr_ece_eager(src: Source) -> pl.DataFrame:
+    return _eager(src, _ece(src))
+
+
+EAGER = ("expr_binned_eager", "expr_ece_eager")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    ap.add_argument("--sizes", default="1e5,1e6,1e7")
+    ap.add_argument("--groups", default="200")
+    ap.add_argument("--sources", default="memory,parquet")
+    ap.add_argument(
+        "--methods",
+        default="expr_binned,expr_ece,expr_five,expr_binned_eager,expr_ece_eager,polars_naive",
+    )
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument(
+        "--repeats-large", type=int, default=1, help="repeats from --large-rows rows on"
+    )
+    ap.add_argument("--large-rows", type=float, default=1e7)
+    ap.add_argument(
+        "--eager-max-rows",
+        type=float,
+        default=1e5,
+        help="run the eager (DataFrame.group_by) expression methods only up to this size",
+    )
+    ap.add_argument("--bins", type=int, default=10)
+    ap.add_argument("--seed", type=int, default=2024)
+    ap.add_argument("--data-dir", type=Path, default=DATA_DIR)
+    ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--quick", action="store_true", help="2e4 rows, memory only, 1 repeat")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.sizes, args.sources, args.repeats = "2e4", "memory", 1
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    peers = REGISTRY.select([n.strip() for n in args.methods.split(",") if n.strip()])
+    env = harness.environment()
+    harness.print_header("calib_frames expression API vs frame API", env)
+    print(
+        "\nratio = method seconds / calib_frames_metrics seconds (> 1: the frame API is "
+        f"faster); best of {args.repeats} interleaved repeats; cross-check to {TOLERANCE:g}."
+    )
+    runs: list[dict[str, Any]] = []
+    failed = 0
+    for models, tasks in parse_groups(args.groups):
+        for rows in parse_sizes(args.sizes):
+            spec = Spec(rows, models, tasks, args.bins, args.seed)
+            path, made = ensure_data(spec, args.data_dir)
+            if made:
+                print(f"\n(wrote {path.name} in {made:.1f} s)")
+            active = [p for p in peers if p.name not in EAGER or rows <= args.eager_max_rows]
+            done, bad = harness.run_sources(
+                spec,
+                path,
+                [s.strip() for s in args.sources.split(",") if s.strip()],
+                active,
+                args.repeats_large if rows >= args.large_rows else args.repeats,
+                tolerance=TOLERANCE,
+                highlight=("ece", "brier"),
+                check=None,
+            )
+            runs += done
+            failed += bad
+    summary = report.summary(runs, reference="calib_frames_metrics")
+    if failed:
+        print(f"\n!! {failed} MISMATCH(ES) OR FAILURE(S) - see the tables above")
+    report.save_json(args.json, environment=env, runs=runs, summary=summary)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
