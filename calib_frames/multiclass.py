@@ -852,13 +852,19 @@ def _item_checks(
         pl.col(IS_LABEL).is_null().sum().alias("__mc_null_labels"),
         p.is_between(0.0, 1.0).not_().fill_null(True).sum().alias("__mc_bad_p"),
         pl.col("__mc_bad_label").any().alias("__mc_bad_label"),
+        pl.len().alias("__mc_classes"),
     )
+    most = pl.col("__mc_classes").max()
+    # ragged lists ([0.5, 0.5] next to [0.2, 0.3, 0.5]) would give the short items no
+    # row for the missing classes: classwise counts silently differ between classes
+    ragged = pl.col("__mc_classes") < (most.over(keys) if keys else most)
     sum_bad = (pl.col("__mc_sum") - 1.0).abs() > tolerance
     if renormalized:
         sum_bad = pl.col("__mc_sum") <= 0
     problems: list[tuple[str, pl.Expr]] = [
         ("have a probability outside [0, 1] (or null/NaN)", pl.col("__mc_bad_p") > 0),
         ("have a label that is not boolean (or null)", pl.col("__mc_null_labels") > 0),
+        ("have fewer class probabilities than other items of their group", ragged),
     ]
     if not multilabel:
         problems += [

@@ -47,7 +47,11 @@ def check_columns(
     reserved: Sequence[str] = (),
     numeric: Sequence[str] | None = None,
 ) -> None:
-    """:func:`validation.require_columns`, raising :class:`SchemaError`."""
+    """:func:`validation.require_columns`, raising :class:`SchemaError`.
+
+    A Boolean column in a number role (``confidence``, ``weight``, ``probabilities``)
+    is refused too: it would silently become a confidence of 0 or 1.
+    """
     try:
         require_columns(
             schema,
@@ -60,6 +64,20 @@ def check_columns(
         if isinstance(error, SchemaError):
             raise
         raise SchemaError(str(error)) from error
+    same = [f"{role}={name!r}" for role, name in columns.items() if name in keys]
+    if same:
+        raise SchemaError(
+            f"group key(s) are also input columns: {', '.join(same)}; by= must not "
+            "name a column the estimate is computed from"
+        )
+    for role, name in columns.items():
+        number_role = role in ("confidence", "weight") or role.startswith("probabilities")
+        if number_role and schema[name] == pl.Boolean:
+            noun = "probability" if role.startswith("probabilities") else role
+            raise SchemaError(
+                f"column {name!r} ({role}) is Boolean; a {noun} must be a "
+                "number (were the confidence and correct columns swapped?)"
+            )
 
 
 def prediction_frame(
@@ -77,13 +95,6 @@ def prediction_frame(
         columns["weight"] = weight
     schema = source.collect_schema()
     check_columns(schema, columns, keys=keys, reserved=(*reserved, P, Y, W))
-    for role in ("confidence", "weight"):
-        name = columns.get(role)
-        if name is not None and schema[name] == pl.Boolean:
-            raise SchemaError(
-                f"column {name!r} ({role}) is Boolean; a {role} must be a number "
-                "(were the confidence and correct columns swapped?)"
-            )
     extra = [] if weight is None else [pl.col(weight).cast(pl.Float64).alias(W)]
     return source.select(
         *keys,

@@ -89,6 +89,7 @@ import numpy as np
 import polars as pl
 
 from calib_frames.binning import BinsLike
+from calib_frames.estimators._rows import check_columns
 from calib_frames.estimators.intervals import check_level
 from calib_frames.exceptions import ArgumentError, DataError, SchemaError
 from calib_frames.metrics import metrics_from_bin_statistics
@@ -565,6 +566,8 @@ def calibration_intervals(
         if reserved in schema:
             raise SchemaError(f"column {reserved!r} clashes with the bootstrap's own column")
     keys: list[str] = group_keys(by)
+    if weight is not None:  # checked here: bin_statistics sees it only scaled by the draws
+        check_columns(schema, {"weight": weight}, keys=[])
     draws = pl.LazyFrame({REPLICATE: np.arange(replicates, dtype=np.uint32)})
     multiplicity = poisson_weights(pl.col(_ROW), pl.col(REPLICATE), seed).cast(pl.Float64)
     boot_weight = weight or _BOOT_W
@@ -583,7 +586,12 @@ def calibration_intervals(
         bins=bins,
         weight=boot_weight,
     )
-    replicated = metrics_from_bin_statistics(stats)
+    # A replicate whose Poisson draws leave a group with no rows (likely for a group of
+    # a few rows) has no metrics: null, not the NaN/0 of an empty group, so that the
+    # percentiles are taken over the non-empty replicates.
+    replicated = metrics_from_bin_statistics(stats).with_columns(
+        pl.when(pl.col("weight") > 0).then(pl.col(name)).alias(name) for name in CI_METRICS
+    )
     return return_like(predictions, _percentiles(replicated, keys, CI_METRICS, level))
 
 
@@ -661,6 +669,9 @@ def nll_moment_sums(
     missing += [f"by={key!r}" for key in keys if key not in schema]
     if missing:
         raise SchemaError(f"column not found: {', '.join(missing)}; available: {schema.names()}")
+    same = [f"{role}={column!r}" for role, column in named.items() if column in keys]
+    if same:
+        raise SchemaError(f"group key(s) are also input columns: {', '.join(same)}")
     for role in ("nll", "tokens", "bytes"):
         column = roles[role]
         if column is not None and not schema[column].is_numeric():

@@ -102,6 +102,10 @@ def adjust_p_values(
         raise SchemaError(f"column {p_value!r} (p_value) must be numeric, got {schema[p_value]}")
     if _ROW in schema:
         raise SchemaError(f"column name {_ROW!r} is reserved")
+    if alias in schema:
+        raise SchemaError(
+            f"output column {alias!r} exists already in the table; choose another alias="
+        )
 
     def over(expr: pl.Expr) -> pl.Expr:
         return expr.over(keys) if keys else expr

@@ -61,6 +61,7 @@ import numpy as np
 import polars as pl
 
 from calib_frames.binning import BinsLike, as_binning
+from calib_frames.estimators._rows import check_columns
 from calib_frames.estimators.bootstrap import (
     _resample_class,
     _safe_divide,
@@ -181,10 +182,9 @@ def paired_comparison(
     missing += [f"by={k!r}" for k in keys if k not in schema]
     if missing:
         raise SchemaError(f"column not found: {', '.join(missing)}; available: {schema.names()}")
-    for role in ("confidence", "correct"):
-        dtype = schema[roles[role]]
-        if not (dtype.is_numeric() or dtype == pl.Boolean):
-            raise SchemaError(f"column {roles[role]!r} ({role}) must be numeric, got {dtype}")
+    if model == item:
+        raise ArgumentError(f"model= and item= name the same column {model!r}")
+    check_columns(schema, {"confidence": confidence, "correct": correct}, keys=keys)
     taken = {model, item, "model_a", "model_b", "shared_items", "only_a", "only_b"}
     clashes = [k for k in keys if k in taken or k.startswith("__calib")]
     if clashes:

@@ -219,7 +219,12 @@ def ece_by_bin_count(
     │ 4    ┆ 0.325 │
     └──────┴───────┘
     """
-    counts = list(bin_counts) if not isinstance(bin_counts, str) else []
+    if isinstance(bin_counts, (str, int)) or not isinstance(bin_counts, Iterable):
+        raise ArgumentError(
+            f"bin_counts= takes an iterable of bin counts, e.g. [5, 10, 15] or range(5, 31), "
+            f"got {bin_counts!r}"
+        )
+    counts = list(bin_counts)
     if not counts:
         raise ArgumentError("bin_counts= must name at least one bin count")
     for count in counts:

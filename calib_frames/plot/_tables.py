@@ -35,6 +35,11 @@ __all__ = [
 COLOR, PANEL = "_color", "_panel"
 SEPARATOR = " · "
 NULL_KEY = "(null)"
+INTERNAL_COLUMNS = frozenset(
+    {COLOR, PANEL, "_bin_mid", "_bin_range", "_direction", "_gap", "_metric", "_mid", "_order"}
+    | {"_part", "_share", "_signed", "_term", "_value", "_x"}
+)
+"""Helper columns the charts add to a table; a group key may not carry one of these names."""
 
 # A comparison table renames the perplexity table's row count ``nll_count``.
 COMPARISON_COLUMNS = frozenset(METRICS.names) | frozenset(PERPLEXITY.names) | {"nll_count"}
@@ -130,6 +135,8 @@ class Prepared:
     keys: list[str]
     color: list[str]
     facet: list[str]
+    color_order: tuple[str, ...] = ()
+    """Colour-group labels in key order (see :func:`prepare`); empty: sort the labels."""
 
     @property
     def panels(self) -> list[str]:
@@ -138,7 +145,9 @@ class Prepared:
 
     @property
     def colors(self) -> list[str]:
-        """Colour-group labels in legend order."""
+        """Colour-group labels in legend order: the order of the colour keys' values."""
+        if self.color_order:
+            return list(self.color_order)
         return sorted(self.data.get_column(COLOR).unique().to_list())
 
 
@@ -165,8 +174,17 @@ def prepare(
     """Add the ``_color`` and ``_panel`` label columns and sort by panel, colour.
 
     ``facet`` keys make one panel per combination; ``color`` keys one colour per
-    combination inside a panel (default: the keys not faceted).
+    combination inside a panel (default: the keys not faceted). Keys sort by value:
+    an Enum in its categories' order (``stage``: before, after), a Categorical in
+    order of first appearance, numbers numerically, text alphabetically; the legend
+    and the panels follow that order, not the order of the labels as text.
     """
+    internal = sorted(key for key in keys if key in INTERNAL_COLUMNS)
+    if internal:
+        raise SchemaError(
+            f"group key(s) {internal} clash with the chart's own columns; rename them, "
+            f"e.g. table.rename({{{internal[0]!r}: {internal[0].lstrip('_') + '_key'!r}}})"
+        )
     facet_keys = _as_keys(facet, keys, "facet") if facet is not None else list(default_facet)
     if color is None:
         color_keys = [key for key in keys if key not in facet_keys]
@@ -181,8 +199,31 @@ def prepare(
     )
     order = [*facet_keys, *color_keys]
     if order:
-        data = data.sort(order, nulls_last=True, maintain_order=True)
-    return Prepared(data, keys, color_keys, facet_keys)
+        data = data.sort(
+            [_sort_key(data, key) for key in order], nulls_last=True, maintain_order=True
+        )
+    color_order: tuple[str, ...] = ()
+    if color_keys:
+        combos = data.select(*color_keys, COLOR).unique(maintain_order=True)
+        combos = combos.sort(
+            [_sort_key(data, key) for key in color_keys], nulls_last=True, maintain_order=True
+        )
+        color_order = tuple(combos.get_column(COLOR).unique(maintain_order=True).to_list())
+    return Prepared(data, keys, color_keys, facet_keys, color_order)
+
+
+def _sort_key(data: pl.DataFrame, key: str) -> pl.Expr:
+    """Sort expression of one key: a Categorical by first appearance in ``data``."""
+    if data.schema[key] == pl.Categorical:
+        first = data.get_column(key).unique(maintain_order=True)
+        return (
+            pl.col(key)
+            .cast(pl.String)
+            .replace_strict(
+                first.cast(pl.String), pl.int_range(first.len(), eager=True), default=None
+            )
+        )
+    return pl.col(key)
 
 
 def metrics_columns(

@@ -111,12 +111,13 @@ def _color_scale(prepared: Prepared) -> alt.Scale:
 def _key_tooltips(keys: Sequence[str]) -> list[alt.Tooltip]:
     import altair as alt
 
-    return [alt.Tooltip(f"{field(key)}:N", title=key) for key in keys]
+    # field=/type= rather than the "name:N" shorthand, which misreads a ':' in a name
+    return [alt.Tooltip(field=field(key), type="nominal", title=key) for key in keys]
 
 
 def _columns(panels: int, facet_keys: Sequence[str], data: pl.DataFrame, wanted: int | None) -> int:
     if wanted is not None:
-        if wanted < 1:
+        if isinstance(wanted, bool) or not isinstance(wanted, int) or wanted < 1:
             raise ArgumentError(f"columns= must be a positive integer, got {wanted}")
         return wanted
     if len(facet_keys) >= 2:
@@ -1061,7 +1062,9 @@ def metric_scatter(
     tooltips = [
         *_key_tooltips(keys),
         *[
-            alt.Tooltip(f"{field(c)}:Q", title=_METRIC_TITLES.get(c, c), format=".4f")
+            alt.Tooltip(
+                field=field(c), type="quantitative", title=_METRIC_TITLES.get(c, c), format=".4f"
+            )
             for c in shown
         ],
     ]
@@ -1074,13 +1077,15 @@ def metric_scatter(
     )
     faded = alt.when(highlight).then(alt.value(1.0)).otherwise(alt.value(0.15))
     x_enc = alt.X(
-        f"{field(x)}:Q",
+        field=field(x),
+        type="quantitative",
         title=x_title,
         scale=alt.Scale(zero=True, nice=True),
         axis=alt.Axis(tickCount=5),
     )
     y_enc = alt.Y(
-        f"{field(y)}:Q",
+        field=field(y),
+        type="quantitative",
         title=y_title,
         scale=alt.Scale(zero=False, nice=True),
         axis=alt.Axis(tickCount=5),
@@ -1456,7 +1461,8 @@ def perplexity_chart(
             f"{COLOR}:N",
             title=" × ".join(prepared.color),
             scale=alt.Scale(
-                domain=sorted(dots.get_column(COLOR).unique().to_list()), scheme=_palette(n_colors)
+                domain=[c for c in prepared.colors if c in set(dots.get_column(COLOR))],
+                scheme=_palette(n_colors),
             ),
             legend=alt.Legend(labelLimit=200),
         )

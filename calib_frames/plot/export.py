@@ -198,12 +198,27 @@ def chart_html(chart: alt.TopLevelMixin, *, title: str = "calib_frames chart") -
     return page_html(title, body, specs={"chart-spec": spec})
 
 
+def as_path(path: object) -> Path:
+    """``path`` as a :class:`~pathlib.Path`, or :class:`ArgumentError` for a non-path."""
+    if not isinstance(path, str | os.PathLike):
+        raise ArgumentError(
+            f"expected a file path (str or pathlib.Path), got {type(path).__name__}"
+        )
+    return Path(path)
+
+
 def write_atomic(path: str | os.PathLike[str], content: str | bytes) -> Path:
-    """Write ``content`` to ``path`` atomically (:func:`calib_frames.storage.atomic_write`)."""
+    """Write ``content`` to ``path`` atomically (:func:`calib_frames.storage.atomic_write`).
+
+    Raises :class:`ArgumentError` for a path that is a folder (or a missing folder).
+    """
     from calib_frames.storage import atomic_write
 
+    target = as_path(path)
+    if target.is_dir():
+        raise ArgumentError(f"cannot write {target}: it is a folder; give a file path inside it")
     data = content.encode("utf-8") if isinstance(content, str) else content
-    return atomic_write(Path(path), lambda tmp: tmp.write_bytes(data))
+    return atomic_write(target, lambda tmp: tmp.write_bytes(data))
 
 
 def save_chart(
@@ -237,7 +252,8 @@ def save_chart(
     Raises
     ------
     ArgumentError
-        Unknown format, missing folder, or a chart that is not valid Vega-Lite.
+        Unknown format, missing folder, a path that is a folder or not a path, or a
+        chart that is not valid Vega-Lite.
 
     Examples
     --------
@@ -250,7 +266,7 @@ def save_chart(
     ...     written.read_text().startswith("<svg")
     True
     """
-    target = Path(path)
+    target = as_path(path)
     kind = format if format is not None else target.suffix.lower().lstrip(".")
     if kind == "htm":
         kind = "html"

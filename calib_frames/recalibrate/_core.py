@@ -65,6 +65,12 @@ def check_columns(
             raise SchemaError(
                 f"column {columns[role]!r} ({role}) must be boolean or 0/1, got {dtype}"
             )
+    same = [f"{role}={name!r}" for role, name in columns.items() if name in keys]
+    if same:
+        raise SchemaError(
+            f"group key(s) are also input columns: {', '.join(same)}; by= must not name a "
+            "column the map is fitted on"
+        )
     clashes = [k for k in keys if k in reserved or k.startswith(RESERVED_PREFIX)]
     if clashes:
         raise SchemaError(
@@ -231,7 +237,31 @@ def prepare_rows(
                 "calib_frames.recalibrate.assign_folds(frame, item=...)"
             )
         check_fold_column(frame.select(*keys, scheme.fold).collect(), scheme.fold, keys)
-    return fit_rows(frame, keys, scheme)
+    rows, fit_keys = fit_rows(frame, keys, scheme)
+    if scheme.fitted_on == "split":
+        _check_fit_rows_exist(frame, rows, scheme)
+    return rows, fit_keys
+
+
+def _check_fit_rows_exist(frame: pl.LazyFrame, rows: pl.LazyFrame, scheme: FitScheme) -> None:
+    """DataError when a non-empty frame has no row with ``split == fit_value``.
+
+    Without it a typo in ``fit_value=`` (or an all-null split column) fits no map and
+    every applied row silently gets a null. Two early-stopping one-column scans.
+    """
+    split = scheme.split
+    assert split is not None
+    if rows.select(pl.col(split)).head(1).collect().height:
+        return
+    seen = frame.select(pl.col(split)).unique(maintain_order=True).head(6).collect()[split]
+    if seen.len() == 0:
+        return  # an empty frame fits nothing, and says so by an empty table
+    total = frame.select(pl.len()).collect().item()
+    shown = ", ".join(repr(v) for v in seen.to_list()[:5]) + (", ..." if seen.len() > 5 else "")
+    raise DataError(
+        f"column {split!r}: 0 of {total:,} rows have {split}={scheme.fit_value!r}, the fit "
+        f"rows of split=; the column holds {shown}: pass fit_value= one of them"
+    )
 
 
 def collect_binary(

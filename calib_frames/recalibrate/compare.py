@@ -28,7 +28,7 @@ from typing import Any, Literal
 import polars as pl
 
 from calib_frames.binning import BinsLike
-from calib_frames.exceptions import ArgumentError, SchemaError
+from calib_frames.exceptions import ArgumentError, DataError, SchemaError
 from calib_frames.metrics import calibration_metrics
 from calib_frames.recalibrate import histogram, platt, temperature
 from calib_frames.recalibrate.splits import assign_folds, normalise_keys
@@ -209,7 +209,18 @@ def _scored(
     if schema["in_sample"] != pl.Boolean:
         raise SchemaError(f"column 'in_sample' must be Boolean, got {schema['in_sample']}")
     if not in_sample:
-        return frame.filter(~pl.col("in_sample").fill_null(False)), None
+        scored = frame.filter(~pl.col("in_sample").fill_null(False))
+        # Early-stopping scans: a frame whose every row was fitted on (fit and apply on
+        # the same rows) would otherwise give an empty table and no hint why.
+        if not scored.select("in_sample").head(1).collect().height:
+            total = frame.select(pl.len()).collect().item()
+            if total:
+                raise DataError(
+                    f"column 'in_sample': {total:,} of {total:,} rows are in-sample (their "
+                    "map was fitted on them), so no row is left to score; fit on a split "
+                    "(split=, folds=) or pass in_sample=True to score them anyway, labelled"
+                )
+        return scored, None
     label = pl.col("in_sample").fill_null(False).any()
     labels = frame.group_by(keys).agg(label) if keys else frame.select(label)
     return frame, labels

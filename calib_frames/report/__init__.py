@@ -380,8 +380,13 @@ def _meta_items(
             ]
         elif isinstance(inputs, str):
             listed = [inputs]
-        else:
+        elif isinstance(inputs, Sequence):
             listed = [str(name) for name in inputs]
+        else:
+            raise ArgumentError(
+                "inputs= takes file names, or a mapping of file name to row count, got "
+                f"{type(inputs).__name__}"
+            )
         meta.append(("Inputs", "; ".join(listed)))
     meta.append(("Predictions", f"{total:,} in {groups:,} group{'s' if groups != 1 else ''}"))
     if ppl is not None and "tokens" in ppl.columns:
@@ -485,6 +490,8 @@ def report_html(
                 "calib_frames.perplexity"
             )
         _ = keys_ppl
+    if isinstance(best_within, str):  # one key, as by= takes it
+        best_within = [best_within]
     within = list(best_within) if best_within is not None else keys[1:]
     unknown = [k for k in within if k not in keys]
     if unknown:
@@ -600,9 +607,9 @@ def write_report(
     >>> "preds.parquet (4 rows)" in text, "https://" in text.split("<script>")[0]
     (True, False)
     """
-    from calib_frames.plot.export import write_atomic
+    from calib_frames.plot.export import as_path, write_atomic
 
-    target = Path(path)
+    target = as_path(path)
     if target.suffix.lower() not in (".html", ".htm"):
         raise ArgumentError(f"write_report writes HTML: give a .html path, not {target.name!r}")
     page = report_html(

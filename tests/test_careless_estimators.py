@@ -1,0 +1,173 @@
+"""Careless-user inputs to calib_frames.estimators and calib_frames.multiclass.
+
+Each test is a regression test for a defect found by feeding the entry points wrong
+dtypes, hostile key names and degenerate groups: every such call must give a correct
+result or raise the package's own error with a clear message.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+
+import calib_frames.estimators as E
+import calib_frames.multiclass as M
+from calib_frames.exceptions import ArgumentError, DataError, SchemaError
+
+
+@pytest.fixture(scope="module")
+def preds() -> pl.DataFrame:
+    rng = np.random.default_rng(0)
+    n = 200
+    return pl.DataFrame(
+        {
+            "confidence": rng.uniform(0, 1, n),
+            "correct": rng.uniform(0, 1, n) < 0.6,
+            "model": rng.choice(["a", "b"], n),
+            "item": np.arange(n) % 100,
+        }
+    )
+
+
+def _ci_columns(frame: pl.DataFrame) -> list[str]:
+    return [c for c in frame.columns if c.endswith(("_ci_low", "_ci_high"))]
+
+
+def test_row_bootstrap_of_a_one_row_group_has_no_nan_bounds(preds: pl.DataFrame) -> None:
+    # A group of one prediction: many Poisson replicates draw it zero times; those
+    # replicates have no metrics and used to give NaN upper bounds (NaN sorts last)
+    # and 0.0 ECE lower bounds.
+    solo = preds.with_columns(
+        model=pl.when(pl.int_range(pl.len()) == 0).then(pl.lit("solo")).otherwise("model")
+    )
+    out = E.calibration_intervals(solo, by="model", replicates=60, resample="rows")
+    for name in _ci_columns(out):
+        assert not out[name].is_nan().any(), name
+    row = out.filter(pl.col("model") == "solo").row(0, named=True)
+    first = preds.row(0, named=True)
+    p, y = first["confidence"], float(first["correct"])
+    # every non-empty replicate of one row has the same metrics as the row itself
+    assert row["accuracy_ci_low"] == pytest.approx(y)
+    assert row["accuracy_ci_high"] == pytest.approx(y)
+    assert row["ece_ci_low"] == pytest.approx(abs(p - y))
+    assert row["ece_ci_high"] == pytest.approx(abs(p - y))
+
+
+def test_row_bootstrap_of_a_big_group_unchanged_by_the_empty_replicate_rule(
+    preds: pl.DataFrame,
+) -> None:
+    out = E.calibration_intervals(preds, replicates=40, resample="rows", seed=3)
+    assert out.null_count().sum_horizontal().item() == 0
+    low, high = out.select("accuracy_ci_low", "accuracy_ci_high").row(0)
+    accuracy = preds["correct"].mean()
+    assert isinstance(accuracy, float)
+    assert low < accuracy < high
+
+
+def test_row_bootstrap_refuses_a_boolean_weight(preds: pl.DataFrame) -> None:
+    frame = preds.with_columns(w=pl.lit(True))
+    with pytest.raises(SchemaError, match=r"'w' \(weight\) is Boolean"):
+        E.calibration_intervals(frame, weight="w", resample="rows", replicates=5)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        pytest.param(lambda d: E.ece_by_bin_count(d, bin_counts=[2, 5]), id="ece_by_bin_count"),
+        pytest.param(E.smooth_ece, id="smooth_ece"),
+        pytest.param(E.corp_decomposition, id="corp_decomposition"),
+        pytest.param(E.adaptive_ece, id="adaptive_ece"),
+        pytest.param(lambda d: E.calibration_intervals(d, replicates=5), id="intervals"),
+        pytest.param(
+            lambda d: E.calibration_noise_floor(d, replicates=5), id="calibration_noise_floor"
+        ),
+        pytest.param(lambda d: E.paired_comparison(d, replicates=5), id="paired_comparison"),
+    ],
+)
+def test_boolean_confidence_is_refused_everywhere(preds: pl.DataFrame, call: object) -> None:
+    # ece_by_bin_count and paired_comparison used to take True/False as 1.0/0.0
+    frame = preds.with_columns(pl.col("confidence") > 0.5)
+    with pytest.raises(SchemaError, match=r"'confidence' \(confidence\) is Boolean"):
+        call(frame)  # type: ignore[operator]
+
+
+def test_ece_by_bin_count_with_a_bare_int(preds: pl.DataFrame) -> None:
+    with pytest.raises(ArgumentError, match=r"bin_counts= takes an iterable.*got 5"):
+        E.ece_by_bin_count(preds, bin_counts=5)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("alias", ["g", "p_value"])
+def test_adjust_p_values_does_not_overwrite_a_column(alias: str) -> None:
+    table = pl.DataFrame({"p_value": [0.01, 0.2, 0.5], "g": ["a", "a", "b"]})
+    with pytest.raises(SchemaError, match=rf"output column '{alias}' exists already"):
+        E.adjust_p_values(table, by="g", alias=alias)
+
+
+def test_paired_comparison_model_equal_to_item(preds: pl.DataFrame) -> None:
+    with pytest.raises(ArgumentError, match="model= and item= name the same column 'item'"):
+        E.paired_comparison(preds, model="item", item="item", replicates=5)
+
+
+def test_perplexity_intervals_cluster_equal_to_a_key() -> None:
+    rows = pl.DataFrame({"nll": [1.0, 2.0, 3.0, 0.5], "model": ["a", "a", "b", "b"]})
+    with pytest.raises(SchemaError, match=r"group key.*cluster='model'"):
+        E.perplexity_intervals(rows, tokens=1, by="model", cluster="model", replicates=5)
+
+
+def test_by_naming_an_input_column_is_refused(preds: pl.DataFrame) -> None:
+    # used to fit one block per distinct confidence (one group per row), silently
+    with pytest.raises(SchemaError, match="also input columns: x='confidence'"):
+        E.isotonic_blocks(preds, x="confidence", y="correct", by="confidence")
+    with pytest.raises(SchemaError, match="also input columns: confidence='confidence'"):
+        E.smooth_ece(preds, by="confidence")
+
+
+def test_multiclass_ragged_probability_lists() -> None:
+    # [0.5, 0.5] beside [0.2, 0.3, 0.5]: the short item had no row for class 2
+    frame = pl.DataFrame({"probs": [[0.5, 0.5], [0.2, 0.3, 0.5]], "label": [0, 1]})
+    for call in (M.multiclass_calibration, M.classwise_metrics, M.class_probability_rows):
+        with pytest.raises(DataError, match="1 of 2 items have fewer class probabilities"):
+            call(frame, probabilities="probs", label="label")
+
+
+def test_multiclass_by_the_label_column() -> None:
+    frame = pl.DataFrame({"p_a": [0.7, 0.4], "p_b": [0.3, 0.6], "label": ["a", "b"]})
+    with pytest.raises(SchemaError, match="also input columns: label='label'"):
+        M.top_label_metrics(frame, probabilities=["p_a", "p_b"], label="label", by="label")
+
+
+def test_multiclass_boolean_probability_column() -> None:
+    frame = pl.DataFrame({"p_a": [True, False], "p_b": [0.3, 0.6], "label": ["a", "b"]})
+    with pytest.raises(SchemaError, match=r"'p_a' \(probabilities\[0\]\) is Boolean"):
+        M.pooled_metrics(frame, probabilities=["p_a", "p_b"], label="label")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"replicates": 0}, "replicates must be an integer >= 1"),
+        ({"level": 1.5}, "level must be a number strictly between 0 and 1"),
+        ({"seed": -1}, "seed must be an integer >= 0"),
+        ({"bins": 0}, "positive integer"),
+        ({"min_count": -1}, "min_count must be an integer >= 0"),
+        ({"alpha": math.nan}, "strictly between 0 and 1"),
+    ],
+)
+def test_noise_floor_arguments_out_of_range(
+    preds: pl.DataFrame, kwargs: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ArgumentError, match=message):
+        E.calibration_noise_floor(preds, **kwargs)  # type: ignore[arg-type]
+
+
+def test_metrics_table_where_bin_statistics_are_expected(preds: pl.DataFrame) -> None:
+    import calib_frames as cf
+
+    metrics = cf.calibration_metrics(preds, by="model")
+    with pytest.raises(SchemaError, match="not a bin-statistics table"):
+        E.intervals_from_bin_statistics(metrics)
+    with pytest.raises(SchemaError, match="not a bin-statistics table"):
+        E.uncertainty_from_bin_statistics(metrics)

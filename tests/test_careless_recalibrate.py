@@ -1,0 +1,116 @@
+"""Careless-user inputs to calib_frames.recalibrate (regression tests)."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+import calib_frames as cf
+import calib_frames.recalibrate as R
+from calib_frames.exceptions import ArgumentError, DataError, SchemaError
+
+METHODS = ["temperature", "platt", "histogram", "isotonic"]
+
+
+@pytest.fixture(scope="module")
+def preds() -> pl.DataFrame:
+    rng = np.random.default_rng(1)
+    n = 240
+    return pl.DataFrame(
+        {
+            "confidence": rng.uniform(0.05, 0.95, n),
+            "correct": rng.uniform(0, 1, n) < 0.6,
+            "model": rng.choice(["a", "b"], n),
+            "item": np.arange(n) % 120,
+            "split": np.where(np.arange(n) % 3 == 0, "test", "fit"),
+        }
+    )
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_fit_value_that_matches_no_row(preds: pl.DataFrame, method: str) -> None:
+    # a typo in fit_value= used to fit no map at all: every applied row got a null
+    fit = getattr(R, f"fit_{method}")
+    with pytest.raises(DataError, match=r"'split': 0 of 240 rows have split='train'") as info:
+        fit(preds, split="split", fit_value="train")
+    assert "'test', 'fit'" in str(info.value)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_all_null_split_column(preds: pl.DataFrame, method: str) -> None:
+    frame = preds.with_columns(split=pl.lit(None, pl.String))
+    with pytest.raises(DataError, match="0 of 240 rows have split='fit'"):
+        getattr(R, f"fit_{method}")(frame, split="split")
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_empty_frame_with_a_split_fits_nothing_quietly(preds: pl.DataFrame, method: str) -> None:
+    params = getattr(R, f"fit_{method}")(preds.head(0), split="split", by="model")
+    assert params.height == 0
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_split_fit_still_works_lazily(preds: pl.DataFrame, method: str) -> None:
+    params = getattr(R, f"fit_{method}")(preds.lazy(), split="split")
+    out = getattr(R, f"apply_{method}")(preds.lazy(), params, split="split")
+    assert isinstance(out, pl.LazyFrame)
+    collected = out.collect()
+    assert collected["recalibrated"].null_count() == 0
+    assert collected.filter(pl.col("split") == "fit")["in_sample"].all()
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_by_the_confidence_column(preds: pl.DataFrame, method: str) -> None:
+    # used to fit one map per distinct confidence value
+    with pytest.raises(SchemaError, match="also input columns: confidence='confidence'"):
+        getattr(R, f"fit_{method}")(preds, by="confidence")
+
+
+def test_scoring_rows_that_were_all_fitted_on(preds: pl.DataFrame) -> None:
+    # recalibrate(in_sample=True) then recalibration_metrics() used to return an empty
+    # table: every row is in-sample, and the default scores only out-of-sample rows
+    out = R.recalibrate(preds, by="model", in_sample=True)
+    for score in (R.recalibration_metrics, R.recalibration_reliability):
+        with pytest.raises(DataError, match=r"240 of 240 rows are in-sample.*in_sample=True"):
+            score(out, by="model")
+    table = R.recalibration_metrics(out, by="model", in_sample=True)
+    assert table.height == 2
+    assert table["in_sample"].all()
+
+
+def test_scoring_an_empty_recalibrated_frame_is_empty(preds: pl.DataFrame) -> None:
+    out = R.recalibrate(preds, split="split").head(0)
+    assert R.recalibration_metrics(out).height == 0
+
+
+@pytest.mark.parametrize(
+    ("method", "other"),
+    [("temperature", "platt"), ("platt", "histogram"), ("histogram", "isotonic")],
+)
+def test_params_of_another_method(preds: pl.DataFrame, method: str, other: str) -> None:
+    params = getattr(R, f"fit_{other}")(preds)
+    with pytest.raises(SchemaError, match=r"parameters table|binning table|recalibration table"):
+        getattr(R, f"apply_{method}")(preds, params)
+
+
+def test_metrics_table_as_params(preds: pl.DataFrame) -> None:
+    with pytest.raises(SchemaError, match="not a temperature-parameters table"):
+        R.apply_temperature(preds, cf.calibration_metrics(preds))
+
+
+@pytest.mark.parametrize("bounds", [(10.0, 0.1), (0.0, 2.0), (1.0, 1.0), (1.0,)])
+def test_temperature_bounds(preds: pl.DataFrame, bounds: tuple[float, ...]) -> None:
+    with pytest.raises(ArgumentError, match="bounds= takes"):
+        R.fit_temperature(preds, bounds=bounds)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("folds", [1, 0, 2.5])
+def test_assign_folds_out_of_range(preds: pl.DataFrame, folds: float) -> None:
+    with pytest.raises(ArgumentError, match="folds= takes an integer >= 2"):
+        R.assign_folds(preds, item="item", folds=folds)  # type: ignore[arg-type]
+
+
+def test_assign_folds_negative_seed(preds: pl.DataFrame) -> None:
+    with pytest.raises(ArgumentError, match="seed="):
+        R.assign_folds(preds, item="item", seed=-1)
