@@ -582,6 +582,9 @@ def _long(
 ) -> _Long:
     if not isinstance(tolerance, int | float) or not tolerance >= 0:
         raise ArgumentError(f"tolerance= must be a number >= 0, got {tolerance!r}")
+    for name, flag in (("renormalize", renormalize), ("multilabel", multilabel)):
+        if not isinstance(flag, bool):  # an int would switch the meaning of the columns
+            raise ArgumentError(f"{name}= takes True or False, got {flag!r}")
     source = as_lazy(frame)
     keys: list[str] = keys_of(by)
     schema = source.collect_schema()

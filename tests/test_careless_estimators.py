@@ -171,3 +171,16 @@ def test_metrics_table_where_bin_statistics_are_expected(preds: pl.DataFrame) ->
         E.intervals_from_bin_statistics(metrics)
     with pytest.raises(SchemaError, match="not a bin-statistics table"):
         E.uncertainty_from_bin_statistics(metrics)
+
+
+@pytest.mark.parametrize("flag", ["multilabel", "renormalize"])
+def test_multiclass_int_where_a_bool_goes(flag: str) -> None:
+    # multilabel=1 used to switch to the multilabel reading: null accuracy, NaN ECE
+    frame = pl.DataFrame({"p_a": [0.7, 0.4], "p_b": [0.3, 0.6], "label": ["a", "b"]})
+    with pytest.raises(ArgumentError, match=rf"{flag}= takes True or False, got 1"):
+        M.multiclass_calibration(
+            frame,
+            probabilities=["p_a", "p_b"],
+            label="label",
+            **{flag: 1},  # type: ignore[arg-type]
+        )

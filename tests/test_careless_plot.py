@@ -175,3 +175,11 @@ def test_write_report_best_within_one_name(
     one = write_report(tmp_path / "one.html", best_within="model", **report_inputs)
     listed = write_report(tmp_path / "listed.html", best_within=["model"], **report_inputs)
     assert len(one.read_text()) == len(listed.read_text())
+
+
+def test_int_where_a_bool_goes(preds: pl.DataFrame) -> None:
+    table = cf.reliability_table(preds)
+    with pytest.raises(ArgumentError, match="histogram= takes True or False, got 0"):
+        P.reliability_diagram(table, histogram=0)  # type: ignore[arg-type]
+    with pytest.raises(ArgumentError, match="share= takes True or False, got 1"):
+        P.confidence_histogram(table, share=1)  # type: ignore[arg-type]

@@ -114,3 +114,16 @@ def test_assign_folds_out_of_range(preds: pl.DataFrame, folds: float) -> None:
 def test_assign_folds_negative_seed(preds: pl.DataFrame) -> None:
     with pytest.raises(ArgumentError, match="seed="):
         R.assign_folds(preds, item="item", seed=-1)
+
+
+@pytest.mark.parametrize("method", ["temperature", "platt"])
+def test_group_with_all_weights_zero(preds: pl.DataFrame, method: str) -> None:
+    # fit_temperature used to return temperature 1.0 with NaN log-losses for it
+    frame = preds.with_columns(w=pl.when(pl.col("model") == "a").then(0.0).otherwise(1.0))
+    n_a = frame.filter(pl.col("model") == "a").height
+    with pytest.raises(DataError, match=rf"'w': {n_a} of 240 rows .* weights sum to 0") as info:
+        getattr(R, f"fit_{method}")(frame, weight="w", by="model")
+    assert "model='a'" in str(info.value)
+    some_zero = preds.with_columns(w=pl.when(pl.int_range(pl.len()) < 5).then(0.0).otherwise(1.0))
+    params = getattr(R, f"fit_{method}")(some_zero, weight="w")
+    assert params.height == 1

@@ -125,6 +125,11 @@ def _columns(panels: int, facet_keys: Sequence[str], data: pl.DataFrame, wanted:
     return max(1, min(panels, 4))
 
 
+def _check_flag(name: str, value: bool) -> None:
+    if not isinstance(value, bool):
+        raise ArgumentError(f"{name}= takes True or False, got {value!r}")
+
+
 def _check_size(name: str, value: float | None) -> None:
     if value is not None and not (isinstance(value, int | float) and value > 0):
         raise ArgumentError(f"{name}= must be a positive number of pixels, got {value!r}")
@@ -233,6 +238,7 @@ def reliability_diagram(
 
     _check_size("width", width)
     _check_size("height", height)
+    _check_flag("histogram", histogram)
     data = frame(table, "reliability_diagram")
     keys = spec_keys(data, RELIABILITY, "reliability table")
     has_ci = "accuracy_ci_low" in data.columns and "accuracy_ci_high" in data.columns
@@ -837,6 +843,7 @@ def confidence_histogram(
     """
     import altair as alt
 
+    _check_flag("share", share)
     _check_size("width", width)
     _check_size("height", height)
     data = frame(table, "confidence_histogram")

@@ -314,6 +314,16 @@ def collect_binary(
         if weight is not None:
             w = np.asarray(frame[_W].to_numpy(), dtype=np.float64)
             raise_bad(frame, ~(np.isfinite(w) & (w >= 0)), keys, weight, "not a finite weight >= 0")
+            # a group whose weights are all 0 has nothing to fit: its map would be the
+            # starting point of the solver (and its log-losses 0/0 = NaN)
+            total = np.bincount(group, weights=w, minlength=n_groups)
+            raise_bad(
+                frame,
+                total[group] <= 0,
+                keys,
+                weight,
+                "in a group whose weights sum to 0, so there is nothing to fit",
+            )
         else:
             w = np.ones_like(p)
     clipped_rows = (p < epsilon) | (p > 1.0 - epsilon)
