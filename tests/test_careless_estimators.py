@@ -184,3 +184,11 @@ def test_multiclass_int_where_a_bool_goes(flag: str) -> None:
             label="label",
             **{flag: 1},  # type: ignore[arg-type]
         )
+
+
+@pytest.mark.parametrize("resample", ["bins", "rows"])
+def test_key_named_like_an_interval_column(preds: pl.DataFrame, resample: str) -> None:
+    # used to fail deep inside polars with a DuplicateError
+    frame = preds.rename({"model": "ece_ci_low"})
+    with pytest.raises(SchemaError, match=r"\['ece_ci_low'\] clash with the interval columns"):
+        E.calibration_intervals(frame, by="ece_ci_low", replicates=5, resample=resample)  # type: ignore[arg-type]

@@ -127,3 +127,34 @@ def test_group_with_all_weights_zero(preds: pl.DataFrame, method: str) -> None:
     some_zero = preds.with_columns(w=pl.when(pl.int_range(pl.len()) < 5).then(0.0).otherwise(1.0))
     params = getattr(R, f"fit_{method}")(some_zero, weight="w")
     assert params.height == 1
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("by", [None, "model"])
+def test_params_of_two_fits_concatenated(preds: pl.DataFrame, method: str, by: str | None) -> None:
+    # apply_temperature used to return every row twice (a join on repeated keys)
+    params = getattr(R, f"fit_{method}")(preds, by=by)
+    with pytest.raises(SchemaError, match="the parameters table repeats groups"):
+        getattr(R, f"apply_{method}")(preds, pl.concat([params, params]))
+
+
+@pytest.mark.parametrize(
+    ("method", "column"),
+    [
+        ("temperature", "temperature"),
+        ("platt", "slope"),
+        ("histogram", "value"),
+        ("isotonic", "value"),
+    ],
+)
+def test_params_with_a_nan(preds: pl.DataFrame, method: str, column: str) -> None:
+    # a NaN temperature used to give a NaN for every recalibrated confidence
+    params = getattr(R, f"fit_{method}")(preds).with_columns(pl.lit(float("nan")).alias(column))
+    with pytest.raises(DataError, match=rf"column '{column}' of the parameters table"):
+        getattr(R, f"apply_{method}")(preds, params)
+
+
+def test_negative_temperature(preds: pl.DataFrame) -> None:
+    params = R.fit_temperature(preds).with_columns(temperature=pl.lit(-1.0))
+    with pytest.raises(DataError, match=r"not a finite temperature > 0; e\.g\. temperature=-1\.0"):
+        R.apply_temperature(preds, params)

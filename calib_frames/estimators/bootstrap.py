@@ -398,6 +398,13 @@ def _percentiles(
     replicated: pl.LazyFrame, keys: list[str], metrics: Sequence[str], level: float
 ) -> pl.LazyFrame:
     """keys… + ``<metric>_ci_low/high``: percentiles of the replicates per group."""
+    outputs = {f"{name}_ci_{side}" for name in metrics for side in ("low", "high")}
+    clashes = [key for key in keys if key in outputs]
+    if clashes:
+        raise SchemaError(
+            f"group key(s) {clashes} clash with the interval columns of the same name; "
+            "rename them first"
+        )
     alpha = (1.0 - level) / 2.0
     aggs: list[pl.Expr] = []
     for name in metrics:

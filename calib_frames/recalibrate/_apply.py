@@ -10,12 +10,12 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from calib_frames.exceptions import ArgumentError, SchemaError
+from calib_frames.exceptions import ArgumentError, DataError, SchemaError
 from calib_frames.recalibrate.splits import check_split
 from calib_frames.schema import Table
 from calib_frames.validation import as_lazy
 
-__all__ = ["in_sample_expr", "join_params", "read_params"]
+__all__ = ["check_unique", "check_values", "in_sample_expr", "join_params", "read_params"]
 
 IN_SAMPLE_PARAM = "__calib_in_sample"
 _ONE = "__calib_one"
@@ -62,6 +62,7 @@ def join_params(
 
     The columns arrive as ``__calib_<name>``, so that they never clash with the frame's.
     """
+    check_unique(params, keys)
     schema = frame.collect_schema()
     right = params.select(
         *(pl.col(key).cast(schema[key]) for key in keys),
@@ -76,6 +77,38 @@ def join_params(
         )
         return joined.drop(_ONE)
     return frame.join(right, on=list(keys), how="left", nulls_equal=True, maintain_order="left")
+
+
+def check_unique(params: pl.DataFrame, keys: Sequence[str]) -> None:
+    """One parameter row per join key (SchemaError).
+
+    A repeated group (two fits concatenated, a table edited by hand) would silently
+    repeat the frame's rows in the join.
+    """
+    if keys:
+        repeated = params.select(keys).is_duplicated()
+    else:
+        repeated = pl.Series([params.height > 1] * params.height, dtype=pl.Boolean)
+    count = int(repeated.sum())
+    if count:
+        shown = [k for k in keys if not k.startswith("__calib")]
+        example = params.filter(repeated).select(shown).row(0, named=True) if shown else {}
+        where = ", ".join(f"{k}={v!r}" for k, v in example.items()) or "the whole frame"
+        raise SchemaError(
+            f"the parameters table repeats groups: {count:,} of {params.height:,} rows share "
+            f"their group with another row (e.g. {where}); pass the table of one fit_* call"
+        )
+
+
+def check_values(params: pl.DataFrame, checks: dict[str, tuple[pl.Expr, str]]) -> None:
+    """Parameter columns must hold usable values (a hand-edited or corrupted table)."""
+    for column, (good, problem) in checks.items():
+        bad = params.filter(good.not_().fill_null(True))
+        if bad.height:
+            raise DataError(
+                f"column {column!r} of the parameters table: {bad.height:,} of "
+                f"{params.height:,} rows are {problem}; e.g. {column}={bad[column][0]!r}"
+            )
 
 
 def param(name: str) -> str:

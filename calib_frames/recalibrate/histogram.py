@@ -32,6 +32,8 @@ from calib_frames.recalibrate._apply import (
     IN_SAMPLE_PARAM,
     check_join,
     check_output,
+    check_unique,
+    check_values,
     in_sample_expr,
     join_params,
     param,
@@ -222,6 +224,8 @@ def apply_histogram(
     """
     keys: list[str]
     table, keys = read_params(params, HISTOGRAM)
+    check_unique(table, [*keys, "bin"])
+    check_values(table, {"value": (pl.col("value").is_between(0.0, 1.0), "not in [0, 1]")})
     binning = _binning_of(table)
     source = as_lazy(frame)
     schema = source.collect_schema()

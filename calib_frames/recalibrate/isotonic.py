@@ -33,7 +33,13 @@ import polars as pl
 
 from calib_frames.exceptions import ArgumentError
 from calib_frames.recalibrate import _core
-from calib_frames.recalibrate._apply import check_join, check_output, read_params
+from calib_frames.recalibrate._apply import (
+    check_join,
+    check_output,
+    check_unique,
+    check_values,
+    read_params,
+)
 from calib_frames.recalibrate.splits import fit_scheme, normalise_keys
 from calib_frames.schema import Table
 from calib_frames.validation import Frame, as_lazy, return_like
@@ -210,6 +216,8 @@ def apply_isotonic(
     schema = source.collect_schema()
     check_output(schema, output, split, fit_value)
     check_join(schema, table, keys, "isotonic")
+    check_unique(table, [*keys, "block"])
+    check_values(table, {"value": (pl.col("value").is_between(0.0, 1.0), "not in [0, 1]")})
     _core.check_columns(schema, {"confidence": confidence}, numeric=["confidence"])
     # Groups get an integer id (join_asof's by= does not match null keys), and the
     # end points of every block, (x_lower, value) and (x_upper, value), are keyed by it.

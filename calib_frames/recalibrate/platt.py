@@ -34,6 +34,7 @@ from calib_frames.recalibrate._apply import (
     IN_SAMPLE_PARAM,
     check_join,
     check_output,
+    check_values,
     in_sample_expr,
     join_params,
     param,
@@ -345,6 +346,11 @@ def apply_platt(
     schema = source.collect_schema()
     check_output(schema, output, split, fit_value)
     check_join(schema, table, keys, "Platt")
+    finite = "not a finite number"
+    check_values(
+        table,
+        {c: (pl.col(c).is_finite(), finite) for c in ("slope", "intercept")},
+    )
     _core.check_columns(schema, {"confidence": confidence}, numeric=["confidence"])
     p = pl.col(confidence).cast(pl.Float64)
     eta = pl.col(param("slope")) * _core.logit_expr(p, eps) + pl.col(param("intercept"))

@@ -48,6 +48,7 @@ from calib_frames.recalibrate._apply import (
     IN_SAMPLE_PARAM,
     check_join,
     check_output,
+    check_values,
     in_sample_expr,
     join_params,
     param,
@@ -554,6 +555,8 @@ def apply_temperature(
     schema = source.collect_schema()
     check_output(schema, output, split, fit_value)
     check_join(schema, table, keys, "temperature")
+    t_ok = pl.col("temperature").is_finite() & (pl.col("temperature") > 0)
+    check_values(table, {"temperature": (t_ok, "not a finite temperature > 0")})
     t = pl.col(param("temperature"))
     if kind == "confidence":
         _core.check_columns(schema, {"confidence": confidence}, numeric=["confidence"])
