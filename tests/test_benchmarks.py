@@ -175,3 +175,22 @@ def test_sized_parts_stop_at_their_size(tmp_path: Path) -> None:
     assert rows % 2**16 == 0
     again, rows_again, seconds = ensure_part(0, 0.005, 4, 3, data_dir=tmp_path, block=2**16)
     assert (again, rows_again, seconds) == (path, rows, 0.0)  # cached
+
+
+def checks_of(path: Path) -> list[dict[str, object]]:
+    """Every cross-check of a saved --json run (at least one, all passed)."""
+    saved = json.loads(path.read_text())
+    checks = [c for r in saved["runs"] for c in r["checks"].values()]
+    assert checks
+    assert all(r["errors"] == {} for r in saved["runs"])
+    return checks
+
+
+def test_bench_uncertainty_quick(tmp_path: Path) -> None:
+    out = tmp_path / "uncertainty.json"
+    proc = run("bench_uncertainty", "--quick", "--json", str(out), module=True)
+    checks = checks_of(out)
+    assert all(c["ok"] for c in checks)
+    assert json.loads(out.read_text())["interval_problems"] == []
+    assert "cross-check ok" in proc.stdout
+    assert "cf_row_bootstrap" in proc.stdout
