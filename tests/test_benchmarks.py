@@ -194,3 +194,14 @@ def test_bench_uncertainty_quick(tmp_path: Path) -> None:
     assert json.loads(out.read_text())["interval_problems"] == []
     assert "cross-check ok" in proc.stdout
     assert "cf_row_bootstrap" in proc.stdout
+
+
+def test_bench_estimators_quick(tmp_path: Path) -> None:
+    out = tmp_path / "estimators.json"
+    proc = run("bench_estimators", "--quick", "--json", str(out))
+    assert all(c["ok"] for c in checks_of(out))
+    runs = json.loads(out.read_text())["runs"]
+    assert [r["pair"] for r in runs] == ["smooth", "corp", "isotonic", "bins"]
+    for r in runs:  # each pair cross-checked, or its peer's library reported missing
+        assert r["checks"] or "skipping" in proc.stdout
+    assert "cross-check ok" in proc.stdout
