@@ -205,3 +205,11 @@ def test_bench_estimators_quick(tmp_path: Path) -> None:
     for r in runs:  # each pair cross-checked, or its peer's library reported missing
         assert r["checks"] or "skipping" in proc.stdout
     assert "cross-check ok" in proc.stdout
+
+
+def test_bench_recalibrate_quick(tmp_path: Path) -> None:
+    out = tmp_path / "recalibrate.json"
+    proc = run("bench_recalibrate", "--quick", "--json", str(out), module=True)
+    checks = checks_of(out)
+    assert all(c["ok"] and c["tolerance"] == 1e-5 for c in checks)
+    assert "cross-check ok" in proc.stdout
