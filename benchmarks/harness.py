@@ -104,6 +104,7 @@ def time_interleaved(
     highlight: Sequence[str] = ("count", "ece", "brier"),
     check: Callable[[Result, Source], str | None] | None = None,
     cpu: dict[str, float] | None = None,
+    once: Sequence[str] = (),
 ) -> tuple[dict[str, float], dict[str, dict[str, Any]], dict[str, str]]:
     """Best-of-``repeats`` seconds per peer, the cross-checks, and errors by peer name.
 
@@ -111,6 +112,7 @@ def time_interleaved(
     ``check(result, src)``: an extra test of the reference's own result; a message = failure.
     ``cpu``: if given, filled with each peer's CPU seconds (``time.process_time``, all
     threads) of its best wall-clock run.
+    ``once``: peers run in the first repeat only (the expensive ones, or those with state).
     A peer that raises is reported in ``errors`` and not run again; the others go on.
     """
     if reference is None:
@@ -118,9 +120,9 @@ def time_interleaved(
     best: dict[str, float] = {}
     results: dict[str, Result | None] = {}
     errors: dict[str, str] = {}
-    for _ in range(repeats):
+    for repeat in range(repeats):
         for peer in peers:
-            if peer.name in errors:
+            if peer.name in errors or (repeat and peer.name in once):
                 continue
             gc.collect()
             try:

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 import pytest
 
 import calib_frames as cf
@@ -213,3 +214,39 @@ def test_bench_recalibrate_quick(tmp_path: Path) -> None:
     checks = checks_of(out)
     assert all(c["ok"] and c["tolerance"] == 1e-5 for c in checks)
     assert "cross-check ok" in proc.stdout
+
+
+def test_bench_ranking_quick(tmp_path: Path) -> None:
+    out = tmp_path / "ranking.json"
+    proc = run("bench_ranking", "--quick", "--json", str(out))
+    checks = json.loads(out.read_text())["runs"]
+    by_peer = {name: c for r in checks for name, c in r["checks"].items()}
+    assert all(c["ok"] for c in checks_of(out))
+    for peer, fields in (("ranx", 29), ("torchmetrics", 6)):  # map@10 is left out for torch
+        assert peer in by_peer or f"skipping {peer}" in proc.stdout
+        assert peer not in by_peer or len(by_peer[peer]["diffs"]) == fields
+    assert "cross-check ok" in proc.stdout
+
+
+def test_time_interleaved_runs_once_peers_once() -> None:
+    from benchmarks.harness import time_interleaved
+    from benchmarks.peers import Peer
+    from benchmarks.workload import Spec, frame_source
+
+    calls: list[str] = []
+
+    def counting(name: str) -> Peer:
+        return Peer(
+            name,
+            lambda src: calls.append(name),
+            lambda out, src: Result({"x": np.zeros(1)}),
+            role="subject" if name == "ref" else "peer",
+        )
+
+    src = frame_source(pl.DataFrame({"a": [1]}), Spec(1, 1, 1))
+    cpu: dict[str, float] = {}
+    best, checks, errors = time_interleaved(
+        src, [counting("ref"), counting("slow")], 3, once=("slow",), cpu=cpu
+    )
+    assert calls.count("ref") == 3 and calls.count("slow") == 1
+    assert set(best) == set(cpu) == {"ref", "slow"} and checks["slow"]["ok"] and not errors
