@@ -253,7 +253,7 @@ def memory_source(spec: Spec, path: Path, chunk_rows: int = 2**16) -> Source:
     return Source("memory", spec, path, chunk_rows, df=df, arrays=arrays, arrow=df.to_arrow())
 
 
-def frame_source(df: pl.DataFrame, spec: Spec, **extra: Any) -> Source:
+def frame_source(df: pl.DataFrame | None, spec: Spec, **extra: Any) -> Source:
     """A ``memory`` Source of a workload built in memory (no parquet file): ``df`` and, in
     ``extra``, whatever else the peers need (a second table, precomputed statistics...)."""
     return Source("memory", spec, Path(), df=df, extra=extra)

@@ -250,3 +250,12 @@ def test_time_interleaved_runs_once_peers_once() -> None:
     )
     assert calls.count("ref") == 3 and calls.count("slow") == 1
     assert set(best) == set(cpu) == {"ref", "slow"} and checks["slow"]["ok"] and not errors
+
+
+def test_bench_sources_quick(tmp_path: Path) -> None:
+    out = tmp_path / "sources.json"
+    proc = run("bench_sources", "--quick", "--json", str(out), module=True)
+    checks = checks_of(out)
+    assert len(checks) == 3 and all(c["ok"] for c in checks)
+    assert all(len(c["diffs"]) >= 4 for c in checks)  # every field compared
+    assert "cross-check ok" in proc.stdout
