@@ -259,3 +259,17 @@ def test_bench_sources_quick(tmp_path: Path) -> None:
     assert len(checks) == 3 and all(c["ok"] for c in checks)
     assert all(len(c["diffs"]) >= 4 for c in checks)  # every field compared
     assert "cross-check ok" in proc.stdout
+
+
+def test_bench_import_quick(tmp_path: Path) -> None:
+    out = tmp_path / "import.json"
+    proc = run("bench_import", "--quick", "--json", str(out), module=True)
+    saved = json.loads(out.read_text())["runs"][0]
+    assert saved["altair_imported"] == {
+        "calib_frames": False,
+        "+ plot, report": False,
+        "altair": True,
+        "first chart": True,
+    }
+    assert all(s > 0 for s in saved["seconds"].values())
+    assert "cross-check ok" in proc.stdout
