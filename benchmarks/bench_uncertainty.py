@@ -312,33 +312,6 @@ def keep_outputs(peers: list[Peer], outputs: dict[str, Any]) -> list[Peer]:
     return [keeping(p) for p in peers]
 
 
-def time_split(
-    src: Source, peers: list[Peer], repeats: int, once: set[str]
-) -> tuple[dict[str, float], dict[str, dict[str, Any]], dict[str, str], dict[str, float]]:
-    """Seconds, cross-checks, errors and CPU seconds: the cheap methods best of ``repeats``,
-    the expensive ones (``once``) one run."""
-    best: dict[str, float] = {}
-    checks: dict[str, dict[str, Any]] = {}
-    errors: dict[str, str] = {}
-    cpu: dict[str, float] = {}
-    # the cheap methods best of --repeats; the expensive ones once (plain_metrics in both:
-    # it is the reference of the cross-check, its best time is kept)
-    for group, times in (
-        ([p for p in peers if p.name not in once], repeats),
-        ([peers[0], *(p for p in peers if p.name in once)], 1),
-    ):
-        if len(group) == 1 and group[0] is peers[0] and times == 1:
-            continue
-        seconds_cpu: dict[str, float] = {}
-        b, c, e = harness.time_interleaved(src, group, times, cpu=seconds_cpu)
-        for name, seconds in b.items():
-            if seconds < best.get(name, float("inf")):
-                best[name], cpu[name] = seconds, seconds_cpu[name]
-        checks.update(c)
-        errors.update(e)
-    return best, checks, errors, cpu
-
-
 def print_cpu(cpu: dict[str, float], ppl_cpu: dict[str, float]) -> None:
     """The CPU seconds of the timed runs and their ratios (the steadier ones under load)."""
     print("\nCPU seconds of the same runs (all threads)\n")
@@ -347,6 +320,28 @@ def print_cpu(cpu: dict[str, float], ppl_cpu: dict[str, float]) -> None:
         for name, seconds in table.items():
             body.append([name, f"{seconds:.3f}", f"{seconds / table[base]:.1f}"])
     print(report.markdown(["method", "cpu s", "cpu ratio"], body))
+
+
+def sources(rows: int, groups: int, reps: int, args: argparse.Namespace) -> tuple[Source, Source]:
+    """The predictions (with the bin statistics, paired rows, group 0's arrays) and the
+    documents (with their point perplexity), built before timing."""
+    spec = Spec(rows, groups, 1)
+    df = predictions(rows, groups, args.seed)
+    docs = documents(rows, groups, args.seed)
+    part = df.filter(pl.col("g") == 0)
+    src = frame_source(
+        df,
+        spec,
+        stats=cf.bin_statistics(df, by="g"),
+        pairs=None if args.no_peers else paired_rows(rows, groups, args.seed),
+        group0=(part["confidence"].to_numpy(), part["correct"].to_numpy().astype(np.float64)),
+        replicates=reps,
+        noise_replicates=200 if args.quick else 1000,
+        seed=args.seed,
+    )
+    point = cf.perplexity(docs, tokens="tokens", bytes="bytes", by="g")
+    doc_src = frame_source(docs, spec, replicates=reps, point=point)
+    return src, doc_src
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -370,32 +365,18 @@ def main(argv: list[str] | None = None) -> int:
     env = harness.environment()
     harness.print_header("Uncertainty: bootstrap intervals, noise floor, paired tests", env)
     print(f"\nrows={rows:,} groups={groups} replicates={reps} (best of {repeats})")
-    spec = Spec(rows, groups, 1)
-    df = predictions(rows, groups, args.seed)
-    docs = documents(rows, groups, args.seed)
-    part = df.filter(pl.col("g") == 0)
-    src = frame_source(
-        df,
-        spec,
-        stats=cf.bin_statistics(df, by="g"),
-        pairs=None if args.no_peers else paired_rows(rows, groups, args.seed),
-        group0=(part["confidence"].to_numpy(), part["correct"].to_numpy().astype(np.float64)),
-        replicates=reps,
-        noise_replicates=200 if args.quick else 1000,
-        seed=args.seed,
-    )
-    point = cf.perplexity(docs, tokens="tokens", bytes="bytes", by="g")
-    doc_src = frame_source(docs, spec, replicates=reps, point=point)
+    src, doc_src = sources(rows, groups, reps, args)
 
     names = ["cf_intervals", "cf_from_stats", "cf_noise_floor"]
     if args.row_bootstrap:
         names.append("cf_row_bootstrap")
     if not args.no_peers:
         names += ["numpy_group_loop", "scipy_bootstrap", "cf_paired"]
-    once = {"cf_row_bootstrap", "numpy_group_loop", "scipy_bootstrap", "cf_paired"}
+    once = ("cf_row_bootstrap", "numpy_group_loop", "scipy_bootstrap", "cf_paired")
     outputs: dict[str, Any] = {}
     peers = keep_outputs(CALIBRATION.select(names), outputs)
-    best, checks, errors, cpu = time_split(src, peers, repeats, once)
+    cpu: dict[str, float] = {}  # the expensive methods run once, the others best of repeats
+    best, checks, errors = harness.time_interleaved(src, peers, repeats, cpu=cpu, once=once)
     if "scipy_bootstrap" in best:  # one group timed: scaled to all of them
         scaled = f"scipy_bootstrap_x{groups}"
         best[scaled] = best.pop("scipy_bootstrap") * groups
