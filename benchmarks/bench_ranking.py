@@ -156,10 +156,11 @@ def run_ranx(src: Source) -> dict[str, Any]:
         return ranx.evaluate(r_qrels, r_run, list(ranx_names().values()))
 
 
-def prepare_ranx(run: pl.DataFrame, qrels: pl.DataFrame) -> dict[str, float]:
+def prepare_ranx(run: pl.DataFrame, qrels: pl.DataFrame) -> tuple[dict[str, float], Any]:
     """Compile (a 2-query run), build Qrels/Run from dicts and the first call: timed apart.
 
-    Returns their seconds; the prebuilt objects go to ``run_ranx`` through the source.
+    Returns their seconds and the prebuilt (Qrels, Run), which ``run_ranx`` gets through the
+    source.
     """
     import ranx
 
@@ -179,11 +180,7 @@ def prepare_ranx(run: pl.DataFrame, qrels: pl.DataFrame) -> dict[str, float]:
         compile_s, _ = seconds_of(lambda: ranx.evaluate(tiny_q, tiny_r, names))
         build_s, built = seconds_of(lambda: (ranx.Qrels(qrels_dict), ranx.Run(run_dict)))
         first_s, _ = seconds_of(lambda: ranx.evaluate(*built, names))
-    PREPARED["ranx"] = built
-    return {"ranx_compile": compile_s, "ranx_build": build_s, "ranx_first_call": first_s}
-
-
-PREPARED: dict[str, Any] = {}
+    return {"ranx_compile": compile_s, "ranx_build": build_s, "ranx_first_call": first_s}, built
 
 
 @K10.peer(
@@ -285,8 +282,7 @@ def bench_size(n_queries: int, args: argparse.Namespace) -> tuple[list[dict[str,
     setup: dict[str, float] = {}
     extra: dict[str, Any] = {"qrels": qrels}
     if peers_too and ALL["ranx"].available():
-        setup = prepare_ranx(run, qrels)
-        extra["ranx"] = PREPARED.pop("ranx")
+        setup, extra["ranx"] = prepare_ranx(run, qrels)
     if peers_too and not args.no_torchmetrics and K10["torchmetrics"].available():
         extra["torch"] = prepare_torchmetrics(run, qrels)
     src = frame_source(run, Spec(rows, n_queries, 1), **extra)
