@@ -93,7 +93,7 @@ SMOOTH, CORP, ISOTONIC, BINS = Registry(), Registry(), Registry(), Registry()
     normalise=lambda out, src: columns(out, ("smooth_ece", "bandwidth"), ("model",)),
 )
 def run_smooth(src: Source) -> pl.DataFrame:
-    return smooth_ece(src.df, by="model")
+    return smooth_ece(src.table(), by="model")
 
 
 @SMOOTH.peer(
@@ -117,7 +117,7 @@ def run_relplot(src: Source) -> np.ndarray:
     normalise=lambda out, src: columns(out, CORP_TERMS, ("model",)),
 )
 def run_corp(src: Source) -> pl.DataFrame:
-    return corp_decomposition(src.df, by="model")
+    return corp_decomposition(src.table(), by="model")
 
 
 @CORP.peer(
@@ -160,7 +160,7 @@ def sklearn_at_rows(out: list[Any], src: Source) -> Result:
     normalise=blocks_at_rows,
 )
 def run_isotonic(src: Source) -> pl.DataFrame:
-    return isotonic_blocks(src.df, x="confidence", y="correct", by="model")
+    return isotonic_blocks(src.table(), x="confidence", y="correct", by="model")
 
 
 @ISOTONIC.peer(
@@ -182,7 +182,7 @@ def run_sklearn(src: Source) -> list[Any]:
     normalise=lambda out, src: columns(out, ("ece",), ("model", "bins")),
 )
 def run_bin_counts(src: Source) -> pl.DataFrame:
-    return ece_by_bin_count(src.df, by="model")
+    return ece_by_bin_count(src.table(), by="model")
 
 
 @BINS.peer(
@@ -192,7 +192,7 @@ def run_bin_counts(src: Source) -> pl.DataFrame:
 )
 def run_metrics_loop(src: Source) -> pl.DataFrame:
     parts = [
-        cf.calibration_metrics(src.df, by="model", bins=m).select(
+        cf.calibration_metrics(src.table(), by="model", bins=m).select(
             "model", pl.lit(m, dtype=pl.UInt32).alias("bins"), "ece"
         )
         for m in BIN_COUNTS

@@ -134,7 +134,7 @@ def ranx_names() -> dict[str, str]:
 )
 def run_all(src: Source) -> pl.DataFrame:
     return ranking_metrics(
-        src.df.lazy(), src.extra["qrels"].lazy(), k=K, no_relevant="zero"
+        src.table().lazy(), src.extra["qrels"].lazy(), k=K, no_relevant="zero"
     ).collect()
 
 
@@ -191,7 +191,7 @@ def prepare_ranx(run: pl.DataFrame, qrels: pl.DataFrame) -> tuple[dict[str, floa
 )
 def run_k10(src: Source) -> pl.DataFrame:
     return ranking_metrics(
-        src.df.lazy(), src.extra["qrels"].lazy(), k=10, no_relevant="zero"
+        src.table().lazy(), src.extra["qrels"].lazy(), k=10, no_relevant="zero"
     ).collect()
 
 

@@ -104,7 +104,7 @@ def make_options(
     normalise=log_temperature,
 )
 def run_calib_frames(src: Source) -> np.ndarray:
-    params = fit_temperature(src.df, by="group", kind="options").sort("group")
+    params = fit_temperature(src.table(), by="group", kind="options").sort("group")
     assert params["converged"].all()
     return params["temperature"].to_numpy()
 

@@ -171,7 +171,7 @@ def dense_result(out: tuple, src: Source) -> Result:
     normalise=choice_result,
 )
 def run_choice(src: Source) -> pl.DataFrame:
-    return choice_predictions(src.df, normalize="char")
+    return choice_predictions(src.table(), normalize="char")
 
 
 @CHOICE.peer(

@@ -40,7 +40,7 @@ cf_paired            ``paired_comparison`` of two models on rows/2 shared items 
 Cross-checks (not timed): the noise floor's observed ECE and counts equal plain_metrics'
 (exact counts, 1e-9); ``cf_from_stats`` gives the same intervals as ``cf_intervals`` (same
 bins, same seed); the bin-level ECE lower bounds are within Monte-Carlo noise of the numpy
-loop's (median |difference| / interval width below 0.25, typically ~0.05); the point
+loop's (median |difference| / interval width below 0.25, typically 0.05–0.1); the point
 perplexity inside ``cf_ppl_intervals``' interval for every group. Any failure: exit 1.
 ``--quick``: 2·10^4 rows, 20 groups, 50 replicates, one repeat, every method.
 """
@@ -206,12 +206,12 @@ PERPLEXITY = Registry()
     normalise=lambda out, src: by_g(out, ("count", "ece")),
 )
 def run_plain(src: Source) -> pl.DataFrame:
-    return cf.calibration_metrics(src.df, by="g")
+    return cf.calibration_metrics(src.table(), by="g")
 
 
 @CALIBRATION.peer("cf_intervals", what='calibration_intervals(df, by="g")')
 def run_intervals(src: Source) -> pl.DataFrame:
-    return calibration_intervals(src.df, by="g", replicates=src.extra["replicates"])
+    return calibration_intervals(src.table(), by="g", replicates=src.extra["replicates"])
 
 
 @CALIBRATION.peer("cf_from_stats", what="intervals_from_bin_statistics(stats)")
@@ -222,13 +222,13 @@ def run_from_stats(src: Source) -> pl.DataFrame:
 @CALIBRATION.peer("cf_row_bootstrap", what='calibration_intervals(..., resample="rows")')
 def run_row_bootstrap(src: Source) -> pl.DataFrame:
     return calibration_intervals(
-        src.df, by="g", replicates=src.extra["replicates"], resample="rows"
+        src.table(), by="g", replicates=src.extra["replicates"], resample="rows"
     )
 
 
 @CALIBRATION.peer("numpy_group_loop", what="a loop over groups, replicates vectorised")
 def run_numpy_loop(src: Source) -> np.ndarray:
-    return numpy_group_loop(src.df, src.extra["replicates"], src.extra["seed"])
+    return numpy_group_loop(src.table(), src.extra["replicates"], src.extra["seed"])
 
 
 @CALIBRATION.peer(
@@ -247,7 +247,7 @@ def run_scipy(src: Source) -> Any:
     normalise=lambda out, src: by_g(out, ("count", "ece")),
 )
 def run_noise_floor(src: Source) -> pl.DataFrame:
-    return calibration_noise_floor(src.df, by="g", replicates=src.extra["noise_replicates"])
+    return calibration_noise_floor(src.table(), by="g", replicates=src.extra["noise_replicates"])
 
 
 @CALIBRATION.peer("cf_paired", what='paired_comparison(pairs, by="g")')
@@ -262,13 +262,13 @@ def run_paired(src: Source) -> pl.DataFrame:
     normalise=lambda out, src: by_g(out, ("count", "perplexity")),
 )
 def run_plain_perplexity(src: Source) -> pl.DataFrame:
-    return cf.perplexity(src.df, tokens="tokens", bytes="bytes", by="g")
+    return cf.perplexity(src.table(), tokens="tokens", bytes="bytes", by="g")
 
 
 @PERPLEXITY.peer("cf_ppl_intervals", what="perplexity_intervals(docs, ...)")
 def run_ppl_intervals(src: Source) -> pl.DataFrame:
     return perplexity_intervals(
-        src.df, tokens="tokens", bytes="bytes", by="g", replicates=src.extra["replicates"]
+        src.table(), tokens="tokens", bytes="bytes", by="g", replicates=src.extra["replicates"]
     )
 
 
@@ -281,7 +281,7 @@ def interval_checks(outputs: dict[str, Any], src: Source, docs: Source) -> list[
     if not same["ok"]:
         problems.append("cf_from_stats: intervals differ from cf_intervals")
     if "numpy_group_loop" in outputs:
-        theirs = numpy_group_loop(src.df, src.extra["replicates"], src.extra["seed"] + 1)
+        theirs = numpy_group_loop(src.table(), src.extra["replicates"], src.extra["seed"] + 1)
         width = theirs[:, 1, 3] - theirs[:, 0, 3]
         drift = float(np.median(np.abs(ours["ece_ci_low"] - theirs[:, 0, 3]) / width))
         print(f"- ECE lower bound, bins vs numpy loop: median |diff| / width = {drift:.3f}")

@@ -227,6 +227,12 @@ class Source:
             return "preds"
         return "read_parquet('" + str(self.path).replace("'", "''") + "')"
 
+    def table(self) -> pl.DataFrame:
+        """The DataFrame of a memory source (``frame_source`` or ``memory_source``)."""
+        if self.df is None:
+            raise ValueError(f"{self.kind} source without a DataFrame")
+        return self.df
+
     def lazy(self) -> pl.LazyFrame:
         if self.kind == "memory":
             assert self.df is not None
