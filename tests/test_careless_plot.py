@@ -183,3 +183,20 @@ def test_int_where_a_bool_goes(preds: pl.DataFrame) -> None:
         P.reliability_diagram(table, histogram=0)  # type: ignore[arg-type]
     with pytest.raises(ArgumentError, match="share= takes True or False, got 1"):
         P.confidence_histogram(table, share=1)  # type: ignore[arg-type]
+
+
+def test_write_report_binning_not_text(
+    report_inputs: dict[str, pl.DataFrame], tmp_path: Path
+) -> None:
+    # used to fail inside html.escape with an AttributeError
+    with pytest.raises(ArgumentError, match="binning= must be a string"):
+        write_report(tmp_path / "r.html", binning=3, **report_inputs)  # type: ignore[arg-type]
+
+
+def test_write_report_escapes_a_hostile_title(
+    report_inputs: dict[str, pl.DataFrame], tmp_path: Path
+) -> None:
+    page = write_report(tmp_path / "t.html", title="<script>alert(1)</script>", **report_inputs)
+    text = page.read_text()
+    assert "<script>alert(1)" not in text
+    assert "&lt;script&gt;alert(1)" in text

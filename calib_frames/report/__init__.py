@@ -465,6 +465,8 @@ def report_html(
     """
     if not isinstance(title, str):
         raise ArgumentError(f"title= must be a string, got {type(title).__name__}")
+    if binning is not None and not isinstance(binning, str):
+        raise ArgumentError(f"binning= must be a string (or None), got {type(binning).__name__}")
     table = frame(comparison, "report comparison")
     bins = frame(bin_statistics, "report bin_statistics")
     ppl = None if perplexity is None else frame(perplexity, "report perplexity")
