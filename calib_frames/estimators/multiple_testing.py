@@ -70,7 +70,8 @@ def adjust_p_values(
     Raises
     ------
     SchemaError
-        If ``p_value`` or a ``by`` column is missing, or ``p_value`` is not numeric.
+        If ``p_value`` or a ``by`` column is missing, ``p_value`` is not numeric, or
+        ``alias`` names an existing column.
     ArgumentError
         If ``method`` is unknown or ``by`` is malformed.
     DataError

@@ -139,12 +139,13 @@ def paired_comparison(
     Raises
     ------
     SchemaError
-        Missing or mistyped columns; a group key named like an output column.
+        Missing or mistyped columns (a Boolean confidence); a group key named like an
+        output column or an input column.
     DataError
         Invalid confidences or outcomes, null models or items, or an item that appears
         twice for one model in a group (checked when the result is collected).
     ArgumentError
-        For bad ``replicates``, ``level``, ``seed`` or ``by``.
+        For bad ``replicates``, ``level``, ``seed`` or ``by``; ``model`` = ``item``.
 
     See Also
     --------

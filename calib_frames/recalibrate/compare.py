@@ -270,7 +270,7 @@ def recalibration_metrics(
         Missing columns, no ``in_sample`` label.
     DataError
         Invalid rows, including null recalibrated confidences (a group without
-        parameters).
+        parameters); every row in-sample while ``in_sample=False`` (nothing to score).
 
     Examples
     --------
@@ -355,7 +355,8 @@ def recalibration_reliability(
     SchemaError
         Missing columns, no ``in_sample`` label, a group key named ``stage``.
     DataError
-        Invalid rows, including null recalibrated confidences.
+        Invalid rows, including null recalibrated confidences; every row in-sample
+        while ``in_sample=False``.
 
     Examples
     --------

@@ -105,7 +105,8 @@ def fit_histogram(
     Raises
     ------
     SchemaError, DataError, ArgumentError
-        As :func:`calib_frames.bin_statistics`; equal-mass bins (ArgumentError).
+        As :func:`calib_frames.bin_statistics`; equal-mass bins (ArgumentError); a
+        ``split=`` column with no row equal to ``fit_value`` (DataError).
 
     See Also
     --------
@@ -209,7 +210,10 @@ def apply_histogram(
     Raises
     ------
     SchemaError
-        Missing columns, parameters that are not one binning, an existing ``output``.
+        Missing columns, parameters that are not one binning (or repeat a bin), an
+        existing ``output``.
+    DataError
+        Parameter values outside [0, 1] (e.g. a hand-edited table).
 
     Examples
     --------

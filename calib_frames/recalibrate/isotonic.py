@@ -107,7 +107,8 @@ def fit_isotonic(
     Raises
     ------
     SchemaError, DataError, ArgumentError
-        Missing/mistyped columns, invalid rows, invalid arguments.
+        Missing/mistyped columns, invalid rows, invalid arguments; a ``split=``
+        column with no row equal to ``fit_value`` (DataError).
 
     See Also
     --------
@@ -185,7 +186,10 @@ def apply_isotonic(
     Raises
     ------
     SchemaError
-        Missing columns, key dtypes that differ, an existing ``output`` column.
+        Missing columns, key dtypes that differ, an existing ``output`` column, a
+        parameters table that repeats a block.
+    DataError
+        Parameter values outside [0, 1] (e.g. a hand-edited table).
     ArgumentError
         An unknown ``interpolation``.
 

@@ -124,7 +124,8 @@ def fit_platt(
     SchemaError
         Missing or mistyped columns.
     DataError
-        Invalid rows; a group with one class only (without ``smoothing``).
+        Invalid rows; a group with one class only (without ``smoothing``) or whose
+        weights sum to 0; a ``split=`` column with no row equal to ``fit_value``.
     ArgumentError
         Invalid arguments.
 
@@ -328,7 +329,10 @@ def apply_platt(
     Raises
     ------
     SchemaError
-        Missing columns, key dtypes that differ, an existing ``output`` column.
+        Missing columns, key dtypes that differ, an existing ``output`` column, a
+        parameters table that repeats a group (e.g. two fits concatenated).
+    DataError
+        Parameters that are not finite (or out of range), e.g. a hand-edited table.
 
     Examples
     --------

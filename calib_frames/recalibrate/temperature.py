@@ -177,7 +177,8 @@ def fit_temperature(
         Missing or mistyped columns.
     DataError
         Invalid confidences or outcomes, non-finite log-likelihoods, questions with no
-        or several gold options, null folds.
+        or several gold options, null folds, a group whose weights sum to 0, a
+        ``split=`` column with no row equal to ``fit_value``.
     ArgumentError
         Invalid arguments (bounds, tolerances, more than one fitting scheme).
 
@@ -535,7 +536,10 @@ def apply_temperature(
     Raises
     ------
     SchemaError
-        Missing columns, key dtypes that differ, an existing ``output`` column.
+        Missing columns, key dtypes that differ, an existing ``output`` column, a
+        parameters table that repeats a group (e.g. two fits concatenated).
+    DataError
+        Parameters that are not finite (or out of range), e.g. a hand-edited table.
 
     Examples
     --------
