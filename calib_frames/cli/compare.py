@@ -55,6 +55,7 @@ def build_table(args: argparse.Namespace) -> tuple[pl.DataFrame, list[str], list
     queries = row_queries(args)
     common.check_outputs([args.output], queries.files)
     stats, sums = collect_statistics(queries, args)
+    common.require_rows(stats, queries.files)
     table = metrics_from_bin_statistics(stats)
     keys = list(queries.by)
     if sums is not None:

@@ -218,6 +218,16 @@ def lm_eval_runs(paths: PathsLike | pl.DataFrame) -> pl.DataFrame:
 
 def _scan_json_lines(file: str, schema: Mapping[str, pl.DataType]) -> pl.LazyFrame:
     path = Path(file)
+    try:
+        with path.open("rb") as handle:  # the head only: samples files are large
+            head = handle.read(1 << 16)
+        blank = not head.strip() and len(head) < 1 << 16
+    except OSError as error:
+        raise ReadError(f"{path}: cannot read it ({error})") from error
+    if blank:
+        raise ReadError(
+            f"{path}: empty samples file (lm-eval wrote no sample: an interrupted run?)"
+        )
 
     def locate(_: pl.Schema, error: BaseException) -> ReadError:
         return _locate_sample(path, error)
