@@ -1,0 +1,167 @@
+"""calib_frames.sources fed the way a careless user would: each call gives the right
+result or one of the package's errors naming column, rows or file — never a polars or
+Python error from deep inside, never a silently wrong (or silently empty) table.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from calib_frames import sources
+from calib_frames.exceptions import ArgumentError, DataError, ReadError, SchemaError
+
+ROOT = Path(__file__).resolve().parents[1]
+LM_EVAL = ROOT / "data" / "lm_eval"
+RESPONSES = ROOT / "data" / "openai" / "responses.jsonl"
+
+OPTIONS = pl.DataFrame(
+    {
+        "question": [1, 1, 2, 2],
+        "option": [0, 1, 0, 1],
+        "loglik": [-0.5, -2.0, -3.0, -1.0],
+        "is_gold": [1, 0, 1, 0],
+    }
+)
+
+
+# --- options: an integer is_gold is a 0/1 flag ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "entry", [sources.choice_predictions, sources.option_probabilities, sources.brier_multiclass]
+)
+@pytest.mark.parametrize("lazy", [False, True])
+def test_is_gold_outside_0_1_is_a_data_error(entry: object, lazy: bool) -> None:
+    """is_gold=2 was cast to True (a second gold option), silently."""
+    frame = OPTIONS.with_columns(is_gold=pl.Series([0, 2, 1, 0]))
+    with pytest.raises(DataError, match=r"column 'is_gold': 1 of 4 option rows .*0 nor 1"):
+        result = entry(frame.lazy() if lazy else frame)  # type: ignore[operator]
+        if isinstance(result, pl.LazyFrame):
+            result.collect()
+
+
+def test_is_gold_0_1_integers_match_booleans() -> None:
+    as_int = sources.choice_predictions(OPTIONS)
+    as_bool = sources.choice_predictions(OPTIONS.with_columns(pl.col("is_gold").cast(pl.Boolean)))
+    assert as_int.equals(as_bool)
+    assert as_int["correct"].to_list() == [True, False]
+
+
+# --- text -------------------------------------------------------------------------------
+
+
+TOKENS = pl.DataFrame({"answer": [1, 1, 2], "logprob": [-0.1, -0.2, -0.3]})
+
+
+@pytest.mark.parametrize("key", ["tokens", "confidence", "log_confidence"])
+def test_answer_confidence_key_named_like_an_output(key: str) -> None:
+    """by='tokens' gave a polars DuplicateError."""
+    with pytest.raises(ArgumentError, match=rf"\['{key}'\] clash"):
+        sources.answer_confidence(TOKENS.rename({"answer": key}), by=key)
+
+
+SAMPLES = pl.DataFrame({"question": [1, 1, 1, 2], "answer": ["a", "A ", "b", None]})
+
+
+@pytest.mark.parametrize("key", ["consistency", "samples"])
+def test_sample_consistency_key_named_like_an_output(key: str) -> None:
+    """by='consistency' gave a polars DuplicateError at collection."""
+    with pytest.raises(ArgumentError, match=rf"\['{key}'\] clash"):
+        sources.sample_consistency(SAMPLES.rename({"question": key}), by=key)
+
+
+def test_sample_consistency_gold_of_another_type() -> None:
+    """An integer gold against String answers was a polars ComputeError at collection."""
+    with pytest.raises(SchemaError, match=r"'gold'.*Int64.*'answer'.*String"):
+        sources.sample_consistency(
+            SAMPLES.with_columns(gold=pl.lit(1, pl.Int64)), by="question", gold="gold"
+        )
+    # Categorical answers are normalised like String ones ("A " was a third answer)
+    out = sources.sample_consistency(
+        SAMPLES.with_columns(pl.col("answer").cast(pl.Categorical), gold=pl.lit("a")),
+        by="question",
+        gold="gold",
+    )
+    assert out["correct"].to_list() == [True, False]
+
+
+@pytest.mark.parametrize("scale", ["10", None, True, float("nan"), 0])
+def test_verbalized_confidence_bad_scale(scale: object) -> None:
+    """scale='10' was a bare TypeError."""
+    with pytest.raises(ArgumentError, match="scale="):
+        sources.verbalized_confidence(pl.col("t"), scale=scale)  # type: ignore[arg-type]
+
+
+def test_verbalized_confidence_bad_pattern() -> None:
+    """An unbalanced regex was a polars ComputeError at collection."""
+    with pytest.raises(ArgumentError, match="pattern= is not a valid regular expression"):
+        sources.verbalized_confidence(pl.col("t"), pattern="I am (.+? sure")
+    # Rust-regex syntax that Python's re rejects still passes (polars' engine checks it)
+    frame = pl.DataFrame({"t": ["Ça: 80%"]})
+    assert frame.select(sources.verbalized_confidence(pl.col("t"), pattern=r"\p{L}+: (.+)"))[
+        "t"
+    ].to_list() == [0.8]
+
+
+def test_verbalized_confidence_column_name_and_numbers() -> None:
+    """A column name was an AttributeError; a number column a polars error at collection."""
+    frame = pl.DataFrame({"t": ["90%", "0.7"], "n": [90, 200]})
+    assert frame.select(sources.verbalized_confidence("t"))["t"].to_list() == [0.9, 0.7]
+    assert frame.select(sources.verbalized_confidence("n", scale=100))["n"].to_list() == [0.9, None]
+    with pytest.raises(ArgumentError, match="text="):
+        sources.verbalized_confidence(3)  # type: ignore[arg-type]
+
+
+# --- openai -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("position", ["0", 1.0, True])
+def test_openai_position_must_be_an_integer(position: object) -> None:
+    """position='0' was a bare TypeError; position=True was read as 1."""
+    with pytest.raises(ArgumentError, match="position="):
+        sources.openai_answer_confidence(RESPONSES, position=position)  # type: ignore[arg-type]
+
+
+def test_openai_answer_confidence_of_a_foreign_frame() -> None:
+    """A frame that is not scan_openai_tokens' was a polars ColumnNotFoundError."""
+    with pytest.raises(SchemaError, match="scan_openai_tokens"):
+        sources.openai_answer_confidence(pl.DataFrame({"a": [1]}))
+
+
+def test_openai_choices_logged_without_logprobs(tmp_path: Path) -> None:
+    """Responses requested without logprobs gave an empty table, silently."""
+    lines = RESPONSES.read_text().splitlines()[:3]
+    records = [json.loads(line) for line in lines]
+    records[1]["choices"][0]["logprobs"] = None
+    file = tmp_path / "r.jsonl"
+    file.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    with pytest.raises(DataError, match=r"'logprobs': 1 of 3 choices .*line=2"):
+        sources.openai_answer_confidence(file).collect()
+    # the intact responses keep their numbers
+    good = tmp_path / "g.jsonl"
+    good.write_text("\n".join(lines) + "\n")
+    whole = sources.openai_answer_confidence(RESPONSES).collect().head(3)
+    part = sources.openai_answer_confidence(good).collect()
+    assert part["confidence"].equals(whole["confidence"])
+
+
+# --- lm-eval ----------------------------------------------------------------------------
+
+
+def test_lm_eval_empty_samples_file(tmp_path: Path) -> None:
+    """An empty samples file gave an empty options frame, silently."""
+    folder = tmp_path / "run"
+    shutil.copytree(LM_EVAL / "calib__tiny-gpt2-m", folder)
+    samples = next(folder.glob("samples_calib_colors_*.jsonl"))
+    samples.write_text("\n")
+    with pytest.raises(ReadError, match=rf"{samples.name}: empty samples file"):
+        sources.scan_lm_eval_options(folder).collect()
+    ppl = next(folder.glob("samples_calib_ppl_*.jsonl"))
+    ppl.write_text("")
+    with pytest.raises(ReadError, match=rf"{ppl.name}: empty samples file"):
+        sources.scan_lm_eval_documents(folder).collect()
