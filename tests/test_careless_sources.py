@@ -165,3 +165,56 @@ def test_lm_eval_empty_samples_file(tmp_path: Path) -> None:
     ppl.write_text("")
     with pytest.raises(ReadError, match=rf"{ppl.name}: empty samples file"):
         sources.scan_lm_eval_documents(folder).collect()
+
+
+# --- files: role columns that CSV/JSON inference left as text -------------------------
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ("confidence,correct\n", None),  # header only: no row to infer a type from
+        ("confidence,correct\n,\n,\n", "2 of 2 rows"),  # every value empty
+        ("confidence,correct\nabc,true\n0.5,false\n", "p.csv, line 2"),  # a stray word
+        ("confidence,correct\n0.5,yes\n", "p.csv, line 2"),
+    ],
+)
+def test_scan_predictions_types_role_columns(
+    tmp_path: Path, content: str, problem: str | None
+) -> None:
+    """These came out as String columns: calibration_metrics then said 'must be numeric,
+    got dtype String' with no row or line."""
+    import calib_frames as cf
+
+    file = tmp_path / "p.csv"
+    file.write_text(content)
+    if problem is not None and "line" in problem:
+        with pytest.raises(ReadError, match=problem):
+            sources.scan_predictions(file).collect()
+        return
+    frame = sources.scan_predictions(file)
+    assert frame.collect_schema() == pl.Schema({"confidence": pl.Float64, "correct": pl.Boolean})
+    if problem is None:
+        assert frame.collect().height == 0
+    else:
+        with pytest.raises(DataError, match=problem):
+            cf.calibration_metrics(frame).collect()
+
+
+def test_scan_tokens_types_role_columns(tmp_path: Path) -> None:
+    file = tmp_path / "t.csv"
+    file.write_text("doc,nll,tokens\n1,2.5,x\n")
+    with pytest.raises(ReadError, match=r"t\.csv, line 2"):
+        sources.scan_tokens(file).collect()
+    file.write_text("doc,nll,tokens\n")
+    assert sources.scan_tokens(file).collect_schema()["tokens"] == pl.Int64
+
+
+def test_schema_overrides_win_and_parquet_keeps_its_types(tmp_path: Path) -> None:
+    file = tmp_path / "p.csv"
+    file.write_text("confidence,correct\n0.5,yes\n")
+    frame = sources.scan_predictions(file, schema_overrides={"correct": pl.String})
+    assert frame.collect()["correct"].to_list() == ["yes"]
+    parquet = tmp_path / "p.parquet"
+    pl.DataFrame({"confidence": ["0.5"], "correct": [True]}).write_parquet(parquet)
+    assert sources.scan_predictions(parquet).collect_schema()["confidence"] == pl.String

@@ -18,7 +18,7 @@ import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -167,7 +167,8 @@ def scan_inputs(
     a malformed record is a ReadError naming file and line unless ``--on-bad-record skip``,
     which leaves it out and says how many were skipped on stderr. ``roles`` maps role
     columns (names after ``--columns``) to their type: one that inference left as text
-    or null is read as that type, so that a stray value is named by file and line.
+    or null is read as that type, so that a stray value is named by file and line
+    (:func:`calib_frames.sources.files.scan_with_roles`).
 
     Raises
     ------
@@ -176,9 +177,9 @@ def scan_inputs(
     ReadError
         A file that cannot be read as what it claims to be.
     """
-    from calib_frames.sources import ScanResult, scan_table
+    from calib_frames.sources import ScanResult
     from calib_frames.sources.files import FORMATS as KNOWN
-    from calib_frames.sources.files import expand_paths
+    from calib_frames.sources.files import Format, expand_paths, scan_with_roles
 
     for text in inputs:
         path = Path(text)
@@ -192,43 +193,14 @@ def scan_inputs(
                 "or say --format"
             )
     paths = [file for file, _ in expand_paths(list(inputs))]
-    renames = _mapping(columns, "--columns")
-    overrides = _schema_overrides(schema)
-    options: dict[str, Any] = {
-        "format": format,
-        "columns": renames or None,
-        "schema_overrides": overrides or None,
-    }
-
-    def scan() -> pl.LazyFrame | ScanResult:
-        if on_bad_record == "skip":
-            skipped: ScanResult = scan_table(list(inputs), on_bad_record="skip", **options)
-            return skipped
-        whole: pl.LazyFrame = scan_table(list(inputs), **options)
-        return whole
-
-    scanned = scan()
-    # A role column that CSV/JSON inference left as text (a stray word, no rows, every
-    # value empty) is read again as its role's type, so that the bad value is named by
-    # file and line (or the empty column reaches the row checks) instead of a dtype error.
-    frame = scanned.frame if isinstance(scanned, ScanResult) else scanned
-    found = frame.collect_schema()
-    source = {new: old for old, new in renames.items()}
-    textual = all(
-        (format or KNOWN.get(file.suffix.lower())) in ("csv", "tsv", "jsonl", "json")
-        for file in paths
+    scanned = scan_with_roles(
+        list(inputs),
+        roles=roles or {},
+        format=cast("Format | None", format),  # checked by the reader
+        columns=_mapping(columns, "--columns") or None,
+        schema_overrides=_schema_overrides(schema) or None,
+        on_bad_record="skip" if on_bad_record == "skip" else "raise",
     )
-    retype = {
-        source.get(name, name): dtype
-        for name, dtype in (roles or {}).items()
-        if textual
-        and name in found
-        and found[name] in (pl.String(), pl.Null())
-        and source.get(name, name) not in overrides
-    }
-    if retype:
-        options["schema_overrides"] = {**overrides, **retype}
-        scanned = scan()
     if isinstance(scanned, ScanResult):
         if scanned.skipped_records or scanned.skipped_files:
             print(

@@ -122,7 +122,10 @@ def row_queries(args: argparse.Namespace) -> RowQueries:
             schema=args.schema,
             columns=args.columns,
             on_bad_record=args.on_bad_record,
-            roles={c: pl.Float64() for c in (args.nll, args.tokens, args.bytes, args.words) if c},
+            roles={
+                args.nll: pl.Float64(),
+                **{c: pl.Int64() for c in (args.tokens, args.bytes, args.words) if c},
+            },
         )
         all_files += token_files
         names = tokens.collect_schema().names()

@@ -41,7 +41,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, overload
+from typing import Any, Literal, overload
 
 import polars as pl
 from polars.io.plugins import register_io_source
@@ -55,6 +55,7 @@ __all__ = [
     "scan_predictions",
     "scan_table",
     "scan_tokens",
+    "scan_with_roles",
 ]
 
 Format = Literal["parquet", "csv", "tsv", "jsonl", "json"]
@@ -71,6 +72,22 @@ FORMATS: dict[str, Format] = {
     ".json": "json",
 }
 """File suffix → format."""
+
+PREDICTION_ROLES: dict[str, pl.DataType] = {
+    "confidence": pl.Float64(),
+    "correct": pl.Boolean(),
+    "weight": pl.Float64(),
+    "log_confidence": pl.Float64(),
+}
+"""The dtypes of the prediction role columns (what text inference left as text is read as)."""
+
+TOKEN_ROLES: dict[str, pl.DataType] = {
+    "nll": pl.Float64(),
+    "tokens": pl.Int64(),
+    "bytes": pl.Int64(),
+    "words": pl.Int64(),
+}
+"""The dtypes of the token-file role columns."""
 
 _GLOB = re.compile(r"[*?\[]")
 _HIVE = re.compile(r"^([^=/\\]+)=([^/\\]*)$")
@@ -592,6 +609,82 @@ def _scan(
     )
 
 
+def scan_with_roles(
+    paths: PathsLike,
+    *,
+    roles: Mapping[str, pl.DataType],
+    format: Format | None = None,
+    columns: Mapping[str, str] | None = None,
+    schema_overrides: Mapping[str, pl.DataType | type[pl.DataType]] | None = None,
+    on_bad_record: OnBad = "raise",
+    hive_partitioning: bool = True,
+) -> pl.LazyFrame | ScanResult:
+    r""":func:`scan_table`, with role columns that text inference left as text retyped.
+
+    CSV and JSON inference gives a String (or Null) column where one value is a stray
+    word, where the file has a header and no row, or where every value is empty. A
+    column named in ``roles`` (its name after ``columns``) that comes out so is read
+    again as its role's dtype: a stray value is then a :class:`ReadError` naming file and
+    line, and an empty column reaches the row checks as nulls. A ``schema_overrides``
+    entry wins; parquet columns keep their stored type.
+
+    Parameters
+    ----------
+    paths, format, columns, schema_overrides, on_bad_record, hive_partitioning
+        As :func:`scan_table`.
+    roles
+        Column (after ``columns``) → the dtype its role needs, e.g.
+        ``{"confidence": pl.Float64(), "correct": pl.Boolean()}``.
+
+    Returns
+    -------
+    LazyFrame or ScanResult
+        As :func:`scan_table`.
+
+    Raises
+    ------
+    ReadError
+        A value of a retyped column that does not parse (file and line); and the errors
+        of :func:`scan_table`.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> import polars as pl
+    >>> from calib_frames.sources.files import scan_with_roles
+    >>> file = pathlib.Path(tempfile.mkdtemp()) / "p.csv"
+    >>> _ = file.write_text("confidence,correct\n")
+    >>> scan_with_roles(file, roles={"confidence": pl.Float64()}).collect_schema()["confidence"]
+    Float64
+    """
+    options: dict[str, Any] = {
+        "format": format,
+        "columns": columns,
+        "on_bad_record": on_bad_record,
+        "hive_partitioning": hive_partitioning,
+    }
+    overrides = dict(schema_overrides or {})
+    result = _scan(paths, schema_overrides=overrides or None, **options)
+    frame = result.frame if isinstance(result, ScanResult) else result
+    found = frame.collect_schema()
+    source = {new: old for old, new in (columns or {}).items()}
+    textual = all(
+        _format_of(file, format) in ("csv", "tsv", "jsonl", "json")
+        for file, _ in expand_paths(paths)
+    )
+    retype = {
+        source.get(name, name): dtype
+        for name, dtype in roles.items()
+        if textual
+        and name in found
+        and found[name] in (pl.String(), pl.Null())
+        and source.get(name, name) not in overrides
+    }
+    if not retype:
+        return result
+    return _scan(paths, schema_overrides={**overrides, **retype}, **options)
+
+
 def _dtype(dtype: pl.DataType | type[pl.DataType]) -> pl.DataType:
     if isinstance(dtype, type) and issubclass(dtype, pl.DataType):
         return dtype()
@@ -695,8 +788,9 @@ def scan_predictions(
     >>> scan_predictions(file, columns={"p": "confidence", "ok": "correct"}).collect().columns
     ['model', 'confidence', 'correct']
     """
-    result = _scan(
+    result = scan_with_roles(
         paths,
+        roles=PREDICTION_ROLES,
         format=format,
         columns=columns,
         schema_overrides=schema_overrides,
@@ -768,8 +862,9 @@ def scan_tokens(
     >>> scan_tokens(file).collect().columns
     ['doc', 'nll', 'tokens']
     """
-    result = _scan(
+    result = scan_with_roles(
         paths,
+        roles=TOKEN_ROLES,
         format=format,
         columns=columns,
         schema_overrides=schema_overrides,
