@@ -218,3 +218,24 @@ def test_schema_overrides_win_and_parquet_keeps_its_types(tmp_path: Path) -> Non
     parquet = tmp_path / "p.parquet"
     pl.DataFrame({"confidence": ["0.5"], "correct": [True]}).write_parquet(parquet)
     assert sources.scan_predictions(parquet).collect_schema()["confidence"] == pl.String
+
+
+def test_lm_eval_samples_cut_at_a_line_boundary(tmp_path: Path) -> None:
+    """A samples file that lost whole lines gave fewer questions, silently."""
+    folder = tmp_path / "run"
+    shutil.copytree(LM_EVAL / "calib__tiny-gpt2-m", folder)
+    samples = next(folder.glob("samples_calib_colors_*.jsonl"))
+    samples.write_text("".join(samples.read_text().splitlines(keepends=True)[:100]))
+    with pytest.raises(ReadError, match=r"100 samples, .* evaluated 150 documents"):
+        sources.scan_lm_eval_options(folder).collect()
+    ppl = next(folder.glob("samples_calib_ppl_*.jsonl"))
+    ppl.write_text("".join(ppl.read_text().splitlines(keepends=True)[:7]))
+    with pytest.raises(ReadError, match=r"7 samples, .* evaluated 50 documents"):
+        sources.scan_lm_eval_documents(folder).collect()
+
+
+def test_lm_eval_complete_folders_still_read() -> None:
+    options = sources.scan_lm_eval_options(LM_EVAL).collect()
+    assert options.group_by("model", "task", "run").agg(pl.col("question").n_unique()).sort(
+        "model", "task", "run"
+    )["question"].to_list() == [150, 100, 150, 150, 100, 100]

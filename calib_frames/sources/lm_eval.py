@@ -216,7 +216,49 @@ def lm_eval_runs(paths: PathsLike | pl.DataFrame) -> pl.DataFrame:
     return frame.sort("model", "task", "run")
 
 
-def _scan_json_lines(file: str, schema: Mapping[str, pl.DataType]) -> pl.LazyFrame:
+def _expected_samples(run: Mapping[str, Any]) -> int | None:
+    """lm-eval's ``n-samples.effective`` of the run's task (None when not recorded)."""
+    document = _load_results(Path(run["results_file"]))
+    counts = document.get("n-samples")
+    entry = counts.get(run["task"]) if isinstance(counts, dict) else None
+    value = entry.get("effective") if isinstance(entry, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _check_complete(path: Path, run: Mapping[str, Any]) -> None:
+    """Refuse a samples file with fewer lines than the documents lm-eval evaluated.
+
+    A run killed while writing can leave whole lines only; the results file written
+    before the samples then says how many there should be. (More lines than documents
+    is fine: lm-eval logs one line per document and filter.)
+    """
+    expected = _expected_samples(run)
+    if expected is None:
+        return
+    try:
+        lines = (
+            pl.scan_lines(path)
+            .filter(pl.first().str.strip_chars() != "")
+            .select(pl.len())
+            .collect()
+            .item()
+        )
+    except (pl.exceptions.PolarsError, OSError) as error:
+        raise ReadError(f"{path}: cannot read it ({error})") from error
+    if lines < expected:
+        located = _locate_sample(path, ReadError("incomplete"))  # error path only
+        if ", line " in str(located):
+            raise located  # cut inside a line: name it
+        raise ReadError(
+            f"{path}: {lines:,} samples, but {Path(run['results_file']).name} says lm-eval "
+            f"evaluated {expected:,} documents of {run['task']!r} (n-samples): the file is "
+            "incomplete (an interrupted run?)"
+        )
+
+
+def _scan_json_lines(
+    file: str, schema: Mapping[str, pl.DataType], run: Mapping[str, Any]
+) -> pl.LazyFrame:
     path = Path(file)
     try:
         with path.open("rb") as handle:  # the head only: samples files are large
@@ -228,6 +270,7 @@ def _scan_json_lines(file: str, schema: Mapping[str, pl.DataType]) -> pl.LazyFra
         raise ReadError(
             f"{path}: empty samples file (lm-eval wrote no sample: an interrupted run?)"
         )
+    _check_complete(path, run)
 
     def locate(_: pl.Schema, error: BaseException) -> ReadError:
         return _locate_sample(path, error)
@@ -298,7 +341,7 @@ def _options_of(run: dict[str, Any]) -> pl.LazyFrame:
     # acc_mutual_info tasks append one unconditional request per option: keep the first half.
     n_options = n_requests // 2 if run["mutual_info"] else n_requests
     rows = (
-        _scan_json_lines(file, schema)
+        _scan_json_lines(file, schema, run)
         .select(
             pl.col("doc_id").alias("question"),
             "target",
@@ -413,7 +456,7 @@ def _documents_of(run: dict[str, Any]) -> pl.LazyFrame:
     }
     text = pl.col("target")
     loglik = pl.col("filtered_resps").list.get(0, null_on_oob=True).cast(pl.Float64, strict=False)
-    out = _scan_json_lines(run["samples_file"], schema).select(
+    out = _scan_json_lines(run["samples_file"], schema, run).select(
         "doc_id",
         (-loglik).alias("nll"),
         pl.lit(None, pl.Int64).alias("tokens"),
