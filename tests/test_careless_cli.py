@@ -203,3 +203,46 @@ def test_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path, args: 
     csv = tmp_path / "p.csv"
     csv.write_text("confidence,correct\n0.5,true\n")
     error_of(capsys, 2, *(a.format(csv=csv) for a in args))
+
+
+@pytest.mark.parametrize("command", ["compare", "report"])
+def test_token_file_without_rows(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str
+) -> None:
+    """A header-only token file printed perplexity NaN with exit 0."""
+    predictions = tmp_path / "p.csv"
+    predictions.write_text("confidence,correct\n0.5,true\n")
+    tokens = tmp_path / "t.csv"
+    tokens.write_text("model,nll,tokens\n")
+    extra = ["--out", str(tmp_path / "out")] if command == "report" else []
+    line = error_of(
+        capsys, 1, command, predictions, "--token-file", tokens, "--tokens", "tokens", *extra
+    )
+    assert "no token rows" in line and "t.csv" in line
+
+
+def test_token_file_stray_word(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    predictions = tmp_path / "p.csv"
+    predictions.write_text("confidence,correct\n0.5,true\n")
+    tokens = tmp_path / "t.csv"
+    tokens.write_text("model,nll,tokens\na,2.5,abc\n")
+    line = error_of(capsys, 1, "compare", predictions, "--token-file", tokens, "--tokens", "tokens")
+    assert "t.csv, line 2" in line
+
+
+@pytest.mark.parametrize("flag", ["--out", "--nll-out"])
+def test_stats_outputs_must_be_parquet(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, flag: str
+) -> None:
+    """stats --out x.csv wrote parquet bytes into a file named .csv."""
+    predictions = tmp_path / "p.csv"
+    predictions.write_text("confidence,correct\n0.5,true\n")
+    outs = {"--out": tmp_path / "s.parquet", "--nll-out": tmp_path / "n.parquet"}
+    outs[flag] = tmp_path / "x.csv"
+    args = ["stats", predictions, "--out", outs["--out"]]
+    if flag == "--nll-out":
+        tokens = tmp_path / "t.csv"
+        tokens.write_text("nll\n1.0\n")
+        args += ["--token-file", tokens, "--token-level", "--nll-out", outs["--nll-out"]]
+    assert "x.csv" in error_of(capsys, 2, *args)
+    assert not (tmp_path / "x.csv").exists()

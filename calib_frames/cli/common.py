@@ -259,17 +259,28 @@ def lm_eval_predictions(inputs: Sequence[str]) -> tuple[pl.LazyFrame, list[Path]
     return predictions, files
 
 
-def require_rows(stats: pl.DataFrame, files: Sequence[Path]) -> None:
+def require_rows(
+    table: pl.DataFrame, files: Sequence[Path], *, what: str = "prediction rows"
+) -> None:
     """Refuse to report on inputs without a single row (every metric would be 0 or NaN).
+
+    Parameters
+    ----------
+    table
+        Bin statistics or NLL sums (a ``count`` column).
+    files
+        The files read, for the message.
+    what
+        What the rows are, for the message.
 
     Raises
     ------
     DataError
-        The bin statistics count no row.
+        The table counts no row.
     """
-    if stats.is_empty() or not stats["count"].sum():
+    if table.is_empty() or not table["count"].sum():
         names = ", ".join(str(f) for f in files[:3]) + (" …" if len(files) > 3 else "")
-        raise DataError(f"no prediction rows in {names or 'the inputs'}: nothing to report")
+        raise DataError(f"no {what} in {names or 'the inputs'}: nothing to report")
 
 
 def _first_line(error: BaseException) -> str:

@@ -201,6 +201,8 @@ def run(args: argparse.Namespace) -> int:
     stats, sums, lm_eval, files = _read(args, outputs)
     if lm_eval is None:
         common.require_rows(stats, files)
+        if sums is not None:
+            common.require_rows(sums, files, what="token rows")
     table = metrics_from_bin_statistics(stats)
     assert isinstance(table, pl.DataFrame)
     if not args.no_uncertainty:
