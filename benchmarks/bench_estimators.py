@@ -4,7 +4,8 @@
 Run from the repository root::
 
     .venv/bin/python benchmarks/bench_estimators.py                      # 10^6 rows, 200 groups
-    .venv/bin/python benchmarks/bench_estimators.py --rows 1e5 --groups 20   # quick
+    .venv/bin/python benchmarks/bench_estimators.py --rows 1e5 --groups 20   # smaller
+    .venv/bin/python benchmarks/bench_estimators.py --quick       # seconds (smoke test)
 
 Workload
 --------
@@ -12,8 +13,10 @@ Workload
 ``confidence`` ~ Beta(3, 1.5), ``correct`` ~ Bernoulli(clip(confidence + bias[group])) with a
 per-group bias in [-0.15, 0.05].
 
-Methods (one run each, one process; the peers get per-group numpy arrays for free)
--------------------------------------------------------------------------------
+Methods (one run each by default (``--repeats``), one process; the peers get per-group numpy
+arrays for free; each pair is timed by ``harness.time_interleaved`` with calib_frames as the
+subject of its registry)
+-------------------------------------------------------------------------------------------
 smooth_ece         ``calib_frames.estimators.smooth.smooth_ece(df, by="model")``
 relplot_loop       ``relplot.smECE(f, y, return_width=True)`` for each group
 corp               ``calib_frames.estimators.corp.corp_decomposition(df, by="model")``
@@ -24,26 +27,38 @@ sklearn_iso_loop   ``sklearn.isotonic.IsotonicRegression().fit(f, y)`` for each 
 ece_by_bin_count   ``ece_by_bin_count(df, by="model")`` (M = 5 … 30, one pass)
 metrics_loop_m     ``calibration_metrics(df, by="model", bins=M)`` for each M = 5 … 30
 
-Output: seconds per method, the ratio peer / calib_frames (> 1: calib_frames is faster) and
-the largest difference of the results (smooth ECE and bandwidth; the four CORP terms; ECE).
+Output: one table per pair (seconds, ratio peer / calib_frames: > 1 means calib_frames is
+faster) with the cross-check (not timed, tolerance 1e-9): smooth ECE and bandwidth per group;
+the four CORP terms per group; the isotonic fit at every row (our block value against
+scikit-learn's ``predict``); ECE per (group, bin count). A peer whose library is missing is
+skipped with a note. A mismatch exits 1. ``--quick``: 2·10^4 rows, 10 groups.
 """
 
 from __future__ import annotations
 
 import argparse
-import time
+import sys
 import warnings
-from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+if __package__ in (None, ""):  # also runnable as a script
+    sys.path.append(str(Path(__file__).resolve().parent.parent))
 
 import numpy as np
 import polars as pl
 
 import calib_frames as cf
+from benchmarks import harness, report
+from benchmarks.peers import Registry, Result
+from benchmarks.workload import Source, Spec, frame_source
 from calib_frames.estimators.corp import corp_decomposition
 from calib_frames.estimators.isotonic import isotonic_blocks
 from calib_frames.estimators.sensitivity import ece_by_bin_count
 from calib_frames.estimators.smooth import smooth_ece
+
+CORP_TERMS = ("mean_score", "miscalibration", "discrimination", "uncertainty")
+BIN_COUNTS = range(5, 31)
 
 
 def workload(rows: int, groups: int, seed: int) -> pl.DataFrame:
@@ -55,108 +70,199 @@ def workload(rows: int, groups: int, seed: int) -> pl.DataFrame:
     return pl.DataFrame({"model": model, "confidence": p, "correct": y})
 
 
-def timed(function: Callable[[], Any]) -> tuple[float, Any]:
-    start = time.perf_counter()
-    result = function()
-    return time.perf_counter() - start, result
+def groups_of(src: Source) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The per-group (confidence, outcome) arrays, in key order (prepared, not timed)."""
+    return src.extra["by_group"]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[1])
-    parser.add_argument("--rows", type=float, default=1e6)
-    parser.add_argument("--groups", type=int, default=200)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-    df = workload(int(args.rows), args.groups, args.seed)
-    by_group = {
-        int(key[0]): (
-            part["confidence"].to_numpy(),
-            part["correct"].cast(pl.Float64).to_numpy(),
-        )
-        for key, part in df.partition_by("model", as_dict=True).items()
-    }
-    keys = sorted(by_group)
-    print(f"{df.height:,} rows, {len(keys)} groups")
+def columns(frame: pl.DataFrame, names: tuple[str, ...], by: tuple[str, ...]) -> Result:
+    frame = frame.sort(*by)
+    return Result({n: frame[n].cast(pl.Float64).to_numpy() for n in names})
 
+
+# ---------------------------------------------------------------------------------------------
+# the four pairs: one registry each, calib_frames the subject
+
+SMOOTH, CORP, ISOTONIC, BINS = Registry(), Registry(), Registry(), Registry()
+
+
+@SMOOTH.peer(
+    "smooth_ece",
+    role="subject",
+    what='smooth_ece(df, by="model")',
+    normalise=lambda out, src: columns(out, ("smooth_ece", "bandwidth"), ("model",)),
+)
+def run_smooth(src: Source) -> pl.DataFrame:
+    return smooth_ece(src.table(), by="model")
+
+
+@SMOOTH.peer(
+    "relplot_loop",
+    what="relplot.smECE(f, y, return_width=True) for each group",
+    normalise=lambda out, src: Result({"smooth_ece": out[:, 0], "bandwidth": out[:, 1]}),
+    needs="relplot",
+)
+def run_relplot(src: Source) -> np.ndarray:
     import relplot
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return np.array([relplot.smECE(f, y, return_width=True) for f, y in groups_of(src)])
+
+
+@CORP.peer(
+    "corp",
+    role="subject",
+    what='corp_decomposition(df, by="model")',
+    normalise=lambda out, src: columns(out, CORP_TERMS, ("model",)),
+)
+def run_corp(src: Source) -> pl.DataFrame:
+    return corp_decomposition(src.table(), by="model")
+
+
+@CORP.peer(
+    "model_diag_loop",
+    what="model_diagnostics.scoring.decompose(y, f, scoring_function=SquaredError()) per group",
+    normalise=lambda out, src: Result(dict(zip(CORP_TERMS, out.T, strict=True))),
+    needs="model_diagnostics",
+)
+def run_model_diagnostics(src: Source) -> np.ndarray:
     from model_diagnostics.scoring import SquaredError, decompose
 
-    # warm-up on a few rows: imports (SciPy's for calib_frames) are not timed, as for the peers
+    rows = []
+    for f, y in groups_of(src):
+        table = decompose(y, f, scoring_function=SquaredError())
+        rows.append(
+            [table[c][0] for c in ("score", "miscalibration", "discrimination", "uncertainty")]
+        )
+    return np.array(rows)
+
+
+def blocks_at_rows(out: pl.DataFrame, src: Source) -> Result:
+    """Our isotonic block value at every row, group by group (the comparison, not timed)."""
+    blocks = out.sort("model", "block").partition_by("model", maintain_order=True)
+    values = []
+    for table, (f, _) in zip(blocks, groups_of(src), strict=True):
+        at = np.searchsorted(table["x_upper"].to_numpy(), f)
+        values.append(table["value"].to_numpy()[at])
+    return Result({"fit_at_rows": np.concatenate(values)})
+
+
+def sklearn_at_rows(out: list[Any], src: Source) -> Result:
+    fitted = [model.predict(f) for model, (f, _) in zip(out, groups_of(src), strict=True)]
+    return Result({"fit_at_rows": np.concatenate(fitted)})
+
+
+@ISOTONIC.peer(
+    "isotonic_blocks",
+    role="subject",
+    what='isotonic_blocks(df, x="confidence", y="correct", by="model")',
+    normalise=blocks_at_rows,
+)
+def run_isotonic(src: Source) -> pl.DataFrame:
+    return isotonic_blocks(src.table(), x="confidence", y="correct", by="model")
+
+
+@ISOTONIC.peer(
+    "sklearn_iso_loop",
+    what="sklearn.isotonic.IsotonicRegression().fit(f, y) for each group",
+    normalise=sklearn_at_rows,
+    needs="sklearn",
+)
+def run_sklearn(src: Source) -> list[Any]:
+    from sklearn.isotonic import IsotonicRegression
+
+    return [IsotonicRegression().fit(f, y) for f, y in groups_of(src)]
+
+
+@BINS.peer(
+    "ece_by_bin_count",
+    role="subject",
+    what='ece_by_bin_count(df, by="model") (M = 5 ... 30, one pass)',
+    normalise=lambda out, src: columns(out, ("ece",), ("model", "bins")),
+)
+def run_bin_counts(src: Source) -> pl.DataFrame:
+    return ece_by_bin_count(src.table(), by="model")
+
+
+@BINS.peer(
+    "metrics_loop_m",
+    what='calibration_metrics(df, by="model", bins=M) for each M = 5 ... 30',
+    normalise=lambda out, src: columns(out, ("ece",), ("model", "bins")),
+)
+def run_metrics_loop(src: Source) -> pl.DataFrame:
+    parts = [
+        cf.calibration_metrics(src.table(), by="model", bins=m).select(
+            "model", pl.lit(m, dtype=pl.UInt32).alias("bins"), "ece"
+        )
+        for m in BIN_COUNTS
+    ]
+    return pl.concat(parts).sort("model", "bins")
+
+
+PAIRS = {
+    "smooth": (SMOOTH, ("smooth_ece", "bandwidth")),
+    "corp": (CORP, ("miscalibration", "discrimination")),
+    "isotonic": (ISOTONIC, ("fit_at_rows",)),
+    "bins": (BINS, ("ece",)),
+}
+
+
+def warm_up(df: pl.DataFrame) -> None:
+    """Imports (SciPy's for calib_frames) are not timed, as for the peers."""
     tiny = df.head(100)
     smooth_ece(tiny, by="model"), corp_decomposition(tiny, by="model")
     ece_by_bin_count(tiny, by="model"), cf.calibration_metrics(tiny, by="model")
     isotonic_blocks(tiny, x="confidence", y="correct", by="model")
 
-    t_ours, ours = timed(lambda: smooth_ece(df, by="model"))
 
-    def relplot_loop() -> np.ndarray:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return np.array([relplot.smECE(*by_group[k], return_width=True) for k in keys])
-
-    t_peer, peer = timed(relplot_loop)
-    ours_sorted = ours.sort("model")
-    diff = max(
-        float(np.abs(ours_sorted["smooth_ece"].to_numpy() - peer[:, 0]).max()),
-        float(np.abs(ours_sorted["bandwidth"].to_numpy() - peer[:, 1]).max()),
-    )
-    report("smooth_ece", t_ours, "relplot_loop", t_peer, diff)
-
-    t_ours, ours = timed(lambda: corp_decomposition(df, by="model"))
-
-    def model_diagnostics_loop() -> np.ndarray:
-        rows = []
-        for k in keys:
-            f, y = by_group[k]
-            table = decompose(y, f, scoring_function=SquaredError())
-            rows.append(
-                [table[c][0] for c in ("score", "miscalibration", "discrimination", "uncertainty")]
-            )
-        return np.array(rows)
-
-    t_peer, peer = timed(model_diagnostics_loop)
-    got = ours.sort("model").select("mean_score", "miscalibration", "discrimination", "uncertainty")
-    report("corp", t_ours, "model_diag_loop", t_peer, float(np.abs(got.to_numpy() - peer).max()))
-
-    from sklearn.isotonic import IsotonicRegression
-
-    t_ours, ours = timed(lambda: isotonic_blocks(df, x="confidence", y="correct", by="model"))
-
-    def sklearn_loop() -> list[IsotonicRegression]:
-        return [IsotonicRegression().fit(*by_group[k]) for k in keys]
-
-    t_peer, peer = timed(sklearn_loop)
-    # compared (untimed) at every row: our block value against sklearn's predict
-    blocks = ours.sort("model", "block").partition_by("model", maintain_order=True)
-    diff = 0.0
-    for table, model, k in zip(blocks, peer, keys, strict=True):
-        f = by_group[k][0]
-        at = np.searchsorted(table["x_upper"].to_numpy(), f)
-        diff = max(diff, float(np.abs(table["value"].to_numpy()[at] - model.predict(f)).max()))
-    report("isotonic_blocks", t_ours, "sklearn_iso_loop", t_peer, diff)
-
-    t_ours, ours = timed(lambda: ece_by_bin_count(df, by="model"))
-
-    def metrics_loop() -> pl.DataFrame:
-        parts = [
-            cf.calibration_metrics(df, by="model", bins=m).select(
-                "model", pl.lit(m, dtype=pl.UInt32).alias("bins"), "ece"
-            )
-            for m in range(5, 31)
-        ]
-        return pl.concat(parts).sort("model", "bins")
-
-    t_peer, peer = timed(metrics_loop)
-    diff = float((ours.sort("model", "bins")["ece"] - peer["ece"]).abs().max() or 0.0)
-    report("ece_by_bin_count", t_ours, "metrics_loop_m", t_peer, diff)
-
-
-def report(ours: str, t_ours: float, peer: str, t_peer: float, diff: float) -> None:
-    print(
-        f"{ours:<18} {t_ours:8.3f} s   {peer:<16} {t_peer:8.3f} s   "
-        f"ratio {t_peer / t_ours:6.2f}   max |diff| {diff:.1e}"
-    )
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[1])
+    parser.add_argument("--rows", type=float, default=1e6)
+    parser.add_argument("--groups", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--quick", action="store_true", help="2e4 rows, 10 groups: seconds")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+    rows, groups = (20_000, 10) if args.quick else (int(args.rows), args.groups)
+    env = harness.environment()
+    harness.print_header("Per-group estimators against their reference libraries", env)
+    df = workload(rows, groups, args.seed)
+    by_group = {
+        int(key[0]): (part["confidence"].to_numpy(), part["correct"].cast(pl.Float64).to_numpy())
+        for key, part in df.partition_by("model", as_dict=True).items()
+    }
+    keys = sorted(by_group)
+    print(f"\n{df.height:,} rows, {len(keys)} groups")
+    src = frame_source(df, Spec(rows, len(keys), 1), by_group=[by_group[k] for k in keys])
+    warm_up(df)
+    runs, failed, summary = [], 0, []
+    for name, (registry, highlight) in PAIRS.items():
+        peers = registry.select([p.name for p in registry])
+        best, checks, errors = harness.time_interleaved(
+            src, peers, args.repeats, highlight=highlight
+        )
+        subject = registry.reference
+        report.print_table(
+            f"{name}: {df.height:.0e} rows x {len(keys)} groups",
+            best, checks, errors, reference=subject, highlight=highlight,
+        )  # fmt: skip
+        failed += report.failures(checks, errors)
+        runs.append({"pair": name, "rows": rows, "groups": len(keys), "source": "memory",
+                     "seconds": best, "checks": checks, "errors": errors})  # fmt: skip
+        for peer, check in checks.items():
+            ratio = best[peer] / best[subject]
+            worst = max(check["diffs"].values())
+            summary.append([subject, f"{best[subject]:.3f}", peer, f"{best[peer]:.3f}",
+                            f"{ratio:.2f}", report.fmt_diff(worst)])  # fmt: skip
+    print("\n## Summary (ratio = peer seconds / calib_frames seconds)\n")
+    head = ["calib_frames", "s", "peer", "s", "ratio", "max abs diff"]
+    print(report.markdown(head, summary, "lrlrrr"))
+    report.save_json(args.json, environment=env, runs=runs)
+    print("\ncross-check ok" if not failed else f"\n{failed} check(s) FAILED")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

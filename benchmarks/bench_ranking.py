@@ -3,8 +3,9 @@
 
 Run from the repository root::
 
-    python benchmarks/bench_ranking.py                          # quick: 10^4 queries
+    python benchmarks/bench_ranking.py                          # 10^4 queries
     python benchmarks/bench_ranking.py --queries 1e5 1e6 --peer-max-queries 1e5
+    python benchmarks/bench_ranking.py --quick                  # seconds (smoke test)
 
 Workload
 --------
@@ -14,8 +15,9 @@ relevance uniform in {0, 1, 2, 3}; every judged item is retrieved, so R and the 
 the same whether a library takes them from the qrels (calib_frames, ranx) or from the
 retrieved list (torchmetrics).
 
-Methods (same numbers, cross-checked below)
--------------------------------------------
+Methods (same numbers, cross-checked by ``harness.time_interleaved``: ranx against
+calib_frames_all, tolerance 1e-9; torchmetrics against calib_frames_k10, tolerance 1e-6)
+-----------------------------------------------------------------------------------------
 calib_frames_all   ``ranking_metrics(run.lazy(), qrels.lazy(), k=(1, 5, 10),
                    no_relevant="zero").collect()`` (the peers' convention for a query whose
                    judged items all have relevance 0, about 1 in 10^6 here): the
@@ -39,20 +41,29 @@ Sizes above ``--peer-max-queries`` run calib_frames only: ranx's Python dict of 
 10^8 (query, item) pairs does not fit in memory next to the other workers of this machine,
 and torchmetrics groups the queries in a Python loop. ``ratio`` = peer seconds /
 calib_frames seconds (> 1: calib_frames is faster), from the same process and data, best of
-``--repeats`` (2) calls each.
+``--repeats`` (2) calls each, interleaved. A mismatch exits 1. ``--quick``: 300 queries x
+20 items, 5 judged, one repeat, every peer.
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
+import sys
 import time
 import warnings
-from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # also runnable as a script
+    sys.path.append(str(Path(__file__).resolve().parent.parent))
 
 import numpy as np
 import polars as pl
+import polars.selectors as cs
 
+from benchmarks import harness, report
+from benchmarks.peers import Registry, Result
+from benchmarks.workload import Source, Spec, frame_source
 from calib_frames.ranking import ranking_metrics
 
 K = (1, 5, 10)
@@ -89,18 +100,23 @@ def make_data(n_queries: int, n_items: int, n_judged: int, seed: int) -> tuple[p
     return run, qrels
 
 
-REPEATS = 2
+TM_TOLERANCE = 1e-6  # torchmetrics computes in float32
+TM_NAMES = ("hit@10", "precision@10", "recall@10", "mrr@10", "ndcg@10", "r_precision")
+ALL, K10 = Registry(), Registry()
 
 
-def timed(function: Callable[[], object], repeats: int | None = None) -> tuple[float, object]:
-    """Best wall-clock seconds of ``repeats`` calls (default ``--repeats``) and the value."""
-    best, value = float("inf"), None
-    for _ in range(REPEATS if repeats is None else repeats):
-        gc.collect()
-        start = time.perf_counter()
-        value = function()
-        best = min(best, time.perf_counter() - start)
-    return best, value
+def seconds_of(function: Any) -> tuple[float, Any]:
+    """Wall-clock seconds of one call (the setup steps reported apart) and its value."""
+    start = time.perf_counter()
+    value = function()
+    return time.perf_counter() - start, value
+
+
+def metrics_row(table: pl.DataFrame) -> Result:
+    """The metric columns of a one-row table (its text columns, such as ``item_desc``,
+    left out)."""
+    row = table.select(cs.numeric()).row(0, named=True)
+    return Result({n: np.array([float(v)]) for n, v in row.items()})
 
 
 def ranx_names() -> dict[str, str]:
@@ -110,7 +126,42 @@ def ranx_names() -> dict[str, str]:
     return names
 
 
-def run_ranx(run: pl.DataFrame, qrels: pl.DataFrame, ours: dict[str, float]) -> dict[str, object]:
+@ALL.peer(
+    "calib_frames_all",
+    role="subject",
+    what='ranking_metrics(run.lazy(), qrels.lazy(), k=(1, 5, 10), no_relevant="zero")',
+    normalise=lambda out, src: metrics_row(out),
+)
+def run_all(src: Source) -> pl.DataFrame:
+    return ranking_metrics(
+        src.table().lazy(), src.extra["qrels"].lazy(), k=K, no_relevant="zero"
+    ).collect()
+
+
+@ALL.peer(
+    "ranx",
+    what="ranx.evaluate(qrels, run, <the same 29 metrics>) on prebuilt Qrels/Run, warm",
+    normalise=lambda out, src: Result(
+        {name: np.array([float(out[theirs])]) for name, theirs in ranx_names().items()}
+    ),
+    needs="ranx",
+    fields=tuple(ranx_names()),
+)
+def run_ranx(src: Source) -> dict[str, Any]:
+    import ranx
+
+    r_qrels, r_run = src.extra["ranx"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ranx.evaluate(r_qrels, r_run, list(ranx_names().values()))
+
+
+def prepare_ranx(run: pl.DataFrame, qrels: pl.DataFrame) -> tuple[dict[str, float], Any]:
+    """Compile (a 2-query run), build Qrels/Run from dicts and the first call: timed apart.
+
+    Returns their seconds and the prebuilt (Qrels, Run), which ``run_ranx`` gets through the
+    source.
+    """
     import ranx
 
     def as_dict(frame: pl.DataFrame, value: str) -> dict[str, dict[str, float]]:
@@ -121,64 +172,77 @@ def run_ranx(run: pl.DataFrame, qrels: pl.DataFrame, ours: dict[str, float]) -> 
         return out
 
     run_dict, qrels_dict = as_dict(run, "score"), as_dict(qrels, "relevance")
-    names = ranx_names()
+    names = list(ranx_names().values())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         tiny_q = ranx.Qrels({"a": {"x": 1}, "b": {"y": 2}})
         tiny_r = ranx.Run({"a": {"x": 1.0, "z": 0.5}, "b": {"y": 0.3, "x": 0.9}})
-        compile_s, _ = timed(lambda: ranx.evaluate(tiny_q, tiny_r, list(names.values())), 1)
-        build_s, built = timed(lambda: (ranx.Qrels(qrels_dict), ranx.Run(run_dict)), 1)
-        r_qrels, r_run = built  # type: ignore[misc]
-        first_s, result = timed(lambda: ranx.evaluate(r_qrels, r_run, list(names.values())), 1)
-        seconds, result = timed(lambda: ranx.evaluate(r_qrels, r_run, list(names.values())))
-    assert isinstance(result, dict)
-    diffs = {name: abs(float(result[theirs]) - ours[name]) for name, theirs in names.items()}
-    worst = max(diffs, key=lambda name: diffs[name])
-    diff = diffs[worst]
-    return {"seconds": seconds, "first": first_s, "build": build_s, "compile": compile_s,
-            "max_abs_diff": diff, "worst": worst}  # fmt: skip
+        compile_s, _ = seconds_of(lambda: ranx.evaluate(tiny_q, tiny_r, names))
+        build_s, built = seconds_of(lambda: (ranx.Qrels(qrels_dict), ranx.Run(run_dict)))
+        first_s, _ = seconds_of(lambda: ranx.evaluate(*built, names))
+    return {"ranx_compile": compile_s, "ranx_build": build_s, "ranx_first_call": first_s}, built
 
 
-def run_torchmetrics(
-    run: pl.DataFrame, qrels: pl.DataFrame, ours: dict[str, float]
-) -> dict[str, object]:
+@K10.peer(
+    "calib_frames_k10",
+    role="subject",
+    what='ranking_metrics(..., k=10, no_relevant="zero") (13 columns)',
+    normalise=lambda out, src: metrics_row(out),
+)
+def run_k10(src: Source) -> pl.DataFrame:
+    return ranking_metrics(
+        src.table().lazy(), src.extra["qrels"].lazy(), k=10, no_relevant="zero"
+    ).collect()
+
+
+@K10.peer(
+    "torchmetrics",
+    what="Retrieval{HitRate, Precision, Recall, MRR, MAP, NormalizedDCG}(top_k=10), "
+    "RetrievalRPrecision: update + compute (timed once)",
+    # torchmetrics' MAP@k divides by the relevant items found in the top k, not by R
+    normalise=lambda out, src: Result({n: np.array([out[n]]) for n in TM_NAMES}),
+    needs="torchmetrics",
+    fields=TM_NAMES,
+)
+def run_torchmetrics(src: Source) -> dict[str, float]:
+    preds, graded, indexes, metrics = src.extra["torch"]
+    binary = graded >= 1
+    values = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name, metric in metrics.items():
+            target = graded if name == "ndcg@10" else binary
+            metric.update(preds, target, indexes=indexes)
+            values[name] = float(metric.compute())
+    return values
+
+
+def prepare_torchmetrics(run: pl.DataFrame, qrels: pl.DataFrame) -> tuple[Any, ...]:
+    """The tensors and metric objects (not timed)."""
     import torch
     from torchmetrics import retrieval as tr
 
     joined = run.join(qrels, on=["query", "item"], how="left").with_columns(
         pl.col("relevance").fill_null(0)
     )
-    preds = torch.tensor(joined["score"].to_numpy())
-    graded = torch.tensor(joined["relevance"].to_numpy())
-    binary = graded >= 1
-    indexes = torch.tensor(joined["query"].to_numpy())
     metrics = {
-        "hit@10": (tr.RetrievalHitRate(top_k=10), binary),
-        "precision@10": (tr.RetrievalPrecision(top_k=10), binary),
-        "recall@10": (tr.RetrievalRecall(top_k=10), binary),
-        "mrr@10": (tr.RetrievalMRR(top_k=10), binary),
-        "map@10": (tr.RetrievalMAP(top_k=10), binary),
-        "ndcg@10": (tr.RetrievalNormalizedDCG(top_k=10), graded),
-        "r_precision": (tr.RetrievalRPrecision(), binary),
+        "hit@10": tr.RetrievalHitRate(top_k=10),
+        "precision@10": tr.RetrievalPrecision(top_k=10),
+        "recall@10": tr.RetrievalRecall(top_k=10),
+        "mrr@10": tr.RetrievalMRR(top_k=10),
+        "map@10": tr.RetrievalMAP(top_k=10),
+        "ndcg@10": tr.RetrievalNormalizedDCG(top_k=10),
+        "r_precision": tr.RetrievalRPrecision(),
     }
-
-    def compute() -> dict[str, float]:
-        values = {}
-        for name, (metric, target) in metrics.items():
-            metric.update(preds, target, indexes=indexes)
-            values[name] = float(metric.compute())
-        return values
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        seconds, values = timed(compute, 1)
-    assert isinstance(values, dict)
-    # torchmetrics' MAP@k divides by the relevant items found in the top k, not by R
-    diffs = {name: abs(values[name] - ours[name]) for name in metrics if name != "map@10"}
-    return {"seconds": seconds, "max_abs_diff": max(diffs.values()), "diffs": diffs}
+    return (
+        torch.tensor(joined["score"].to_numpy()),
+        torch.tensor(joined["relevance"].to_numpy()),
+        torch.tensor(joined["query"].to_numpy()),
+        metrics,
+    )
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--queries", type=float, nargs="+", default=[1e4])
     parser.add_argument("--items", type=int, default=100)
@@ -187,49 +251,61 @@ def main() -> None:
     parser.add_argument("--no-torchmetrics", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=2, help="best of N (torchmetrics: 1)")
-    args = parser.parse_args()
-    global REPEATS  # noqa: PLW0603
-    REPEATS = args.repeats
-    print(f"polars {pl.__version__}, {args.items} items per query, {args.judged} judged")
+    parser.add_argument("--quick", action="store_true", help="300 queries x 20 items: seconds")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.queries, args.items, args.judged, args.repeats = [300], 20, 5, 1
+    env = harness.environment()
+    harness.print_header("Ranking metrics against ranx and torchmetrics", env)
+    print(f"\n{args.items} items per query, {args.judged} judged")
+    runs: list[dict[str, Any]] = []
+    failed = 0
     for q in args.queries:
-        bench_size(int(q), args)
+        got, bad = bench_size(int(q), args)
+        runs += got
+        failed += bad
+    report.summary(runs, reference="calib_frames_all")
+    report.summary(runs, reference="calib_frames_k10")
+    report.save_json(args.json, environment=env, runs=runs)
+    print("\ncross-check ok" if not failed else f"\n{failed} check(s) FAILED")
+    return 1 if failed else 0
 
 
-def bench_size(n_queries: int, args: argparse.Namespace) -> None:
-    """One size: calib_frames, then the peers on the same frames."""
+def bench_size(n_queries: int, args: argparse.Namespace) -> tuple[list[dict[str, Any]], int]:
+    """One size: calib_frames, then the peers on the same frames (two tables)."""
     run, qrels = make_data(n_queries, args.items, args.judged, args.seed)
     rows = run.height
-    print(f"\n== {n_queries:,} queries x {args.items} items = {rows:,} run rows ==")
-    lazy_run, lazy_qrels = run.lazy(), qrels.lazy()
-    # ranx and torchmetrics score a query without relevant items 0: no_relevant="zero"
-    ours_s, table = timed(
-        lambda: ranking_metrics(lazy_run, lazy_qrels, k=K, no_relevant="zero").collect()
-    )
-    assert isinstance(table, pl.DataFrame)
-    ours = table.row(0, named=True)
-    print(f"calib_frames_all  {ours_s:8.2f} s  ({rows / ours_s / 1e6:.2f} M rows/s)")
-    k10_s, _ = timed(
-        lambda: ranking_metrics(lazy_run, lazy_qrels, k=10, no_relevant="zero").collect()
-    )
-    print(f"calib_frames_k10  {k10_s:8.2f} s")
-    if n_queries > args.peer_max_queries:
-        print("peers skipped at this size (--peer-max-queries)")
-        return
-    rx = run_ranx(run, qrels, ours)
-    seconds = float(rx["seconds"])  # type: ignore[arg-type]
-    print(
-        f"ranx              {seconds:8.2f} s  ratio {seconds / ours_s:6.2f}"
-        f"  (first call {rx['first']:.2f} s, build {rx['build']:.2f} s,"
-        f" compile {rx['compile']:.2f} s, max |diff| {rx['max_abs_diff']:.1e} in {rx['worst']})"
-    )
-    if not args.no_torchmetrics:
-        tm = run_torchmetrics(run, qrels, ours)
-        seconds = float(tm["seconds"])  # type: ignore[arg-type]
-        print(
-            f"torchmetrics      {seconds:8.2f} s  ratio {seconds / k10_s:6.2f}"
-            f"  vs calib_frames_k10 (max |diff| {tm['max_abs_diff']:.1e}, map@10 aside)"
-        )
+    peers_too = n_queries <= args.peer_max_queries
+    if not peers_too:
+        print(f"\n(peers not run above --peer-max-queries {args.peer_max_queries:g})")
+    setup: dict[str, float] = {}
+    extra: dict[str, Any] = {"qrels": qrels}
+    if peers_too and ALL["ranx"].available():
+        setup, extra["ranx"] = prepare_ranx(run, qrels)
+    if peers_too and not args.no_torchmetrics and K10["torchmetrics"].available():
+        extra["torch"] = prepare_torchmetrics(run, qrels)
+    src = frame_source(run, Spec(rows, n_queries, 1), **extra)
+    out, failed = [], 0
+    for registry, names in ((ALL, ["ranx"]), (K10, ["torchmetrics"])):
+        wanted = names if peers_too and not (registry is K10 and args.no_torchmetrics) else []
+        best, checks, errors = harness.time_interleaved(
+            src, registry.select(wanted), args.repeats, once=("torchmetrics",),
+            tolerance=TM_TOLERANCE if registry is K10 else harness.TOLERANCE,
+            highlight=("ndcg@10", "recall@10"),
+        )  # fmt: skip
+        title = f"{n_queries:.0e} queries x {args.items} items, {registry.reference}"
+        report.print_table(title, best, checks, errors, reference=registry.reference,
+                           rows=rows, highlight=("ndcg@10", "recall@10"))  # fmt: skip
+        failed += report.failures(checks, errors)
+        out.append({"rows": rows, "groups": n_queries, "source": registry.reference,
+                    "repeats": args.repeats, "seconds": best, "checks": checks,
+                    "errors": errors})  # fmt: skip
+    if setup:
+        print("\nranx, reported apart: " + ", ".join(f"{k} {v:.2f} s" for k, v in setup.items()))
+        out[0]["ranx_setup_seconds"] = setup
+    return out, failed
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -3,12 +3,19 @@
 
 Run from the repository root::
 
-    PYTHONPATH=. .venv/bin/python benchmarks/bench_recalibrate.py                 # quick default
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_recalibrate.py                 # 10^5 rows
     PYTHONPATH=. .venv/bin/python benchmarks/bench_recalibrate.py --rows 1e6 1e7 --groups 2000
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_recalibrate.py --quick         # seconds
 
 Workload
 --------
 ``--groups`` groups (Int32 key ``group``), each with rows / (groups · K) questions of K = 4
+TOLERANCE = 1e-5  # on log T
+REGISTRY = Registry()
+
+
+def log_temperature(out: np.ndarray, src: Source) -> Result:
+    return Result({"log_temperature": np.log(out)})
 options (``question`` Int64, ``loglik`` Float64 ~ N(0, s_g²), ``is_gold`` Boolean drawn from
 softmax(loglik / T_g) with a per-group true temperature T_g in [0.5, 3] and scale s_g in [1, 4]).
 Questions are shuffled across groups (option rows of a question stay together). The rows are an
@@ -28,23 +35,40 @@ sklearn_loop   per-group loop over ``CalibratedClassifierCV(FrozenEstimator(clf)
                ``predict_proba`` is the softmax of its features (only up to
                ``--sklearn-max-rows`` rows).
 
-Output: seconds per method (one run each, as the brief asks: a ratio from one run), the
-ratio method / calib_frames (> 1: calib_frames is faster), and the largest relative
-difference of the fitted temperatures from calib_frames'.
+Output: per size, a table of seconds per method (one run each by default, as the brief asks:
+a ratio from one run; ``--repeats`` for best of N, interleaved), the ratio method /
+calib_frames (> 1: calib_frames is faster) and the cross-check: the largest difference of
+log T (about the relative difference of the temperatures) from calib_frames', which must be
+below 1e-5 (the optimisers stop at different points: ~1e-7 is typical); then the matrix of
+ratios over the sizes. A mismatch exits 1. ``--quick``: 2·10^4 rows, 20 groups, every method.
 """
 
 from __future__ import annotations
 
 import argparse
-import time
+import sys
 import warnings
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # also runnable as a script
+    sys.path.append(str(Path(__file__).resolve().parent.parent))
 
 import numpy as np
 import polars as pl
 
+from benchmarks import harness, report
+from benchmarks.peers import Registry, Result
+from benchmarks.workload import Source, Spec, frame_source
 from calib_frames.recalibrate import fit_temperature
 
 K = 4
+TOLERANCE = 1e-5  # on log T
+REGISTRY = Registry()
+
+
+def log_temperature(out: np.ndarray, src: Source) -> Result:
+    return Result({"log_temperature": np.log(out)})
 
 
 def make_options(
@@ -73,15 +97,28 @@ def make_options(
     return frame, {"group": group, "ll": ll, "gold": gold}
 
 
-def run_calib_frames(frame: pl.DataFrame) -> np.ndarray:
-    params = fit_temperature(frame, by="group", kind="options").sort("group")
+@REGISTRY.peer(
+    "calib_frames",
+    role="subject",
+    what='fit_temperature(df, by="group", kind="options")',
+    normalise=log_temperature,
+)
+def run_calib_frames(src: Source) -> np.ndarray:
+    params = fit_temperature(src.table(), by="group", kind="options").sort("group")
     assert params["converged"].all()
     return params["temperature"].to_numpy()
 
 
-def run_scipy(arrays: dict[str, np.ndarray], groups: int) -> np.ndarray:
+@REGISTRY.peer(
+    "scipy_loop",
+    what='per-group scipy.optimize.minimize_scalar(method="bounded") on log T',
+    normalise=log_temperature,
+    needs="scipy",
+)
+def run_scipy(src: Source) -> np.ndarray:
     from scipy.optimize import minimize_scalar
 
+    arrays, groups = src.extra["arrays"], src.spec.groups
     order = np.argsort(arrays["group"], kind="stable")
     ll, gold = arrays["ll"][order], arrays["gold"][order]
     bounds = np.searchsorted(arrays["group"][order], np.arange(groups + 1))
@@ -105,7 +142,14 @@ def run_scipy(arrays: dict[str, np.ndarray], groups: int) -> np.ndarray:
     return out
 
 
-def run_sklearn(arrays: dict[str, np.ndarray], groups: int) -> np.ndarray:
+@REGISTRY.peer(
+    "sklearn_loop",
+    what='per-group CalibratedClassifierCV(FrozenEstimator(clf), method="temperature")',
+    normalise=log_temperature,
+    needs="sklearn",
+)
+def run_sklearn(src: Source) -> np.ndarray:
+    arrays, groups = src.extra["arrays"], src.spec.groups
     from sklearn.base import BaseEstimator, ClassifierMixin
     from sklearn.calibration import CalibratedClassifierCV
     from sklearn.frozen import FrozenEstimator
@@ -136,7 +180,7 @@ def run_sklearn(arrays: dict[str, np.ndarray], groups: int) -> np.ndarray:
     return out
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -144,32 +188,41 @@ def main() -> None:
     parser.add_argument("--groups", type=int, default=200)
     parser.add_argument("--sklearn-max-rows", type=float, default=1e6)
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-    print(
-        f"{'rows':>10} {'groups':>6} {'method':<13} {'seconds':>8} {'ratio':>7} {'max rel dT':>10}"
-    )
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--quick", action="store_true", help="2e4 rows, 20 groups: seconds")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.rows, args.groups, args.repeats = [2e4], 20, 1
+    env = harness.environment()
+    harness.print_header("Fitting one temperature per group over option rows", env)
+    runs: list[dict[str, Any]] = []
+    failed = 0
     for rows in (int(r) for r in args.rows):
         frame, arrays = make_options(rows, args.groups, args.seed)
-        timings: dict[str, float] = {}
-        temperatures: dict[str, np.ndarray] = {}
-        methods = ["calib_frames", "scipy_loop"]
+        src = frame_source(frame, Spec(frame.height, args.groups, 1), arrays=arrays)
+        names = ["scipy_loop"]
         if rows <= args.sklearn_max_rows:
-            methods.append("sklearn_loop")
-        for name in methods:
-            start = time.perf_counter()
-            if name == "calib_frames":
-                temperatures[name] = run_calib_frames(frame)
-            elif name == "scipy_loop":
-                temperatures[name] = run_scipy(arrays, args.groups)
-            else:
-                temperatures[name] = run_sklearn(arrays, args.groups)
-            timings[name] = time.perf_counter() - start
-        base = timings["calib_frames"]
-        for name, seconds in timings.items():
-            diff = np.max(np.abs(temperatures[name] / temperatures["calib_frames"] - 1.0))
-            line = f"{frame.height:>10,} {args.groups:>6} {name:<13} {seconds:>8.3f}"
-            print(f"{line} {seconds / base:>7.2f} {diff:>10.1e}")
+            names.append("sklearn_loop")
+        else:
+            print(f"\n(sklearn_loop not run above --sklearn-max-rows {args.sklearn_max_rows:g})")
+        best, checks, errors = harness.time_interleaved(
+            src, REGISTRY.select(names), args.repeats, tolerance=TOLERANCE,
+            highlight=("log_temperature",),
+        )  # fmt: skip
+        report.print_table(
+            f"{frame.height:.0e} option rows x {args.groups} groups ({K} options)",
+            best, checks, errors, rows=frame.height, highlight=("log_temperature",),
+        )  # fmt: skip
+        failed += report.failures(checks, errors)
+        runs.append({"rows": frame.height, "groups": args.groups, "source": "memory",
+                     "repeats": args.repeats, "seconds": best, "checks": checks,
+                     "errors": errors})  # fmt: skip
+    report.summary(runs)
+    report.save_json(args.json, environment=env, runs=runs)
+    print("\ncross-check ok" if not failed else f"\n{failed} check(s) FAILED")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

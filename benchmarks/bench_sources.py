@@ -9,31 +9,39 @@ Peers, from the same run:
 * ``scan_lm_eval_options(...).collect()`` on a synthetic samples file vs a ``json.loads``
   loop that builds the same rows in Python.
 
-Run: ``python -m benchmarks.bench_sources [--questions N]`` (default 20,000 questions).
+Cross-checks (not timed, ``harness.time_interleaved`` against calib_frames): per question the
+raw prediction (exact), its confidence (1e-9) and correctness under raw and per-character
+scoring (exact; the lm-eval loop gives the raw prediction, confidence and both correctness
+flags, the dense numpy version all four); per option row of the reader (question, option,
+loglik, is_gold, chars). A mismatch exits 1.
+
+Run: ``python -m benchmarks.bench_sources [--questions N]`` (default 20,000 questions; best
+of ``--repeats`` (3) for calib_frames and the dense numpy version, the Python loops once);
+``--quick``: 500 questions, one repeat.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # also runnable as a script
+    sys.path.append(str(Path(__file__).resolve().parent.parent))
 
 import numpy as np
 import polars as pl
 
+from benchmarks import harness, report
+from benchmarks.peers import Registry, Result
+from benchmarks.workload import Source, Spec, frame_source
 from calib_frames.sources import choice_predictions, scan_lm_eval_options
 
-
-def best_of(fn: Callable[[], object], repeat: int = 3) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+CHOICE, READER = Registry(), Registry()
+ONCE = ("lm_eval_loop", "json_loads_loop")  # the Python loops run once
 
 
 def options_data(n: int, k: int = 4) -> tuple[pl.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
@@ -124,28 +132,132 @@ def python_reader(file: Path) -> list[tuple]:
     return rows
 
 
-def main() -> None:
+def choice_result(out: pl.DataFrame, src: Source) -> Result:
+    raw = out.filter(pl.col("scoring") == "raw").sort("question")
+    per_char = out.filter(pl.col("scoring") == "per_char").sort("question")
+    return Result(
+        {
+            "prediction": raw["prediction"].to_numpy(),
+            "confidence": raw["confidence"].to_numpy(),
+            "correct": raw["correct"].to_numpy(),
+            "correct_per_char": per_char["correct"].to_numpy(),
+        },
+        exact=("prediction", "correct", "correct_per_char"),
+    )
+
+
+def loop_result(out: list[tuple], src: Source) -> Result:
+    pred, conf, correct, correct_norm = (np.array(column) for column in zip(*out, strict=True))
+    return Result(
+        {"prediction": pred, "confidence": conf, "correct": correct,
+         "correct_per_char": correct_norm},
+        exact=("prediction", "correct", "correct_per_char"),
+    )  # fmt: skip
+
+
+def dense_result(out: tuple, src: Source) -> Result:
+    (pred, conf, correct), (_, _, correct_norm) = out
+    return Result(
+        {"prediction": pred, "confidence": conf, "correct": correct,
+         "correct_per_char": correct_norm},
+        exact=("prediction", "correct", "correct_per_char"),
+    )  # fmt: skip
+
+
+@CHOICE.peer(
+    "calib_frames",
+    role="subject",
+    what='choice_predictions(frame, normalize="char") (raw + per character, checks included)',
+    normalise=choice_result,
+)
+def run_choice(src: Source) -> pl.DataFrame:
+    return choice_predictions(src.table(), normalize="char")
+
+
+@CHOICE.peer(
+    "lm_eval_loop",
+    what="lm-eval's per-document argmax and softmax in a Python loop",
+    normalise=loop_result,
+)
+def run_loop(src: Source) -> list[tuple]:
+    return lm_eval_loop(*src.extra["arrays"])
+
+
+@CHOICE.peer(
+    "numpy_dense",
+    what="vectorised numpy on a dense (questions x 4) array",
+    normalise=dense_result,
+)
+def run_dense(src: Source) -> tuple:
+    return numpy_dense(*src.extra["arrays"])
+
+
+READ_FIELDS = ("question", "option", "loglik", "is_gold", "chars")
+
+
+@READER.peer(
+    "calib_frames",
+    role="subject",
+    what="scan_lm_eval_options(folder).collect()",
+    normalise=lambda out, src: Result(
+        {n: out.sort("question", "option")[n].to_numpy() for n in READ_FIELDS},
+        exact=("question", "option", "is_gold", "chars"),
+    ),
+)
+def run_reader(src: Source) -> pl.DataFrame:
+    return scan_lm_eval_options(src.extra["folder"]).collect()
+
+
+def rows_result(out: list[tuple], src: Source) -> Result:
+    """The Python reader's rows (doc_id, option, loglik, greedy, gold, text, chars)."""
+    columns = [np.array(c) for c in zip(*out, strict=True)]
+    values = dict(zip(READ_FIELDS, [*columns[:3], columns[4], columns[6]], strict=True))
+    return Result(values, exact=("question", "option", "is_gold", "chars"))
+
+
+@READER.peer(
+    "json_loads_loop",
+    what="a json.loads loop building the same rows in Python",
+    normalise=rows_result,
+)
+def run_python_reader(src: Source) -> list[tuple]:
+    return python_reader(src.extra["file"])
+
+
+def timed(src: Source, registry: Registry, title: str, repeats: int) -> dict[str, Any]:
+    peers = registry.select([p.name for p in registry])
+    highlight = ("loglik", "chars") if registry is READER else ("prediction", "confidence")
+    best, checks, errors = harness.time_interleaved(
+        src, peers, repeats, once=ONCE, highlight=highlight
+    )
+    report.print_table(title, best, checks, errors, highlight=highlight)
+    return {"source": title, "seconds": best, "checks": checks, "errors": errors}
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--questions", type=int, default=20_000)
-    args = parser.parse_args()
-    n = args.questions
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="500 questions: seconds")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+    n, repeats = (500, 1) if args.quick else (args.questions, args.repeats)
+    env = harness.environment()
+    harness.print_header("Sources: option softmax and the lm-eval reader", env)
     frame, lls, lengths, gold = options_data(n)
-    ours = best_of(lambda: choice_predictions(frame, normalize="char"))
-    loop = best_of(lambda: lm_eval_loop(lls, lengths, gold), repeat=1)
-    dense = best_of(lambda: numpy_dense(lls, lengths, gold))
-    print(f"choice_predictions, {n:,} questions x 4 options, raw + per_char scoring")
-    print(f"  calib_frames              {ours * 1e3:9.1f} ms")
-    print(f"  lm-eval per-document loop {loop * 1e3:9.1f} ms   ({loop / ours:5.1f}x ours)")
-    print(f"  numpy dense (n x 4)       {dense * 1e3:9.1f} ms   ({dense / ours:5.2f}x ours)")
+    src = frame_source(frame, Spec(frame.height, n, 1), arrays=(lls, lengths, gold))
+    runs = [timed(src, CHOICE, f"choice_predictions, {n:,} questions x 4 options", repeats)]
     with tempfile.TemporaryDirectory() as tmp:
         file = samples_file(Path(tmp), n)
-        read = best_of(lambda: scan_lm_eval_options(tmp).collect())
-        python = best_of(lambda: python_reader(file), repeat=1)
         size = file.stat().st_size / 1e6
-        print(f"lm-eval samples reader, {n:,} documents ({size:.1f} MB)")
-        print(f"  scan_lm_eval_options      {read * 1e3:9.1f} ms")
-        print(f"  json.loads loop           {python * 1e3:9.1f} ms   ({python / read:5.1f}x ours)")
+        reader = frame_source(None, Spec(4 * n, 1, 1), folder=tmp, file=file)
+        title = f"lm-eval samples reader, {n:,} documents ({size:.1f} MB)"
+        runs.append(timed(reader, READER, title, repeats))
+    failed = sum(report.failures(r["checks"], r["errors"]) for r in runs)
+    report.save_json(args.json, environment=env, runs=runs)
+    print("\ncross-check ok" if not failed else f"\n{failed} check(s) FAILED")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

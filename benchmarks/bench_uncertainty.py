@@ -4,17 +4,20 @@ and against the usual ways of bootstrapping (a numpy loop over groups, scipy.sta
 
 Run from the repository root::
 
-    python -m benchmarks.bench_uncertainty                      # quick: 10^5 rows
+    python -m benchmarks.bench_uncertainty                      # 10^5 rows
     python -m benchmarks.bench_uncertainty --rows 1e6 --row-bootstrap   # the reported run
+    python -m benchmarks.bench_uncertainty --quick              # seconds (smoke test)
 
 Workload: ``--rows`` predictions in ``--groups`` groups (Int32 key ``g``), confidence
 ~ Beta(3, 1.5), outcome ~ Bernoulli(confidence ** 1.3) (overconfident), 10 bins,
 ``--replicates`` bootstrap replicates (200), level 0.95. Perplexity: the same number of
 document rows (nll, tokens, bytes). Paired: two models on ``rows / 2`` shared items.
 
-Methods (best of ``--repeats`` wall-clock seconds; ``ratio`` = seconds / plain metrics, or
-/ plain perplexity for the perplexity rows; CPU seconds (``time.process_time``, all threads)
-of the same run beside them: on a shared machine the CPU ratio is the steadier one):
+Methods (best of ``--repeats`` wall-clock seconds, repeats interleaved by
+``harness.time_interleaved``; the numpy loop, scipy, the row bootstrap and the paired tests
+run once; ``ratio`` = seconds / plain metrics, or / plain perplexity for the perplexity
+table; CPU seconds (``time.process_time``, all threads) of the same run in a second table: on
+a shared machine the CPU ratio is the steadier one):
 
 plain_metrics        ``cf.calibration_metrics(df, by="g")``: one evaluation, every metric.
 cf_intervals         ``calibration_intervals(df, by="g")``: bin statistics (one pass) plus
@@ -33,18 +36,33 @@ plain_perplexity     ``cf.perplexity(docs, tokens="tokens", bytes="bytes", by="g
 cf_ppl_intervals     ``perplexity_intervals(docs, ...)`` (one pass of moments, then draws).
 cf_paired            ``paired_comparison`` of two models on rows/2 shared items per group
                      (permutation p-values and bootstrap intervals, ``--replicates``).
+
+Cross-checks (not timed): the noise floor's observed ECE and counts equal plain_metrics'
+(exact counts, 1e-9); ``cf_from_stats`` gives the same intervals as ``cf_intervals`` (same
+bins, same seed); the bin-level ECE lower bounds are within Monte-Carlo noise of the numpy
+loop's (median |difference| / interval width below 0.25, typically 0.05–0.1); the point
+perplexity inside ``cf_ppl_intervals``' interval for every group. Any failure: exit 1.
+``--quick``: 2·10^4 rows, 20 groups, 50 replicates, one repeat, every method.
 """
 
 from __future__ import annotations
 
 import argparse
-import time
-from collections.abc import Callable
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # also runnable as a script
+    sys.path.append(str(Path(__file__).resolve().parent.parent))
 
 import numpy as np
 import polars as pl
 
 import calib_frames as cf
+from benchmarks import harness, report
+from benchmarks.peers import Peer, Registry, Result
+from benchmarks.workload import Source, Spec, frame_source
 from calib_frames.estimators.bootstrap import (
     calibration_intervals,
     intervals_from_bin_statistics,
@@ -52,6 +70,8 @@ from calib_frames.estimators.bootstrap import (
 )
 from calib_frames.estimators.noise import calibration_noise_floor
 from calib_frames.estimators.paired import paired_comparison
+
+DRIFT_LIMIT = 0.25  # median |ECE lower bound difference| / width, bins vs the numpy loop
 
 
 def predictions(rows: int, groups: int, seed: int) -> pl.DataFrame:
@@ -146,12 +166,9 @@ def numpy_group_loop(df: pl.DataFrame, replicates: int, seed: int) -> np.ndarray
     return np.array(out)
 
 
-def scipy_one_group(df: pl.DataFrame, replicates: int, seed: int) -> float:
+def scipy_one_group(p: np.ndarray, y: np.ndarray, replicates: int, seed: int) -> Any:
+    """``scipy.stats.bootstrap`` of one group's ECE (paired, vectorised, percentile)."""
     from scipy.stats import bootstrap
-
-    part = df.filter(pl.col("g") == 0)
-    p = part["confidence"].to_numpy()
-    y = part["correct"].to_numpy().astype(np.float64)
 
     def ece(p: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
         p, y = np.moveaxis(p, axis, -1), np.moveaxis(y, axis, -1)
@@ -159,28 +176,175 @@ def scipy_one_group(df: pl.DataFrame, replicates: int, seed: int) -> float:
         gaps = sum(np.abs(((p - y) * (b == k)).sum(axis=-1)) for k in range(10))
         return np.asarray(gaps / p.shape[-1])
 
-    start = time.perf_counter()
-    bootstrap((p, y), ece, paired=True, vectorized=True, n_resamples=replicates,
-              method="percentile", rng=np.random.default_rng(seed))  # fmt: skip
-    return time.perf_counter() - start
+    return bootstrap((p, y), ece, paired=True, vectorized=True, n_resamples=replicates,
+                     method="percentile", rng=np.random.default_rng(seed))  # fmt: skip
 
 
-CPU: dict[str, float] = {}
+# ---------------------------------------------------------------------------------------------
+# peers: calibration (source: the predictions; extra: bin statistics, paired rows, options)
 
 
-def best(fn: Callable[[], object], repeats: int) -> float:
-    """Best wall-clock seconds of ``repeats`` runs (the CPU seconds of that run go to CPU)."""
-    times = []
-    for _ in range(repeats):
-        start, cpu = time.perf_counter(), time.process_time()
-        fn()
-        times.append((time.perf_counter() - start, time.process_time() - cpu))
-    wall, cpu_seconds = min(times)
-    CPU[f"_{len(CPU)}"] = cpu_seconds
-    return wall
+def by_g(frame: pl.DataFrame, names: tuple[str, ...]) -> Result:
+    """The named columns of a per-group frame, sorted by ``g``; ``count`` compared exactly."""
+    frame = frame.sort("g")
+    return Result({n: frame[n].cast(pl.Float64).to_numpy() for n in names}, exact=("count",))
 
 
-def main() -> None:
+def interval_columns(frame: pl.DataFrame) -> dict[str, np.ndarray]:
+    frame = frame.sort("g")
+    return {n: frame[n].to_numpy() for n in frame.columns if n.endswith(("_ci_low", "_ci_high"))}
+
+
+CALIBRATION = Registry()
+PERPLEXITY = Registry()
+
+
+@CALIBRATION.peer(
+    "plain_metrics",
+    role="subject",
+    what='cf.calibration_metrics(df, by="g")',
+    normalise=lambda out, src: by_g(out, ("count", "ece")),
+)
+def run_plain(src: Source) -> pl.DataFrame:
+    return cf.calibration_metrics(src.table(), by="g")
+
+
+@CALIBRATION.peer("cf_intervals", what='calibration_intervals(df, by="g")')
+def run_intervals(src: Source) -> pl.DataFrame:
+    return calibration_intervals(src.table(), by="g", replicates=src.extra["replicates"])
+
+
+@CALIBRATION.peer("cf_from_stats", what="intervals_from_bin_statistics(stats)")
+def run_from_stats(src: Source) -> pl.DataFrame:
+    return intervals_from_bin_statistics(src.extra["stats"], replicates=src.extra["replicates"])
+
+
+@CALIBRATION.peer("cf_row_bootstrap", what='calibration_intervals(..., resample="rows")')
+def run_row_bootstrap(src: Source) -> pl.DataFrame:
+    return calibration_intervals(
+        src.table(), by="g", replicates=src.extra["replicates"], resample="rows"
+    )
+
+
+@CALIBRATION.peer("numpy_group_loop", what="a loop over groups, replicates vectorised")
+def run_numpy_loop(src: Source) -> np.ndarray:
+    return numpy_group_loop(src.table(), src.extra["replicates"], src.extra["seed"])
+
+
+@CALIBRATION.peer(
+    "scipy_bootstrap",
+    what="scipy.stats.bootstrap of one group's ECE (reported x the number of groups)",
+    needs="scipy",
+)
+def run_scipy(src: Source) -> Any:
+    p, y = src.extra["group0"]
+    return scipy_one_group(p, y, src.extra["replicates"], src.extra["seed"])
+
+
+@CALIBRATION.peer(
+    "cf_noise_floor",
+    what='calibration_noise_floor(df, by="g", replicates=1000)',
+    normalise=lambda out, src: by_g(out, ("count", "ece")),
+)
+def run_noise_floor(src: Source) -> pl.DataFrame:
+    return calibration_noise_floor(src.table(), by="g", replicates=src.extra["noise_replicates"])
+
+
+@CALIBRATION.peer("cf_paired", what='paired_comparison(pairs, by="g")')
+def run_paired(src: Source) -> pl.DataFrame:
+    return paired_comparison(src.extra["pairs"], by="g", replicates=src.extra["replicates"])
+
+
+@PERPLEXITY.peer(
+    "plain_perplexity",
+    role="subject",
+    what='cf.perplexity(docs, tokens="tokens", bytes="bytes", by="g")',
+    normalise=lambda out, src: by_g(out, ("count", "perplexity")),
+)
+def run_plain_perplexity(src: Source) -> pl.DataFrame:
+    return cf.perplexity(src.table(), tokens="tokens", bytes="bytes", by="g")
+
+
+@PERPLEXITY.peer("cf_ppl_intervals", what="perplexity_intervals(docs, ...)")
+def run_ppl_intervals(src: Source) -> pl.DataFrame:
+    return perplexity_intervals(
+        src.table(), tokens="tokens", bytes="bytes", by="g", replicates=src.extra["replicates"]
+    )
+
+
+def interval_checks(outputs: dict[str, Any], src: Source, docs: Source) -> list[str]:
+    """The untimed checks of the interval outputs; returns the failures (printed)."""
+    problems = []
+    ours = interval_columns(outputs["cf_intervals"])
+    same = harness.compare(Result(ours), Result(interval_columns(outputs["cf_from_stats"])))
+    print(f"- cf_from_stats vs cf_intervals: max |diff| {max(same['diffs'].values()):.1e}")
+    if not same["ok"]:
+        problems.append("cf_from_stats: intervals differ from cf_intervals")
+    if "numpy_group_loop" in outputs:
+        theirs = numpy_group_loop(src.table(), src.extra["replicates"], src.extra["seed"] + 1)
+        width = theirs[:, 1, 3] - theirs[:, 0, 3]
+        drift = float(np.median(np.abs(ours["ece_ci_low"] - theirs[:, 0, 3]) / width))
+        print(f"- ECE lower bound, bins vs numpy loop: median |diff| / width = {drift:.3f}")
+        if not drift < DRIFT_LIMIT:
+            problems.append(f"numpy_group_loop: drift {drift:.3f} >= {DRIFT_LIMIT}")
+    point = docs.extra["point"].sort("g")["perplexity"].to_numpy()
+    ppl = interval_columns(outputs["cf_ppl_intervals"])
+    inside = (ppl["perplexity_ci_low"] <= point) & (point <= ppl["perplexity_ci_high"])
+    print(f"- point perplexity inside its interval: {int(inside.sum())} of {inside.size} groups")
+    if not inside.all():
+        problems.append("cf_ppl_intervals: a point perplexity outside its interval")
+    for message in problems:
+        print(f"!! MISMATCH {message}")
+    return problems
+
+
+def keep_outputs(peers: list[Peer], outputs: dict[str, Any]) -> list[Peer]:
+    """The peers, each keeping its first output in ``outputs`` (for the untimed checks)."""
+
+    def keeping(peer: Peer) -> Peer:
+        def run(src: Source) -> Any:
+            out = peer.run(src)
+            outputs.setdefault(peer.name, out)
+            return out
+
+        return replace(peer, run=run)
+
+    return [keeping(p) for p in peers]
+
+
+def print_cpu(cpu: dict[str, float], ppl_cpu: dict[str, float]) -> None:
+    """The CPU seconds of the timed runs and their ratios (the steadier ones under load)."""
+    print("\nCPU seconds of the same runs (all threads)\n")
+    body = []
+    for table, base in ((cpu, "plain_metrics"), (ppl_cpu, "plain_perplexity")):
+        for name, seconds in table.items():
+            body.append([name, f"{seconds:.3f}", f"{seconds / table[base]:.1f}"])
+    print(report.markdown(["method", "cpu s", "cpu ratio"], body))
+
+
+def sources(rows: int, groups: int, reps: int, args: argparse.Namespace) -> tuple[Source, Source]:
+    """The predictions (with the bin statistics, paired rows, group 0's arrays) and the
+    documents (with their point perplexity), built before timing."""
+    spec = Spec(rows, groups, 1)
+    df = predictions(rows, groups, args.seed)
+    docs = documents(rows, groups, args.seed)
+    part = df.filter(pl.col("g") == 0)
+    src = frame_source(
+        df,
+        spec,
+        stats=cf.bin_statistics(df, by="g"),
+        pairs=None if args.no_peers else paired_rows(rows, groups, args.seed),
+        group0=(part["confidence"].to_numpy(), part["correct"].to_numpy().astype(np.float64)),
+        replicates=reps,
+        noise_replicates=200 if args.quick else 1000,
+        seed=args.seed,
+    )
+    point = cf.perplexity(docs, tokens="tokens", bytes="bytes", by="g")
+    doc_src = frame_source(docs, spec, replicates=reps, point=point)
+    return src, doc_src
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--rows", type=float, default=1e5)
     parser.add_argument("--groups", type=int, default=200)
@@ -191,65 +355,60 @@ def main() -> None:
     parser.add_argument(
         "--no-peers", action="store_true", help="skip the numpy loop, scipy and paired runs"
     )
-    args = parser.parse_args()
+    parser.add_argument("--quick", action="store_true", help="2e4 rows, 20 groups: seconds")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.rows, args.groups, args.replicates, args.repeats = 2e4, 20, 50, 1
+        args.row_bootstrap = True
     rows, groups, reps, repeats = int(args.rows), args.groups, args.replicates, args.repeats
-    df = predictions(rows, groups, args.seed)
-    docs = documents(rows, groups, args.seed)
-    pairs = None if args.no_peers else paired_rows(rows, groups, args.seed)
-    stats = cf.bin_statistics(df, by="g")
+    env = harness.environment()
+    harness.print_header("Uncertainty: bootstrap intervals, noise floor, paired tests", env)
+    print(f"\nrows={rows:,} groups={groups} replicates={reps} (best of {repeats})")
+    src, doc_src = sources(rows, groups, reps, args)
 
-    timings: dict[str, float] = {}
-    timings["plain_metrics"] = best(lambda: cf.calibration_metrics(df, by="g"), repeats)
-    timings["cf_intervals"] = best(
-        lambda: calibration_intervals(df, by="g", replicates=reps), repeats
-    )
-    timings["cf_from_stats"] = best(
-        lambda: intervals_from_bin_statistics(stats, replicates=reps), repeats
-    )
+    names = ["cf_intervals", "cf_from_stats", "cf_noise_floor"]
     if args.row_bootstrap:
-        timings["cf_row_bootstrap"] = best(
-            lambda: calibration_intervals(df, by="g", replicates=reps, resample="rows"), 1
-        )
-    scipy_name = f"scipy_bootstrap_x{groups}"
+        names.append("cf_row_bootstrap")
     if not args.no_peers:
-        timings["numpy_group_loop"] = best(lambda: numpy_group_loop(df, reps, args.seed), 1)
-        timings[scipy_name] = scipy_one_group(df, reps, args.seed) * groups
-        CPU[f"_{len(CPU)}"] = timings[scipy_name]  # wall (single-threaded)
-    timings["cf_noise_floor"] = best(
-        lambda: calibration_noise_floor(df, by="g", replicates=1000), repeats
-    )
-    timings["plain_perplexity"] = best(
-        lambda: cf.perplexity(docs, tokens="tokens", bytes="bytes", by="g"), repeats
-    )
-    timings["cf_ppl_intervals"] = best(
-        lambda: perplexity_intervals(docs, tokens="tokens", bytes="bytes", by="g", replicates=reps),
-        repeats,
-    )
-    if not args.no_peers:
-        timings["cf_paired"] = best(lambda: paired_comparison(pairs, by="g", replicates=reps), 1)
+        names += ["numpy_group_loop", "scipy_bootstrap", "cf_paired"]
+    once = ("cf_row_bootstrap", "numpy_group_loop", "scipy_bootstrap", "cf_paired")
+    outputs: dict[str, Any] = {}
+    peers = keep_outputs(CALIBRATION.select(names), outputs)
+    cpu: dict[str, float] = {}  # the expensive methods run once, the others best of repeats
+    best, checks, errors = harness.time_interleaved(src, peers, repeats, cpu=cpu, once=once)
+    if "scipy_bootstrap" in best:  # one group timed: scaled to all of them
+        scaled = f"scipy_bootstrap_x{groups}"
+        best[scaled] = best.pop("scipy_bootstrap") * groups
+        cpu[scaled] = cpu.pop("scipy_bootstrap") * groups
+    ppl_cpu: dict[str, float] = {}
+    ppl_best, ppl_checks, ppl_errors = harness.time_interleaved(
+        doc_src, keep_outputs(PERPLEXITY.select(["cf_ppl_intervals"]), outputs), repeats,
+        cpu=ppl_cpu,
+    )  # fmt: skip
 
-    # cross-check: the bin-level intervals against the numpy loop's (median abs difference
-    # of the ECE interval bounds relative to the interval width; Monte-Carlo noise ~5%)
-    drift = float("nan")
-    if not args.no_peers:
-        ours = calibration_intervals(df, by="g", replicates=reps).sort("g")
-        theirs = numpy_group_loop(df, reps, args.seed + 1)
-        width = theirs[:, 1, 3] - theirs[:, 0, 3]
-        drift = np.median(np.abs(ours["ece_ci_low"].to_numpy() - theirs[:, 0, 3]) / width)
-
-    print(f"rows={rows:,} groups={groups} replicates={reps} (best of {repeats})")
-    cpu = dict(zip(timings, CPU.values(), strict=False))
-    if scipy_name in timings:
-        cpu[scipy_name] = timings[scipy_name]
-    print(f"{'method':24s} {'wall s':>9s} {'ratio':>8s} {'cpu s':>9s} {'cpu ratio':>10s}")
-    for name, seconds in timings.items():
-        base = "plain_perplexity" if "ppl" in name or "perplexity" in name else "plain_metrics"
-        ratio = seconds / timings[base]
-        print(
-            f"{name:24s} {seconds:9.3f} {ratio:8.1f} {cpu[name]:9.3f} {cpu[name] / cpu[base]:10.1f}"
-        )
-    print(f"ECE lower bound, bins vs numpy loop: median |diff| / width = {drift:.3f}")
+    title = f"{rows:.0e} rows x {groups} groups, {reps} replicates"
+    report.print_table(title, best, checks, errors, reference="plain_metrics",
+                       highlight=("count", "ece"))  # fmt: skip
+    report.print_table(f"perplexity, {title}", ppl_best, ppl_checks, ppl_errors,
+                       reference="plain_perplexity", highlight=("count", "perplexity"))  # fmt: skip
+    print_cpu(cpu, ppl_cpu)
+    print("\nInterval cross-checks (not timed):\n")
+    problems = interval_checks(outputs, src, doc_src) if not errors else ["a method failed"]
+    failed = (
+        report.failures(checks, errors) + report.failures(ppl_checks, ppl_errors) + len(problems)
+    )
+    runs = [
+        {"rows": rows, "groups": groups, "source": "memory", "repeats": repeats,
+         "seconds": best, "cpu_seconds": cpu, "checks": checks, "errors": errors},
+        {"rows": rows, "groups": groups, "source": "perplexity", "repeats": repeats,
+         "seconds": ppl_best, "cpu_seconds": ppl_cpu, "checks": ppl_checks,
+         "errors": ppl_errors},
+    ]  # fmt: skip
+    report.save_json(args.json, environment=env, runs=runs, interval_problems=problems)
+    print("\ncross-check ok" if not failed else f"\n{failed} check(s) FAILED")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -103,11 +103,16 @@ def time_interleaved(
     tolerance: float = TOLERANCE,
     highlight: Sequence[str] = ("count", "ece", "brier"),
     check: Callable[[Result, Source], str | None] | None = None,
+    cpu: dict[str, float] | None = None,
+    once: Sequence[str] = (),
 ) -> tuple[dict[str, float], dict[str, dict[str, Any]], dict[str, str]]:
     """Best-of-``repeats`` seconds per peer, the cross-checks, and errors by peer name.
 
     ``reference``: the peer the others are checked against (default: the first subject).
     ``check(result, src)``: an extra test of the reference's own result; a message = failure.
+    ``cpu``: if given, filled with each peer's CPU seconds (``time.process_time``, all
+    threads) of its best wall-clock run.
+    ``once``: peers run in the first repeat only (the expensive ones, or those with state).
     A peer that raises is reported in ``errors`` and not run again; the others go on.
     """
     if reference is None:
@@ -115,20 +120,24 @@ def time_interleaved(
     best: dict[str, float] = {}
     results: dict[str, Result | None] = {}
     errors: dict[str, str] = {}
-    for _ in range(repeats):
+    for repeat in range(repeats):
         for peer in peers:
-            if peer.name in errors:
+            if peer.name in errors or (repeat and peer.name in once):
                 continue
             gc.collect()
             try:
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 out = peer.run(src)
                 seconds = time.perf_counter() - t0
+                cpu_seconds = time.process_time() - c0
             except Exception as exc:  # keep going: report the failure, time the others
                 errors[peer.name] = f"{type(exc).__name__}: {exc}"
                 print(f"  !! {peer.name} FAILED: {errors[peer.name]}", flush=True)
                 continue
-            best[peer.name] = min(seconds, best.get(peer.name, float("inf")))
+            if seconds < best.get(peer.name, float("inf")):
+                best[peer.name] = seconds
+                if cpu is not None:
+                    cpu[peer.name] = cpu_seconds
             if peer.name not in results:
                 try:
                     results[peer.name] = peer.normalise(out, src)

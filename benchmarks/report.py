@@ -69,7 +69,8 @@ def print_table(
             cells = ["ref"] * (len(highlight) + 2)
         else:
             cells = ["-"] * (len(highlight) + 1) + ["n/a"]
-        body.append([name, f"{seconds:.3f}", ratio, *cells])
+        shown = f"{seconds:.3f}" if seconds >= 0.1 else f"{seconds:.4f}"  # 0.1 ms below 0.1 s
+        body.append([name, shown, ratio, *cells])
     print(markdown(head, body, "lrr" + "r" * len(highlight) + "ll"))
     floors = [best[k] for k in FLOORS if k in best]
     if ref_t and floors:

@@ -208,6 +208,7 @@ class Source:
     df: pl.DataFrame | None = None
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
     arrow: pa.Table | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # a workload's other inputs, by name
     _duck: Any = None
 
     def duck(self) -> Any:
@@ -225,6 +226,12 @@ class Source:
         if self.kind == "memory":
             return "preds"
         return "read_parquet('" + str(self.path).replace("'", "''") + "')"
+
+    def table(self) -> pl.DataFrame:
+        """The DataFrame of a memory source (``frame_source`` or ``memory_source``)."""
+        if self.df is None:
+            raise ValueError(f"{self.kind} source without a DataFrame")
+        return self.df
 
     def lazy(self) -> pl.LazyFrame:
         if self.kind == "memory":
@@ -250,6 +257,12 @@ def memory_source(spec: Spec, path: Path, chunk_rows: int = 2**16) -> Source:
     df = pl.read_parquet(path, columns=COLUMNS)
     arrays = {name: df[name].to_numpy() for name in COLUMNS}
     return Source("memory", spec, path, chunk_rows, df=df, arrays=arrays, arrow=df.to_arrow())
+
+
+def frame_source(df: pl.DataFrame | None, spec: Spec, **extra: Any) -> Source:
+    """A ``memory`` Source of a workload built in memory (no parquet file): ``df`` and, in
+    ``extra``, whatever else the peers need (a second table, precomputed statistics...)."""
+    return Source("memory", spec, Path(), df=df, extra=extra)
 
 
 def parquet_source(spec: Spec, path: Path, chunk_rows: int = 2**16) -> Source:

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 import pytest
 
 import calib_frames as cf
@@ -175,3 +176,100 @@ def test_sized_parts_stop_at_their_size(tmp_path: Path) -> None:
     assert rows % 2**16 == 0
     again, rows_again, seconds = ensure_part(0, 0.005, 4, 3, data_dir=tmp_path, block=2**16)
     assert (again, rows_again, seconds) == (path, rows, 0.0)  # cached
+
+
+def checks_of(path: Path) -> list[dict[str, object]]:
+    """Every cross-check of a saved --json run (at least one, all passed)."""
+    saved = json.loads(path.read_text())
+    checks = [c for r in saved["runs"] for c in r["checks"].values()]
+    assert checks
+    assert all(r["errors"] == {} for r in saved["runs"])
+    return checks
+
+
+def test_bench_uncertainty_quick(tmp_path: Path) -> None:
+    out = tmp_path / "uncertainty.json"
+    proc = run("bench_uncertainty", "--quick", "--json", str(out), module=True)
+    checks = checks_of(out)
+    assert all(c["ok"] for c in checks)
+    assert json.loads(out.read_text())["interval_problems"] == []
+    assert "cross-check ok" in proc.stdout
+    assert "cf_row_bootstrap" in proc.stdout
+
+
+def test_bench_estimators_quick(tmp_path: Path) -> None:
+    out = tmp_path / "estimators.json"
+    proc = run("bench_estimators", "--quick", "--json", str(out))
+    assert all(c["ok"] for c in checks_of(out))
+    runs = json.loads(out.read_text())["runs"]
+    assert [r["pair"] for r in runs] == ["smooth", "corp", "isotonic", "bins"]
+    for r in runs:  # each pair cross-checked, or its peer's library reported missing
+        assert r["checks"] or "skipping" in proc.stdout
+    assert "cross-check ok" in proc.stdout
+
+
+def test_bench_recalibrate_quick(tmp_path: Path) -> None:
+    out = tmp_path / "recalibrate.json"
+    proc = run("bench_recalibrate", "--quick", "--json", str(out), module=True)
+    checks = checks_of(out)
+    assert all(c["ok"] and c["tolerance"] == 1e-5 for c in checks)
+    assert "cross-check ok" in proc.stdout
+
+
+def test_bench_ranking_quick(tmp_path: Path) -> None:
+    out = tmp_path / "ranking.json"
+    proc = run("bench_ranking", "--quick", "--json", str(out))
+    checks = json.loads(out.read_text())["runs"]
+    by_peer = {name: c for r in checks for name, c in r["checks"].items()}
+    assert all(c["ok"] for c in checks_of(out))
+    for peer, fields in (("ranx", 29), ("torchmetrics", 6)):  # map@10 is left out for torch
+        assert peer in by_peer or f"skipping {peer}" in proc.stdout
+        assert peer not in by_peer or len(by_peer[peer]["diffs"]) == fields
+    assert "cross-check ok" in proc.stdout
+
+
+def test_time_interleaved_runs_once_peers_once() -> None:
+    from benchmarks.harness import time_interleaved
+    from benchmarks.peers import Peer
+    from benchmarks.workload import Spec, frame_source
+
+    calls: list[str] = []
+
+    def counting(name: str) -> Peer:
+        return Peer(
+            name,
+            lambda src: calls.append(name),
+            lambda out, src: Result({"x": np.zeros(1)}),
+            role="subject" if name == "ref" else "peer",
+        )
+
+    src = frame_source(pl.DataFrame({"a": [1]}), Spec(1, 1, 1))
+    cpu: dict[str, float] = {}
+    best, checks, errors = time_interleaved(
+        src, [counting("ref"), counting("slow")], 3, once=("slow",), cpu=cpu
+    )
+    assert calls.count("ref") == 3 and calls.count("slow") == 1
+    assert set(best) == set(cpu) == {"ref", "slow"} and checks["slow"]["ok"] and not errors
+
+
+def test_bench_sources_quick(tmp_path: Path) -> None:
+    out = tmp_path / "sources.json"
+    proc = run("bench_sources", "--quick", "--json", str(out), module=True)
+    checks = checks_of(out)
+    assert len(checks) == 3 and all(c["ok"] for c in checks)
+    assert all(len(c["diffs"]) >= 4 for c in checks)  # every field compared
+    assert "cross-check ok" in proc.stdout
+
+
+def test_bench_import_quick(tmp_path: Path) -> None:
+    out = tmp_path / "import.json"
+    proc = run("bench_import", "--quick", "--json", str(out), module=True)
+    saved = json.loads(out.read_text())["runs"][0]
+    assert saved["altair_imported"] == {
+        "calib_frames": False,
+        "+ plot, report": False,
+        "altair": True,
+        "first chart": True,
+    }
+    assert all(s > 0 for s in saved["seconds"].values())
+    assert "cross-check ok" in proc.stdout
