@@ -239,3 +239,28 @@ def test_lm_eval_complete_folders_still_read() -> None:
     assert options.group_by("model", "task", "run").agg(pl.col("question").n_unique()).sort(
         "model", "task", "run"
     )["question"].to_list() == [150, 100, 150, 150, 100, 100]
+
+
+def test_csv_header_naming_a_column_twice(tmp_path: Path) -> None:
+    """polars read it as confidence and confidence_duplicated_0: the first won, silently."""
+    file = tmp_path / "p.csv"
+    file.write_text("confidence,confidence,correct\n0.5,0.6,true\n")
+    with pytest.raises(ReadError, match=r"p\.csv, line 1: .*'confidence' more than once"):
+        sources.scan_table(file)
+    with pytest.raises(ReadError, match="more than once"):
+        sources.scan_predictions(file)
+
+
+@pytest.mark.parametrize("paths", [3, None, b"p.csv", [Path("p.csv"), 3]])
+def test_paths_of_the_wrong_type(paths: object) -> None:
+    """paths=3 was a bare TypeError ('int' object is not iterable)."""
+    with pytest.raises(ArgumentError, match="paths="):
+        sources.scan_table(paths)  # type: ignore[arg-type]
+
+
+def test_columns_that_is_not_a_mapping(tmp_path: Path) -> None:
+    """columns=['confidence'] was an AttributeError deep in the renaming."""
+    file = tmp_path / "p.csv"
+    file.write_text("confidence,correct\n0.5,true\n")
+    with pytest.raises(ArgumentError, match="columns= maps"):
+        sources.scan_table(file, columns=["confidence"])  # type: ignore[arg-type]

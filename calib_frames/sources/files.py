@@ -38,7 +38,7 @@ from __future__ import annotations
 import glob as globbing
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, overload
@@ -116,6 +116,21 @@ class ScanResult:
     problems: pl.DataFrame
 
 
+def _path_items(paths: object) -> list[str | Path]:
+    """``paths=`` as a list of str/Path (an ArgumentError for anything else)."""
+    if isinstance(paths, str | Path):
+        return [paths]
+    if not isinstance(paths, Iterable) or isinstance(paths, bytes):
+        raise ArgumentError(
+            f"paths= takes a path, a glob or a list of them, got {type(paths).__name__}"
+        )
+    items = list(paths)
+    bad = [p for p in items if not isinstance(p, str | Path)]
+    if bad:
+        raise ArgumentError(f"paths= takes str or Path items, got {bad[0]!r}")
+    return items
+
+
 def expand_paths(
     paths: PathsLike, *, suffixes: Sequence[str] | None = None
 ) -> list[tuple[Path, Path]]:
@@ -128,7 +143,7 @@ def expand_paths(
     ReadError
         A path that does not exist, or a folder or glob with no data file.
     """
-    items = [paths] if isinstance(paths, str | Path) else list(paths)
+    items = _path_items(paths)
     if not items:
         raise ArgumentError("no input paths given")
     known = tuple(suffixes if suffixes is not None else FORMATS)
@@ -361,6 +376,15 @@ def _scan_file(
     frame = guarded_scan(
         lambda: _native_scan(file, fmt, overrides), name=f"{fmt} {file.name}", locate=locate
     )
+    if fmt in ("csv", "tsv"):
+        # polars renames a repeated header name to NAME_duplicated_0: which column the
+        # user meant is unknown, so refuse it (naming file and column) rather than guess
+        names = frame.collect_schema().names()
+        twice = [n for n in names if re.fullmatch(r".+_duplicated_\d+", n)]
+        twice = [n for n in twice if n.rsplit("_duplicated_", 1)[0] in names]
+        if twice:
+            name = twice[0].rsplit("_duplicated_", 1)[0]
+            raise ReadError(f"{file}, line 1: the header names column {name!r} more than once")
     return _with_hive(frame, file, base, hive=hive)
 
 
@@ -704,6 +728,13 @@ def _cast(frame: pl.LazyFrame, overrides: Mapping[str, pl.DataType], file: Path)
 def _rename(frame: pl.LazyFrame, columns: Mapping[str, str] | None) -> pl.LazyFrame:
     if not columns:
         return frame
+    if not isinstance(columns, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in columns.items()
+    ):
+        raise ArgumentError(
+            f"columns= maps file column names to names, e.g. {{'prob': 'confidence'}}; "
+            f"got {columns!r}"
+        )
     names = frame.collect_schema().names()
     missing = [source for source in columns if source not in names]
     if missing:
