@@ -264,3 +264,25 @@ def test_columns_that_is_not_a_mapping(tmp_path: Path) -> None:
     file.write_text("confidence,correct\n0.5,true\n")
     with pytest.raises(ArgumentError, match="columns= maps"):
         sources.scan_table(file, columns=["confidence"])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        sources.scan_lm_eval_options,
+        sources.scan_lm_eval_documents,
+        sources.lm_eval_reported,
+        sources.lm_eval_comparison,
+    ],
+)
+def test_lm_eval_given_a_foreign_frame(entry: object) -> None:
+    """A frame that is not lm_eval_runs' was a polars ColumnNotFoundError."""
+    with pytest.raises(SchemaError, match="lm_eval_runs"):
+        entry(pl.DataFrame({"a": [1]}))  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("name", ["nope", None])
+def test_lm_eval_comparison_unknown_filter(name: object) -> None:
+    """filter='nope' gave every *_lm_eval column null, silently."""
+    with pytest.raises(ArgumentError, match=r"filter= .*\['none'\]"):
+        sources.lm_eval_comparison(LM_EVAL, filter=name)  # type: ignore[arg-type]

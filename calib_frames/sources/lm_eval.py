@@ -56,7 +56,7 @@ from typing import Any
 
 import polars as pl
 
-from calib_frames.exceptions import ReadError
+from calib_frames.exceptions import ArgumentError, ReadError, SchemaError
 from calib_frames.sources.files import PathsLike, expand_paths, guarded_scan
 from calib_frames.sources.options import brier_multiclass, choice_predictions
 
@@ -165,6 +165,8 @@ def lm_eval_runs(paths: PathsLike | pl.DataFrame) -> pl.DataFrame:
     ReadError
         No results file, an unreadable results file, or a samples file without the
         results file of its run (or whose task that file does not know).
+    SchemaError
+        A frame that is not one of this function's (missing its columns).
 
     Examples
     --------
@@ -172,6 +174,12 @@ def lm_eval_runs(paths: PathsLike | pl.DataFrame) -> pl.DataFrame:
     >>> runs = lm_eval_runs("data/lm_eval")  # doctest: +SKIP
     """
     if isinstance(paths, pl.DataFrame):
+        missing = [c for c in RUN_SCHEMA if c not in paths.columns]
+        if missing:
+            raise SchemaError(
+                f"a runs frame needs columns {missing} (pass lm-eval folders, or the frame "
+                f"of lm_eval_runs); available columns: {paths.columns}"
+            )
         return paths
     files = [file for file, _ in expand_paths(paths, suffixes=(".json", ".jsonl"))]
     results: dict[tuple[Path, str], tuple[Path, dict[str, Any]]] = {}
@@ -601,7 +609,10 @@ def lm_eval_comparison(
     Raises
     ------
     ReadError
-        As :func:`lm_eval_runs`; a malformed samples line (file, line).
+        As :func:`lm_eval_runs`; a malformed samples line (file, line), or a samples
+        file with fewer lines than the results file's ``n-samples``.
+    ArgumentError
+        ``filter`` is not one of the filters in the results files.
     DataError
         Samples whose log-likelihoods are not numbers ≤ 0.
 
@@ -644,9 +655,14 @@ def lm_eval_comparison(
     )
     ppl = ppl.select(*keys, "word_perplexity", "byte_perplexity", "bits_per_byte")
     doc_counts = documents.group_by(keys).agg(pl.len().cast(pl.UInt64).alias("count"))
+    every = lm_eval_reported(runs)
+    filters = sorted(set(every["filter"].drop_nulls().to_list()))
+    if not isinstance(filter, str) or (filters and filter not in filters):
+        raise ArgumentError(
+            f"filter= names one of lm-eval's filters in these results ({filters}), got {filter!r}"
+        )
     reported = (
-        lm_eval_reported(runs)
-        .filter(pl.col("filter") == filter, pl.col("metric").is_in(list(_METRICS)))
+        every.filter(pl.col("filter") == filter, pl.col("metric").is_in(list(_METRICS)))
         .with_columns((pl.col("metric").replace_strict(_METRICS) + "_lm_eval").alias("metric"))
         .pivot("metric", index=keys, values="value")
     )
