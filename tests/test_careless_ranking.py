@@ -58,3 +58,12 @@ def test_mismatched_query_dtypes_and_bad_rows() -> None:
         )
     with pytest.raises(DataError, match="6 of 12 rows repeat"):
         ranking.ranking_metrics(pl.concat([RUN, RUN]), QRELS, by="model")
+
+
+def test_paired_significance_infinite_metric() -> None:
+    """An infinite metric value gave difference -inf and p = 1 (and a numpy warning)."""
+    per_query = pl.DataFrame(
+        {"model": ["a", "b"], "query": ["q1", "q1"], "ndcg@10": [0.5, float("inf")]}
+    )
+    with pytest.raises(DataError, match=r"'ndcg@10': 1 of 2 rows are infinite, null or NaN"):
+        ranking.paired_significance(per_query, replicates=10)
