@@ -246,3 +246,9 @@ def test_stats_outputs_must_be_parquet(
         args += ["--token-file", tokens, "--token-level", "--nll-out", outs["--nll-out"]]
     assert "x.csv" in error_of(capsys, 2, *args)
     assert not (tmp_path / "x.csv").exists()
+
+
+def test_lm_eval_folders_with_spark(capsys: pytest.CaptureFixture[str]) -> None:
+    """Spark was handed the raw samples/results JSON: 'reads inputs of one format at a time'."""
+    line = error_of(capsys, 2, "compare", LM_EVAL, "--engine", "spark")
+    assert "lm-eval folders are read by polars" in line

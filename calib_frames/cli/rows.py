@@ -90,6 +90,11 @@ def row_queries(args: argparse.Namespace) -> RowQueries:
     log_confidence = args.log_confidence
     token_format = args.format
     if common.is_lm_eval(args.inputs, args.format):
+        if args.engine == "spark":
+            raise ArgumentError(
+                "--engine spark reads prediction files; lm-eval folders are read by polars "
+                "(use --engine streaming or in-memory)"
+            )
         predictions, files = common.lm_eval_predictions(args.inputs)
         by = by or list(common.LM_EVAL_KEYS)
         log_confidence = log_confidence or "log_confidence"
