@@ -118,7 +118,7 @@ def require_columns(
     if clashes:
         raise SchemaError(
             f"group key(s) {clashes} clash with output columns of the same name; "
-            "rename them first, e.g. frame.rename({'bin': 'bin_key'})"
+            f"rename them first, e.g. frame.rename({{{clashes[0]!r}: {clashes[0] + '_key'!r}}})"
         )
 
 

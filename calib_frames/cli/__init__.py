@@ -64,7 +64,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _parser().parse_args(argv)
         status: int = args.run(args)
     except CalibFramesError as error:
-        message = "; ".join(line.strip() for line in str(error).splitlines() if line.strip())
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        message = "; ".join(lines).replace(":; ", ": ")
         print(f"calib-frames: error: {message}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:

@@ -16,14 +16,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
 from calib_frames.binning import Binning
-from calib_frames.exceptions import ArgumentError, ReadError
+from calib_frames.exceptions import ArgumentError, DataError, ReadError
 
 __all__ = [
     "add_binning_arguments",
@@ -33,6 +33,9 @@ __all__ = [
     "check_output_type",
     "check_outputs",
     "collect",
+    "is_lm_eval",
+    "lm_eval_predictions",
+    "require_rows",
     "scan_inputs",
 ]
 
@@ -154,6 +157,7 @@ def scan_inputs(
     schema: Sequence[str],
     columns: Sequence[str] = (),
     on_bad_record: str = "raise",
+    roles: Mapping[str, pl.DataType] | None = None,
 ) -> tuple[pl.LazyFrame, list[Path]]:
     """One LazyFrame over every input (files, globs, folders, hive layouts) and the files.
 
@@ -161,7 +165,10 @@ def scan_inputs(
     from every row (a column whose first rows look like integers stays a float column),
     ``--schema COL=DTYPE`` overrides a column, ``--columns FILE_COL=NAME`` renames one, and
     a malformed record is a ReadError naming file and line unless ``--on-bad-record skip``,
-    which leaves it out and says how many were skipped on stderr.
+    which leaves it out and says how many were skipped on stderr. ``roles`` maps role
+    columns (names after ``--columns``) to their type: one that inference left as text
+    or null is read as that type, so that a stray value is named by file and line
+    (:func:`calib_frames.sources.files.scan_with_roles`).
 
     Raises
     ------
@@ -170,9 +177,9 @@ def scan_inputs(
     ReadError
         A file that cannot be read as what it claims to be.
     """
-    from calib_frames.sources import ScanResult, scan_table
+    from calib_frames.sources import ScanResult
     from calib_frames.sources.files import FORMATS as KNOWN
-    from calib_frames.sources.files import expand_paths
+    from calib_frames.sources.files import Format, expand_paths, scan_with_roles
 
     for text in inputs:
         path = Path(text)
@@ -186,15 +193,13 @@ def scan_inputs(
                 "or say --format"
             )
     paths = [file for file, _ in expand_paths(list(inputs))]
-    options: dict[str, Any] = {
-        "format": format,
-        "columns": _mapping(columns, "--columns") or None,
-        "schema_overrides": _schema_overrides(schema) or None,
-    }
-    scanned: pl.LazyFrame | ScanResult = (
-        scan_table(list(inputs), on_bad_record="skip", **options)
-        if on_bad_record == "skip"
-        else scan_table(list(inputs), **options)
+    scanned = scan_with_roles(
+        list(inputs),
+        roles=roles or {},
+        format=cast("Format | None", format),  # checked by the reader
+        columns=_mapping(columns, "--columns") or None,
+        schema_overrides=_schema_overrides(schema) or None,
+        on_bad_record="skip" if on_bad_record == "skip" else "raise",
     )
     if isinstance(scanned, ScanResult):
         if scanned.skipped_records or scanned.skipped_files:
@@ -205,6 +210,77 @@ def scan_inputs(
             )
         return scanned.frame, paths
     return scanned, paths
+
+
+LM_EVAL_KEYS = ["model", "task"]
+
+
+def is_lm_eval(inputs: Sequence[str], format: str | None) -> bool:
+    """Whether the inputs are lm-evaluation-harness output folders.
+
+    ``--format lm-eval``, or every input a folder holding a ``results_*.json`` file.
+    """
+    if format == "lm-eval":
+        return True
+    return bool(inputs) and all(
+        Path(p).is_dir() and any(Path(p).rglob("results_*.json")) for p in inputs
+    )
+
+
+def lm_eval_predictions(inputs: Sequence[str]) -> tuple[pl.LazyFrame, list[Path]]:
+    """One prediction per question of the latest run of each model × task, and the files.
+
+    :func:`calib_frames.sources.scan_lm_eval_options` then
+    :func:`calib_frames.sources.choice_predictions` (raw scoring), keyed by model and task.
+
+    Raises
+    ------
+    ArgumentError
+        An input that is not a folder.
+    ReadError
+        A folder without ``results_*.json``, or a file lm-eval did not write whole.
+    """
+    from calib_frames.sources import choice_predictions, scan_lm_eval_options
+
+    for text in inputs:
+        if not Path(text).is_dir():
+            raise ArgumentError(f"{text}: an lm-evaluation-harness output folder is needed")
+        if not any(Path(text).rglob("results_*.json")):
+            raise ReadError(
+                f"{text}: no results_<date>.json under it (not an lm-evaluation-harness "
+                "output folder)"
+            )
+    files = sorted(f for p in inputs for f in Path(p).rglob("*.json*") if f.is_file())
+    # the latest run of each model × task (lm-eval's run stamps sort as times)
+    latest = pl.col("run") == pl.col("run").max().over(LM_EVAL_KEYS)
+    options = scan_lm_eval_options(list(inputs)).filter(latest)
+    predictions = choice_predictions(options, by=LM_EVAL_KEYS)
+    assert isinstance(predictions, pl.LazyFrame)
+    return predictions, files
+
+
+def require_rows(
+    table: pl.DataFrame, files: Sequence[Path], *, what: str = "prediction rows"
+) -> None:
+    """Refuse to report on inputs without a single row (every metric would be 0 or NaN).
+
+    Parameters
+    ----------
+    table
+        Bin statistics or NLL sums (a ``count`` column).
+    files
+        The files read, for the message.
+    what
+        What the rows are, for the message.
+
+    Raises
+    ------
+    DataError
+        The table counts no row.
+    """
+    if table.is_empty() or not table["count"].sum():
+        names = ", ".join(str(f) for f in files[:3]) + (" …" if len(files) > 3 else "")
+        raise DataError(f"no {what} in {names or 'the inputs'}: nothing to report")
 
 
 def _first_line(error: BaseException) -> str:

@@ -55,6 +55,10 @@ def build_table(args: argparse.Namespace) -> tuple[pl.DataFrame, list[str], list
     queries = row_queries(args)
     common.check_outputs([args.output], queries.files)
     stats, sums = collect_statistics(queries, args)
+    common.require_rows(stats, queries.prediction_files)
+    if sums is not None:
+        token_files = [f for f in queries.files if f not in queries.prediction_files]
+        common.require_rows(sums, token_files, what="token rows")
     table = metrics_from_bin_statistics(stats)
     keys = list(queries.by)
     if sums is not None:

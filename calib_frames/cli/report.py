@@ -94,28 +94,14 @@ def _out_dir(out: Path) -> None:
     out.mkdir(exist_ok=True)
 
 
-def _is_lm_eval(args: argparse.Namespace) -> bool:
-    if args.format == "lm-eval":
-        return True
-    return bool(args.inputs) and all(
-        Path(p).is_dir() and any(Path(p).rglob("results_*.json")) for p in args.inputs
-    )
-
-
 def _lm_eval_tables(args: argparse.Namespace) -> tuple[pl.DataFrame, pl.DataFrame, list[Path]]:
     """Bin statistics of the multiple-choice tasks and lm-eval's own aggregates."""
-    from calib_frames.sources import choice_predictions, lm_eval_comparison, scan_lm_eval_options
+    from calib_frames.sources import lm_eval_comparison
     from calib_frames.stats import bin_statistics
 
-    for text in args.inputs:
-        if not Path(text).is_dir():
-            raise ArgumentError(f"{text}: an lm-evaluation-harness output folder is needed")
-    files = sorted(f for p in args.inputs for f in Path(p).rglob("*.json*") if f.is_file())
+    predictions, files = common.lm_eval_predictions(args.inputs)
     binning = common.binning_from(args)
-    # the latest run of each model × task (lm-eval's run stamps sort as times)
     latest = pl.col("run") == pl.col("run").max().over(LM_EVAL_KEYS)
-    options = scan_lm_eval_options(list(args.inputs)).filter(latest)
-    predictions = choice_predictions(options, by=LM_EVAL_KEYS)
     query = bin_statistics(
         predictions, by=LM_EVAL_KEYS, bins=binning, log_confidence="log_confidence"
     )
@@ -192,7 +178,7 @@ def _read(
         stats = read_statistics(*args.from_stats).merged()
         sums = read_statistics(*args.nll_stats).merged() if args.nll_stats else None
         return stats, sums, None, files
-    if _is_lm_eval(args):
+    if common.is_lm_eval(args.inputs, args.format):
         stats, lm_eval, files = _lm_eval_tables(args)
         common.check_outputs(outputs, files)
         return stats, None, lm_eval, files
@@ -213,6 +199,10 @@ def run(args: argparse.Namespace) -> int:
     _out_dir(args.out)
     outputs = [args.out / name for name in (*TABLES, STATS_FILE, HTML_FILE)]
     stats, sums, lm_eval, files = _read(args, outputs)
+    if lm_eval is None:
+        common.require_rows(stats, files)
+        if sums is not None:
+            common.require_rows(sums, files, what="token rows")
     table = metrics_from_bin_statistics(stats)
     assert isinstance(table, pl.DataFrame)
     if not args.no_uncertainty:

@@ -87,19 +87,35 @@ def row_queries(args: argparse.Namespace) -> RowQueries:
     """Build (not run) the bin-statistics and NLL-sums queries of the arguments."""
     by = common.by_from(args.by)
     binning = common.binning_from(args)
-    predictions, files = common.scan_inputs(
-        args.inputs,
-        format=args.format,
-        schema=args.schema,
-        columns=args.columns,
-        on_bad_record=args.on_bad_record,
-    )
+    log_confidence = args.log_confidence
+    token_format = args.format
+    if common.is_lm_eval(args.inputs, args.format):
+        if args.engine == "spark":
+            raise ArgumentError(
+                "--engine spark reads prediction files; lm-eval folders are read by polars "
+                "(use --engine streaming or in-memory)"
+            )
+        predictions, files = common.lm_eval_predictions(args.inputs)
+        by = by or list(common.LM_EVAL_KEYS)
+        log_confidence = log_confidence or "log_confidence"
+        token_format = None
+    else:
+        roles = {args.confidence: pl.Float64(), args.correct: pl.Boolean()}
+        roles.update({c: pl.Float64() for c in (args.weight, args.log_confidence) if c})
+        predictions, files = common.scan_inputs(
+            args.inputs,
+            format=args.format,
+            schema=args.schema,
+            columns=args.columns,
+            on_bad_record=args.on_bad_record,
+            roles=roles,
+        )
     stats = bin_statistics(
         predictions,
         confidence=args.confidence,
         correct=args.correct,
         weight=args.weight,
-        log_confidence=args.log_confidence,
+        log_confidence=log_confidence,
         by=by,
         bins=binning,
     )
@@ -107,10 +123,14 @@ def row_queries(args: argparse.Namespace) -> RowQueries:
     if args.token_file:
         tokens, token_files = common.scan_inputs(
             args.token_file,
-            format=args.format,
+            format=token_format,
             schema=args.schema,
             columns=args.columns,
             on_bad_record=args.on_bad_record,
+            roles={
+                args.nll: pl.Float64(),
+                **{c: pl.Int64() for c in (args.tokens, args.bytes, args.words) if c},
+            },
         )
         all_files += token_files
         names = tokens.collect_schema().names()

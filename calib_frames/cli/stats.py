@@ -47,6 +47,9 @@ def run(args: argparse.Namespace) -> int:
         raise ArgumentError("--token-file needs --nll-out for the NLL sums")
     if args.nll_out is not None and not args.token_file:
         raise ArgumentError("--nll-out needs --token-file")
+    for flag, out in (("--out", args.out), ("--nll-out", args.nll_out)):
+        if out is not None and out.suffix.lower() != ".parquet":
+            raise ArgumentError(f"{flag} {out}: statistics files are parquet (.parquet)")
     queries = row_queries(args)
     if not queries.binning.additive:
         raise ArgumentError("equal-mass bins are not mergeable: stats needs --binning uniform")

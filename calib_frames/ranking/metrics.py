@@ -430,7 +430,9 @@ def ranking_metrics(
 
 
 def _cutoffs(k: int | Iterable[int]) -> tuple[int, ...]:
-    values: list[object] = [k] if isinstance(k, numbers.Integral) else list(k)  # type: ignore[arg-type]
+    if not isinstance(k, (numbers.Integral, Iterable)) or isinstance(k, (str, bytes)):
+        raise ArgumentError(f"k= takes a positive integer or a list of them, got {k!r}")
+    values: list[object] = [k] if isinstance(k, numbers.Integral) else list(k)
     if not values:
         raise ArgumentError("k= needs at least one cut-off")
     for value in values:

@@ -219,13 +219,13 @@ def _compute(  # noqa: PLR0917
         )
     for name in metrics:
         value = pl.col(name).cast(pl.Float64)
-        bad = frame.filter(value.is_null() | value.is_nan())
+        bad = frame.filter(value.is_null() | ~value.is_finite())
         if bad.height:
             example = bad.row(0, named=True)
             shown = ", ".join(f"{c}={example[c]!r}" for c in (*keys, model, query))
             raise DataError(
-                f"column {name!r}: {bad.height:,} of {frame.height:,} rows are null or NaN; "
-                f"e.g. {shown}"
+                f"column {name!r}: {bad.height:,} of {frame.height:,} rows are infinite, "
+                f"null or NaN; e.g. {shown}"
             )
     rng = np.random.default_rng(seed)
     parts: list[pl.DataFrame] = []

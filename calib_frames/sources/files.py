@@ -38,10 +38,10 @@ from __future__ import annotations
 import glob as globbing
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, overload
+from typing import Any, Literal, overload
 
 import polars as pl
 from polars.io.plugins import register_io_source
@@ -55,6 +55,7 @@ __all__ = [
     "scan_predictions",
     "scan_table",
     "scan_tokens",
+    "scan_with_roles",
 ]
 
 Format = Literal["parquet", "csv", "tsv", "jsonl", "json"]
@@ -71,6 +72,22 @@ FORMATS: dict[str, Format] = {
     ".json": "json",
 }
 """File suffix → format."""
+
+PREDICTION_ROLES: dict[str, pl.DataType] = {
+    "confidence": pl.Float64(),
+    "correct": pl.Boolean(),
+    "weight": pl.Float64(),
+    "log_confidence": pl.Float64(),
+}
+"""The dtypes of the prediction role columns (what text inference left as text is read as)."""
+
+TOKEN_ROLES: dict[str, pl.DataType] = {
+    "nll": pl.Float64(),
+    "tokens": pl.Int64(),
+    "bytes": pl.Int64(),
+    "words": pl.Int64(),
+}
+"""The dtypes of the token-file role columns."""
 
 _GLOB = re.compile(r"[*?\[]")
 _HIVE = re.compile(r"^([^=/\\]+)=([^/\\]*)$")
@@ -99,6 +116,21 @@ class ScanResult:
     problems: pl.DataFrame
 
 
+def _path_items(paths: object) -> list[str | Path]:
+    """``paths=`` as a list of str/Path (an ArgumentError for anything else)."""
+    if isinstance(paths, str | Path):
+        return [paths]
+    if not isinstance(paths, Iterable) or isinstance(paths, bytes):
+        raise ArgumentError(
+            f"paths= takes a path, a glob or a list of them, got {type(paths).__name__}"
+        )
+    items = list(paths)
+    bad = [p for p in items if not isinstance(p, str | Path)]
+    if bad:
+        raise ArgumentError(f"paths= takes str or Path items, got {bad[0]!r}")
+    return items
+
+
 def expand_paths(
     paths: PathsLike, *, suffixes: Sequence[str] | None = None
 ) -> list[tuple[Path, Path]]:
@@ -111,7 +143,7 @@ def expand_paths(
     ReadError
         A path that does not exist, or a folder or glob with no data file.
     """
-    items = [paths] if isinstance(paths, str | Path) else list(paths)
+    items = _path_items(paths)
     if not items:
         raise ArgumentError("no input paths given")
     known = tuple(suffixes if suffixes is not None else FORMATS)
@@ -344,6 +376,15 @@ def _scan_file(
     frame = guarded_scan(
         lambda: _native_scan(file, fmt, overrides), name=f"{fmt} {file.name}", locate=locate
     )
+    if fmt in ("csv", "tsv"):
+        # polars renames a repeated header name to NAME_duplicated_0: which column the
+        # user meant is unknown, so refuse it (naming file and column) rather than guess
+        names = frame.collect_schema().names()
+        twice = [n for n in names if re.fullmatch(r".+_duplicated_\d+", n)]
+        twice = [n for n in twice if n.rsplit("_duplicated_", 1)[0] in names]
+        if twice:
+            name = twice[0].rsplit("_duplicated_", 1)[0]
+            raise ReadError(f"{file}, line 1: the header names column {name!r} more than once")
     return _with_hive(frame, file, base, hive=hive)
 
 
@@ -592,6 +633,82 @@ def _scan(
     )
 
 
+def scan_with_roles(
+    paths: PathsLike,
+    *,
+    roles: Mapping[str, pl.DataType],
+    format: Format | None = None,
+    columns: Mapping[str, str] | None = None,
+    schema_overrides: Mapping[str, pl.DataType | type[pl.DataType]] | None = None,
+    on_bad_record: OnBad = "raise",
+    hive_partitioning: bool = True,
+) -> pl.LazyFrame | ScanResult:
+    r""":func:`scan_table`, with role columns that text inference left as text retyped.
+
+    CSV and JSON inference gives a String (or Null) column where one value is a stray
+    word, where the file has a header and no row, or where every value is empty. A
+    column named in ``roles`` (its name after ``columns``) that comes out so is read
+    again as its role's dtype: a stray value is then a :class:`ReadError` naming file and
+    line, and an empty column reaches the row checks as nulls. A ``schema_overrides``
+    entry wins; parquet columns keep their stored type.
+
+    Parameters
+    ----------
+    paths, format, columns, schema_overrides, on_bad_record, hive_partitioning
+        As :func:`scan_table`.
+    roles
+        Column (after ``columns``) → the dtype its role needs, e.g.
+        ``{"confidence": pl.Float64(), "correct": pl.Boolean()}``.
+
+    Returns
+    -------
+    LazyFrame or ScanResult
+        As :func:`scan_table`.
+
+    Raises
+    ------
+    ReadError
+        A value of a retyped column that does not parse (file and line); and the errors
+        of :func:`scan_table`.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> import polars as pl
+    >>> from calib_frames.sources.files import scan_with_roles
+    >>> file = pathlib.Path(tempfile.mkdtemp()) / "p.csv"
+    >>> _ = file.write_text("confidence,correct\n")
+    >>> scan_with_roles(file, roles={"confidence": pl.Float64()}).collect_schema()["confidence"]
+    Float64
+    """
+    options: dict[str, Any] = {
+        "format": format,
+        "columns": columns,
+        "on_bad_record": on_bad_record,
+        "hive_partitioning": hive_partitioning,
+    }
+    overrides = dict(schema_overrides or {})
+    result = _scan(paths, schema_overrides=overrides or None, **options)
+    frame = result.frame if isinstance(result, ScanResult) else result
+    found = frame.collect_schema()
+    source = {new: old for old, new in (columns or {}).items()}
+    textual = all(
+        _format_of(file, format) in ("csv", "tsv", "jsonl", "json")
+        for file, _ in expand_paths(paths)
+    )
+    retype = {
+        source.get(name, name): dtype
+        for name, dtype in roles.items()
+        if textual
+        and name in found
+        and found[name] in (pl.String(), pl.Null())
+        and source.get(name, name) not in overrides
+    }
+    if not retype:
+        return result
+    return _scan(paths, schema_overrides={**overrides, **retype}, **options)
+
+
 def _dtype(dtype: pl.DataType | type[pl.DataType]) -> pl.DataType:
     if isinstance(dtype, type) and issubclass(dtype, pl.DataType):
         return dtype()
@@ -611,6 +728,13 @@ def _cast(frame: pl.LazyFrame, overrides: Mapping[str, pl.DataType], file: Path)
 def _rename(frame: pl.LazyFrame, columns: Mapping[str, str] | None) -> pl.LazyFrame:
     if not columns:
         return frame
+    if not isinstance(columns, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in columns.items()
+    ):
+        raise ArgumentError(
+            f"columns= maps file column names to names, e.g. {{'prob': 'confidence'}}; "
+            f"got {columns!r}"
+        )
     names = frame.collect_schema().names()
     missing = [source for source in columns if source not in names]
     if missing:
@@ -695,8 +819,9 @@ def scan_predictions(
     >>> scan_predictions(file, columns={"p": "confidence", "ok": "correct"}).collect().columns
     ['model', 'confidence', 'correct']
     """
-    result = _scan(
+    result = scan_with_roles(
         paths,
+        roles=PREDICTION_ROLES,
         format=format,
         columns=columns,
         schema_overrides=schema_overrides,
@@ -768,8 +893,9 @@ def scan_tokens(
     >>> scan_tokens(file).collect().columns
     ['doc', 'nll', 'tokens']
     """
-    result = _scan(
+    result = scan_with_roles(
         paths,
+        roles=TOKEN_ROLES,
         format=format,
         columns=columns,
         schema_overrides=schema_overrides,

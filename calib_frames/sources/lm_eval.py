@@ -56,7 +56,7 @@ from typing import Any
 
 import polars as pl
 
-from calib_frames.exceptions import ReadError
+from calib_frames.exceptions import ArgumentError, ReadError, SchemaError
 from calib_frames.sources.files import PathsLike, expand_paths, guarded_scan
 from calib_frames.sources.options import brier_multiclass, choice_predictions
 
@@ -165,6 +165,8 @@ def lm_eval_runs(paths: PathsLike | pl.DataFrame) -> pl.DataFrame:
     ReadError
         No results file, an unreadable results file, or a samples file without the
         results file of its run (or whose task that file does not know).
+    SchemaError
+        A frame that is not one of this function's (missing its columns).
 
     Examples
     --------
@@ -172,6 +174,12 @@ def lm_eval_runs(paths: PathsLike | pl.DataFrame) -> pl.DataFrame:
     >>> runs = lm_eval_runs("data/lm_eval")  # doctest: +SKIP
     """
     if isinstance(paths, pl.DataFrame):
+        missing = [c for c in RUN_SCHEMA if c not in paths.columns]
+        if missing:
+            raise SchemaError(
+                f"a runs frame needs columns {missing} (pass lm-eval folders, or the frame "
+                f"of lm_eval_runs); available columns: {paths.columns}"
+            )
         return paths
     files = [file for file, _ in expand_paths(paths, suffixes=(".json", ".jsonl"))]
     results: dict[tuple[Path, str], tuple[Path, dict[str, Any]]] = {}
@@ -216,8 +224,61 @@ def lm_eval_runs(paths: PathsLike | pl.DataFrame) -> pl.DataFrame:
     return frame.sort("model", "task", "run")
 
 
-def _scan_json_lines(file: str, schema: Mapping[str, pl.DataType]) -> pl.LazyFrame:
+def _expected_samples(run: Mapping[str, Any]) -> int | None:
+    """lm-eval's ``n-samples.effective`` of the run's task (None when not recorded)."""
+    document = _load_results(Path(run["results_file"]))
+    counts = document.get("n-samples")
+    entry = counts.get(run["task"]) if isinstance(counts, dict) else None
+    value = entry.get("effective") if isinstance(entry, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _check_complete(path: Path, run: Mapping[str, Any]) -> None:
+    """Refuse a samples file with fewer lines than the documents lm-eval evaluated.
+
+    A run killed while writing can leave whole lines only; the results file written
+    before the samples then says how many there should be. (More lines than documents
+    is fine: lm-eval logs one line per document and filter.)
+    """
+    expected = _expected_samples(run)
+    if expected is None:
+        return
+    try:
+        lines = (
+            pl.scan_lines(path)
+            .filter(pl.first().str.strip_chars() != "")
+            .select(pl.len())
+            .collect()
+            .item()
+        )
+    except (pl.exceptions.PolarsError, OSError) as error:
+        raise ReadError(f"{path}: cannot read it ({error})") from error
+    if lines < expected:
+        located = _locate_sample(path, ReadError("incomplete"))  # error path only
+        if ", line " in str(located):
+            raise located  # cut inside a line: name it
+        raise ReadError(
+            f"{path}: {lines:,} samples, but {Path(run['results_file']).name} says lm-eval "
+            f"evaluated {expected:,} documents of {run['task']!r} (n-samples): the file is "
+            "incomplete (an interrupted run?)"
+        )
+
+
+def _scan_json_lines(
+    file: str, schema: Mapping[str, pl.DataType], run: Mapping[str, Any]
+) -> pl.LazyFrame:
     path = Path(file)
+    try:
+        with path.open("rb") as handle:  # the head only: samples files are large
+            head = handle.read(1 << 16)
+        blank = not head.strip() and len(head) < 1 << 16
+    except OSError as error:
+        raise ReadError(f"{path}: cannot read it ({error})") from error
+    if blank:
+        raise ReadError(
+            f"{path}: empty samples file (lm-eval wrote no sample: an interrupted run?)"
+        )
+    _check_complete(path, run)
 
     def locate(_: pl.Schema, error: BaseException) -> ReadError:
         return _locate_sample(path, error)
@@ -288,7 +349,7 @@ def _options_of(run: dict[str, Any]) -> pl.LazyFrame:
     # acc_mutual_info tasks append one unconditional request per option: keep the first half.
     n_options = n_requests // 2 if run["mutual_info"] else n_requests
     rows = (
-        _scan_json_lines(file, schema)
+        _scan_json_lines(file, schema, run)
         .select(
             pl.col("doc_id").alias("question"),
             "target",
@@ -403,7 +464,7 @@ def _documents_of(run: dict[str, Any]) -> pl.LazyFrame:
     }
     text = pl.col("target")
     loglik = pl.col("filtered_resps").list.get(0, null_on_oob=True).cast(pl.Float64, strict=False)
-    out = _scan_json_lines(run["samples_file"], schema).select(
+    out = _scan_json_lines(run["samples_file"], schema, run).select(
         "doc_id",
         (-loglik).alias("nll"),
         pl.lit(None, pl.Int64).alias("tokens"),
@@ -548,7 +609,10 @@ def lm_eval_comparison(
     Raises
     ------
     ReadError
-        As :func:`lm_eval_runs`; a malformed samples line (file, line).
+        As :func:`lm_eval_runs`; a malformed samples line (file, line), or a samples
+        file with fewer lines than the results file's ``n-samples``.
+    ArgumentError
+        ``filter`` is not one of the filters in the results files.
     DataError
         Samples whose log-likelihoods are not numbers ≤ 0.
 
@@ -591,9 +655,14 @@ def lm_eval_comparison(
     )
     ppl = ppl.select(*keys, "word_perplexity", "byte_perplexity", "bits_per_byte")
     doc_counts = documents.group_by(keys).agg(pl.len().cast(pl.UInt64).alias("count"))
+    every = lm_eval_reported(runs)
+    filters = sorted(set(every["filter"].drop_nulls().to_list()))
+    if not isinstance(filter, str) or (filters and filter not in filters):
+        raise ArgumentError(
+            f"filter= names one of lm-eval's filters in these results ({filters}), got {filter!r}"
+        )
     reported = (
-        lm_eval_reported(runs)
-        .filter(pl.col("filter") == filter, pl.col("metric").is_in(list(_METRICS)))
+        every.filter(pl.col("filter") == filter, pl.col("metric").is_in(list(_METRICS)))
         .with_columns((pl.col("metric").replace_strict(_METRICS) + "_lm_eval").alias("metric"))
         .pivot("metric", index=keys, values="value")
     )

@@ -23,12 +23,13 @@ responses, or a single response.
 from __future__ import annotations
 
 import json
+import numbers
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from calib_frames.exceptions import ArgumentError, ReadError
+from calib_frames.exceptions import ArgumentError, ReadError, SchemaError
 from calib_frames.sources._checks import Check, raise_if_bad
 from calib_frames.sources.files import PathsLike, expand_paths, guarded_scan
 from calib_frames.validation import as_lazy
@@ -326,10 +327,13 @@ def openai_answer_confidence(
     Raises
     ------
     ArgumentError
-        A negative ``position``.
+        A ``position`` that is not a non-negative integer.
+    SchemaError
+        A frame that is not one of :func:`scan_openai_tokens`.
     DataError
         At collection: a choice with no answer token at ``position`` (too short, or all
-        whitespace), or a logprob that is null, NaN or > 0.
+        whitespace), a choice logged without logprobs (read from paths), or a logprob
+        that is null, NaN or > 0.
 
     Examples
     --------
@@ -345,13 +349,29 @@ def openai_answer_confidence(
     >>> row["answer"], round(row["confidence"], 4), row["alternatives"]
     ('B', 0.8187, ['B', 'A'])
     """
+    if position is not None and (
+        isinstance(position, bool) or not isinstance(position, numbers.Integral)
+    ):
+        raise ArgumentError(f"position= takes an integer or None, got {position!r}")
     if position is not None and position < 0:
         raise ArgumentError(f"position= must be >= 0, got {position}")
-    frame = (
-        tokens if isinstance(tokens, pl.DataFrame | pl.LazyFrame) else scan_openai_tokens(tokens)
-    )
-    lazy = as_lazy(frame)
     keys = list(RESPONSE_KEYS)
+    logged: pl.LazyFrame | None = None
+    if isinstance(tokens, pl.DataFrame | pl.LazyFrame):
+        frame: pl.DataFrame | pl.LazyFrame = tokens
+        needed = [*keys, "position", "token", "logprob", "nll", "top_logprobs"]
+        names = as_lazy(tokens).collect_schema().names()
+        missing = [c for c in needed if c not in names]
+        if missing:
+            raise SchemaError(
+                f"column not found: {missing}; openai_answer_confidence takes the frame of "
+                f"scan_openai_tokens (or paths); available columns: {names}"
+            )
+    else:
+        frame = scan_openai_tokens(tokens)
+        # every choice of the files, so that one logged without logprobs is not just absent
+        logged = scan_openai_choices(tokens).select(*keys, pl.col("tokens").alias("__cf_logged"))
+    lazy = as_lazy(frame)
     blank = pl.col("token").str.strip_chars().str.len_chars() == 0
     if position is None:
         is_answer = ~blank & (
@@ -372,8 +392,13 @@ def openai_answer_confidence(
         bad.sum().alias("__cf_bad"),
         lp.filter(bad).first().alias("__cf_example"),
     )
+    no_logprobs = pl.lit(False)
+    if logged is not None:
+        answers = logged.join(answers, on=keys, how="left", nulls_equal=True)
+        no_logprobs = pl.col("__cf_logged") == 0
     answers = answers.with_columns(
-        pl.col("answer").is_null().alias("__cf_missing"),
+        no_logprobs.alias("__cf_no_logprobs"),
+        (pl.col("answer").is_null() & ~no_logprobs).alias("__cf_missing"),
         pl.col("__cf_top")
         .list.eval(pl.element().struct.field("token").str.strip_chars())
         .alias("alternatives"),
@@ -390,6 +415,13 @@ def openai_answer_confidence(
             "token rows",
         ),
         Check("__cf_missing", "token", _missing_answer(position), None, "choices"),
+        Check(
+            "__cf_no_logprobs",
+            "logprobs",
+            "without logprobs (request them with logprobs=true, top_logprobs=k)",
+            None,
+            "choices",
+        ),
     ]
     checked = raise_if_bad(answers, checks, keys=keys, count="tokens")
     out = checked.select(

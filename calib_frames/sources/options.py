@@ -85,6 +85,7 @@ _SCORING = pl.Enum(list(SCORINGS))
 
 _S, _LL, _GOLD, _LEN = "__cf_score", "__cf_ll", "__cf_gold", "__cf_len"
 _BAD_LL, _BAD_LEN, _BAD_OPT = "__cf_bad_ll", "__cf_bad_len", "__cf_bad_option"
+_BAD_GOLD = "__cf_bad_gold"
 _RAW = pl.col("scoring") == "raw"
 _OUTPUTS = (
     "scoring",
@@ -214,12 +215,19 @@ def _prepare(
         lengths=[lengths[SCORINGS[s] or ""] for s in scorings[1:]],
     )
     ll = pl.col(loglik).cast(pl.Float64)
+    # an integer is_gold is a 0/1 flag: any other value (2, -1) is a bad row, not "gold"
+    bad_gold = (
+        ~pl.col(is_gold).is_in([0, 1]).fill_null(True)
+        if gold is None and is_gold is not None and schema[is_gold].is_integer()
+        else pl.lit(False)
+    )
     base = options.select(
         *keys,
         question,
         option,
         ll.alias(_LL),
         gold_expr.alias(_GOLD),
+        bad_gold.alias(_BAD_GOLD),
         *(
             pl.col(lengths[SCORINGS[s] or ""]).cast(pl.Float64).alias(f"{_LEN}{s}")
             for s in scorings[1:]
@@ -249,13 +257,22 @@ def _prepare(
                 (bad_ll & raw).alias(_BAD_LL),
                 (bad_len & raw).alias(_BAD_LEN),
                 (pl.col(option).is_null() & raw).alias(_BAD_OPT),
+                (pl.col(_BAD_GOLD) & raw).alias(_BAD_GOLD),
                 *extra,
             )
         )
     return pl.concat(stacked, how="vertical")
 
 
-_STAT_FLAGS = (_BAD_LL, "__cf_ll_example", _BAD_LEN, _BAD_OPT, "__cf_dup", "__cf_all_inf")
+_STAT_FLAGS = (
+    _BAD_LL,
+    "__cf_ll_example",
+    _BAD_LEN,
+    _BAD_OPT,
+    _BAD_GOLD,
+    "__cf_dup",
+    "__cf_all_inf",
+)
 
 
 def _question_stats(
@@ -293,6 +310,7 @@ def _question_stats(
         pl.when(pl.col(_BAD_LL)).then(pl.col(_LL)).max().alias("__cf_ll_example"),
         pl.col(_BAD_LEN).sum().alias(_BAD_LEN),
         pl.col(_BAD_OPT).sum().alias(_BAD_OPT),
+        pl.col(_BAD_GOLD).sum().alias(_BAD_GOLD),
         (pl.len() - pl.col(option).n_unique()).cast(pl.UInt32).alias("__cf_dup"),
         (top.first() == float("-inf")).alias("__cf_all_inf"),
     ]
@@ -428,6 +446,7 @@ def choice_predictions(
         question=question,
         option=option,
         loglik=loglik,
+        is_gold=is_gold,
         gold=gold,
         lengths=lengths,
         scorings=scorings,
@@ -446,6 +465,7 @@ def _question_checks(
     question: str,
     option: str,
     loglik: str,
+    is_gold: str | None,
     gold: str | None,
     lengths: dict[str, str],
     scorings: list[str],
@@ -467,6 +487,13 @@ def _question_checks(
             "option rows",
         ),
         Check(_BAD_OPT, option, "null option ids", None, "option rows"),
+        Check(
+            _BAD_GOLD,
+            is_gold or "is_gold",
+            "neither 0 nor 1 (is_gold is a 0/1 flag)",
+            None,
+            "option rows",
+        ),
         Check("__cf_dup", option, "repeated option ids within their question", None, "option rows"),
         Check("__cf_all_inf", loglik, _ALL_INF, None, "questions"),
         Check("__cf_no_gold", question, _NO_GOLD, None, "questions"),
@@ -583,6 +610,7 @@ def option_probabilities(
         _BAD_LL,
         _BAD_LEN,
         _BAD_OPT,
+        _BAD_GOLD,
         "__cf_dup",
         "__cf_all_inf",
         "__cf_no_gold",
@@ -597,6 +625,7 @@ def option_probabilities(
             question=question,
             option=option,
             loglik=loglik,
+            is_gold=is_gold,
             gold=gold,
             lengths=lengths,
             scorings=scorings,

@@ -17,6 +17,7 @@ Three ways to attach a confidence to a generated answer, each a polars transform
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, Literal
@@ -106,7 +107,7 @@ def verbalized_confidence(
     Parameters
     ----------
     text
-        A String expression.
+        A String expression (or a column name).
     scale
         What a bare number is out of (1 or 100, usually).
     words
@@ -124,7 +125,8 @@ def verbalized_confidence(
     Raises
     ------
     ArgumentError
-        ``scale`` not positive, or a ``words`` value outside [0, 1].
+        ``scale`` not a positive number, a ``words`` value outside [0, 1], or a
+        ``pattern`` that is not a valid regular expression.
 
     Examples
     --------
@@ -138,12 +140,26 @@ def verbalized_confidence(
     >>> answers.select(sure)["t"].to_list()
     [0.8, None]
     """
-    if not scale > 0:
-        raise ArgumentError(f"scale= must be positive, got {scale!r}")
+    if isinstance(text, str):
+        text = pl.col(text)
+    if not isinstance(text, pl.Expr):
+        raise ArgumentError(f"text= takes a String expression, got {type(text).__name__}")
+    if isinstance(scale, bool) or not isinstance(scale, numbers.Real) or not scale > 0:
+        raise ArgumentError(f"scale= must be a positive number, got {scale!r}")
+    if pattern is not None:
+        try:  # polars' own regex engine, on one empty string: the pattern's syntax only
+            pl.select(pl.lit("", pl.String).str.extract(pattern, 1))
+        except pl.exceptions.PolarsError as error:
+            first = str(error).strip().splitlines()
+            raise ArgumentError(
+                f"pattern= is not a valid regular expression: {pattern!r}"
+                + (f" ({first[0]})" if first else "")
+            ) from None
     mapping = {" ".join(k.lower().split()): float(v) for k, v in (words or {}).items()}
     bad = [k for k, v in mapping.items() if not 0.0 <= v <= 1.0]
     if bad:
         raise ArgumentError(f"words= maps {bad} outside [0, 1]")
+    text = text.cast(pl.String)  # a number column reads as its digits (no-op for String)
     if pattern is not None:
         text = text.str.extract(pattern, 1)
     t = (
@@ -166,6 +182,26 @@ def verbalized_confidence(
         parsed.append(t.replace_strict(mapping, default=None, return_dtype=pl.Float64))
     value = pl.coalesce(parsed)
     return pl.when((value >= 0.0) & (value <= 1.0)).then(value).otherwise(None)
+
+
+def _refuse_clashes(keys: Sequence[str], outputs: Sequence[str]) -> None:
+    """A group key named like an output column would be shadowed by it: refuse it."""
+    clashes = [key for key in keys if key in outputs]
+    if clashes:
+        raise ArgumentError(
+            f"by= key(s) {clashes} clash with output columns of the same name; rename them "
+            f"first, e.g. frame.rename({{{clashes[0]!r}: {clashes[0] + '_key'!r}}})"
+        )
+
+
+def _comparable(left: pl.DataType, right: pl.DataType) -> bool:
+    """Whether ``==`` between the two dtypes is defined (same kind of values)."""
+    if left.is_numeric() and right.is_numeric():
+        return True
+    text = (pl.String, pl.Categorical, pl.Enum)
+    if isinstance(left, text) and isinstance(right, text):
+        return True
+    return left == right or pl.Null() in (left, right)
 
 
 @dataclass(frozen=True)
@@ -300,6 +336,7 @@ def answer_confidence(
         raise SchemaError(f"column not found: {missing}; available: {schema.names()}")
     if not schema[logprob].is_numeric():
         raise SchemaError(f"column {logprob!r} must be numeric, got {schema[logprob]}")
+    _refuse_clashes(keys, ("tokens", "log_probability", "log_confidence", "confidence"))
     lp = pl.col(logprob).cast(pl.Float64)
     bad = (lp.is_nan() | (lp > 0)).fill_null(True)
     out = (
@@ -356,8 +393,8 @@ def sample_consistency(
         question): adds ``correct`` = majority answer equals it (after the same
         normalisation).
     normalize
-        For String answers: compare after lower-casing, trimming and collapsing
-        whitespace.
+        For String (or Categorical) answers: compare after lower-casing, trimming and
+        collapsing whitespace.
 
     Returns
     -------
@@ -399,10 +436,19 @@ def sample_consistency(
     missing = [c for c in [*keys, answer, *([gold] if gold else [])] if c not in schema]
     if missing:
         raise SchemaError(f"column not found: {missing}; available: {schema.names()}")
+    produced: list[str] = ["samples", "majority_answer", "majority_count", "consistency"]
+    _refuse_clashes(keys, [*produced, *(["correct"] if gold else [])])
+    if gold and not _comparable(schema[answer], schema[gold]):
+        raise SchemaError(
+            f"column {gold!r} (gold, {schema[gold]}) cannot be compared with column "
+            f"{answer!r} (answer, {schema[answer]}): cast one of them"
+        )
 
     def norm(name: str) -> pl.Expr:
         expr = pl.col(name)
-        if normalize and schema[name] == pl.String:
+        if isinstance(schema[name], pl.Categorical | pl.Enum):
+            expr = expr.cast(pl.String)  # compared (and normalised) as the text they hold
+        if normalize and isinstance(schema[name], pl.String | pl.Categorical | pl.Enum):
             expr = expr.str.replace_all(r"\s+", " ").str.strip_chars().str.to_lowercase()
         return expr
 
