@@ -181,7 +181,7 @@ def paired_significance(
         )
 
     selected = lazy.select(*keys, model, query, *metrics)
-    result = selected.map_batches(compute, schema=out_schema)
+    result = selected.map_batches(compute, schema=out_schema).drop("p_holm", "p_bh")
     result = adjust_p_values(result, method="holm", by=[*keys, "metric"], alias="p_holm")
     result = adjust_p_values(result, method="bh", by=[*keys, "metric"], alias="p_bh")
     return return_like(per_query, result.select(list(out_schema)))
