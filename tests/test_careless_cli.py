@@ -252,3 +252,16 @@ def test_lm_eval_folders_with_spark(capsys: pytest.CaptureFixture[str]) -> None:
     """Spark was handed the raw samples/results JSON: 'reads inputs of one format at a time'."""
     line = error_of(capsys, 2, "compare", LM_EVAL, "--engine", "spark")
     assert "lm-eval folders are read by polars" in line
+
+
+@pytest.mark.parametrize(
+    "flag", [["--tokens-by", "model"], ["--tokens", "tokens"], ["--bytes", "b"]]
+)
+def test_token_flags_without_token_files_are_a_usage_error(
+    flag: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from calib_frames.cli import main as cli_main
+
+    predictions = Path(__file__).resolve().parents[1] / "data" / "synthetic_predictions.parquet"
+    assert cli_main(["compare", str(predictions), *flag]) == 2
+    assert "--token-file" in capsys.readouterr().err

@@ -85,6 +85,16 @@ class RowQueries:
 
 def row_queries(args: argparse.Namespace) -> RowQueries:
     """Build (not run) the bin-statistics and NLL-sums queries of the arguments."""
+    token_flags = {
+        "--tokens-by": args.tokens_by,
+        "--tokens": args.tokens,
+        "--token-level": args.token_level,
+        "--bytes": args.bytes,
+        "--words": args.words,
+    }
+    given = [flag for flag, value in token_flags.items() if value]
+    if given and not args.token_file:
+        raise ArgumentError(f"{', '.join(given)} describe token files: give --token-file too")
     by = common.by_from(args.by)
     binning = common.binning_from(args)
     log_confidence = args.log_confidence
