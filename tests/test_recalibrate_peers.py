@@ -122,8 +122,10 @@ def test_temperature_matches_sklearn_and_netcal(binary: pl.DataFrame) -> None:
         assert ours == pytest.approx(1.0 / beta, rel=1e-7)
         eval_p, _ = _group(binary, model, "eval")
         ours_eval = applied.filter(pl.col("model") == model)["recalibrated"].to_numpy()
+        # σ(logit(p)/T): a relative error δ in T moves p by about |logit(p)|·(1 − p)·δ
+        # relative, so the 1e-7 agreement of T allows ~5e-7 on the tails (|logit| ≈ 4).
         np.testing.assert_allclose(
-            ours_eval, sk_scores.predict_proba(eval_p[:, None])[:, 1], rtol=1e-7
+            ours_eval, sk_scores.predict_proba(eval_p[:, None])[:, 1], rtol=5e-7
         )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
