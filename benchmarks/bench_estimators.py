@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rows, groups = (20_000, 10) if args.quick else (int(args.rows), args.groups)
     env = harness.environment()
-    harness.print_header("Per-group estimators against their reference libraries", env)
+    report.print_header("Per-group estimators against their reference libraries", env)
     df = workload(rows, groups, args.seed)
     by_group = {
         int(key[0]): (part["confidence"].to_numpy(), part["correct"].cast(pl.Float64).to_numpy())

@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     peers = REGISTRY.select([n.strip() for n in args.methods.split(",") if n.strip()])
     env = harness.environment()
-    harness.print_header("calib_frames expression API vs frame API", env)
+    report.print_header("calib_frames expression API vs frame API", env)
     print(
         "\nratio = method seconds / calib_frames_metrics seconds (> 1: the frame API is "
         f"faster); best of {args.repeats} interleaved repeats; cross-check to {TOLERANCE:g}."

@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     repeats = 3 if args.quick else args.repeats
     env = harness.environment()
-    harness.print_header("import calib_frames: time, and altair left unimported", env)
+    report.print_header("import calib_frames: time, and altair left unimported", env)
     print(f"\nmedian of {repeats} fresh interpreters\n")
     src = frame_source(None, Spec(0, 1, 1), repeats=repeats)
     results: dict[str, Any] = {p.name: p.run(src) for p in REGISTRY}

@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     sources = [s.strip() for s in args.sources.split(",") if s.strip()]
     memory_methods = [m.strip() for m in args.memory_methods.split(",") if m.strip()]
     env = harness.environment()
-    harness.print_header("calib_frames grouped-metrics benchmark", env)
+    report.print_header("calib_frames grouped-metrics benchmark", env)
     print(
         "\nratio = method seconds / calib_frames seconds (> 1: calib_frames is faster); "
         f"best of {args.repeats} interleaved repeats ({args.repeats_large} from "
@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
                     failed += "error" in peak
     report.print_memory(memory)
     summary = report.summary(runs)
-    print(f"\nload average at end: {harness.load()}")
+    print(f"\nload average at end: {report.load()}")
     if failed:
         print(f"\n!! {failed} MISMATCH(ES) OR FAILURE(S) - see the tables above")
     report.save_json(args.json, environment=env, runs=runs, memory=memory, summary=summary)

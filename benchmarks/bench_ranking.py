@@ -257,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.queries, args.items, args.judged, args.repeats = [300], 20, 5, 1
     env = harness.environment()
-    harness.print_header("Ranking metrics against ranx and torchmetrics", env)
+    report.print_header("Ranking metrics against ranx and torchmetrics", env)
     print(f"\n{args.items} items per query, {args.judged} judged")
     runs: list[dict[str, Any]] = []
     failed = 0

@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.rows, args.groups, args.repeats = [2e4], 20, 1
     env = harness.environment()
-    harness.print_header("Fitting one temperature per group over option rows", env)
+    report.print_header("Fitting one temperature per group over option rows", env)
     runs: list[dict[str, Any]] = []
     failed = 0
     for rows in (int(r) for r in args.rows):

@@ -243,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     n, repeats = (500, 1) if args.quick else (args.questions, args.repeats)
     env = harness.environment()
-    harness.print_header("Sources: option softmax and the lm-eval reader", env)
+    report.print_header("Sources: option softmax and the lm-eval reader", env)
     frame, lls, lengths, gold = options_data(n)
     src = frame_source(frame, Spec(frame.height, n, 1), arrays=(lls, lengths, gold))
     runs = [timed(src, CHOICE, f"choice_predictions, {n:,} questions x 4 options", repeats)]

@@ -73,7 +73,7 @@ def run_polars(src: Source) -> pl.DataFrame:
     needs="pyspark",
 )
 def run_spark(src: Source) -> pl.DataFrame:
-    from calib_frames.engine.spark import spark_bin_statistics
+    from calib_frames.stats import spark_bin_statistics
 
     frame = spark_session().read.parquet(str(src.path))
     return cf.metrics_from_bin_statistics(spark_bin_statistics(frame, by=KEYS))
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [10**5] if args.quick else parse_sizes(args.sizes)
     repeats = 1 if args.quick else args.repeats
     env = harness.environment()
-    harness.print_header("Spark local vs polars: the row pass on the same parquet", env)
+    report.print_header("Spark local vs polars: the row pass on the same parquet", env)
     spark_session()
     runs, failed = [], 0
     for rows in sizes:

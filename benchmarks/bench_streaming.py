@@ -194,7 +194,7 @@ def sized(args: argparse.Namespace) -> tuple[list[dict[str, Any]], int]:
                     verdict = "ok" if out.get("ok") else "FAILED"
                     print(
                         f"  {name}: {out['seconds']:.1f} s, {speed:.1f} M rows/s, "
-                        f"peak {out['peak_mb']:.0f} MB, check {verdict}  (load {harness.load()})",
+                        f"peak {out['peak_mb']:.0f} MB, check {verdict}  (load {report.load()})",
                         flush=True,
                     )
                 failed += "error" in out or not out.get("ok", False)
@@ -317,7 +317,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     env = harness.environment()
-    harness.print_header("calib_frames streaming benchmark", env)
+    report.print_header("calib_frames streaming benchmark", env)
     t0 = time.perf_counter()
     results, failed = sized(args) if args.gb.strip() else ([], 0)
     print_sized(results)
@@ -325,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     failed += bad
     summary = report.summary(runs, reference="calib_frames_metrics") if runs else []
     report.print_memory(memory)
-    print(f"\nload average at end: {harness.load()}; {time.perf_counter() - t0:.0f} s in all")
+    print(f"\nload average at end: {report.load()}; {time.perf_counter() - t0:.0f} s in all")
     if failed:
         print(f"\n!! {failed} MISMATCH(ES) OR FAILURE(S) - see above")
     report.save_json(

@@ -363,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
         args.row_bootstrap = True
     rows, groups, reps, repeats = int(args.rows), args.groups, args.replicates, args.repeats
     env = harness.environment()
-    harness.print_header("Uncertainty: bootstrap intervals, noise floor, paired tests", env)
+    report.print_header("Uncertainty: bootstrap intervals, noise floor, paired tests", env)
     print(f"\nrows={rows:,} groups={groups} replicates={reps} (best of {repeats})")
     src, doc_src = sources(rows, groups, reps, args)
 

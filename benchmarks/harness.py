@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import report
 from benchmarks.peers import Peer, Result
 from benchmarks.workload import Source, Spec, memory_source
 
@@ -203,8 +204,6 @@ def run_sources(
     Returns the run records (for :func:`benchmarks.report.summary` and the JSON) and the
     number of mismatches and failures.
     """
-    from benchmarks import report
-
     runs, failed = [], 0
     for kind in kinds:
         src = memory_source(spec, path, chunk_rows) if kind == "memory" else None
@@ -244,7 +243,7 @@ def run_sources(
                 "seconds": best,
                 "checks": checks,
                 "errors": errors,
-                "load": load(),
+                "load": report.load(),
             }
         )
     return runs, failed
@@ -443,22 +442,6 @@ def environment() -> dict[str, Any]:
             row = con.execute("SELECT current_setting('threads')").fetchall()[0]
             env["duckdb_threads"] = row[0]
     return env
-
-
-def load() -> str:
-    """The 1, 5 and 15 minute load averages."""
-    try:
-        return " ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "?"
-
-
-def print_header(title: str, env: dict[str, Any]) -> None:
-    print(f"# {title}\n")
-    print("command: " + " ".join([Path(sys.executable).name, *sys.argv]))
-    for key, value in env.items():
-        print(f"- {key}: {value}")
-    print(f"- load average at start: {load()}")
 
 
 if __name__ == "__main__":  # the fresh interpreter of peak_rss

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-
-from benchmarks.harness import load
 
 FLOORS = ("floor", "floor_read")
 
@@ -201,3 +200,19 @@ def save_json(path: Path | None, *, quiet: bool = False, **sections: Any) -> Non
     path.write_text(json.dumps({"argv": sys.argv, **sections}, indent=2, default=str))
     if not quiet:
         print(f"\nsaved {path}")
+
+
+def load() -> str:
+    """The 1, 5 and 15 minute load averages."""
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "?"
+
+
+def print_header(title: str, env: dict[str, Any]) -> None:
+    print(f"# {title}\n")
+    print("command: " + " ".join([Path(sys.executable).name, *sys.argv]))
+    for key, value in env.items():
+        print(f"- {key}: {value}")
+    print(f"- load average at start: {load()}")

@@ -16,8 +16,8 @@ import polars as pl
 
 from calib_frames.binning import BinsLike, as_binning
 from calib_frames.exceptions import DataError
-from calib_frames.metrics import metrics_from_bin_statistics
-from calib_frames.perplexity import perplexity
+from calib_frames.metrics.calibration import metrics_from_bin_statistics
+from calib_frames.metrics.tokens import perplexity
 from calib_frames.stats import bin_statistics
 
 __all__ = ["BrierDecomposition", "CalibrationReport", "PerplexityResult"]
@@ -46,7 +46,7 @@ class BrierDecomposition:
     """Terms of the binned Brier decomposition; :attr:`total` adds them up.
 
     brier = reliability − resolution + uncertainty + within_bin_variance
-    + within_bin_covariance (see :mod:`calib_frames.metrics`).
+    + within_bin_covariance (see :mod:`calib_frames.metrics.calibration`).
     """
 
     reliability: float
@@ -74,7 +74,7 @@ class CalibrationReport:
     Attributes
     ----------
     ece, rmsce, mce, brier, log_loss, accuracy, mean_confidence : float
-        As defined in :mod:`calib_frames.metrics`.
+        As defined in :mod:`calib_frames.metrics.calibration`.
     decomposition : BrierDecomposition
         The Brier score's terms.
     populated_bins : int

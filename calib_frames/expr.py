@@ -7,8 +7,9 @@ For polars users who write their own aggregations::
 Each function takes column names or expressions (like ``pl.corr``) and returns an
 aggregating expression: one value per group in ``group_by().agg``, one value in
 ``select``, broadcast with ``.over(...)``; it runs on the streaming engine. The formulas
-are those of :mod:`calib_frames.metrics` and :mod:`calib_frames.perplexity`, evaluated
-by the same code (:func:`calib_frames.metrics.metric_expressions`): inside the
+are those of :mod:`calib_frames.metrics.calibration` and
+:mod:`calib_frames.metrics.tokens`, evaluated by the same code
+(:func:`calib_frames.metrics.calibration.metric_expressions`): inside the
 aggregation the rows of a group are gathered (``implode``) and each of the M bins gets
 its own conditional sums (``list.eval``), collected in one struct per group on which the
 formulas run. So the expressions hold each group's rows in memory and their cost grows
@@ -48,7 +49,7 @@ import polars as pl
 
 from calib_frames.binning import BinsLike, as_binning
 from calib_frames.engine.local import log_outcome_probability, weighted
-from calib_frames.metrics import BinSums, metric_expressions
+from calib_frames.metrics.calibration import BinSums, metric_expressions
 from calib_frames.schema import METRICS
 from calib_frames.validation import divide, not_true
 

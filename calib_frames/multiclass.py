@@ -69,7 +69,7 @@ import polars as pl
 from calib_frames.binning import BinsLike
 from calib_frames.estimators._rows import check_columns, keys_of
 from calib_frames.exceptions import ArgumentError, DataError, SchemaError
-from calib_frames.metrics import calibration_metrics
+from calib_frames.metrics.calibration import calibration_metrics
 from calib_frames.validation import Frame, as_lazy, return_like
 
 __all__ = [

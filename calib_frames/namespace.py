@@ -3,7 +3,7 @@
 Registered on both DataFrame and LazyFrame when calib_frames is imported. Every method
 has the name and the keyword parameters of the plain function it forwards to (with the
 frame as the first argument), so the output kind follows the input;
-``tests/test_api.py`` checks that the signatures agree.
+``tests/core/test_api.py`` checks that the signatures agree.
 
 =====================================  ==============================================
 method                                 function
@@ -38,8 +38,12 @@ from typing import Generic
 
 import polars as pl
 
-from calib_frames import compare, metrics, perplexity, stats
 from calib_frames.binning import BinsLike
+from calib_frames.comparison.table import comparison_table
+from calib_frames.metrics.calibration import calibration_metrics, metrics_from_bin_statistics
+from calib_frames.metrics.tokens import perplexity, perplexity_from_nll_sums
+from calib_frames.nll import merge_nll_sums, nll_sums
+from calib_frames.stats import bin_statistics, merge_bin_statistics, reliability_table
 from calib_frames.validation import Frame
 
 __all__ = ["CalibNamespace"]
@@ -79,7 +83,7 @@ class CalibNamespace(Generic[Frame]):
         DataFrame or LazyFrame
             The bin-statistics table.
         """
-        return stats.bin_statistics(
+        return bin_statistics(
             self._frame,
             confidence=confidence,
             correct=correct,
@@ -110,7 +114,7 @@ class CalibNamespace(Generic[Frame]):
         DataFrame or LazyFrame
             The reliability table.
         """
-        return stats.reliability_table(
+        return reliability_table(
             self._frame, confidence=confidence, correct=correct, by=by, bins=bins, weight=weight
         )
 
@@ -136,7 +140,7 @@ class CalibNamespace(Generic[Frame]):
         DataFrame or LazyFrame
             The metrics table.
         """
-        return metrics.calibration_metrics(
+        return calibration_metrics(
             self._frame,
             confidence=confidence,
             correct=correct,
@@ -154,7 +158,7 @@ class CalibNamespace(Generic[Frame]):
         DataFrame or LazyFrame
             The metrics table.
         """
-        return metrics.metrics_from_bin_statistics(self._frame)
+        return metrics_from_bin_statistics(self._frame)
 
     def merge_bin_statistics(self, *tables: Frame, by: str | Sequence[str] | None = None) -> Frame:
         """Merge this table with others: :func:`calib_frames.merge_bin_statistics`.
@@ -171,7 +175,7 @@ class CalibNamespace(Generic[Frame]):
         DataFrame or LazyFrame
             The merged table.
         """
-        return stats.merge_bin_statistics(self._frame, *tables, by=by)
+        return merge_bin_statistics(self._frame, *tables, by=by)
 
     def nll_sums(
         self,
@@ -195,7 +199,7 @@ class CalibNamespace(Generic[Frame]):
         DataFrame or LazyFrame
             The NLL-sums table.
         """
-        return perplexity.nll_sums(
+        return nll_sums(
             self._frame,
             nll=nll,
             tokens=tokens,
@@ -227,7 +231,7 @@ class CalibNamespace(Generic[Frame]):
         DataFrame or LazyFrame
             The perplexity table.
         """
-        return perplexity.perplexity(
+        return perplexity(
             self._frame,
             nll=nll,
             tokens=tokens,
@@ -245,7 +249,7 @@ class CalibNamespace(Generic[Frame]):
         DataFrame or LazyFrame
             The perplexity table.
         """
-        return perplexity.perplexity_from_nll_sums(self._frame)
+        return perplexity_from_nll_sums(self._frame)
 
     def merge_nll_sums(self, *tables: Frame, by: str | Sequence[str] | None = None) -> Frame:
         """Merge this table with others: :func:`calib_frames.merge_nll_sums`.
@@ -262,7 +266,7 @@ class CalibNamespace(Generic[Frame]):
         DataFrame or LazyFrame
             The merged table.
         """
-        return perplexity.merge_nll_sums(self._frame, *tables, by=by)
+        return merge_nll_sums(self._frame, *tables, by=by)
 
     def comparison_table(self, perplexity: Frame) -> Frame:
         """Join this metrics table with a perplexity table: :func:`calib_frames.comparison_table`.
@@ -277,7 +281,7 @@ class CalibNamespace(Generic[Frame]):
         DataFrame or LazyFrame
             The comparison table.
         """
-        return compare.comparison_table(self._frame, perplexity)
+        return comparison_table(self._frame, perplexity)
 
 
 pl.api.register_dataframe_namespace("calib")(CalibNamespace)

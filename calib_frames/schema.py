@@ -226,7 +226,7 @@ METRICS = Table(
     },
     built_by="calibration_metrics",
 )
-"""One row per group; formulas in :mod:`calib_frames.metrics`."""
+"""One row per group; formulas in :mod:`calib_frames.metrics.calibration`."""
 
 NLL_SUMS = Table(
     "NLL-sums table",
@@ -257,4 +257,4 @@ PERPLEXITY = Table(
     built_by="perplexity",
     optional=("bytes", "words", "byte_perplexity", "bits_per_byte", "word_perplexity"),
 )
-"""One row per group; formulas in :mod:`calib_frames.perplexity`."""
+"""One row per group; formulas in :mod:`calib_frames.metrics.tokens`."""

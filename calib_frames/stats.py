@@ -48,6 +48,7 @@ the outcome into columns and adds the empty bins. The group keys are the columns
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -64,11 +65,15 @@ from calib_frames.validation import (
     return_like,
 )
 
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame as SparkFrame
+
 __all__ = [
     "bin_statistics",
     "bin_statistics_from_cells",
     "merge_bin_statistics",
     "reliability_table",
+    "spark_bin_statistics",
 ]
 
 ADDITIVE_COLUMNS = BIN_STATISTICS.additive
@@ -429,3 +434,63 @@ def reliability_table(
         predictions, confidence=confidence, correct=correct, by=by, bins=bins, weight=weight
     )
     return stats.select(*group_keys(by), *RELIABILITY.names)
+
+
+def spark_bin_statistics(
+    frame: SparkFrame,
+    *,
+    confidence: str = "confidence",
+    correct: str = "correct",
+    by: str | Sequence[str] | None = None,
+    bins: BinsLike = 10,
+    weight: str | None = None,
+    log_confidence: str | None = None,
+) -> pl.DataFrame:
+    """:func:`~calib_frames.bin_statistics` of a Spark DataFrame: the row pass on Spark.
+
+    Parameters
+    ----------
+    frame
+        A Spark DataFrame of predictions (or ``spark.read.parquet(path)``).
+    confidence, correct, by, bins, weight, log_confidence
+        As in :func:`~calib_frames.bin_statistics` (fixed bins only).
+
+    Returns
+    -------
+    DataFrame
+        The bin-statistics table (polars), mergeable with tables from any engine.
+
+    Raises
+    ------
+    SchemaError, ArgumentError, DataError
+        As :func:`~calib_frames.bin_statistics`; equal-mass bins are an ArgumentError.
+
+    Examples
+    --------
+    With a Spark session (``tests/engine/test_spark.py`` runs this on a real local one)::
+
+        spark = SparkSession.builder.master("local[1]").getOrCreate()
+        rows = spark.createDataFrame([(0.9, True), (0.3, False)], ["confidence", "correct"])
+        stats = calib_frames.stats.spark_bin_statistics(rows)
+        calib_frames.metrics_from_bin_statistics(stats)["ece"].item()  # 0.2
+
+
+    """
+    from calib_frames.engine.spark import checked_spark_cells, spark_schema
+
+    spec = PredictionPass.build(
+        spark_schema(frame),
+        confidence=confidence,
+        correct=correct,
+        by=by,
+        bins=bins,
+        weight=weight,
+        log_confidence=log_confidence,
+    )
+    checked = checked_spark_cells(frame, spec)
+    try:
+        return bin_statistics_from_cells(
+            checked, keys=list(spec.keys), binning=spec.binning
+        ).collect()
+    except pl.exceptions.PolarsError as error:  # pragma: no cover - defensive
+        raise SchemaError(f"the Spark cell table could not be reduced: {error}") from None

@@ -34,6 +34,7 @@ from typing import Literal
 
 import polars as pl
 
+from calib_frames._version import __version__
 from calib_frames.binning import Binning
 from calib_frames.exceptions import ArgumentError, ReadError, SchemaError
 from calib_frames.schema import BIN_STATISTICS, FORMAT_VERSION, NLL_SUMS
@@ -77,7 +78,7 @@ class StoredStatistics:
 
     def merged(self) -> pl.DataFrame:
         """The batches summed: one table grouped by :attr:`keys` (no ``batch_id``)."""
-        from calib_frames.perplexity import merge_nll_sums
+        from calib_frames.nll import merge_nll_sums
         from calib_frames.stats import merge_bin_statistics
 
         merge = merge_bin_statistics if self.kind == "bin_statistics" else merge_nll_sums
@@ -179,7 +180,7 @@ def write_statistics(
         "keys": json.dumps(keys),
         "binning": json.dumps(None if binning is None else binning.to_dict()),
         "batches": json.dumps([batch_id]),
-        "version": _version(),
+        "version": __version__,
     }
     out = frame.select(pl.lit(batch_id).alias("batch_id"), pl.all())
     _write(out, path, metadata)
@@ -192,12 +193,6 @@ def _write(frame: pl.DataFrame, path: str | Path, metadata: dict[str, str]) -> N
             tmp, metadata={_PREFIX + key: value for key, value in metadata.items()}
         ),
     )
-
-
-def _version() -> str:
-    from calib_frames import __version__
-
-    return __version__
 
 
 def _kind_and_keys(schema: pl.Schema) -> tuple[Kind, list[str]]:
@@ -334,7 +329,7 @@ def merge_statistics_files(paths: Sequence[str | Path], out: str | Path) -> Stor
         "keys": json.dumps(stored.keys),
         "binning": json.dumps(None if stored.binning is None else stored.binning.to_dict()),
         "batches": json.dumps(stored.batches),
-        "version": _version(),
+        "version": __version__,
     }
     _write(stored.table, out, metadata)
     return stored

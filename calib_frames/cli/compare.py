@@ -14,9 +14,9 @@ import polars as pl
 
 from calib_frames.cli import common
 from calib_frames.cli.rows import add_prediction_arguments, collect_statistics, row_queries
-from calib_frames.compare import comparison_table
-from calib_frames.metrics import metrics_from_bin_statistics
-from calib_frames.perplexity import perplexity_from_nll_sums
+from calib_frames.comparison.table import comparison_table
+from calib_frames.metrics.calibration import metrics_from_bin_statistics
+from calib_frames.metrics.tokens import perplexity_from_nll_sums
 
 __all__ = ["add_parser", "build_table", "run"]
 

@@ -40,10 +40,10 @@ import polars as pl
 from calib_frames.cli import common
 from calib_frames.cli.compare import print_summary
 from calib_frames.cli.rows import add_prediction_arguments, collect_statistics, row_queries
-from calib_frames.compare import comparison_table
+from calib_frames.comparison.table import comparison_table
 from calib_frames.exceptions import ArgumentError
-from calib_frames.metrics import metrics_from_bin_statistics
-from calib_frames.perplexity import perplexity_from_nll_sums
+from calib_frames.metrics.calibration import metrics_from_bin_statistics
+from calib_frames.metrics.tokens import perplexity_from_nll_sums
 from calib_frames.schema import BIN_STATISTICS, PERPLEXITY
 from calib_frames.storage import read_statistics
 from calib_frames.validation import as_lazy
@@ -96,7 +96,7 @@ def _out_dir(out: Path) -> None:
 
 def _lm_eval_tables(args: argparse.Namespace) -> tuple[pl.DataFrame, pl.DataFrame, list[Path]]:
     """Bin statistics of the multiple-choice tasks and lm-eval's own aggregates."""
-    from calib_frames.sources import lm_eval_comparison
+    from calib_frames.comparison.lm_eval import lm_eval_comparison
     from calib_frames.stats import bin_statistics
 
     predictions, files = common.lm_eval_predictions(args.inputs)

@@ -18,7 +18,7 @@ import polars as pl
 from calib_frames.binning import Binning
 from calib_frames.cli import common
 from calib_frames.exceptions import ArgumentError
-from calib_frames.perplexity import nll_sums
+from calib_frames.nll import nll_sums
 from calib_frames.stats import bin_statistics
 
 __all__ = ["RowQueries", "add_prediction_arguments", "collect_statistics", "row_queries"]
@@ -197,7 +197,7 @@ def collect_statistics(
 def _spark_statistics(queries: RowQueries, args: argparse.Namespace) -> pl.DataFrame:
     from pyspark.sql import SparkSession
 
-    from calib_frames.engine.spark import spark_bin_statistics
+    from calib_frames.stats import spark_bin_statistics
 
     spark = SparkSession.builder.appName("calib-frames").getOrCreate()
     paths = [str(p) for p in queries.prediction_files]

@@ -23,22 +23,22 @@ Spark at all: run ``calib-frames stats`` on each file (one batch each), then
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
 
-from calib_frames.binning import Binning, BinsLike
+from calib_frames._deprecated import moved
+from calib_frames.binning import Binning
 from calib_frames.engine.local import SMALLEST_NORMAL, PredictionPass
-from calib_frames.exceptions import ArgumentError, SchemaError
+from calib_frames.exceptions import ArgumentError
 from calib_frames.validation import RowCheck, raise_on_bad_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
     from pyspark.sql import DataFrame as SparkFrame
 
-__all__ = ["spark_bin_statistics", "spark_prediction_cells"]
+__all__ = ["checked_spark_cells", "spark_prediction_cells", "spark_schema"]
 
 _NUDGE = 4 * float(np.finfo(np.float64).eps)
 
@@ -53,7 +53,7 @@ def _functions() -> Any:
     return functions
 
 
-def _polars_schema(frame: SparkFrame) -> pl.Schema:
+def spark_schema(frame: SparkFrame) -> pl.Schema:
     """The polars schema of a Spark DataFrame's columns (numeric kinds are what matters)."""
     from pyspark.sql import types as T
 
@@ -136,7 +136,7 @@ def spark_prediction_cells(frame: SparkFrame, spec: PredictionPass) -> pl.LazyFr
 
     Examples
     --------
-    See :func:`spark_bin_statistics`, which adds the checks and the reduction.
+    See :func:`checked_spark_cells`, which adds the checks.
     """
     F = _functions()
     p = F.col(spec.confidence).cast("double")
@@ -205,57 +205,30 @@ def spark_prediction_cells(frame: SparkFrame, spec: PredictionPass) -> pl.LazyFr
     return cells.lazy().with_columns(casts).drop("__bin", "__outcome")
 
 
-def spark_bin_statistics(
-    frame: SparkFrame,
-    *,
-    confidence: str = "confidence",
-    correct: str = "correct",
-    by: str | Sequence[str] | None = None,
-    bins: BinsLike = 10,
-    weight: str | None = None,
-    log_confidence: str | None = None,
-) -> pl.DataFrame:
-    """:func:`~calib_frames.bin_statistics` of a Spark DataFrame: the row pass on Spark.
+def checked_spark_cells(frame: SparkFrame, spec: PredictionPass) -> pl.LazyFrame:
+    """The Spark cell table with the row checks attached (raised when it is collected).
+
+    The examples of bad rows are looked up on Spark, with one early-stopping filter, only
+    on the error path. :func:`calib_frames.stats.spark_bin_statistics` reduces the result.
 
     Parameters
     ----------
     frame
-        A Spark DataFrame of predictions (or ``spark.read.parquet(path)``).
-    confidence, correct, by, bins, weight, log_confidence
-        As in :func:`~calib_frames.bin_statistics` (fixed bins only).
+        A Spark DataFrame of predictions.
+    spec
+        Columns and binning, from :meth:`~calib_frames.engine.PredictionPass.build`
+        (fixed bins only).
 
     Returns
     -------
-    DataFrame
-        The bin-statistics table (polars), mergeable with tables from any engine.
+    LazyFrame
+        The checked cell table (:data:`calib_frames.schema.CELLS`).
 
     Raises
     ------
-    SchemaError, ArgumentError, DataError
-        As :func:`~calib_frames.bin_statistics`; equal-mass bins are an ArgumentError.
-
-    Examples
-    --------
-    With a Spark session (``tests/test_spark.py`` runs this on a real local one)::
-
-        spark = SparkSession.builder.master("local[1]").getOrCreate()
-        rows = spark.createDataFrame([(0.9, True), (0.3, False)], ["confidence", "correct"])
-        stats = spark_bin_statistics(rows)
-        calib_frames.metrics_from_bin_statistics(stats)["ece"].item()  # 0.2
-
-
+    ArgumentError
+        Equal-mass bins (they need every row of a group in memory).
     """
-    from calib_frames.stats import bin_statistics_from_cells
-
-    spec = PredictionPass.build(
-        _polars_schema(frame),
-        confidence=confidence,
-        correct=correct,
-        by=by,
-        bins=bins,
-        weight=weight,
-        log_confidence=log_confidence,
-    )
     if not spec.binning.additive:
         _bin_index(_functions().lit(0.0), spec.binning)  # raises for equal-mass bins
     cells = spark_prediction_cells(frame, spec)
@@ -269,16 +242,16 @@ def spark_bin_statistics(
         found = frame.filter(predicate).select(*columns).limit(1).collect()
         return found[0].asDict() if found else None
 
-    checked = raise_on_bad_rows(
+    return raise_on_bad_rows(
         cells,
         keys=spec.keys,
         checks=spec.row_checks(),
         total_rows=pl.col("count").sum(),
         find_example=find_example,
     )
-    try:
-        return bin_statistics_from_cells(
-            checked, keys=list(spec.keys), binning=spec.binning
-        ).collect()
-    except pl.exceptions.PolarsError as error:  # pragma: no cover - defensive
-        raise SchemaError(f"the Spark cell table could not be reduced: {error}") from None
+
+
+__getattr__ = moved(
+    "calib_frames.engine.spark",
+    {"spark_bin_statistics": "calib_frames.stats.spark_bin_statistics"},
+)

@@ -46,7 +46,7 @@ approximate: the skewness of the within-cell mean in cells of a handful of rows,
 variability of the within-cell spread (which only enters ``within_bin_variance`` and, at
 second order, ``brier``) when the confidences in a cell are far from uniform (e.g. a few
 repeated values: κ is then smaller and the interval somewhat too wide).
-``tests/test_uncertainty_bootstrap.py`` compares the intervals with the exact row-level
+``tests/estimators/test_bootstrap.py`` compares the intervals with the exact row-level
 bootstrap (``resample="rows"``) and checks their coverage on simulated data of known
 truth. Measured on 20 groups × 2000 overconfident predictions,
 400 replicates: the mean ratio of interval widths (bins / rows) is 0.99 for accuracy,
@@ -92,7 +92,7 @@ from calib_frames.binning import BinsLike
 from calib_frames.estimators._rows import check_columns
 from calib_frames.estimators.intervals import check_level
 from calib_frames.exceptions import ArgumentError, DataError, SchemaError
-from calib_frames.metrics import metrics_from_bin_statistics
+from calib_frames.metrics.calibration import metrics_from_bin_statistics
 from calib_frames.schema import BIN_STATISTICS
 from calib_frames.stats import bin_statistics
 from calib_frames.validation import Frame, as_lazy, group_keys, return_like

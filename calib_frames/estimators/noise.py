@@ -22,7 +22,7 @@ C_b is a sum of independent Bernoullis with unequal p (Poisson-binomial). It is 
 the binomial with the *same mean and variance*: n′ = round(μ_b² / (μ_b − V_b)) trials of
 probability μ_b / n′ (n′ ≤ n_b; n′ = n_b and p̄ when all confidences of the bin are
 equal). Unlike a normal approximation this keeps the discreteness that dominates small
-bins. ``tests/test_uncertainty_noise.py`` compares the resulting distribution with the
+bins. ``tests/estimators/test_noise.py`` compares the resulting distribution with the
 exact Bernoulli resampling of rows.
 
 Per group and replicate the ECE under H₀ is computed from the draws; then

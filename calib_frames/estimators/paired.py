@@ -71,7 +71,7 @@ from calib_frames.estimators.bootstrap import (
 from calib_frames.estimators.intervals import check_level
 from calib_frames.estimators.multiple_testing import adjust_p_values
 from calib_frames.exceptions import ArgumentError, DataError, SchemaError
-from calib_frames.metrics import metrics_from_bin_statistics
+from calib_frames.metrics.calibration import metrics_from_bin_statistics
 from calib_frames.schema import BIN_STATISTICS
 from calib_frames.validation import Frame, as_lazy, group_keys, return_like
 

@@ -31,7 +31,7 @@ import polars as pl
 from calib_frames.binning import Binning
 from calib_frames.estimators._rows import check_columns, keys_of, raise_on_bad_rows
 from calib_frames.exceptions import ArgumentError
-from calib_frames.metrics import calibration_metrics
+from calib_frames.metrics.calibration import calibration_metrics
 from calib_frames.validation import (
     Frame,
     RowCheck,

@@ -29,7 +29,7 @@ import polars as pl
 
 from calib_frames.binning import BinsLike
 from calib_frames.exceptions import ArgumentError, DataError, SchemaError
-from calib_frames.metrics import calibration_metrics
+from calib_frames.metrics.calibration import calibration_metrics
 from calib_frames.recalibrate import histogram, platt, temperature
 from calib_frames.recalibrate.splits import assign_folds, normalise_keys
 from calib_frames.stats import reliability_table

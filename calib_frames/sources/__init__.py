@@ -11,9 +11,9 @@
 * :mod:`~calib_frames.sources.openai`: OpenAI-style chat completions with logprobs.
 """
 
+from calib_frames._deprecated import moved
 from calib_frames.sources.files import ScanResult, scan_predictions, scan_table, scan_tokens
 from calib_frames.sources.lm_eval import (
-    lm_eval_comparison,
     lm_eval_reported,
     lm_eval_runs,
     scan_lm_eval_documents,
@@ -43,7 +43,6 @@ __all__ = [
     "answer_confidence",
     "brier_multiclass",
     "choice_predictions",
-    "lm_eval_comparison",
     "lm_eval_reported",
     "lm_eval_runs",
     "openai_answer_confidence",
@@ -59,3 +58,7 @@ __all__ = [
     "verbalized_confidence",
     "with_verbalized_confidence",
 ]
+
+__getattr__ = moved(
+    "calib_frames.sources", {"lm_eval_comparison": "calib_frames.comparison.lm_eval_comparison"}
+)

@@ -1,0 +1,267 @@
+"""The command line fed the way a careless user would: every case exits 1 or 2 with one
+line on stderr naming the file, column or line, or gives the right table; never a traceback.
+
+In-process (``calib_frames.cli.main``), so the file stays fast.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import calib_frames as cf
+from calib_frames.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+LM_EVAL = ROOT / "data" / "lm_eval"
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str, str]:
+    status = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def error_of(capsys: pytest.CaptureFixture[str], code: int, *args: str | Path) -> str:
+    status, _, err = run(capsys, *args)
+    assert status == code, err
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("calib-frames: error: "), err
+    return lines[0]
+
+
+def lm_copy(tmp_path: Path) -> Path:
+    folder = tmp_path / "run"
+    shutil.copytree(LM_EVAL / "calib__tiny-gpt2-m", folder)
+    return folder
+
+
+def test_compare_reads_lm_eval_folders(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """An lm-eval folder was read as a JSON table (results_*.json): 'column not found'."""
+    out = tmp_path / "t.csv"
+    status, _, err = run(capsys, "compare", LM_EVAL, "--output", out)
+    assert status == 0, err
+    table = pl.read_csv(out)
+    assert table.columns[:2] == ["model", "task"]
+    # the same numbers as the Python pipeline on the latest run of each model × task
+    options = cf.sources.scan_lm_eval_options(LM_EVAL)
+    latest = options.filter(pl.col("run") == pl.col("run").max().over("model", "task"))
+    predictions = cf.sources.choice_predictions(latest, by=["model", "task"])
+    expected = cf.calibration_metrics(predictions, by=["model", "task"]).collect()
+    joined = table.join(expected, on=["model", "task"], suffix="_py")
+    assert joined.height == expected.height == 4
+    for column in ("count", "accuracy", "ece", "brier"):
+        assert (joined[column] - joined[f"{column}_py"]).abs().max() < 1e-12  # type: ignore[operator]
+
+
+def test_format_lm_eval_is_honoured(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """--format lm-eval was offered by --help and then refused by the reader (exit 2)."""
+    status, out, err = run(capsys, "compare", LM_EVAL, "--format", "lm-eval", "--by", "model")
+    assert status == 0, err
+    assert "calib/tiny-gpt2-m" in out
+    status, _, err = run(capsys, "stats", LM_EVAL, "--out", tmp_path / "s.parquet")
+    assert status == 0, err
+    assert cf.read_statistics(tmp_path / "s.parquet").merged()["count"].sum() == 500
+
+
+def test_format_lm_eval_on_a_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    csv = tmp_path / "p.csv"
+    csv.write_text("confidence,correct\n0.5,true\n")
+    assert "output folder is needed" in error_of(capsys, 2, "compare", csv, "--format", "lm-eval")
+
+
+@pytest.mark.parametrize("content", [None, "readme"])
+def test_folder_without_lm_eval_results(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, content: str | None
+) -> None:
+    folder = tmp_path / "nolm"
+    folder.mkdir()
+    if content:
+        (folder / "readme.txt").write_text(content)
+    line = error_of(capsys, 1, "compare", folder, "--format", "lm-eval")
+    assert "nolm" in line and "results_<date>.json" in line
+
+
+def test_truncated_samples_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    folder = lm_copy(tmp_path)
+    samples = next(folder.glob("samples_calib_colors_*.jsonl"))
+    data = samples.read_bytes()
+    samples.write_bytes(data[: len(data) // 2])
+    line = error_of(capsys, 1, "compare", folder)
+    assert samples.name in line and ", line " in line
+
+
+def test_empty_samples_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """An empty samples file gave an empty table and exit 0."""
+    folder = lm_copy(tmp_path)
+    samples = next(folder.glob("samples_calib_colors_*.jsonl"))
+    samples.write_text("")
+    line = error_of(capsys, 1, "compare", folder)
+    assert samples.name in line and "empty samples file" in line
+
+
+@pytest.mark.parametrize("text", ["{not json", "", "[1, 2]"])
+def test_results_json_that_is_not_json(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str
+) -> None:
+    folder = lm_copy(tmp_path)
+    results = next(folder.glob("results_*.json"))
+    results.write_text(text)
+    assert results.name in error_of(capsys, 1, "compare", folder)
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("confidence,correct\nabc,true\n0.5,false\n", "line 2"),  # a word in a number column
+        ("confidence,correct\n0.5,yes\n0.7,no\n", "line 2"),  # a word in the outcome
+        ("confidence,correct\n,true\n,false\n", "2 of 2 rows"),  # every confidence empty
+        ("confidence,correct\n0.3,\n0.2,\n", "2 of 2 rows"),  # every outcome empty
+        ("confidence,correct\nNaN,true\n0.5,false\n", "1 of 2 rows"),
+        ("confidence,correct\ninf,true\n0.5,false\n", "1 of 2 rows"),
+    ],
+)
+def test_csv_values_are_named_by_line_or_row_count(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, content: str, expected: str
+) -> None:
+    """Text in a number column was 'must be numeric, got dtype String' (no row, no line)."""
+    csv = tmp_path / "p.csv"
+    csv.write_text(content)
+    line = error_of(capsys, 1, "compare", csv)
+    assert expected in line
+    assert "got dtype String" not in line
+    assert ":;" not in line
+
+
+def test_renamed_role_column_is_retyped(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    csv = tmp_path / "p.csv"
+    csv.write_text("p,correct\nabc,true\n")
+    line = error_of(capsys, 1, "compare", csv, "--columns", "p=prob", "--confidence", "prob")
+    assert "p.csv, line 2" in line
+
+
+@pytest.mark.parametrize("command", ["compare", "report"])
+@pytest.mark.parametrize("kind", ["header-only csv", "zero-row parquet"])
+def test_inputs_without_rows(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str, kind: str
+) -> None:
+    """A header-only CSV was a dtype error; a zero-row parquet printed ece = 0 (exit 0)."""
+    if kind == "header-only csv":
+        path = tmp_path / "p.csv"
+        path.write_text("confidence,correct\n")
+    else:
+        path = tmp_path / "p.parquet"
+        pl.DataFrame(schema={"confidence": pl.Float64, "correct": pl.Boolean}).write_parquet(path)
+    extra = ["--out", str(tmp_path / "out")] if command == "report" else []
+    line = error_of(capsys, 1, command, path, *extra)
+    assert "no prediction rows" in line and path.name in line
+
+
+def test_csv_named_parquet(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    fake = tmp_path / "p.parquet"
+    fake.write_text("confidence,correct\n0.5,true\n")
+    assert "p.parquet" in error_of(capsys, 1, "compare", fake)
+    assert "p.parquet" in error_of(capsys, 1, "merge", fake, "--out", tmp_path / "m.parquet")
+
+
+@pytest.mark.parametrize("name", ["count", "bin"])
+def test_key_named_like_an_output_column(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, name: str
+) -> None:
+    csv = tmp_path / "p.csv"
+    csv.write_text(f"{name},confidence,correct\n1,0.5,true\n2,0.6,false\n")
+    assert repr(name) in error_of(capsys, 1, "compare", csv, "--by", name)
+
+
+def test_hostile_key_names(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "p.parquet"
+    pl.DataFrame(
+        {"confidence": [0.5, 0.6], "correct": [True, False], "model name ü": ["a b", "ü"]}
+    ).write_parquet(path)
+    out = tmp_path / "t.csv"
+    status, _, err = run(capsys, "compare", path, "--by", "model name ü", "--output", out)
+    assert status == 0, err
+    table = pl.read_csv(out).sort("model name ü")
+    assert table["model name ü"].to_list() == ["a b", "ü"]
+    assert table["accuracy"].to_list() == [1.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["compare", "does-not-exist.csv"],
+        ["compare", "{csv}", "--bins", "0"],
+        ["compare", "{csv}", "--output", "/does/not/exist/t.csv"],
+        ["merge", "does-not-exist.parquet"],
+    ],
+)
+def test_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path, args: list[str]) -> None:
+    csv = tmp_path / "p.csv"
+    csv.write_text("confidence,correct\n0.5,true\n")
+    error_of(capsys, 2, *(a.format(csv=csv) for a in args))
+
+
+@pytest.mark.parametrize("command", ["compare", "report"])
+def test_token_file_without_rows(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str
+) -> None:
+    """A header-only token file printed perplexity NaN with exit 0."""
+    predictions = tmp_path / "p.csv"
+    predictions.write_text("confidence,correct\n0.5,true\n")
+    tokens = tmp_path / "t.csv"
+    tokens.write_text("model,nll,tokens\n")
+    extra = ["--out", str(tmp_path / "out")] if command == "report" else []
+    line = error_of(
+        capsys, 1, command, predictions, "--token-file", tokens, "--tokens", "tokens", *extra
+    )
+    assert "no token rows" in line and "t.csv" in line
+
+
+def test_token_file_stray_word(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    predictions = tmp_path / "p.csv"
+    predictions.write_text("confidence,correct\n0.5,true\n")
+    tokens = tmp_path / "t.csv"
+    tokens.write_text("model,nll,tokens\na,2.5,abc\n")
+    line = error_of(capsys, 1, "compare", predictions, "--token-file", tokens, "--tokens", "tokens")
+    assert "t.csv, line 2" in line
+
+
+@pytest.mark.parametrize("flag", ["--out", "--nll-out"])
+def test_stats_outputs_must_be_parquet(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, flag: str
+) -> None:
+    """stats --out x.csv wrote parquet bytes into a file named .csv."""
+    predictions = tmp_path / "p.csv"
+    predictions.write_text("confidence,correct\n0.5,true\n")
+    outs = {"--out": tmp_path / "s.parquet", "--nll-out": tmp_path / "n.parquet"}
+    outs[flag] = tmp_path / "x.csv"
+    args = ["stats", predictions, "--out", outs["--out"]]
+    if flag == "--nll-out":
+        tokens = tmp_path / "t.csv"
+        tokens.write_text("nll\n1.0\n")
+        args += ["--token-file", tokens, "--token-level", "--nll-out", outs["--nll-out"]]
+    assert "x.csv" in error_of(capsys, 2, *args)
+    assert not (tmp_path / "x.csv").exists()
+
+
+def test_lm_eval_folders_with_spark(capsys: pytest.CaptureFixture[str]) -> None:
+    """Spark was handed the raw samples/results JSON: 'reads inputs of one format at a time'."""
+    line = error_of(capsys, 2, "compare", LM_EVAL, "--engine", "spark")
+    assert "lm-eval folders are read by polars" in line
+
+
+@pytest.mark.parametrize(
+    "flag", [["--tokens-by", "model"], ["--tokens", "tokens"], ["--bytes", "b"]]
+)
+def test_token_flags_without_token_files_are_a_usage_error(
+    flag: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from calib_frames.cli import main as cli_main
+
+    predictions = Path(__file__).resolve().parents[2] / "data" / "synthetic_predictions.parquet"
+    assert cli_main(["compare", str(predictions), *flag]) == 2
+    assert "--token-file" in capsys.readouterr().err

@@ -1,0 +1,232 @@
+"""End to end: the HTML report and a saved chart open in real headless Chromium, offline.
+
+The page is loaded from a file with the browser context offline and every non-file
+request aborted and recorded. Checked: every chart drew (an SVG with marks), no console
+error or uncaught exception, no request left the page, and the hostile model names show
+as text without running anything (no dialog was opened, no element they spell exists).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+import calib_frames as cf
+from calib_frames.plot import reliability_diagram, save_chart
+from calib_frames.report import write_report
+
+ROOT = Path(__file__).resolve().parents[2]
+HOSTILE = {
+    "calibrated": "<script>alert(1)</script>",
+    "overconfident": '"><img src=x onerror=alert(2)>',
+    "underconfident": "</script><script>alert(3)</script>",
+}
+RENDER_TIMEOUT_MS = 120_000  # a guard against a hung page, not a timing assertion
+
+
+@pytest.fixture(scope="module")
+def hostile_tables() -> dict[str, pl.DataFrame]:
+    predictions = pl.read_parquet(ROOT / "data" / "synthetic_predictions.parquet")
+    tokens = pl.read_parquet(ROOT / "data" / "synthetic_tokens.parquet")
+    predictions = predictions.with_columns(pl.col("model").replace(HOSTILE))
+    tokens = tokens.with_columns(pl.col("model").replace(HOSTILE))
+    stats = cf.bin_statistics(predictions, by=["model", "task"])
+    metrics = cf.metrics_from_bin_statistics(stats)
+    ppl = cf.perplexity(tokens, by=["model", "task"], tokens="tokens", bytes="bytes")
+    return {"stats": stats, "comparison": cf.comparison_table(metrics, ppl), "ppl": ppl}
+
+
+class PageLog:
+    """What a page did: console errors, uncaught errors, dialogs, outside requests."""
+
+    def __init__(self, page: Any) -> None:
+        self.errors: list[str] = []
+        self.dialogs: list[str] = []
+        self.requests: list[str] = []
+        page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda error: self.errors.append(str(error)))
+        page.on("dialog", self._dialog)
+        page.route("**/*", self._route)
+
+    def _dialog(self, dialog: Any) -> None:
+        self.dialogs.append(f"{dialog.type}: {dialog.message}")
+        dialog.dismiss()
+
+    def _route(self, route: Any) -> None:
+        url = route.request.url
+        if url.startswith("file://"):
+            route.continue_()
+        else:
+            self.requests.append(url)
+            route.abort()
+
+
+def open_offline(browser: Any, path: Path) -> tuple[Any, Any, PageLog]:
+    context = browser.new_context(offline=True, viewport={"width": 1500, "height": 1000})
+    page = context.new_page()
+    log = PageLog(page)
+    page.goto(path.resolve().as_uri())
+    page.wait_for_function(
+        "document.querySelectorAll('[data-vega-spec]').length > 0 && "
+        "document.querySelectorAll('[data-vega-spec]').length === "
+        "document.querySelectorAll('[data-rendered]').length",
+        timeout=RENDER_TIMEOUT_MS,
+    )
+    return context, page, log
+
+
+def chart_states(page: Any) -> list[tuple[str, int]]:
+    return [
+        (state, marks)
+        for state, marks in page.eval_on_selector_all(
+            "[data-vega-spec]",
+            "els => els.map(e => [e.getAttribute('data-rendered'),"
+            " e.querySelectorAll('svg path, svg line, svg rect, svg text').length])",
+        )
+    ]
+
+
+def test_report_renders_offline_and_hostile_names_stay_text(
+    browser: Any, hostile_tables: dict[str, pl.DataFrame], tmp_path: Path
+) -> None:
+    path = write_report(
+        tmp_path / "report.html",
+        comparison=hostile_tables["comparison"],
+        bin_statistics=hostile_tables["stats"],
+        perplexity=hostile_tables["ppl"],
+        title='Report <b>"&"</b>',
+        inputs={"<i>preds</i>.parquet": 24_000},
+    )
+    context, page, log = open_offline(browser, path)
+    try:
+        states = chart_states(page)
+        assert len(states) == 5  # reliability, histogram, scatter, Brier, perplexity
+        assert all(state == "true" for state, _ in states), states
+        assert all(marks > 20 for _, marks in states), states
+        assert log.errors == []
+        assert log.dialogs == []
+        assert log.requests == []
+        # the names are text in the table, in the SVG legends and headers
+        cells = page.locator("#comparison td.key").all_inner_texts()
+        for name in HOSTILE.values():
+            assert cells.count(name) == 4  # one row per task
+        svg_text = page.eval_on_selector_all(
+            "svg text", "els => els.map(e => e.textContent).join('\\n')"
+        )
+        assert "<script>alert(1)</script>" in svg_text
+        assert page.title() == 'Report <b>"&"</b>'
+        assert page.locator("h1").inner_text() == 'Report <b>"&"</b>'
+        assert "<i>preds</i>.parquet (24,000 rows)" in page.locator("dl.meta").inner_text()
+        # nothing the names spell became an element
+        assert page.locator("img").count() == 0
+        assert page.locator("h1 b, dl.meta i").count() == 0
+        scripts = page.eval_on_selector_all("script", "els => els.map(e => e.type || 'js')")
+        assert scripts.count("application/json") == 5
+        assert len(scripts) == 5 + 3  # specs, the Vega bundle, the sort and embed code
+        # tooltips (vega-tooltip builds HTML) show the names as text too
+        seen = set()
+        points = page.locator("#chart-0 svg g.mark-symbol path")
+        tooltip = page.locator("#vg-tooltip-element")
+        for index in range(0, points.count(), 3):
+            points.nth(index).hover(force=True)
+            if tooltip.count() and tooltip.is_visible():
+                text = tooltip.inner_text()
+                seen |= {name for name in HOSTILE.values() if name in text}
+            if len(seen) == len(HOSTILE):
+                break
+        assert seen == set(HOSTILE.values())
+        assert page.locator("#vg-tooltip-element img, #vg-tooltip-element script").count() == 0
+        assert log.dialogs == [] and log.errors == []
+        page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
+        assert (tmp_path / "report.png").stat().st_size > 10_000
+    finally:
+        context.close()
+
+
+def test_report_table_sorts_in_the_browser(
+    browser: Any, hostile_tables: dict[str, pl.DataFrame], tmp_path: Path
+) -> None:
+    path = write_report(
+        tmp_path / "report.html",
+        comparison=hostile_tables["comparison"],
+        bin_statistics=hostile_tables["stats"],
+    )
+    context, page, log = open_offline(browser, path)
+    try:
+        headers = page.locator("#comparison thead th").all_inner_texts()
+        column = headers.index("ECE")
+        header = page.locator("#comparison thead th").nth(column)
+        header.click()
+        assert header.get_attribute("aria-sort") == "ascending"
+
+        def values() -> list[float]:
+            return [
+                float(v)
+                for v in page.eval_on_selector_all(
+                    f"#comparison tbody tr td:nth-child({column + 1})",
+                    "els => els.map(e => e.getAttribute('data-value'))",
+                )
+            ]
+
+        ascending = values()
+        assert ascending == sorted(ascending)
+        expected = sorted(hostile_tables["comparison"].get_column("ece").to_list())
+        assert ascending == pytest.approx(expected, rel=1e-12)
+        header.click()
+        assert header.get_attribute("aria-sort") == "descending"
+        assert values() == sorted(ascending, reverse=True)
+        assert log.errors == []
+    finally:
+        context.close()
+
+
+def test_saved_chart_html_renders_offline(
+    browser: Any, hostile_tables: dict[str, pl.DataFrame], tmp_path: Path
+) -> None:
+    stats = hostile_tables["stats"]
+    chart = reliability_diagram(stats, hostile_tables["comparison"], facet="task")
+    path = save_chart(chart, tmp_path / "diagram.html")
+    context, page, log = open_offline(browser, path)
+    try:
+        [(state, marks)] = chart_states(page)
+        assert state == "true"
+        assert marks > 100
+        assert log.errors == [] and log.dialogs == [] and log.requests == []
+        assert page.locator("img").count() == 0
+    finally:
+        context.close()
+
+
+def test_without_json_escaping_the_hostile_name_would_run(
+    browser: Any,
+    hostile_tables: dict[str, pl.DataFrame],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The harness sees an attack: with the JSON escaping switched off, the name
+    ``</script><script>alert(3)</script>`` closes the spec element and opens a dialog."""
+    from calib_frames.plot import export
+
+    monkeypatch.setattr(export, "_JSON_ESCAPES", {})
+    path = save_chart(reliability_diagram(hostile_tables["stats"]), tmp_path / "unescaped.html")
+    context = browser.new_context(offline=True)
+    page = context.new_page()
+    log = PageLog(page)
+    try:
+        page.goto(path.resolve().as_uri(), wait_until="load")
+        assert "alert: 3" in log.dialogs
+    finally:
+        context.close()
+
+
+def test_missing_chromium_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a browser (and without root to install one) the fixture fails, never skips."""
+    import conftest
+
+    monkeypatch.setattr(conftest, "CHROMIUM_CANDIDATES", ("/nonexistent/chromium",))
+    monkeypatch.setattr(conftest.shutil, "which", lambda name: None)
+    with pytest.raises(pytest.fail.Exception, match="need Chromium"):
+        conftest.locate_chromium()

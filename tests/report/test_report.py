@@ -1,0 +1,180 @@
+"""The HTML report as a file: header, table (formatting, best marks, intervals), charts,
+escaping of names, refusals and atomic writing. The browser test opens it for real."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import calib_frames as cf
+from calib_frames.exceptions import ArgumentError, SchemaError
+from calib_frames.report import report_html, write_report
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def tables() -> dict[str, pl.DataFrame]:
+    predictions = pl.read_parquet(ROOT / "data" / "synthetic_predictions.parquet")
+    tokens = pl.read_parquet(ROOT / "data" / "synthetic_tokens.parquet")
+    stats = cf.bin_statistics(predictions, by=["model", "task"])
+    metrics = cf.metrics_from_bin_statistics(stats)
+    ppl = cf.perplexity(tokens, by=["model", "task"], tokens="tokens", bytes="bytes")
+    return {"stats": stats, "metrics": metrics, "comparison": cf.comparison_table(metrics, ppl)}
+
+
+def table_rows(page: str) -> list[str]:
+    body = page.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
+    return re.findall(r"<tr>(.*?)</tr>", body)
+
+
+def cells(row: str) -> list[tuple[str, str, str]]:
+    """(class, data-value, text) of each cell."""
+    return [
+        (css or "", value, text)
+        for css, value, text in re.findall(
+            r'<td(?: class="([^"]*)")? data-value="([^"]*)">(.*?)</td>', row
+        )
+    ]
+
+
+def headers(page: str) -> list[str]:
+    head = page.split("<thead>", 1)[1].split("</thead>", 1)[0]
+    return [html.unescape(t) for t in re.findall(r"<th[^>]*>(.*?)</th>", head)]
+
+
+def test_report_header_table_and_charts(tables: dict[str, pl.DataFrame], tmp_path: Path) -> None:
+    path = write_report(
+        tmp_path / "report.html",
+        comparison=tables["comparison"],
+        bin_statistics=tables["stats"],
+        inputs={"data/synthetic_predictions.parquet": 24_000, "tokens.parquet": None},
+    )
+    page = path.read_text(encoding="utf-8")
+    assert "data/synthetic_predictions.parquet (24,000 rows); tokens.parquet" in page
+    assert "24,000 in 12 groups" in page
+    assert "10 fixed-edge bins per group, left-closed" in page
+    assert "polars " + pl.__version__ in page
+    assert re.search(r"<dt>Generated</dt><dd>\d{4}-\d\d-\d\dT", page)
+    rows = table_rows(page)
+    assert len(rows) == tables["comparison"].height
+    names = headers(page)
+    assert names[:2] == ["model", "task"]
+    for column in ("accuracy", "ECE", "MCE", "Brier", "perplexity", "bits/byte"):
+        assert column in names
+    # five charts, each spec a JSON element the page draws
+    specs = re.findall(r'<script type="application/json" id="(chart-spec-\d)">', page)
+    assert specs == [f"chart-spec-{i}" for i in range(5)]
+    for spec_id in specs:
+        assert f'data-vega-spec="{spec_id}"' in page
+
+
+def test_numbers_formatted_and_best_marked_per_task(
+    tables: dict[str, pl.DataFrame], tmp_path: Path
+) -> None:
+    comparison = tables["comparison"]
+    page = report_html(comparison=comparison, bin_statistics=tables["stats"])
+    names = headers(page)
+    ece_at, accuracy_at, count_at = names.index("ECE"), names.index("accuracy"), 2
+    rows = [cells(row) for row in table_rows(page)]
+    assert rows[0][count_at][2] == "2,000"
+    by_task: dict[str, list[tuple[float, bool, float, bool]]] = {}
+    for row in rows:
+        task = row[1][2]
+        ece = row[ece_at]
+        accuracy = row[accuracy_at]
+        assert re.fullmatch(r"\d\.\d{4}", ece[2])
+        by_task.setdefault(task, []).append(
+            (float(ece[1]), ece[0] == "best", float(accuracy[1]), accuracy[0] == "best")
+        )
+    assert len(by_task) == 4
+    for entries in by_task.values():
+        lowest = min(e[0] for e in entries)
+        highest = max(e[2] for e in entries)
+        assert [e[1] for e in entries] == [e[0] == lowest for e in entries]
+        assert [e[3] for e in entries] == [e[2] == highest for e in entries]
+    # raw values round-trip for sorting
+    expected = sorted(comparison.get_column("ece").to_list())
+    assert sorted(float(row[ece_at][1]) for row in rows) == expected
+
+
+def test_intervals_shown_when_present(tables: dict[str, pl.DataFrame]) -> None:
+    comparison = tables["comparison"].with_columns(
+        ece_ci_low=pl.col("ece") - 0.01, ece_ci_high=pl.col("ece") + 0.01
+    )
+    page = report_html(comparison=comparison, bin_statistics=tables["stats"])
+    first = comparison.sort("model", "task").row(0, named=True)
+    interval = f'<span class="ci">[{first["ece_ci_low"]:.4f}, {first["ece_ci_high"]:.4f}]</span>'
+    assert interval in page
+    assert "ECE" in headers(page) and "ece ci low" not in " ".join(headers(page))
+
+
+def test_hostile_names_are_escaped(tables: dict[str, pl.DataFrame]) -> None:
+    hostile = {
+        "calibrated": "<script>alert(1)</script>",
+        "overconfident": '"><img src=x onerror=alert(2)>',
+        "underconfident": "</script><script>alert(3)</script>",
+    }
+    comparison = tables["comparison"].with_columns(pl.col("model").replace(hostile))
+    stats = tables["stats"].with_columns(pl.col("model").replace(hostile))
+    page = report_html(
+        comparison=comparison, bin_statistics=stats, title="<script>alert(4)</script>"
+    )
+    for name in [*hostile.values(), "<script>alert(4)</script>"]:
+        assert name not in page
+        assert html.escape(name) in page
+    assert "<img" not in page.split("<script>\n", 1)[0]  # before the Vega bundle
+    # every embedded spec parses back to the original names
+    for spec_text in re.findall(r'<script type="application/json" id="[^"]+">(.*?)</script>', page):
+        assert "<" not in spec_text
+        spec = json.loads(spec_text)
+        values = json.dumps(spec, ensure_ascii=False)
+        assert "</script><script>alert(3)</script>" in values
+    # only our own script elements
+    assert page.count("<script>") == 3  # the sort code, the Vega bundle, the embed code
+    assert page.count('<script type="application/json"') == 5
+
+
+def test_refuses_wrong_tables(tables: dict[str, pl.DataFrame], tmp_path: Path) -> None:
+    comparison, stats = tables["comparison"], tables["stats"]
+    with pytest.raises(SchemaError, match="not a metrics/comparison table"):
+        report_html(comparison=stats, bin_statistics=stats)
+    with pytest.raises(SchemaError, match="missing columns"):
+        report_html(comparison=comparison, bin_statistics=comparison)
+    with pytest.raises(SchemaError, match="grouped by"):
+        report_html(
+            comparison=comparison.filter(pl.col("task") == "code").drop("task"),
+            bin_statistics=stats,
+        )
+    with pytest.raises(ArgumentError, match="no rows"):
+        report_html(comparison=comparison.clear(), bin_statistics=stats)
+    with pytest.raises(ArgumentError, match="DataFrame or LazyFrame"):
+        report_html(comparison="table.parquet", bin_statistics=stats)  # type: ignore[arg-type]
+    with pytest.raises(ArgumentError, match="best_within"):
+        report_html(comparison=comparison, bin_statistics=stats, best_within=["split"])
+    with pytest.raises(ArgumentError, match=r"\.html"):
+        write_report(tmp_path / "report.pdf", comparison=comparison, bin_statistics=stats)
+    with pytest.raises(SchemaError, match="perplexity"):
+        report_html(comparison=comparison, bin_statistics=stats, perplexity=tables["metrics"])
+
+
+def test_written_atomically(tables: dict[str, pl.DataFrame], tmp_path: Path) -> None:
+    target = tmp_path / "report.html"
+    target.write_text("old")
+    write_report(target, comparison=tables["metrics"], bin_statistics=tables["stats"].lazy())
+    assert target.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert [p.name for p in tmp_path.iterdir()] == ["report.html"]
+
+
+def test_one_group_without_keys() -> None:
+    predictions = pl.DataFrame({"confidence": [0.9, 0.2, 0.6], "correct": [True, False, True]})
+    stats = cf.bin_statistics(predictions)
+    page = report_html(comparison=cf.metrics_from_bin_statistics(stats), bin_statistics=stats)
+    assert len(table_rows(page)) == 1
+    assert "3 in 1 group" in page
+    assert "(all rows)" in page

@@ -1,0 +1,288 @@
+"""calib_frames.sources fed the way a careless user would: each call gives the right
+result or one of the package's errors naming column, rows or file — never a polars or
+Python error from deep inside, never a silently wrong (or silently empty) table.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from calib_frames import comparison, sources
+from calib_frames.exceptions import ArgumentError, DataError, ReadError, SchemaError
+
+ROOT = Path(__file__).resolve().parents[2]
+LM_EVAL = ROOT / "data" / "lm_eval"
+RESPONSES = ROOT / "data" / "openai" / "responses.jsonl"
+
+OPTIONS = pl.DataFrame(
+    {
+        "question": [1, 1, 2, 2],
+        "option": [0, 1, 0, 1],
+        "loglik": [-0.5, -2.0, -3.0, -1.0],
+        "is_gold": [1, 0, 1, 0],
+    }
+)
+
+
+# --- options: an integer is_gold is a 0/1 flag ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "entry", [sources.choice_predictions, sources.option_probabilities, sources.brier_multiclass]
+)
+@pytest.mark.parametrize("lazy", [False, True])
+def test_is_gold_outside_0_1_is_a_data_error(entry: object, lazy: bool) -> None:
+    """is_gold=2 was cast to True (a second gold option), silently."""
+    frame = OPTIONS.with_columns(is_gold=pl.Series([0, 2, 1, 0]))
+    with pytest.raises(DataError, match=r"column 'is_gold': 1 of 4 option rows .*0 nor 1"):
+        result = entry(frame.lazy() if lazy else frame)  # type: ignore[operator]
+        if isinstance(result, pl.LazyFrame):
+            result.collect()
+
+
+def test_is_gold_0_1_integers_match_booleans() -> None:
+    as_int = sources.choice_predictions(OPTIONS)
+    as_bool = sources.choice_predictions(OPTIONS.with_columns(pl.col("is_gold").cast(pl.Boolean)))
+    assert as_int.equals(as_bool)
+    assert as_int["correct"].to_list() == [True, False]
+
+
+# --- text -------------------------------------------------------------------------------
+
+
+TOKENS = pl.DataFrame({"answer": [1, 1, 2], "logprob": [-0.1, -0.2, -0.3]})
+
+
+@pytest.mark.parametrize("key", ["tokens", "confidence", "log_confidence"])
+def test_answer_confidence_key_named_like_an_output(key: str) -> None:
+    """by='tokens' gave a polars DuplicateError."""
+    with pytest.raises(ArgumentError, match=rf"\['{key}'\] clash"):
+        sources.answer_confidence(TOKENS.rename({"answer": key}), by=key)
+
+
+SAMPLES = pl.DataFrame({"question": [1, 1, 1, 2], "answer": ["a", "A ", "b", None]})
+
+
+@pytest.mark.parametrize("key", ["consistency", "samples"])
+def test_sample_consistency_key_named_like_an_output(key: str) -> None:
+    """by='consistency' gave a polars DuplicateError at collection."""
+    with pytest.raises(ArgumentError, match=rf"\['{key}'\] clash"):
+        sources.sample_consistency(SAMPLES.rename({"question": key}), by=key)
+
+
+def test_sample_consistency_gold_of_another_type() -> None:
+    """An integer gold against String answers was a polars ComputeError at collection."""
+    with pytest.raises(SchemaError, match=r"'gold'.*Int64.*'answer'.*String"):
+        sources.sample_consistency(
+            SAMPLES.with_columns(gold=pl.lit(1, pl.Int64)), by="question", gold="gold"
+        )
+    # Categorical answers are normalised like String ones ("A " was a third answer)
+    out = sources.sample_consistency(
+        SAMPLES.with_columns(pl.col("answer").cast(pl.Categorical), gold=pl.lit("a")),
+        by="question",
+        gold="gold",
+    )
+    assert out["correct"].to_list() == [True, False]
+
+
+@pytest.mark.parametrize("scale", ["10", None, True, float("nan"), 0])
+def test_verbalized_confidence_bad_scale(scale: object) -> None:
+    """scale='10' was a bare TypeError."""
+    with pytest.raises(ArgumentError, match="scale="):
+        sources.verbalized_confidence(pl.col("t"), scale=scale)  # type: ignore[arg-type]
+
+
+def test_verbalized_confidence_bad_pattern() -> None:
+    """An unbalanced regex was a polars ComputeError at collection."""
+    with pytest.raises(ArgumentError, match="pattern= is not a valid regular expression"):
+        sources.verbalized_confidence(pl.col("t"), pattern="I am (.+? sure")
+    # Rust-regex syntax that Python's re rejects still passes (polars' engine checks it)
+    frame = pl.DataFrame({"t": ["Ça: 80%"]})
+    assert frame.select(sources.verbalized_confidence(pl.col("t"), pattern=r"\p{L}+: (.+)"))[
+        "t"
+    ].to_list() == [0.8]
+
+
+def test_verbalized_confidence_column_name_and_numbers() -> None:
+    """A column name was an AttributeError; a number column a polars error at collection."""
+    frame = pl.DataFrame({"t": ["90%", "0.7"], "n": [90, 200]})
+    assert frame.select(sources.verbalized_confidence("t"))["t"].to_list() == [0.9, 0.7]
+    assert frame.select(sources.verbalized_confidence("n", scale=100))["n"].to_list() == [0.9, None]
+    with pytest.raises(ArgumentError, match="text="):
+        sources.verbalized_confidence(3)  # type: ignore[arg-type]
+
+
+# --- openai -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("position", ["0", 1.0, True])
+def test_openai_position_must_be_an_integer(position: object) -> None:
+    """position='0' was a bare TypeError; position=True was read as 1."""
+    with pytest.raises(ArgumentError, match="position="):
+        sources.openai_answer_confidence(RESPONSES, position=position)  # type: ignore[arg-type]
+
+
+def test_openai_answer_confidence_of_a_foreign_frame() -> None:
+    """A frame that is not scan_openai_tokens' was a polars ColumnNotFoundError."""
+    with pytest.raises(SchemaError, match="scan_openai_tokens"):
+        sources.openai_answer_confidence(pl.DataFrame({"a": [1]}))
+
+
+def test_openai_choices_logged_without_logprobs(tmp_path: Path) -> None:
+    """Responses requested without logprobs gave an empty table, silently."""
+    lines = RESPONSES.read_text().splitlines()[:3]
+    records = [json.loads(line) for line in lines]
+    records[1]["choices"][0]["logprobs"] = None
+    file = tmp_path / "r.jsonl"
+    file.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    with pytest.raises(DataError, match=r"'logprobs': 1 of 3 choices .*line=2"):
+        sources.openai_answer_confidence(file).collect()
+    # the intact responses keep their numbers
+    good = tmp_path / "g.jsonl"
+    good.write_text("\n".join(lines) + "\n")
+    whole = sources.openai_answer_confidence(RESPONSES).collect().head(3)
+    part = sources.openai_answer_confidence(good).collect()
+    assert part["confidence"].equals(whole["confidence"])
+
+
+# --- lm-eval ----------------------------------------------------------------------------
+
+
+def test_lm_eval_empty_samples_file(tmp_path: Path) -> None:
+    """An empty samples file gave an empty options frame, silently."""
+    folder = tmp_path / "run"
+    shutil.copytree(LM_EVAL / "calib__tiny-gpt2-m", folder)
+    samples = next(folder.glob("samples_calib_colors_*.jsonl"))
+    samples.write_text("\n")
+    with pytest.raises(ReadError, match=rf"{samples.name}: empty samples file"):
+        sources.scan_lm_eval_options(folder).collect()
+    ppl = next(folder.glob("samples_calib_ppl_*.jsonl"))
+    ppl.write_text("")
+    with pytest.raises(ReadError, match=rf"{ppl.name}: empty samples file"):
+        sources.scan_lm_eval_documents(folder).collect()
+
+
+# --- files: role columns that CSV/JSON inference left as text -------------------------
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ("confidence,correct\n", None),  # header only: no row to infer a type from
+        ("confidence,correct\n,\n,\n", "2 of 2 rows"),  # every value empty
+        ("confidence,correct\nabc,true\n0.5,false\n", "p.csv, line 2"),  # a stray word
+        ("confidence,correct\n0.5,yes\n", "p.csv, line 2"),
+    ],
+)
+def test_scan_predictions_types_role_columns(
+    tmp_path: Path, content: str, problem: str | None
+) -> None:
+    """These came out as String columns: calibration_metrics then said 'must be numeric,
+    got dtype String' with no row or line."""
+    import calib_frames as cf
+
+    file = tmp_path / "p.csv"
+    file.write_text(content)
+    if problem is not None and "line" in problem:
+        with pytest.raises(ReadError, match=problem):
+            sources.scan_predictions(file).collect()
+        return
+    frame = sources.scan_predictions(file)
+    assert frame.collect_schema() == pl.Schema({"confidence": pl.Float64, "correct": pl.Boolean})
+    if problem is None:
+        assert frame.collect().height == 0
+    else:
+        with pytest.raises(DataError, match=problem):
+            cf.calibration_metrics(frame).collect()
+
+
+def test_scan_tokens_types_role_columns(tmp_path: Path) -> None:
+    file = tmp_path / "t.csv"
+    file.write_text("doc,nll,tokens\n1,2.5,x\n")
+    with pytest.raises(ReadError, match=r"t\.csv, line 2"):
+        sources.scan_tokens(file).collect()
+    file.write_text("doc,nll,tokens\n")
+    assert sources.scan_tokens(file).collect_schema()["tokens"] == pl.Int64
+
+
+def test_schema_overrides_win_and_parquet_keeps_its_types(tmp_path: Path) -> None:
+    file = tmp_path / "p.csv"
+    file.write_text("confidence,correct\n0.5,yes\n")
+    frame = sources.scan_predictions(file, schema_overrides={"correct": pl.String})
+    assert frame.collect()["correct"].to_list() == ["yes"]
+    parquet = tmp_path / "p.parquet"
+    pl.DataFrame({"confidence": ["0.5"], "correct": [True]}).write_parquet(parquet)
+    assert sources.scan_predictions(parquet).collect_schema()["confidence"] == pl.String
+
+
+def test_lm_eval_samples_cut_at_a_line_boundary(tmp_path: Path) -> None:
+    """A samples file that lost whole lines gave fewer questions, silently."""
+    folder = tmp_path / "run"
+    shutil.copytree(LM_EVAL / "calib__tiny-gpt2-m", folder)
+    samples = next(folder.glob("samples_calib_colors_*.jsonl"))
+    samples.write_text("".join(samples.read_text().splitlines(keepends=True)[:100]))
+    with pytest.raises(ReadError, match=r"100 samples, .* evaluated 150 documents"):
+        sources.scan_lm_eval_options(folder).collect()
+    ppl = next(folder.glob("samples_calib_ppl_*.jsonl"))
+    ppl.write_text("".join(ppl.read_text().splitlines(keepends=True)[:7]))
+    with pytest.raises(ReadError, match=r"7 samples, .* evaluated 50 documents"):
+        sources.scan_lm_eval_documents(folder).collect()
+
+
+def test_lm_eval_complete_folders_still_read() -> None:
+    options = sources.scan_lm_eval_options(LM_EVAL).collect()
+    assert options.group_by("model", "task", "run").agg(pl.col("question").n_unique()).sort(
+        "model", "task", "run"
+    )["question"].to_list() == [150, 100, 150, 150, 100, 100]
+
+
+def test_csv_header_naming_a_column_twice(tmp_path: Path) -> None:
+    """polars read it as confidence and confidence_duplicated_0: the first won, silently."""
+    file = tmp_path / "p.csv"
+    file.write_text("confidence,confidence,correct\n0.5,0.6,true\n")
+    with pytest.raises(ReadError, match=r"p\.csv, line 1: .*'confidence' more than once"):
+        sources.scan_table(file)
+    with pytest.raises(ReadError, match="more than once"):
+        sources.scan_predictions(file)
+
+
+@pytest.mark.parametrize("paths", [3, None, b"p.csv", [Path("p.csv"), 3]])
+def test_paths_of_the_wrong_type(paths: object) -> None:
+    """paths=3 was a bare TypeError ('int' object is not iterable)."""
+    with pytest.raises(ArgumentError, match="paths="):
+        sources.scan_table(paths)  # type: ignore[arg-type]
+
+
+def test_columns_that_is_not_a_mapping(tmp_path: Path) -> None:
+    """columns=['confidence'] was an AttributeError deep in the renaming."""
+    file = tmp_path / "p.csv"
+    file.write_text("confidence,correct\n0.5,true\n")
+    with pytest.raises(ArgumentError, match="columns= maps"):
+        sources.scan_table(file, columns=["confidence"])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        sources.scan_lm_eval_options,
+        sources.scan_lm_eval_documents,
+        sources.lm_eval_reported,
+        comparison.lm_eval_comparison,
+    ],
+)
+def test_lm_eval_given_a_foreign_frame(entry: object) -> None:
+    """A frame that is not lm_eval_runs' was a polars ColumnNotFoundError."""
+    with pytest.raises(SchemaError, match="lm_eval_runs"):
+        entry(pl.DataFrame({"a": [1]}))  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("name", ["nope", None])
+def test_lm_eval_comparison_unknown_filter(name: object) -> None:
+    """filter='nope' gave every *_lm_eval column null, silently."""
+    with pytest.raises(ArgumentError, match=r"filter= .*\['none'\]"):
+        comparison.lm_eval_comparison(LM_EVAL, filter=name)  # type: ignore[arg-type]
