@@ -11,8 +11,8 @@ Run: ``python benchmarks/bench_precision.py [--rows 1e7]`` or ``python -m
 benchmarks.bench_precision``. Prints the relative error of each metric for both. The
 cross-check: the exit status is 1 when a calib_frames relative error exceeds ``--max-rel``
 (1e-6: the within-bin terms are about 1e-13 in absolute size, and the reference's own
-``p - p̄`` carries a relative error near 1e-10; tests/metrics/test_calibration_metrics.py pins tighter bounds with
-an exact reference).
+``p - p̄`` carries a relative error near 1e-10; tests/metrics/test_calibration_metrics.py
+pins tighter bounds with an exact reference).
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 from calib_frames import namespace as _namespace  # noqa: F401  (registers frame.calib)
+from calib_frames._deprecated import moved
 from calib_frames._version import __version__
 from calib_frames.exceptions import (
     ArgumentError,
@@ -28,7 +29,7 @@ from calib_frames.exceptions import (
     CalibrationInputError,
     DataError,
     ReadError,
-    SchemaError,
+    TableError,
 )
 
 if TYPE_CHECKING:
@@ -161,6 +162,8 @@ _SUBPACKAGES = (
 
 def __getattr__(name: str) -> object:
     """Import an exported name or a subpackage on first use."""
+    if name == "SchemaError":  # renamed TableError in 0.2
+        return _deprecated_names(name)
     if name in _SUBPACKAGES:
         return importlib.import_module(f"calib_frames.{name}")
     home = _HOME_OF.get(name)
@@ -169,6 +172,9 @@ def __getattr__(name: str) -> object:
     value = getattr(importlib.import_module(home), name)
     globals()[name] = value
     return value
+
+
+_deprecated_names = moved("calib_frames", {"SchemaError": "calib_frames.exceptions.TableError"})
 
 
 def __dir__() -> list[str]:
@@ -237,7 +243,7 @@ __all__ = [  # noqa: RUF022  (grouped by layer, as polars groups its own)
     "CalibrationInputError",
     "DataError",
     "ReadError",
-    "SchemaError",
+    "TableError",
     # subpackages
     "comparison",
     "estimators",

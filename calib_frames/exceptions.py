@@ -9,7 +9,7 @@ class               raised when                                            exit 
 ``DataError``       rows break the contract (out-of-range confidence,      1
                     negative NLL, ...): names the column, the count of
                     offending rows and one example with its group keys
-``SchemaError``     columns are missing or of the wrong dtype, or tables   1
+``TableError``      columns are missing or of the wrong dtype, or tables   1
                     do not fit together (merging other bins or keys,
                     joining a table that is not what its role needs)
 ``ReadError``       a file cannot be read as what it claims to be          1
@@ -20,7 +20,9 @@ class               raised when                                            exit 
 
 ``CalibrationInputError``, the name of the first release, stays importable as an alias
 of the base class, so ``except CalibrationInputError`` still catches everything. Every
-class is a ``ValueError``; ``ArgumentError`` is also a ``TypeError``.
+class is a ``ValueError``; ``ArgumentError`` is also a ``TypeError``. ``TableError`` was
+called ``SchemaError`` until 0.2 (the name of a polars error); the old name still works
+for one release, with a DeprecationWarning.
 
 Examples
 --------
@@ -35,13 +37,15 @@ Examples
 
 from __future__ import annotations
 
+from calib_frames._deprecated import moved
+
 __all__ = [
     "ArgumentError",
     "CalibFramesError",
     "CalibrationInputError",
     "DataError",
     "ReadError",
-    "SchemaError",
+    "TableError",
 ]
 
 
@@ -55,7 +59,7 @@ class DataError(CalibFramesError):
     """Rows of the input break the contract; the message names column, count and example."""
 
 
-class SchemaError(CalibFramesError):
+class TableError(CalibFramesError):
     """Columns are missing or mistyped, or tables do not fit together (merge, join)."""
 
 
@@ -70,3 +74,7 @@ class ArgumentError(CalibFramesError, TypeError):
 
 
 CalibrationInputError = CalibFramesError
+
+__getattr__ = moved(
+    "calib_frames.exceptions", {"SchemaError": "calib_frames.exceptions.TableError"}
+)

@@ -68,7 +68,7 @@ import polars as pl
 
 from calib_frames.binning import BinsLike
 from calib_frames.estimators._rows import check_columns, keys_of
-from calib_frames.exceptions import ArgumentError, DataError, SchemaError
+from calib_frames.exceptions import ArgumentError, DataError, TableError
 from calib_frames.metrics.calibration import calibration_metrics
 from calib_frames.validation import Frame, as_lazy, return_like
 
@@ -157,7 +157,7 @@ def class_probability_rows(
 
     Raises
     ------
-    SchemaError
+    TableError
         Missing columns, wrong dtypes, a layout that does not fit the arguments.
     DataError
         Probabilities outside [0, 1] or null, items whose probabilities do not sum to
@@ -240,7 +240,7 @@ def top_label_metrics(
 
     Raises
     ------
-    SchemaError, DataError, ArgumentError
+    TableError, DataError, ArgumentError
         As :func:`class_probability_rows`.
 
     See Also
@@ -318,7 +318,7 @@ def classwise_metrics(
 
     Raises
     ------
-    SchemaError, DataError, ArgumentError
+    TableError, DataError, ArgumentError
         As :func:`class_probability_rows`.
 
     See Also
@@ -400,7 +400,7 @@ def pooled_metrics(
 
     Raises
     ------
-    SchemaError, DataError, ArgumentError
+    TableError, DataError, ArgumentError
         As :func:`class_probability_rows`.
 
     See Also
@@ -476,7 +476,7 @@ def multiclass_calibration(
 
     Raises
     ------
-    SchemaError, DataError, ArgumentError
+    TableError, DataError, ArgumentError
         As :func:`class_probability_rows`.
 
     See Also
@@ -591,7 +591,7 @@ def _long(
     reserved = (ITEM, CLASS, PROBABILITY, IS_LABEL, "confidence", "correct", _ORDER)
     clashes = [k for k in keys if k in reserved]
     if clashes:
-        raise SchemaError(
+        raise TableError(
             f"group key(s) {clashes} clash with the long table's columns {list(reserved[:6])}; "
             "rename them first"
         )
@@ -660,7 +660,7 @@ def _from_list(
         )
     check_columns(schema, {"label": label}, keys=keys, numeric=[])
     if not schema[label].is_integer():
-        raise SchemaError(
+        raise TableError(
             f"column {label!r} (label) must hold integer class indices, got {schema[label]}"
         )
     item_expr = pl.col(item) if item is not None else pl.int_range(pl.len(), dtype=pl.UInt32)
@@ -669,7 +669,7 @@ def _from_list(
     dtype = schema[probabilities]
     inner = dtype.inner if isinstance(dtype, pl.List | pl.Array) else None
     if not (isinstance(inner, pl.DataType) and inner.is_numeric()):
-        raise SchemaError(
+        raise TableError(
             f"column {probabilities!r} (probabilities) must hold lists of numbers, "
             f"got {schema[probabilities]}"
         )
@@ -759,7 +759,7 @@ def _from_wide(
             .replace_strict(names, list(range(len(names))), default=None, return_dtype=pl.Int64)
         )
     else:
-        raise SchemaError(
+        raise TableError(
             f"column {label!r} (label) must hold class names or 0-based positions, "
             f"got {label_dtype}"
         )
@@ -806,7 +806,7 @@ def _from_long(
         numeric=["probabilities", "label"],
     )
     if class_column in keys:
-        raise SchemaError(f"class_column={class_column!r} is also a group key")
+        raise TableError(f"class_column={class_column!r} is also a group key")
     rows = source.select(
         *keys,
         pl.col(item).alias(ITEM),

@@ -27,15 +27,15 @@ from collections.abc import Sequence
 import polars as pl
 
 from calib_frames.engine import TokenPass, token_sums
-from calib_frames.exceptions import SchemaError
+from calib_frames.exceptions import TableError
 from calib_frames.schema import NLL_SUMS
-from calib_frames.stats import aligned_tables, rollup_keys
 from calib_frames.validation import (
     Frame,
     as_lazy,
     first_offending_row,
     raise_on_bad_rows,
     return_like,
+    rollup_keys,
 )
 
 __all__ = ["merge_nll_sums", "nll_sums"]
@@ -81,7 +81,7 @@ def nll_sums(
     ------
     ArgumentError
         ``tokens`` left unset on a frame with a ``tokens`` column; malformed ``by=``.
-    SchemaError
+    TableError
         Missing or non-numeric columns.
     DataError
         Negative or non-finite NLL, counts that are not whole numbers in range, or sums
@@ -149,7 +149,7 @@ def merge_nll_sums(*tables: Frame, by: str | Sequence[str] | None = None) -> Fra
 
     Raises
     ------
-    SchemaError
+    TableError
         The tables are not NLL-sums tables, or differ in keys or count columns.
     ArgumentError
         No table was given.
@@ -163,14 +163,14 @@ def merge_nll_sums(*tables: Frame, by: str | Sequence[str] | None = None) -> Fra
     >>> cf.merge_nll_sums(a, b).rows()
     [(3, 6.0, 3)]
     """
-    frames, keys = aligned_tables(tables, NLL_SUMS)
+    frames, keys = NLL_SUMS.aligned(tables)
     kept = rollup_keys(keys, by)
     schema = frames[0].collect_schema()
     columns = [c for c in NLL_SUMS.names if c in schema]
     for frame in frames[1:]:
         other = [c for c in NLL_SUMS.names if c in frame.collect_schema()]
         if other != columns:
-            raise SchemaError(
+            raise TableError(
                 f"cannot merge NLL sums with different count columns: {columns} vs {other}"
             )
     try:
@@ -178,7 +178,7 @@ def merge_nll_sums(*tables: Frame, by: str | Sequence[str] | None = None) -> Fra
             [frame.select(*keys, *columns) for frame in frames], how="vertical_relaxed"
         )
     except pl.exceptions.PolarsError as error:
-        raise SchemaError(f"cannot merge NLL sums: the key dtypes differ ({error})") from None
+        raise TableError(f"cannot merge NLL sums: the key dtypes differ ({error})") from None
     sums = [pl.col(name).sum() for name in columns]
     merged = (
         combined.group_by(kept).agg(sums).sort(kept, nulls_last=True)

@@ -41,7 +41,8 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from calib_frames.exceptions import SchemaError
+from calib_frames.exceptions import ArgumentError, TableError
+from calib_frames.validation import as_lazy
 
 __all__ = [
     "BIN_STATISTICS",
@@ -101,19 +102,44 @@ class Table:
 
         Raises
         ------
-        SchemaError
+        TableError
             If a required column is missing.
         """
         names = schema.names()
         missing = [c for c in self.columns if c not in names and c not in self.optional]
         if missing:
             hint = f"; build one with calib_frames.{self.built_by}" if self.built_by else ""
-            raise SchemaError(f"not a {self.name}: missing columns {missing}{hint}")
+            raise TableError(f"not a {self.name}: missing columns {missing}{hint}")
         return names[: names.index(self.first)]
 
     def select(self, keys: Sequence[str], schema: pl.Schema) -> list[str]:
         """``keys`` followed by the spec's columns present in ``schema``, in spec order."""
         return [*keys, *(c for c in self.columns if c in schema)]
+
+    def aligned(
+        self, tables: Sequence[pl.DataFrame | pl.LazyFrame]
+    ) -> tuple[list[pl.LazyFrame], list[str]]:
+        """Tables of this spec to merge, as LazyFrames, and their common keys.
+
+        Raises
+        ------
+        ArgumentError
+            No table was given.
+        TableError
+            A table is not of this spec, or the tables are grouped by different keys
+            (the same set in another order is fine).
+        """
+        if not tables:
+            raise ArgumentError(f"merging needs at least one {self.name}")
+        frames = [as_lazy(table) for table in tables]
+        keys = self.keys(frames[0].collect_schema())
+        for frame in frames[1:]:
+            other = self.keys(frame.collect_schema())
+            if sorted(other) != sorted(keys):
+                raise TableError(
+                    f"cannot merge {self.name}s grouped by different keys: {keys} vs {other}"
+                )
+        return frames, keys
 
 
 _BIN_SUMS: dict[str, pl.DataType] = {

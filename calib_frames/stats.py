@@ -54,8 +54,8 @@ import polars as pl
 
 from calib_frames.binning import Binning, BinsLike
 from calib_frames.engine import PredictionPass, prediction_cells
-from calib_frames.exceptions import ArgumentError, SchemaError
-from calib_frames.schema import BIN_STATISTICS, RELIABILITY, Table
+from calib_frames.exceptions import TableError
+from calib_frames.schema import BIN_STATISTICS, RELIABILITY
 from calib_frames.validation import (
     Frame,
     as_lazy,
@@ -63,6 +63,7 @@ from calib_frames.validation import (
     group_keys,
     raise_on_bad_rows,
     return_like,
+    rollup_keys,
 )
 
 if TYPE_CHECKING:
@@ -124,7 +125,7 @@ def bin_statistics(
 
     Raises
     ------
-    SchemaError
+    TableError
         Missing columns or wrong dtypes (at once).
     ArgumentError
         Malformed ``by=`` or ``bins=`` (at once).
@@ -290,7 +291,7 @@ def merge_bin_statistics(*tables: Frame, by: str | Sequence[str] | None = None) 
 
     Raises
     ------
-    SchemaError
+    TableError
         A table is not a bin-statistics table, the keys differ, ``by=`` names a column
         that is not a key, or the bins differ (other edges, closedness or bin count;
         equal-mass bins never merge).
@@ -307,7 +308,7 @@ def merge_bin_statistics(*tables: Frame, by: str | Sequence[str] | None = None) 
     >>> merged.filter(pl.col("count") > 0).select("bin", "count", "accuracy").rows()
     [(8, 3, 0.6666666666666666)]
     """
-    frames, keys = aligned_tables(tables, BIN_STATISTICS)
+    frames, keys = BIN_STATISTICS.aligned(tables)
     kept: list[str] = rollup_keys(keys, by)
     on = [*kept, "bin"]
     try:
@@ -316,7 +317,7 @@ def merge_bin_statistics(*tables: Frame, by: str | Sequence[str] | None = None) 
             how="vertical_relaxed",
         )
     except pl.exceptions.PolarsError as error:
-        raise SchemaError(f"cannot merge bin statistics: the key dtypes differ ({error})") from None
+        raise TableError(f"cannot merge bin statistics: the key dtypes differ ({error})") from None
     summed = combined.group_by(on).agg(
         pl.col(*ADDITIVE_COLUMNS).sum(),
         pl.col(*_BOUNDS).min(),
@@ -331,36 +332,6 @@ def merge_bin_statistics(*tables: Frame, by: str | Sequence[str] | None = None) 
     return return_like(tables[0], _with_means(checked, kept))
 
 
-def aligned_tables(
-    tables: Sequence[pl.DataFrame | pl.LazyFrame], spec: Table
-) -> tuple[list[pl.LazyFrame], list[str]]:
-    """The tables as LazyFrames and their common keys (the same set, in any order)."""
-    if not tables:
-        raise ArgumentError(f"merging needs at least one {spec.name}")
-    frames = [as_lazy(table) for table in tables]
-    keys = spec.keys(frames[0].collect_schema())
-    for frame in frames[1:]:
-        other = spec.keys(frame.collect_schema())
-        if sorted(other) != sorted(keys):
-            raise SchemaError(
-                f"cannot merge {spec.name}s grouped by different keys: {keys} vs {other}"
-            )
-    return frames, keys
-
-
-def rollup_keys(keys: list[str], by: str | Sequence[str] | None) -> list[str]:
-    if by is None:
-        return keys
-    kept = group_keys(by)
-    unknown = [key for key in kept if key not in keys]
-    if unknown:
-        raise SchemaError(
-            f"by={unknown} are not keys of the tables (keys: {keys}); a roll-up can only "
-            "keep some of the keys the statistics were computed by"
-        )
-    return kept
-
-
 def _check_same_bins(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     bounds_differ = pl.any_horizontal(
         [pl.col(b) != pl.col(f"{b}_max") for b in _BOUNDS]
@@ -373,7 +344,7 @@ def _check_same_bins(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     if differ.height:
         row = differ.row(0, named=True)
         group = ", ".join(f"{key}={row[key]!r}" for key in keys)
-        raise SchemaError(
+        raise TableError(
             f"cannot merge: bin {row['bin']} differs between tables "
             f"({group + ': ' if group else ''}lower {row['bin_lower']} vs "
             f"{row['bin_lower_max']}, upper {row['bin_upper']} vs {row['bin_upper_max']}, "
@@ -381,7 +352,7 @@ def _check_same_bins(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
             "rows; merging needs the same fixed bins (equal-mass bins are not additive)"
         )
     if frame.height and frame["closed"].null_count():
-        raise SchemaError(
+        raise TableError(
             "cannot merge bin statistics of equal-mass bins: their edges differ between "
             "parts of the data, so they are not additive"
         )
@@ -462,7 +433,7 @@ def spark_bin_statistics(
 
     Raises
     ------
-    SchemaError, ArgumentError, DataError
+    TableError, ArgumentError, DataError
         As :func:`~calib_frames.bin_statistics`; equal-mass bins are an ArgumentError.
 
     Examples
@@ -493,4 +464,4 @@ def spark_bin_statistics(
             checked, keys=list(spec.keys), binning=spec.binning
         ).collect()
     except pl.exceptions.PolarsError as error:  # pragma: no cover - defensive
-        raise SchemaError(f"the Spark cell table could not be reduced: {error}") from None
+        raise TableError(f"the Spark cell table could not be reduced: {error}") from None

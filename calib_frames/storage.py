@@ -36,7 +36,7 @@ import polars as pl
 
 from calib_frames._version import __version__
 from calib_frames.binning import Binning
-from calib_frames.exceptions import ArgumentError, ReadError, SchemaError
+from calib_frames.exceptions import ArgumentError, ReadError, TableError
 from calib_frames.schema import BIN_STATISTICS, FORMAT_VERSION, NLL_SUMS
 from calib_frames.validation import as_lazy
 
@@ -148,7 +148,7 @@ def write_statistics(
 
     Raises
     ------
-    SchemaError
+    TableError
         ``table`` is neither kind of table, or has a ``batch_id`` column.
     ArgumentError
         ``batch_id`` is empty, or a bin-statistics table comes without ``binning``.
@@ -171,7 +171,7 @@ def write_statistics(
     frame = as_lazy(table).collect()
     kind, keys = _kind_and_keys(frame.schema)
     if "batch_id" in keys:
-        raise SchemaError("the table already has a batch_id column; write tables of one batch")
+        raise TableError("the table already has a batch_id column; write tables of one batch")
     if kind == "bin_statistics" and binning is None:
         raise ArgumentError("write_statistics needs binning= for a bin-statistics table")
     metadata = {
@@ -200,7 +200,7 @@ def _kind_and_keys(schema: pl.Schema) -> tuple[Kind, list[str]]:
         return "bin_statistics", BIN_STATISTICS.keys(schema)
     if "nll_sum" in schema:
         return "nll_sums", NLL_SUMS.keys(schema)
-    raise SchemaError(
+    raise TableError(
         "not a bin-statistics or NLL-sums table: build one with calib_frames.bin_statistics "
         "or calib_frames.nll_sums"
     )
@@ -223,7 +223,7 @@ def read_statistics(*paths: str | Path) -> StoredStatistics:
     ------
     ReadError
         A file is missing, not parquet, or not a calib_frames statistics file.
-    SchemaError
+    TableError
         The files differ in format version, kind of table, keys or binning, or one batch
         id holds different numbers in two files.
     ArgumentError
@@ -253,7 +253,7 @@ def read_statistics(*paths: str | Path) -> StoredStatistics:
     for part in parts[1:]:
         for field in ("kind", "keys", "binning"):
             if getattr(part, field) != getattr(first, field):
-                raise SchemaError(
+                raise TableError(
                     f"cannot merge statistics with different {field}: "
                     f"{getattr(first, field)!r} vs {getattr(part, field)!r}"
                 )
@@ -263,7 +263,7 @@ def read_statistics(*paths: str | Path) -> StoredStatistics:
             name = str(batch[0])
             rows = batch_rows.sort(pl.all())
             if name in tables and not tables[name].equals(rows):
-                raise SchemaError(
+                raise TableError(
                     f"batch {name!r} appears in two files with different statistics; a batch "
                     "id must name one run (give each run its own --batch-id)"
                 )
@@ -293,7 +293,7 @@ def _read_one(path: Path) -> StoredStatistics:
             "one with calib-frames stats or calib_frames.write_statistics"
         )
     if meta["format"] != str(FORMAT_VERSION):
-        raise SchemaError(
+        raise TableError(
             f"{path}: statistics format version {meta['format']}, this calib_frames reads "
             f"version {FORMAT_VERSION}"
         )

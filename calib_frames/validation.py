@@ -1,19 +1,24 @@
-"""Inputs: frame plumbing, schema checks and row checks that ride along the aggregation pass.
+"""The input kernel: frames, group keys, column roles and row checks, for every layer.
 
 Every entry point of calib_frames accepts a polars ``DataFrame`` or ``LazyFrame``
-and returns the same kind: lazy in, lazy out; eager in, eager out.
+and returns the same kind (:func:`as_lazy`, :func:`return_like`): lazy in, lazy out;
+eager in, eager out. Every layer checks its input through this module:
 
-Bad input is found in two places:
-
-* **Schema checks** (missing columns, wrong dtypes, clashing names) run when the
-  query is built, from the frame's schema alone.
-* **Row checks** (null/NaN/out-of-range values, negative NLL, fractional counts, ...)
-  are counted *inside* the same ``group_by`` pass that computes the statistics: a
-  :class:`RowCheck` either adds one ``sum`` of a boolean to the aggregation or is counted
-  from a group key that is null on offending rows. After the pass the small aggregated
-  frame goes through :func:`raise_on_bad_rows`; only if some count is non-zero does it
-  look up one offending row (a short, early-stopping filtered scan on the error path) so
-  that the message can show an example with its group keys.
+* **Keys**: :func:`group_keys` normalises ``by=`` (a name, a list of names or ``None``);
+  :func:`rollup_keys` the ``by=`` of a merge or roll-up.
+* **Columns** (at once, from the schema alone): :func:`require_columns` checks that each
+  role's column exists and has the role's dtype and that keys clash with nothing.
+  Working columns added inside a query are named with :func:`working` (the one
+  reserved prefix, ``__cf_``).
+* **Rows**: a :class:`RowCheck` is a row-level contract. Inside an aggregation pass it
+  either adds one ``sum`` to the aggregation (:func:`count_bad_rows`) or is counted from
+  a group key that is null on offending rows; after the pass the small aggregated frame
+  goes through :func:`raise_on_bad_rows`, which looks up one offending row only if some
+  count is non-zero (a short, early-stopping filtered scan on the error path). A frame
+  whose rows are themselves the checked rows (what an in-memory estimator gathered, a
+  source's per-question frame) goes through :func:`check_rows`. Both raise
+  :class:`~calib_frames.exceptions.DataError` worded by :func:`describe_problem`: the
+  column, "N of M rows" and one example with its group keys.
 """
 
 from __future__ import annotations
@@ -24,24 +29,40 @@ from typing import TypeVar
 
 import polars as pl
 
-from calib_frames.exceptions import ArgumentError, DataError, SchemaError
+from calib_frames.exceptions import ArgumentError, DataError, TableError
 
 __all__ = [
+    "RESERVED_PREFIX",
     "Frame",
     "RowCheck",
     "as_lazy",
+    "check_rows",
     "count_bad_rows",
     "describe_problem",
     "divide",
+    "first_offending_row",
     "group_keys",
     "integral_check",
     "not_true",
     "raise_on_bad_rows",
     "require_columns",
     "return_like",
+    "rollup_keys",
+    "working",
 ]
 
 Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
+
+
+RESERVED_PREFIX = "__cf_"
+"""The prefix of every working column calib_frames adds inside a query (``__cf_bin``, …).
+
+Input columns must not start with it; :func:`working` builds the names."""
+
+
+def working(name: str) -> str:
+    """The name of a working column: ``working("bin")`` is ``"__cf_bin"``."""
+    return RESERVED_PREFIX + name
 
 
 def as_lazy(frame: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
@@ -86,70 +107,128 @@ def group_keys(by: str | Sequence[str] | None) -> list[str]:
     return keys
 
 
+def rollup_keys(keys: Sequence[str], by: str | Sequence[str] | None) -> list[str]:
+    """The keys a roll-up keeps: ``by=`` (normalised) if given, else all of ``keys``.
+
+    Raises :class:`~calib_frames.exceptions.TableError` when ``by=`` names a column
+    that is not one of the table's keys.
+    """
+    if by is None:
+        return list(keys)
+    kept = group_keys(by)
+    unknown = [key for key in kept if key not in keys]
+    if unknown:
+        raise TableError(
+            f"by={unknown} are not keys of the tables (keys: {list(keys)}); a roll-up can "
+            "only keep some of the keys the statistics were computed by"
+        )
+    return kept
+
+
 def require_columns(
     schema: pl.Schema,
     columns: Mapping[str, str],
     *,
     numeric: Sequence[str] = (),
+    numbers: Sequence[str] = (),
     reserved: Sequence[str] = (),
     keys: Sequence[str] = (),
+    inputs_are_not_keys: bool = False,
 ) -> None:
-    """Check that the columns exist, the numeric roles are numeric, keys do not clash.
+    """Check that the columns exist and have their roles' dtypes, and that keys do not clash.
 
-    The group keys must not be named like output columns.
-
-    ``columns`` maps a role (``"confidence"``) to the user's column name. Raises
-    :class:`~calib_frames.exceptions.SchemaError` naming the role, the column and the
-    available columns.
+    ``columns`` maps a role (``"confidence"``) to the user's column name. The roles in
+    ``numeric`` must be numeric or Boolean (an outcome); those in ``numbers`` must be
+    numeric and not Boolean (a confidence, a weight: a Boolean there is almost always a
+    swapped column). The group keys must not be named like output columns
+    (``reserved``) and, with ``inputs_are_not_keys``, not like an input column either.
+    Raises :class:`~calib_frames.exceptions.TableError` naming the role, the column and
+    the available columns.
     """
     missing = [f"{role}={name!r}" for role, name in columns.items() if name not in schema]
     missing += [f"by={key!r}" for key in keys if key not in schema]
     if missing:
         available = ", ".join(repr(c) for c in schema.names())
-        raise SchemaError(
+        raise TableError(
             f"column not found: {', '.join(missing)}; available columns: {available or 'none'}"
         )
     for role in numeric:
         name = columns[role]
         dtype = schema[name]
         if not (dtype.is_numeric() or dtype == pl.Boolean):
-            raise SchemaError(f"column {name!r} ({role}) must be numeric, got dtype {dtype}")
-    clashes = [key for key in keys if key in reserved]
+            raise TableError(f"column {name!r} ({role}) must be numeric, got dtype {dtype}")
+    for role in numbers:
+        name = columns[role]
+        dtype = schema[name]
+        if dtype == pl.Boolean:
+            raise TableError(
+                f"column {name!r} ({role}) is Boolean; a {role} must be a number (were the "
+                "confidence and correct columns swapped?)"
+            )
+        if not dtype.is_numeric():
+            raise TableError(f"column {name!r} ({role}) must be numeric, got dtype {dtype}")
+    clashes = [key for key in keys if key in reserved or key.startswith(RESERVED_PREFIX)]
     if clashes:
-        raise SchemaError(
+        raise TableError(
             f"group key(s) {clashes} clash with output columns of the same name; "
             f"rename them first, e.g. frame.rename({{{clashes[0]!r}: {clashes[0] + '_key'!r}}})"
         )
+    if inputs_are_not_keys:
+        same = [f"{role}={name!r}" for role, name in columns.items() if name in keys]
+        if same:
+            raise TableError(
+                f"group key(s) are also input columns: {', '.join(same)}; by= must not "
+                "name a column the estimate is computed from"
+            )
 
 
 @dataclass(frozen=True)
 class RowCheck:
-    """A row-level contract and how the aggregation pass counts its violations.
+    """A row-level contract and how its violations are counted.
 
     Attributes
     ----------
     column
-        The user's column the check is about (shown in the error).
+        The user's column the check is about (named in the message).
     problem
         What is wrong with the offending rows, phrased to follow "N rows are ...".
     bad
-        Row-level boolean expression, True on offending rows (nulls mapped to True);
-        used to find an example on the error path.
+        Boolean expression over the checked rows, True on offending rows (nulls mapped to
+        True), or an integer expression counting offending input rows behind each row
+        (bad option rows of a question). Used to count (:func:`check_rows`,
+        :func:`count_bad_rows`) and to find an example.
     count
-        Expression over the *aggregated* frame giving the number of offending rows.
-        ``None`` means "count ``bad`` in the pass": :func:`count_bad_rows` adds the sum.
-        (The bin statistics need no extra column for most checks: an invalid confidence
-        or outcome gets a null bin/outcome key, so its rows form their own group.)
+        Expression over the *aggregated* frame giving the number of offending rows, for
+        checks counted by the aggregation pass itself (an invalid confidence gets a null
+        bin key, so its rows form their own cells). ``None``: count ``bad``.
+    total
+        What the count is out of, as an expression over the frame the counts are taken
+        on (``pl.col("options").sum()``); ``None``: the call's row total.
+    value
+        The column whose value the example shows, under the name ``column`` (``None``:
+        ``column`` itself); see ``show_value``.
+    show_value
+        Whether the example shows a value at all (False: only the group keys).
     with_example
         Whether an offending row can be shown (False for checks on sums, such as an
         overflowing group total, where no single row is at fault).
+    table
+        Which input the column belongs to, when a call takes several (``"run"``,
+        ``"qrels"``); prefixes the message.
+    unit
+        What the counted rows are ("rows", "option rows", "questions").
     """
 
     column: str
     problem: str
     bad: pl.Expr
     count: pl.Expr | None = None
+    total: pl.Expr | None = None
+    value: str | None = None
+    show_value: bool = True
     with_example: bool = True
+    table: str | None = None
+    unit: str = "rows"
 
 
 ExampleFinder = Callable[[RowCheck], "dict[str, object] | None"]
@@ -163,8 +242,8 @@ def first_offending_row(source: pl.LazyFrame, keys: Sequence[str]) -> ExampleFin
     """
 
     def find(check: RowCheck) -> dict[str, object] | None:
-        columns = list(dict.fromkeys([*keys, check.column]))
-        example = source.filter(check.bad).select(columns).head(1).collect()
+        columns = list(dict.fromkeys([*keys, _shown_column(check)]))
+        example = source.filter(check.bad.cast(pl.Boolean)).select(columns).head(1).collect()
         return example.row(0, named=True) if example.height else None
 
     return find
@@ -173,14 +252,14 @@ def first_offending_row(source: pl.LazyFrame, keys: Sequence[str]) -> ExampleFin
 def count_bad_rows(checks: Sequence[RowCheck]) -> list[pl.Expr]:
     """Aggregation expressions for the checks counted by an extra sum in the pass."""
     return [
-        check.bad.sum().alias(_count_name(i))
+        check.bad.cast(pl.UInt64).sum().alias(_count_name(i))
         for i, check in enumerate(checks)
         if check.count is None
     ]
 
 
 def _count_name(index: int) -> str:
-    return f"__calib_bad_{index}"
+    return working(f"bad_{index}")
 
 
 def raise_on_bad_rows(
@@ -192,7 +271,7 @@ def raise_on_bad_rows(
     find_example: ExampleFinder,
     drop: Sequence[str] = (),
 ) -> pl.LazyFrame:
-    """Raise a DataError after the pass if any check counted offending rows.
+    """Raise a DataError after an aggregation pass if any check counted offending rows.
 
     Otherwise pass the frame on unchanged (less the working columns).
 
@@ -200,38 +279,111 @@ def raise_on_bad_rows(
     :func:`count_bad_rows`, which are dropped, and any working columns named in
     ``drop``); ``total_rows`` evaluates to the number of input rows on it. The check runs
     when the result is collected, so lazy stays lazy. The message names each column,
-    "N of M rows" and one example with its group keys (found by ``find_example``).
+    "N of M rows" and one example with its group keys (found by ``find_example``, on the
+    error path only).
     """
     counted = [_count_name(i) for i, check in enumerate(checks) if check.count is None]
     counted += list(drop)
-    totals = [
-        (pl.col(_count_name(i)).sum() if check.count is None else check.count).alias(f"c{i}")
-        for i, check in enumerate(checks)
-    ]
+    totals = _count_expressions(checks, total_rows, counted_in_pass=True)
     schema = aggregated.collect_schema()
     out_schema = {name: dtype for name, dtype in schema.items() if name not in counted}
 
     def check(frame: pl.DataFrame) -> pl.DataFrame:
-        *bad_counts, n_rows = frame.select(*totals, total_rows.alias("n")).row(0)
-        problems = [
-            _describe(check, count, n_rows or 0, find_example, keys)
-            for check, count in zip(checks, bad_counts, strict=True)
-            if count
-        ]
-        if problems:
-            raise DataError("invalid input:\n  " + "\n  ".join(problems))
+        _raise_if_any(checks, frame.select(totals).row(0), keys, find_example)
         return frame.drop(counted)
 
     return aggregated.map_batches(check, schema=out_schema)
 
 
-def _describe(
-    check: RowCheck, count: int, n_rows: int, find_example: ExampleFinder, keys: Sequence[str]
-) -> str:
-    row = find_example(check) if check.with_example else None
-    return describe_problem(
-        check.column, count, n_rows, check.problem, example=row, keys=keys, value=check.column
-    )
+def check_rows(
+    frame: Frame,
+    checks: Sequence[RowCheck],
+    *,
+    keys: Sequence[str],
+    scope: pl.Expr | None = None,
+    drop: Sequence[str] = (),
+) -> Frame:
+    """Raise a DataError if any row of ``frame`` breaks a check; return it less ``drop``.
+
+    For frames whose rows are the checked rows (the rows an in-memory estimator gathered,
+    the per-question frame of a source): every check is counted in one ``select`` and an
+    example is taken from the same frame. A DataFrame is checked at once; a LazyFrame
+    when it is collected (lazy stays lazy). ``scope`` restricts the rows counted (one
+    copy of rows stacked per scoring); ``drop`` names working columns (flags) to remove
+    after the check.
+    """
+    if not checks:
+        return frame.drop(drop) if drop else frame
+
+    def check(full: pl.DataFrame) -> pl.DataFrame:
+        rows = full if scope is None else full.filter(scope)
+        counts = rows.select(_count_expressions(checks, pl.len(), counted_in_pass=False)).row(0)
+
+        def find(row_check: RowCheck) -> dict[str, object] | None:
+            columns = list(dict.fromkeys([*keys, _shown_column(row_check)]))
+            found = rows.filter(row_check.bad.cast(pl.Boolean)).select(columns).head(1)
+            return found.row(0, named=True) if found.height else None
+
+        _raise_if_any(checks, counts, keys, find)
+        return full.drop(drop)
+
+    if isinstance(frame, pl.DataFrame):
+        return check(frame)
+    schema = frame.collect_schema()
+    out_schema = {name: dtype for name, dtype in schema.items() if name not in drop}
+    return frame.map_batches(check, schema=out_schema)
+
+
+def _count_expressions(
+    checks: Sequence[RowCheck], total_rows: pl.Expr, *, counted_in_pass: bool
+) -> list[pl.Expr]:
+    """For each check its count and its total, in that order, as one row of a select."""
+    out: list[pl.Expr] = []
+    for i, check in enumerate(checks):
+        if check.count is not None:
+            count = check.count
+        elif counted_in_pass:
+            count = pl.col(_count_name(i)).sum()
+        else:
+            count = check.bad.cast(pl.UInt64).sum()
+        total = total_rows if check.total is None else check.total
+        out += [count.alias(f"c{i}"), total.alias(f"t{i}")]
+    return out
+
+
+def _raise_if_any(
+    checks: Sequence[RowCheck],
+    counts: tuple[object, ...],
+    keys: Sequence[str],
+    find_example: ExampleFinder,
+) -> None:
+    problems = []
+    for i, check in enumerate(checks):
+        count, total = counts[2 * i], counts[2 * i + 1]
+        if not count:
+            continue
+        row = find_example(check) if check.with_example else None
+        if row is not None and check.value is not None:  # shown under the user's name
+            row = {**row, check.column: row[check.value]}
+        problems.append(
+            describe_problem(
+                check.column,
+                int(count),  # type: ignore[call-overload]
+                int(total or 0),  # type: ignore[call-overload]
+                check.problem,
+                example=row,
+                keys=keys,
+                value=check.column if check.show_value else None,
+                unit=check.unit,
+                table=check.table,
+            )
+        )
+    if problems:
+        raise DataError("invalid input:\n  " + "\n  ".join(problems))
+
+
+def _shown_column(check: RowCheck) -> str:
+    return check.value if check.value is not None else check.column
 
 
 def describe_problem(
@@ -244,6 +396,7 @@ def describe_problem(
     keys: Sequence[str],
     value: str | None,
     unit: str = "rows",
+    table: str | None = None,
 ) -> str:
     """One line of a DataError: the column, "N of M rows", and an example with its keys.
 
@@ -253,11 +406,13 @@ def describe_problem(
     """
     where = ""
     if example is not None:
-        group = ", ".join(f"{key}={example[key]!r}" for key in keys)
+        group = ", ".join(f"{key}={example[key]!r}" for key in keys if key in example)
         shown = f"{value}={example[value]!r}" if value is not None else ""
-        where = f"; e.g. {group}{': ' if group and shown else ''}{shown}"
+        if group or shown:
+            where = f"; e.g. {group}{': ' if group and shown else ''}{shown}"
     verb = "is" if count == 1 else "are"
-    return f"column {column!r}: {count:,} of {total:,} {unit} {verb} {problem}{where}"
+    name = f"{table} column" if table else "column"
+    return f"{name} {column!r}: {count:,} of {total:,} {unit} {verb} {problem}{where}"
 
 
 def divide(numerator: pl.Expr, denominator: float) -> pl.Expr:

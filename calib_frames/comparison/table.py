@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from calib_frames.exceptions import SchemaError
+from calib_frames.exceptions import TableError
 from calib_frames.schema import METRICS, PERPLEXITY, Table
 from calib_frames.validation import Frame, as_lazy, return_like
 
@@ -40,7 +40,7 @@ def comparison_table(calibration: Frame, perplexity: Frame) -> Frame:
 
     Raises
     ------
-    SchemaError
+    TableError
         Either argument is not the table its role needs (raw rows, the arguments
         swapped, a bin-statistics table), or the tables share no key while one has keys.
 
@@ -70,20 +70,20 @@ def comparison_table(calibration: Frame, perplexity: Frame) -> Frame:
     right = right.rename({"count": "nll_count"})
     on: list[str] = [key for key in left_keys if key in right_keys]
     if (left_keys or right_keys) and not on:
-        raise SchemaError(
+        raise TableError(
             f"the tables share no group key: calibration by {left_keys}, perplexity by {right_keys}"
         )
     keys = [*left_keys, *(key for key in right_keys if key not in on)]
     clashes = sorted((set(left_schema.names()) & set(right.collect_schema().names())) - set(on))
     if clashes:
-        raise SchemaError(
+        raise TableError(
             f"both tables have columns {clashes}: rename them in one table before joining"
         )
     if on:
         try:
             joined = left.join(right, on=on, how="full", coalesce=True, nulls_equal=True)
         except pl.exceptions.PolarsError as error:
-            raise SchemaError(f"cannot join on {on}: {error}") from None
+            raise TableError(f"cannot join on {on}: {error}") from None
         joined = joined.sort(keys, nulls_last=True)
     else:
         joined = left.join(right, how="cross")
@@ -94,16 +94,16 @@ def comparison_table(calibration: Frame, perplexity: Frame) -> Frame:
 def _keys_for_role(schema: pl.Schema, spec: Table, role: str, *, swapped: Table) -> list[str]:
     try:
         return spec.keys(schema)
-    except SchemaError:
+    except TableError:
         other = "calibration-metrics" if swapped is METRICS else "perplexity"
         try:
             swapped.keys(schema)
-        except SchemaError:
-            raise SchemaError(
+        except TableError:
+            raise TableError(
                 f"the {role} argument is not a {spec.name} (columns: {schema.names()}); "
                 f"build it with calib_frames.{spec.built_by}(...) first"
             ) from None
-        raise SchemaError(
+        raise TableError(
             f"the {role} argument is a {other} table: the arguments are swapped; call "
             "comparison_table(calibration_metrics_table, perplexity_table)"
         ) from None

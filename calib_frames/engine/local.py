@@ -21,7 +21,7 @@ import numpy as np
 import polars as pl
 
 from calib_frames.binning import Binning, BinsLike, as_binning
-from calib_frames.exceptions import ArgumentError, SchemaError
+from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.schema import BIN_STATISTICS, CELLS, METRICS, PERPLEXITY
 from calib_frames.validation import (
     RowCheck,
@@ -98,7 +98,7 @@ class PredictionPass:
 
         Raises
         ------
-        SchemaError
+        TableError
             A column is missing, not numeric, a Boolean confidence (almost always a
             swapped column), or a group key clashes with an output column.
         ArgumentError
@@ -123,7 +123,7 @@ class PredictionPass:
         for role in ("confidence", "weight", "log_confidence"):
             name = columns.get(role)
             if name is not None and schema[name] == pl.Boolean:
-                raise SchemaError(
+                raise TableError(
                     f"column {name!r} ({role}) is Boolean; a {role} must be a number "
                     "(were the confidence and correct columns swapped?)"
                 )
@@ -353,7 +353,7 @@ class TokenPass:
 
         Raises
         ------
-        SchemaError
+        TableError
             A column is missing or not numeric, or a key clashes with an output column.
         ArgumentError
             ``tokens`` is ambiguous or not a column name or 1.

@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from calib_frames.exceptions import ArgumentError, CalibFramesError, DataError, SchemaError
+from calib_frames.exceptions import ArgumentError, CalibFramesError, DataError, TableError
 from calib_frames.validation import RowCheck, group_keys, require_columns
 
 __all__ = [
@@ -47,7 +47,7 @@ def check_columns(
     reserved: Sequence[str] = (),
     numeric: Sequence[str] | None = None,
 ) -> None:
-    """:func:`validation.require_columns`, raising :class:`SchemaError`.
+    """:func:`validation.require_columns`, raising :class:`TableError`.
 
     A Boolean column in a number role (``confidence``, ``weight``, ``probabilities``)
     is refused too: it would silently become a confidence of 0 or 1.
@@ -61,12 +61,12 @@ def check_columns(
             keys=keys,
         )
     except CalibFramesError as error:
-        if isinstance(error, SchemaError):
+        if isinstance(error, TableError):
             raise
-        raise SchemaError(str(error)) from error
+        raise TableError(str(error)) from error
     same = [f"{role}={name!r}" for role, name in columns.items() if name in keys]
     if same:
-        raise SchemaError(
+        raise TableError(
             f"group key(s) are also input columns: {', '.join(same)}; by= must not "
             "name a column the estimate is computed from"
         )
@@ -74,7 +74,7 @@ def check_columns(
         number_role = role in ("confidence", "weight") or role.startswith("probabilities")
         if number_role and schema[name] == pl.Boolean:
             noun = "probability" if role.startswith("probabilities") else role
-            raise SchemaError(
+            raise TableError(
                 f"column {name!r} ({role}) is Boolean; a {noun} must be a "
                 "number (were the confidence and correct columns swapped?)"
             )

@@ -91,7 +91,7 @@ import polars as pl
 from calib_frames.binning import BinsLike
 from calib_frames.estimators._rows import check_columns
 from calib_frames.estimators.intervals import check_level
-from calib_frames.exceptions import ArgumentError, DataError, SchemaError
+from calib_frames.exceptions import ArgumentError, DataError, TableError
 from calib_frames.metrics.calibration import metrics_from_bin_statistics
 from calib_frames.schema import BIN_STATISTICS
 from calib_frames.stats import bin_statistics
@@ -187,7 +187,7 @@ def check_seed(seed: int) -> None:
 def _stat_keys(schema: pl.Schema) -> list[str]:
     keys = BIN_STATISTICS.keys(schema)
     if REPLICATE in keys:
-        raise SchemaError(
+        raise TableError(
             f"group key {REPLICATE!r} clashes with the bootstrap's replicate key; rename it"
         )
     return keys
@@ -219,7 +219,7 @@ def bootstrap_bin_statistics(stats: Frame, *, replicates: int = 200, seed: int =
 
     Raises
     ------
-    SchemaError
+    TableError
         If ``stats`` is not a bin-statistics table, has a key named ``replicate``, or
         its groups have different numbers of bins.
     ArgumentError
@@ -263,7 +263,7 @@ def _grid_shape(frame: pl.DataFrame, keys: list[str]) -> tuple[int, int]:
     groups = int(group.max()) + 1
     sizes = np.bincount(group, minlength=groups)
     if not (sizes == sizes[0]).all():
-        raise SchemaError(
+        raise TableError(
             "bin-statistics groups have different numbers of bins "
             f"({int(sizes.min())} to {int(sizes.max())}); bootstrap needs complete tables "
             "as bin_statistics builds them"
@@ -401,7 +401,7 @@ def _percentiles(
     outputs = {f"{name}_ci_{side}" for name in metrics for side in ("low", "high")}
     clashes = [key for key in keys if key in outputs]
     if clashes:
-        raise SchemaError(
+        raise TableError(
             f"group key(s) {clashes} clash with the interval columns of the same name; "
             "rename them first"
         )
@@ -446,7 +446,7 @@ def intervals_from_bin_statistics(
 
     Raises
     ------
-    SchemaError
+    TableError
         If ``stats`` is not a bin-statistics table (or has a ``replicate`` key).
     ArgumentError
         For ``replicates`` < 1, ``level`` outside (0, 1), a negative ``seed``.
@@ -535,7 +535,7 @@ def calibration_intervals(
 
     Raises
     ------
-    SchemaError, DataError
+    TableError, DataError
         As :func:`~calib_frames.bin_statistics` (missing columns, bad rows).
     ArgumentError
         For bad ``replicates``, ``level``, ``seed`` or ``resample``.
@@ -571,7 +571,7 @@ def calibration_intervals(
     schema = source.collect_schema()
     for reserved in (REPLICATE, _ROW):
         if reserved in schema:
-            raise SchemaError(f"column {reserved!r} clashes with the bootstrap's own column")
+            raise TableError(f"column {reserved!r} clashes with the bootstrap's own column")
     keys: list[str] = group_keys(by)
     if weight is not None:  # checked here: bin_statistics sees it only scaled by the draws
         check_columns(schema, {"weight": weight}, keys=[])
@@ -648,7 +648,7 @@ def nll_moment_sums(
 
     Raises
     ------
-    SchemaError, DataError, ArgumentError
+    TableError, DataError, ArgumentError
         As :func:`perplexity_intervals`.
 
     Examples
@@ -675,18 +675,18 @@ def nll_moment_sums(
     missing = [f"{role}={column!r}" for role, column in named.items() if column not in schema]
     missing += [f"by={key!r}" for key in keys if key not in schema]
     if missing:
-        raise SchemaError(f"column not found: {', '.join(missing)}; available: {schema.names()}")
+        raise TableError(f"column not found: {', '.join(missing)}; available: {schema.names()}")
     same = [f"{role}={column!r}" for role, column in named.items() if column in keys]
     if same:
-        raise SchemaError(f"group key(s) are also input columns: {', '.join(same)}")
+        raise TableError(f"group key(s) are also input columns: {', '.join(same)}")
     for role in ("nll", "tokens", "bytes"):
         column = roles[role]
         if column is not None and not schema[column].is_numeric():
-            raise SchemaError(f"column {column!r} ({role}) must be numeric, got {schema[column]}")
+            raise TableError(f"column {column!r} ({role}) must be numeric, got {schema[column]}")
     outputs = {"count", "nll_sum", "tokens", "bytes", *MOMENT_COLUMNS}
     clashes = [key for key in keys if key in outputs or key.startswith("__calib")]
     if clashes:
-        raise SchemaError(f"group key(s) {clashes} clash with output columns; rename them")
+        raise TableError(f"group key(s) {clashes} clash with output columns; rename them")
 
     x = pl.col(nll).cast(pl.Float64)
     x = -x if log_probs else x
@@ -760,7 +760,7 @@ def perplexity_intervals_from_sums(
 
     Raises
     ------
-    SchemaError
+    TableError
         If a needed sum or moment column is missing.
     ArgumentError
         For bad ``replicates``, ``level`` or ``seed``.
@@ -784,7 +784,7 @@ def perplexity_intervals_from_sums(
         needed += ["bytes", "nll_bytes_sum", "tokens_bytes_sum", "bytes_sq_sum"]
     missing = [c for c in needed if c not in schema]
     if missing:
-        raise SchemaError(
+        raise TableError(
             f"not an NLL-moments table: missing columns {missing}; build one with "
             "calib_frames.estimators.bootstrap.nll_moment_sums"
         )
@@ -856,7 +856,7 @@ def perplexity_intervals(
 
     Raises
     ------
-    SchemaError
+    TableError
         Missing or non-numeric columns, a key named like an output column.
     DataError
         Negative, NaN, infinite or null NLL, or token/byte counts that are negative

@@ -198,7 +198,7 @@ def corp_reliability(
 
     Raises
     ------
-    SchemaError
+    TableError
         Missing or non-numeric columns, keys clashing with output names.
     DataError
         Confidences outside [0, 1], outcomes not boolean or 0/1, weights not positive.
@@ -308,7 +308,7 @@ def corp_decomposition(
 
     Raises
     ------
-    SchemaError
+    TableError
         Missing or non-numeric columns, keys clashing with output names.
     DataError
         Confidences outside [0, 1], outcomes not boolean or 0/1, weights not positive.
@@ -440,7 +440,7 @@ def corp_recalibrate(
 
     Raises
     ------
-    SchemaError
+    TableError
         As :func:`corp_reliability`, or ``output`` names an existing column.
     DataError
         As :func:`corp_reliability`.
@@ -457,12 +457,12 @@ def corp_recalibrate(
     >>> corp_recalibrate(df)["recalibrated"].to_list()
     [0.5, 0.0, 0.5, 1.0]
     """
-    from calib_frames.exceptions import SchemaError
+    from calib_frames.exceptions import TableError
 
     source = as_lazy(predictions)
     keys = keys_of(by)
     if output in source.collect_schema():
-        raise SchemaError(f"output column {output!r} exists already; choose another output=")
+        raise TableError(f"output column {output!r} exists already; choose another output=")
     blocks = corp_reliability(
         source, confidence=confidence, correct=correct, by=keys, weight=weight
     ).select(*keys, pl.col("confidence_lower").alias("__corp_x"), pl.col("recalibrated"))

@@ -28,7 +28,7 @@ from typing import Literal
 
 import polars as pl
 
-from calib_frames.exceptions import ArgumentError, SchemaError
+from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.validation import Frame, as_lazy, return_like
 
 __all__ = ["accuracy_interval", "check_level", "normal_quantile", "with_accuracy_intervals"]
@@ -166,7 +166,7 @@ def with_accuracy_intervals(
 
     Raises
     ------
-    SchemaError
+    TableError
         If ``count`` or ``accuracy`` is missing.
     ArgumentError
         For a bad ``level`` or ``method``.
@@ -186,7 +186,7 @@ def with_accuracy_intervals(
     schema = lazy.collect_schema()
     missing = [c for c in ("count", "accuracy") if c not in schema]
     if missing:
-        raise SchemaError(f"not a bin-statistics or reliability table: missing columns {missing}")
+        raise TableError(f"not a bin-statistics or reliability table: missing columns {missing}")
     n = pl.col("count")
     low, high = accuracy_interval(n, pl.col("accuracy") * n, method=method, level=level)
     result = lazy.with_columns(accuracy_ci_low=low, accuracy_ci_high=high)

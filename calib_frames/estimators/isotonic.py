@@ -112,7 +112,7 @@ def isotonic_blocks(
 
     Raises
     ------
-    SchemaError
+    TableError
         A named column is missing or not numeric, or a key clashes with an output name.
     DataError
         Null/NaN/infinite ``x`` or ``y``, or weights that are not positive and finite

@@ -27,7 +27,7 @@ from typing import Literal
 
 import polars as pl
 
-from calib_frames.exceptions import ArgumentError, DataError, SchemaError
+from calib_frames.exceptions import ArgumentError, DataError, TableError
 from calib_frames.validation import Frame, as_lazy, group_keys, return_like
 
 __all__ = ["adjust_p_values"]
@@ -69,7 +69,7 @@ def adjust_p_values(
 
     Raises
     ------
-    SchemaError
+    TableError
         If ``p_value`` or a ``by`` column is missing, ``p_value`` is not numeric, or
         ``alias`` names an existing column.
     ArgumentError
@@ -98,13 +98,13 @@ def adjust_p_values(
     schema = lazy.collect_schema()
     missing = [c for c in (p_value, *keys) if c not in schema]
     if missing:
-        raise SchemaError(f"column(s) {missing} not found; available: {schema.names()}")
+        raise TableError(f"column(s) {missing} not found; available: {schema.names()}")
     if not schema[p_value].is_numeric():
-        raise SchemaError(f"column {p_value!r} (p_value) must be numeric, got {schema[p_value]}")
+        raise TableError(f"column {p_value!r} (p_value) must be numeric, got {schema[p_value]}")
     if _ROW in schema:
-        raise SchemaError(f"column name {_ROW!r} is reserved")
+        raise TableError(f"column name {_ROW!r} is reserved")
     if alias in schema:
-        raise SchemaError(
+        raise TableError(
             f"output column {alias!r} exists already in the table; choose another alias="
         )
 

@@ -58,7 +58,7 @@ from calib_frames.estimators.bootstrap import (
     intervals_from_bin_statistics,
 )
 from calib_frames.estimators.intervals import check_level
-from calib_frames.exceptions import ArgumentError, SchemaError
+from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.schema import BIN_STATISTICS
 from calib_frames.stats import bin_statistics
 from calib_frames.validation import Frame, as_lazy, return_like
@@ -116,7 +116,7 @@ def noise_floor_from_bin_statistics(
 
     Raises
     ------
-    SchemaError
+    TableError
         If ``stats`` is not a complete bin-statistics table.
     ArgumentError
         For bad ``replicates``, ``level``, ``alpha``, ``min_count``, ``min_bins``, ``seed``.
@@ -153,7 +153,7 @@ def noise_floor_from_bin_statistics(
     keys: list[str] = BIN_STATISTICS.keys(schema)
     clashes = [k for k in keys if k in (*NOISE_COLUMNS, "count", "populated_bins")]
     if clashes:
-        raise SchemaError(f"group key(s) {clashes} clash with output columns; rename them")
+        raise TableError(f"group key(s) {clashes} clash with output columns; rename them")
     out_schema: dict[str, pl.DataType] = {k: schema[k] for k in keys}
     out_schema.update(
         {
@@ -292,7 +292,7 @@ def calibration_noise_floor(
 
     Raises
     ------
-    SchemaError, DataError, ArgumentError
+    TableError, DataError, ArgumentError
         As the two functions it combines.
 
     Examples
@@ -370,7 +370,7 @@ def uncertainty_from_bin_statistics(
 
     Raises
     ------
-    SchemaError, ArgumentError
+    TableError, ArgumentError
         As the two functions it joins.
 
     Examples

@@ -70,7 +70,7 @@ from calib_frames.estimators.bootstrap import (
 )
 from calib_frames.estimators.intervals import check_level
 from calib_frames.estimators.multiple_testing import adjust_p_values
-from calib_frames.exceptions import ArgumentError, DataError, SchemaError
+from calib_frames.exceptions import ArgumentError, DataError, TableError
 from calib_frames.metrics.calibration import metrics_from_bin_statistics
 from calib_frames.schema import BIN_STATISTICS
 from calib_frames.validation import Frame, as_lazy, group_keys, return_like
@@ -138,7 +138,7 @@ def paired_comparison(
 
     Raises
     ------
-    SchemaError
+    TableError
         Missing or mistyped columns (a Boolean confidence); a group key named like an
         output column or an input column.
     DataError
@@ -182,14 +182,14 @@ def paired_comparison(
     missing = [f"{r}={c!r}" for r, c in roles.items() if c not in schema]
     missing += [f"by={k!r}" for k in keys if k not in schema]
     if missing:
-        raise SchemaError(f"column not found: {', '.join(missing)}; available: {schema.names()}")
+        raise TableError(f"column not found: {', '.join(missing)}; available: {schema.names()}")
     if model == item:
         raise ArgumentError(f"model= and item= name the same column {model!r}")
     check_columns(schema, {"confidence": confidence, "correct": correct}, keys=keys)
     taken = {model, item, "model_a", "model_b", "shared_items", "only_a", "only_b"}
     clashes = [k for k in keys if k in taken or k.startswith("__calib")]
     if clashes:
-        raise SchemaError(f"group key(s) {clashes} clash with model/item/output columns")
+        raise TableError(f"group key(s) {clashes} clash with model/item/output columns")
 
     low, high = binning.range
     p = pl.col(confidence).cast(pl.Float64)

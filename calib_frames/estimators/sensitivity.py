@@ -190,7 +190,7 @@ def ece_by_bin_count(
 
     Raises
     ------
-    SchemaError
+    TableError
         Missing or non-numeric columns, keys clashing with output names.
     DataError
         Confidences outside [0, 1] or null, outcomes not boolean or 0/1, bad weights.

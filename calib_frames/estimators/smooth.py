@@ -131,7 +131,7 @@ def smooth_ece(
 
     Raises
     ------
-    SchemaError
+    TableError
         Missing or non-numeric columns, keys clashing with output names.
     DataError
         Confidences outside [0, 1] (or null/NaN), outcomes not boolean or 0/1.
@@ -242,7 +242,7 @@ def smooth_reliability_curve(
 
     Raises
     ------
-    SchemaError, DataError, ArgumentError
+    TableError, DataError, ArgumentError
         As :func:`smooth_ece`; ``points`` < 2 is an ArgumentError.
 
     See Also

@@ -75,7 +75,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from calib_frames.binning import BinsLike
-from calib_frames.exceptions import SchemaError
+from calib_frames.exceptions import TableError
 from calib_frames.schema import BIN_STATISTICS, METRICS
 from calib_frames.stats import bin_statistics
 from calib_frames.validation import Frame, as_lazy, return_like
@@ -253,7 +253,7 @@ def metrics_from_bin_statistics(stats: Frame) -> Frame:
 
     Raises
     ------
-    SchemaError
+    TableError
         ``stats`` is not a bin-statistics table, or a key is named like a metric.
 
     See Also
@@ -274,7 +274,7 @@ def metrics_from_bin_statistics(stats: Frame) -> Frame:
     keys = BIN_STATISTICS.keys(lazy.collect_schema())
     clashes = [key for key in keys if key in METRICS.columns]
     if clashes:
-        raise SchemaError(
+        raise TableError(
             f"group key(s) {clashes} clash with metric columns of the same name; "
             "rename them first, e.g. frame.rename({'count': 'count_key'})"
         )
@@ -327,7 +327,7 @@ def calibration_metrics(
 
     Raises
     ------
-    SchemaError, ArgumentError, DataError
+    TableError, ArgumentError, DataError
         As :func:`~calib_frames.bin_statistics`.
 
     See Also

@@ -47,7 +47,7 @@ def perplexity_from_nll_sums(sums: Frame) -> Frame:
 
     Raises
     ------
-    SchemaError
+    TableError
         ``sums`` is not an NLL-sums table.
 
     Examples
@@ -112,7 +112,7 @@ def perplexity(
 
     Raises
     ------
-    ArgumentError, SchemaError, DataError
+    ArgumentError, TableError, DataError
         As :func:`nll_sums`.
 
     See Also

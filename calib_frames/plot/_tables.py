@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from calib_frames.exceptions import ArgumentError, SchemaError
+from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.schema import METRICS, PERPLEXITY, Table
 
 __all__ = [
@@ -74,23 +74,23 @@ def check_columns(
     built_by: str,
     numeric: Sequence[str] = (),
 ) -> None:
-    """Raise :class:`SchemaError` for missing or non-numeric columns, naming them all."""
+    """Raise :class:`TableError` for missing or non-numeric columns, naming them all."""
     names = schema.names()
     missing = [name for name in required if name not in names]
     if missing:
         hint = f"; build one with calib_frames.{built_by}" if built_by else ""
-        raise SchemaError(f"not a {role}: missing columns {missing}{hint}")
+        raise TableError(f"not a {role}: missing columns {missing}{hint}")
     wrong = [
         f"{name} ({schema[name]})"
         for name in numeric
         if name in names and not schema[name].is_numeric()
     ]
     if wrong:
-        raise SchemaError(f"{role}: columns {wrong} must be numeric")
+        raise TableError(f"{role}: columns {wrong} must be numeric")
 
 
 def spec_keys(table: pl.DataFrame, spec: Table, role: str) -> list[str]:
-    """Keys of a table checked against ``spec`` (a SchemaError names what is missing)."""
+    """Keys of a table checked against ``spec`` (a TableError names what is missing)."""
     numeric = [name for name, dtype in spec.columns.items() if dtype.is_numeric()]
     check_columns(
         table.schema,
@@ -181,7 +181,7 @@ def prepare(
     """
     internal = sorted(key for key in keys if key in INTERNAL_COLUMNS)
     if internal:
-        raise SchemaError(
+        raise TableError(
             f"group key(s) {internal} clash with the chart's own columns; rename them, "
             f"e.g. table.rename({{{internal[0]!r}: {internal[0].lstrip('_') + '_key'!r}}})"
         )
@@ -233,12 +233,12 @@ def metrics_columns(
 
     Raises
     ------
-    SchemaError
+    TableError
         If the table lacks a column or is not keyed by exactly ``keys``.
     """
     metric_keys = key_split(metrics.schema, COMPARISON_COLUMNS)
     if sorted(metric_keys) != sorted(keys):
-        raise SchemaError(
+        raise TableError(
             f"{role}: the metrics table is grouped by {metric_keys}, the bin table by "
             f"{list(keys)}; compute both with the same by="
         )
@@ -247,7 +247,7 @@ def metrics_columns(
     )
     duplicated = metrics.select(keys).is_duplicated().any() if keys else metrics.height > 1
     if duplicated:
-        raise SchemaError(f"{role}: the metrics table has more than one row for some group")
+        raise TableError(f"{role}: the metrics table has more than one row for some group")
     return metrics.select(*keys, *columns)
 
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
 
-from calib_frames.exceptions import ArgumentError, SchemaError
+from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.plot._tables import (
     COLOR,
     COMPARISON_COLUMNS,
@@ -204,7 +204,7 @@ def reliability_diagram(
 
     Raises
     ------
-    SchemaError
+    TableError
         If ``table`` is not a reliability/bin-statistics table, or ``metrics`` lacks a
         column or has other keys.
     ArgumentError
@@ -825,7 +825,7 @@ def confidence_histogram(
 
     Raises
     ------
-    SchemaError
+    TableError
         If ``table`` is not a bin table.
     ArgumentError
         If ``facet=``/``color=`` name a column that is not a key.
@@ -955,7 +955,7 @@ _METRIC_TITLES = {
 def _comparison_keys(data: pl.DataFrame, role: str) -> list[str]:
     keys = key_split(data.schema, COMPARISON_COLUMNS)
     if len(keys) == len(data.columns):
-        raise SchemaError(
+        raise TableError(
             f"not a {role}: no metric column found; build one with "
             "calib_frames.calibration_metrics or calib_frames.comparison_table"
         )
@@ -1007,7 +1007,7 @@ def metric_scatter(
 
     Raises
     ------
-    SchemaError
+    TableError
         If ``x``/``y`` are missing or not numeric.
     ArgumentError
         If ``label``/``facet`` are not keys.
@@ -1255,7 +1255,7 @@ def brier_decomposition_chart(
 
     Raises
     ------
-    SchemaError
+    TableError
         If a decomposition column is missing.
 
     Examples
@@ -1398,7 +1398,7 @@ def perplexity_chart(
 
     Raises
     ------
-    SchemaError
+    TableError
         If there is no ``perplexity`` column, or no row has a perplexity.
 
     Examples
@@ -1447,7 +1447,7 @@ def perplexity_chart(
         pl.col("perplexity").is_finite()
     )
     if dots.height == 0 and data.height > 0:
-        raise SchemaError("perplexity table: no row has a finite perplexity")
+        raise TableError("perplexity table: no row has a finite perplexity")
     extra = [c for c in ("tokens", "bytes") if c in data.columns]
     dots = dots.select(*keys, COLOR, PANEL, *measures, *extra)
     labels = dots.get_column(PANEL).unique(maintain_order=True).to_list()
@@ -1603,7 +1603,7 @@ def smooth_reliability_chart(
 
     Raises
     ------
-    SchemaError
+    TableError
         If ``x`` or ``y`` is missing or not numeric.
 
     Examples
@@ -1689,7 +1689,7 @@ def isotonic_reliability_chart(
 
     Raises
     ------
-    SchemaError
+    TableError
         If a column is missing or not numeric.
 
     Examples
@@ -1847,7 +1847,7 @@ def ece_bins_chart(
 
     Raises
     ------
-    SchemaError
+    TableError
         If ``bins`` or ``ece`` is missing or not numeric.
 
     Examples

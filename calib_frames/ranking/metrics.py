@@ -83,7 +83,7 @@ from typing import Literal, TypeVar
 
 import polars as pl
 
-from calib_frames.exceptions import ArgumentError, DataError, SchemaError
+from calib_frames.exceptions import ArgumentError, DataError, TableError
 from calib_frames.schema import Table
 from calib_frames.validation import as_lazy, return_like
 
@@ -251,7 +251,7 @@ def ranking_metrics_per_query(
 
     Raises
     ------
-    SchemaError
+    TableError
         If a column is missing or of the wrong dtype.
     DataError
         On null/NaN scores, null ids, duplicate (query, item) rows in run or qrels, or
@@ -357,7 +357,7 @@ def ranking_metrics(
 
     Raises
     ------
-    SchemaError
+    TableError
         If a column is missing or of the wrong dtype, or run and qrels ids differ in dtype.
     DataError
         On null/NaN scores or ranks, null ids, duplicate (query, item) rows in run or
@@ -492,7 +492,7 @@ def _make_spec(  # noqa: PLR0917  (one private call site per entry point)
     reserved = {*RANKING_METRICS.names, *RANKING_PER_QUERY.names, query, *metric_columns(cutoffs)}
     clashes = [key for key in keys if key in reserved or key.startswith("__")]
     if clashes:
-        raise SchemaError(
+        raise TableError(
             f"group key(s) {clashes} clash with output column names; rename them first"
         )
     for name, schema, column in (
@@ -501,11 +501,11 @@ def _make_spec(  # noqa: PLR0917  (one private call site per entry point)
     ):
         dtype = schema[column]
         if not (dtype.is_numeric() or dtype == pl.Boolean):
-            raise SchemaError(f"{name} column {column!r} must be numeric, got dtype {dtype}")
+            raise TableError(f"{name} column {column!r} must be numeric, got dtype {dtype}")
     for column in (query, item):
         left, right = run_schema[column], qrels_schema[column]
         if left != right and not (left.is_integer() and right.is_integer()):
-            raise SchemaError(
+            raise TableError(
                 f"column {column!r} has dtype {left} in the run but {right} in the qrels; "
                 f"cast one of them, e.g. pl.col({column!r}).cast(pl.String)"
             )
@@ -545,7 +545,7 @@ def _require(schema: pl.Schema, name: str, roles: dict[str, str], keys: Sequence
     missing += [f"by={key!r}" for key in keys if key not in schema]
     if missing:
         available = ", ".join(repr(c) for c in schema.names()) or "none"
-        raise SchemaError(
+        raise TableError(
             f"{name}: column not found: {', '.join(missing)}; available columns: {available}"
         )
 

@@ -48,7 +48,7 @@ def metric_at_k_chart(
 
     Raises
     ------
-    SchemaError
+    TableError
         If ``table`` is not a ranking-metrics table.
     ArgumentError
         If a metric is unknown or has no ``@k`` column in the table, or a size is not > 0.

@@ -39,7 +39,7 @@ import numpy.typing as npt
 import polars as pl
 
 from calib_frames.estimators.multiple_testing import adjust_p_values
-from calib_frames.exceptions import ArgumentError, DataError, SchemaError
+from calib_frames.exceptions import ArgumentError, DataError, TableError
 from calib_frames.validation import Frame, as_lazy, return_like
 
 __all__ = ["SIGNIFICANCE_COLUMNS", "paired_significance"]
@@ -117,7 +117,7 @@ def paired_significance(
 
     Raises
     ------
-    SchemaError
+    TableError
         If a column is missing or a metric column is not numeric.
     DataError
         If a (by…, model, query) row repeats or a metric value is null/NaN.
@@ -164,12 +164,12 @@ def paired_significance(
     schema = lazy.collect_schema()
     missing = [c for c in (*keys, model, query, *metrics) if c not in schema]
     if missing:
-        raise SchemaError(
+        raise TableError(
             f"column(s) {missing} not found; available columns: {', '.join(schema.names())}"
         )
     for name in metrics:
         if not schema[name].is_numeric():
-            raise SchemaError(f"metric column {name!r} must be numeric, got dtype {schema[name]}")
+            raise TableError(f"metric column {name!r} must be numeric, got dtype {schema[name]}")
     if model in keys or query in keys:
         raise ArgumentError("by= must not name the model or query column")
 

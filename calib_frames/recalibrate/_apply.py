@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from calib_frames.exceptions import ArgumentError, DataError, SchemaError
+from calib_frames.exceptions import ArgumentError, DataError, TableError
 from calib_frames.recalibrate.splits import check_split
 from calib_frames.schema import Table
 from calib_frames.validation import as_lazy
@@ -41,13 +41,13 @@ def check_join(schema: pl.Schema, params: pl.DataFrame, keys: Sequence[str], wha
     """The frame must carry the parameters' keys with compatible dtypes."""
     missing = [key for key in keys if key not in schema]
     if missing:
-        raise SchemaError(
+        raise TableError(
             f"the {what} parameters are per {list(keys)}, but the frame lacks {missing}"
         )
     for key in keys:
         left, right = schema[key], params.schema[key]
         if left != right and not (left.is_numeric() and right.is_numeric()):
-            raise SchemaError(
+            raise TableError(
                 f"key {key!r} is {left} in the frame but {right} in the {what} parameters"
             )
 
@@ -80,7 +80,7 @@ def join_params(
 
 
 def check_unique(params: pl.DataFrame, keys: Sequence[str]) -> None:
-    """One parameter row per join key (SchemaError).
+    """One parameter row per join key (TableError).
 
     A repeated group (two fits concatenated, a table edited by hand) would silently
     repeat the frame's rows in the join.
@@ -94,7 +94,7 @@ def check_unique(params: pl.DataFrame, keys: Sequence[str]) -> None:
         shown = [k for k in keys if not k.startswith("__calib")]
         example = params.filter(repeated).select(shown).row(0, named=True) if shown else {}
         where = ", ".join(f"{k}={v!r}" for k, v in example.items()) or "the whole frame"
-        raise SchemaError(
+        raise TableError(
             f"the parameters table repeats groups: {count:,} of {params.height:,} rows share "
             f"their group with another row (e.g. {where}); pass the table of one fit_* call"
         )
@@ -134,7 +134,7 @@ def check_output(
         raise ArgumentError(f"output={output!r} is reserved; choose another column name")
     for name in (output, "in_sample"):
         if name in schema:
-            raise SchemaError(
+            raise TableError(
                 f"column {name!r} already exists; drop it or pass another output= name"
             )
     if split is not None:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from calib_frames.exceptions import ArgumentError, DataError, SchemaError
+from calib_frames.exceptions import ArgumentError, DataError, TableError
 from calib_frames.recalibrate.splits import FitScheme, check_fold_column, fit_rows
 
 __all__ = [
@@ -46,7 +46,7 @@ def check_columns(
     boolean_like: Sequence[str] = (),
     reserved: Sequence[str] = (),
 ) -> None:
-    """Missing columns, wrong dtypes and key clashes, from the schema alone (SchemaError)."""
+    """Missing columns, wrong dtypes and key clashes, from the schema alone (TableError)."""
     for role, name in columns.items():
         if not isinstance(name, str):
             raise ArgumentError(f"{role}= takes a column name, got {name!r}")
@@ -54,26 +54,26 @@ def check_columns(
     missing += [f"by={key!r}" for key in keys if key not in schema]
     if missing:
         available = ", ".join(repr(c) for c in schema.names()) or "none"
-        raise SchemaError(f"column not found: {', '.join(missing)}; available columns: {available}")
+        raise TableError(f"column not found: {', '.join(missing)}; available columns: {available}")
     for role in numeric:
         dtype = schema[columns[role]]
         if not dtype.is_numeric():
-            raise SchemaError(f"column {columns[role]!r} ({role}) must be numeric, got {dtype}")
+            raise TableError(f"column {columns[role]!r} ({role}) must be numeric, got {dtype}")
     for role in boolean_like:
         dtype = schema[columns[role]]
         if not (dtype == pl.Boolean or dtype.is_integer() or dtype.is_float()):
-            raise SchemaError(
+            raise TableError(
                 f"column {columns[role]!r} ({role}) must be boolean or 0/1, got {dtype}"
             )
     same = [f"{role}={name!r}" for role, name in columns.items() if name in keys]
     if same:
-        raise SchemaError(
+        raise TableError(
             f"group key(s) are also input columns: {', '.join(same)}; by= must not name a "
             "column the map is fitted on"
         )
     clashes = [k for k in keys if k in reserved or k.startswith(RESERVED_PREFIX)]
     if clashes:
-        raise SchemaError(
+        raise TableError(
             f"group key(s) {clashes} clash with output columns of the same name; rename them"
         )
 
@@ -232,7 +232,7 @@ def prepare_rows(
     if scheme.fitted_on == "cross_fit":
         assert scheme.fold is not None
         if scheme.fold not in frame.collect_schema():
-            raise SchemaError(
+            raise TableError(
                 f"fold column {scheme.fold!r} not found; add one with "
                 "calib_frames.recalibrate.assign_folds(frame, item=...)"
             )

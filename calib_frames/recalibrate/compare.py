@@ -28,7 +28,7 @@ from typing import Any, Literal
 import polars as pl
 
 from calib_frames.binning import BinsLike
-from calib_frames.exceptions import ArgumentError, DataError, SchemaError
+from calib_frames.exceptions import ArgumentError, DataError, TableError
 from calib_frames.metrics.calibration import calibration_metrics
 from calib_frames.recalibrate import histogram, platt, temperature
 from calib_frames.recalibrate.splits import assign_folds, normalise_keys
@@ -202,12 +202,12 @@ def _scored(
         raise ArgumentError(f"in_sample= takes True or False, got {in_sample!r}")
     schema = frame.collect_schema()
     if "in_sample" not in schema:
-        raise SchemaError(
+        raise TableError(
             "the frame has no 'in_sample' column: recalibrate it with recalibrate() or an "
             "apply_* function, which label the rows a map was fitted on"
         )
     if schema["in_sample"] != pl.Boolean:
-        raise SchemaError(f"column 'in_sample' must be Boolean, got {schema['in_sample']}")
+        raise TableError(f"column 'in_sample' must be Boolean, got {schema['in_sample']}")
     if not in_sample:
         scored = frame.filter(~pl.col("in_sample").fill_null(False))
         # Early-stopping scans: a frame whose every row was fitted on (fit and apply on
@@ -266,7 +266,7 @@ def recalibration_metrics(
 
     Raises
     ------
-    SchemaError
+    TableError
         Missing columns, no ``in_sample`` label.
     DataError
         Invalid rows, including null recalibrated confidences (a group without
@@ -352,7 +352,7 @@ def recalibration_reliability(
 
     Raises
     ------
-    SchemaError
+    TableError
         Missing columns, no ``in_sample`` label, a group key named ``stage``.
     DataError
         Invalid rows, including null recalibrated confidences; every row in-sample
@@ -374,7 +374,7 @@ def recalibration_reliability(
     rows, labels = _scored(lazy, keys, in_sample)
     options: dict[str, Any] = {"correct": correct, "by": by, "bins": bins, "weight": weight}
     if "stage" in keys:
-        raise SchemaError("group key 'stage' clashes with the output column; rename it")
+        raise TableError("group key 'stage' clashes with the output column; rename it")
     stages = [
         reliability_table(rows, confidence=column, **options).with_columns(
             pl.lit(stage, dtype=STAGE).alias("stage")
@@ -451,7 +451,7 @@ def top_option(
     needed = [question, loglik, is_gold, recalibrated, "in_sample", *keys]
     missing = [c for c in needed if c not in schema]
     if missing:
-        raise SchemaError(f"column not found: {missing}; available: {schema.names()}")
+        raise TableError(f"column not found: {missing}; available: {schema.names()}")
     ell = pl.col(loglik).cast(pl.Float64)
     top = (
         lazy.group_by(*keys, question)

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from calib_frames.binning import Binning, BinsLike, as_binning
-from calib_frames.exceptions import ArgumentError, SchemaError
+from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.recalibrate import _core
 from calib_frames.recalibrate._apply import (
     IN_SAMPLE_PARAM,
@@ -104,7 +104,7 @@ def fit_histogram(
 
     Raises
     ------
-    SchemaError, DataError, ArgumentError
+    TableError, DataError, ArgumentError
         As :func:`calib_frames.bin_statistics`; equal-mass bins (ArgumentError); a
         ``split=`` column with no row equal to ``fit_value`` (DataError).
 
@@ -209,7 +209,7 @@ def apply_histogram(
 
     Raises
     ------
-    SchemaError
+    TableError
         Missing columns, parameters that are not one binning (or repeat a bin), an
         existing ``output``.
     DataError
@@ -253,17 +253,17 @@ def _binning_of(table: pl.DataFrame) -> Binning:
     if bins.height == 0:
         return Binning.uniform(1)
     if bins["bin"].n_unique() != bins.height or bins["closed"].n_unique() != 1:
-        raise SchemaError(
+        raise TableError(
             "the histogram-binning parameters do not hold one binning for every group "
             "(bins with different edges or closedness); fit them with one bins= value"
         )
     closed = bins["closed"][0]
     if closed not in ("left", "right"):
-        raise SchemaError(f"histogram-binning parameters have closed={closed!r}")
+        raise TableError(f"histogram-binning parameters have closed={closed!r}")
     lower, upper = bins["bin_lower"].to_list(), bins["bin_upper"].to_list()
     n = len(lower)
     if lower == [k / n for k in range(n)] and upper == [(k + 1) / n for k in range(n)]:
         return Binning.uniform(n, closed=closed)
     if bins["bin"].to_list() != list(range(n)) or lower[1:] != upper[:-1]:
-        raise SchemaError("the histogram-binning parameters' bins are not contiguous")
+        raise TableError("the histogram-binning parameters' bins are not contiguous")
     return Binning.edges([*lower, upper[-1]], closed=closed)

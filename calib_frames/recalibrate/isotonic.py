@@ -106,7 +106,7 @@ def fit_isotonic(
 
     Raises
     ------
-    SchemaError, DataError, ArgumentError
+    TableError, DataError, ArgumentError
         Missing/mistyped columns, invalid rows, invalid arguments; a ``split=``
         column with no row equal to ``fit_value`` (DataError).
 
@@ -185,7 +185,7 @@ def apply_isotonic(
 
     Raises
     ------
-    SchemaError
+    TableError
         Missing columns, key dtypes that differ, an existing ``output`` column, a
         parameters table that repeats a block.
     DataError

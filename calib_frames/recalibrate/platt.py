@@ -121,7 +121,7 @@ def fit_platt(
 
     Raises
     ------
-    SchemaError
+    TableError
         Missing or mistyped columns.
     DataError
         Invalid rows; a group with one class only (without ``smoothing``) or whose
@@ -328,7 +328,7 @@ def apply_platt(
 
     Raises
     ------
-    SchemaError
+    TableError
         Missing columns, key dtypes that differ, an existing ``output`` column, a
         parameters table that repeats a group (e.g. two fits concatenated).
     DataError

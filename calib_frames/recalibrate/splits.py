@@ -38,7 +38,7 @@ from typing import Literal
 
 import polars as pl
 
-from calib_frames.exceptions import ArgumentError, DataError, SchemaError
+from calib_frames.exceptions import ArgumentError, DataError, TableError
 from calib_frames.validation import Frame, as_lazy, group_keys, return_like
 
 __all__ = ["FitScheme", "assign_folds", "fit_scheme"]
@@ -157,7 +157,7 @@ def fit_rows(
     fold = scheme.fold
     assert fold is not None
     if fold not in schema:
-        raise SchemaError(
+        raise TableError(
             f"fold column {fold!r} not found; add one with "
             "calib_frames.recalibrate.assign_folds(frame, item=...)"
         )
@@ -174,15 +174,15 @@ def fit_rows(
 
 
 def check_split(schema: pl.Schema, split: str, fit_value: object) -> None:
-    """The split column exists and can be compared with ``fit_value`` (SchemaError)."""
+    """The split column exists and can be compared with ``fit_value`` (TableError)."""
     if split not in schema:
-        raise SchemaError(f"split column {split!r} not found; available: {schema.names()}")
+        raise TableError(f"split column {split!r} not found; available: {schema.names()}")
     dtype = schema[split]
     textual = dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum)
     if isinstance(fit_value, str) != textual or not (
         textual or dtype.is_numeric() or dtype == pl.Boolean
     ):
-        raise SchemaError(
+        raise TableError(
             f"split column {split!r} is {dtype}, which cannot be compared with "
             f"fit_value={fit_value!r}; pass a fit_value of the column's type"
         )
@@ -245,7 +245,7 @@ def assign_folds(
 
     Raises
     ------
-    SchemaError
+    TableError
         If ``item`` is missing or ``name`` already exists.
     ArgumentError
         If ``folds`` < 2 or ``seed`` is not a non-negative integer.
@@ -265,9 +265,9 @@ def assign_folds(
     lazy = as_lazy(frame)
     schema = lazy.collect_schema()
     if item not in schema:
-        raise SchemaError(f"item column {item!r} not found; available: {schema.names()}")
+        raise TableError(f"item column {item!r} not found; available: {schema.names()}")
     if name in schema:
-        raise SchemaError(f"column {name!r} already exists; pass name= to choose another")
+        raise TableError(f"column {name!r} already exists; pass name= to choose another")
     fold = (pl.col(item).hash(seed) % folds).cast(pl.UInt32).alias(name)
     return return_like(frame, lazy.with_columns(fold))
 

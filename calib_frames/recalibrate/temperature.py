@@ -173,7 +173,7 @@ def fit_temperature(
 
     Raises
     ------
-    SchemaError
+    TableError
         Missing or mistyped columns.
     DataError
         Invalid confidences or outcomes, non-finite log-likelihoods, questions with no
@@ -535,7 +535,7 @@ def apply_temperature(
 
     Raises
     ------
-    SchemaError
+    TableError
         Missing columns, key dtypes that differ, an existing ``output`` column, a
         parameters table that repeats a group (e.g. two fits concatenated).
     DataError

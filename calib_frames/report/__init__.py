@@ -22,7 +22,7 @@ from typing import Any
 
 import polars as pl
 
-from calib_frames.exceptions import ArgumentError, SchemaError
+from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.plot._tables import COMPARISON_COLUMNS, frame, key_split, spec_keys
 from calib_frames.schema import BIN_STATISTICS, RELIABILITY
 
@@ -439,7 +439,7 @@ def report_html(
 
     Raises
     ------
-    SchemaError
+    TableError
         If a table is not what its argument needs, or the tables have other keys.
     ArgumentError
         If the comparison table is empty or an argument is invalid.
@@ -472,7 +472,7 @@ def report_html(
     ppl = None if perplexity is None else frame(perplexity, "report perplexity")
     keys = key_split(table.schema, COMPARISON_COLUMNS)
     if len(keys) == len(table.columns) or "ece" not in table.columns:
-        raise SchemaError(
+        raise TableError(
             "report: comparison= is not a metrics/comparison table (no ece column); build it "
             "with calib_frames.comparison_table or calib_frames.calibration_metrics"
         )
@@ -480,14 +480,14 @@ def report_html(
         raise ArgumentError("report: the comparison table has no rows: nothing to report")
     bin_keys = spec_keys(bins, RELIABILITY, "bin-statistics table")
     if sorted(bin_keys) != sorted(keys) and not set(bin_keys) <= set(keys):
-        raise SchemaError(
+        raise TableError(
             f"report: the bin statistics are grouped by {bin_keys} but the comparison table "
             f"by {keys}; compute both with the same by="
         )
     if ppl is not None:
         keys_ppl = key_split(ppl.schema, COMPARISON_COLUMNS)
         if "perplexity" not in ppl.columns:
-            raise SchemaError(
+            raise TableError(
                 "report: perplexity= has no perplexity column; build it with "
                 "calib_frames.perplexity"
             )
@@ -585,7 +585,7 @@ def write_report(
 
     Raises
     ------
-    SchemaError
+    TableError
         If a table is not what its argument needs, or the tables have other keys.
     ArgumentError
         If the comparison table is empty or an argument is invalid.

@@ -15,7 +15,7 @@ command line (``calib-frames report INPUT…``).
   reads as Float64 instead of failing; ``schema_overrides`` ({column: dtype}, file column
   names) fixes a type outright.
 * **Columns**: ``columns`` maps file column names to canonical ones
-  (``{"p": "confidence", "label": "correct"}``); a name not in the data is a SchemaError.
+  (``{"p": "confidence", "label": "correct"}``); a name not in the data is a TableError.
 * **Bad input**: an unreadable file (a ``.parquet`` that is not parquet, an empty CSV, a
   JSON document that does not parse) is a :class:`~calib_frames.exceptions.ReadError`
   naming the file; a malformed record (a truncated JSONL line, a value of the wrong JSON
@@ -46,7 +46,7 @@ from typing import Any, Literal, overload
 import polars as pl
 from polars.io.plugins import register_io_source
 
-from calib_frames.exceptions import ArgumentError, ReadError, SchemaError
+from calib_frames.exceptions import ArgumentError, ReadError, TableError
 
 __all__ = [
     "FORMATS",
@@ -546,7 +546,7 @@ def scan_table(
     ------
     ReadError
         A missing path, an empty folder, an unreadable file, a malformed record.
-    SchemaError
+    TableError
         ``columns`` names a column the data lacks, or files disagree on a column's type.
     ArgumentError
         An unknown format or ``on_bad_record`` value.
@@ -615,7 +615,7 @@ def _scan(
             result = pl.concat(frames, how="diagonal_relaxed")
             result.collect_schema()
         except pl.exceptions.PolarsError as error:
-            raise SchemaError(
+            raise TableError(
                 f"the files do not stack into one table ({_short(error)}); "
                 "fix the column types with schema_overrides="
             ) from error
@@ -738,14 +738,14 @@ def _rename(frame: pl.LazyFrame, columns: Mapping[str, str] | None) -> pl.LazyFr
     names = frame.collect_schema().names()
     missing = [source for source in columns if source not in names]
     if missing:
-        raise SchemaError(
+        raise TableError(
             f"columns= names {missing}, not in the data; available columns: "
             f"{', '.join(repr(n) for n in names) or 'none'}"
         )
     targets = list(columns.values())
     clash = [t for t in targets if t in names and t not in columns]
     if len(set(targets)) != len(targets) or clash:
-        raise SchemaError(f"columns= would create duplicate column names: {targets}")
+        raise TableError(f"columns= would create duplicate column names: {targets}")
     return frame.rename(dict(columns))
 
 
@@ -753,7 +753,7 @@ def _require(frame: pl.LazyFrame, required: Sequence[str], what: str) -> None:
     names = frame.collect_schema().names()
     missing = [c for c in required if c not in names]
     if missing:
-        raise SchemaError(
+        raise TableError(
             f"{what} need columns {missing}; available columns: "
             f"{', '.join(repr(n) for n in names) or 'none'}; map yours with columns="
         )
@@ -806,7 +806,7 @@ def scan_predictions(
 
     Raises
     ------
-    SchemaError
+    TableError
         ``confidence`` or ``correct`` is missing after ``columns`` is applied; and the
         errors of :func:`scan_table`.
 
@@ -880,7 +880,7 @@ def scan_tokens(
 
     Raises
     ------
-    SchemaError
+    TableError
         ``nll`` is missing after ``columns`` is applied; and the errors of
         :func:`scan_table`.
 

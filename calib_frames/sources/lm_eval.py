@@ -57,7 +57,7 @@ from typing import Any
 
 import polars as pl
 
-from calib_frames.exceptions import ReadError, SchemaError
+from calib_frames.exceptions import ReadError, TableError
 from calib_frames.sources.files import PathsLike, expand_paths, guarded_scan
 
 __all__ = [
@@ -153,7 +153,7 @@ def lm_eval_runs(paths: PathsLike | pl.DataFrame) -> pl.DataFrame:
     ReadError
         No results file, an unreadable results file, or a samples file without the
         results file of its run (or whose task that file does not know).
-    SchemaError
+    TableError
         A frame that is not one of this function's (missing its columns).
 
     Examples
@@ -164,7 +164,7 @@ def lm_eval_runs(paths: PathsLike | pl.DataFrame) -> pl.DataFrame:
     if isinstance(paths, pl.DataFrame):
         missing = [c for c in RUN_SCHEMA if c not in paths.columns]
         if missing:
-            raise SchemaError(
+            raise TableError(
                 f"a runs frame needs columns {missing} (pass lm-eval folders, or the frame "
                 f"of lm_eval_runs); available columns: {paths.columns}"
             )

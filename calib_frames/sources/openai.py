@@ -29,7 +29,7 @@ from typing import Any
 
 import polars as pl
 
-from calib_frames.exceptions import ArgumentError, ReadError, SchemaError
+from calib_frames.exceptions import ArgumentError, ReadError, TableError
 from calib_frames.sources._checks import Check, raise_if_bad
 from calib_frames.sources.files import PathsLike, expand_paths, guarded_scan
 from calib_frames.validation import as_lazy
@@ -328,7 +328,7 @@ def openai_answer_confidence(
     ------
     ArgumentError
         A ``position`` that is not a non-negative integer.
-    SchemaError
+    TableError
         A frame that is not one of :func:`scan_openai_tokens`.
     DataError
         At collection: a choice with no answer token at ``position`` (too short, or all
@@ -363,7 +363,7 @@ def openai_answer_confidence(
         names = as_lazy(tokens).collect_schema().names()
         missing = [c for c in needed if c not in names]
         if missing:
-            raise SchemaError(
+            raise TableError(
                 f"column not found: {missing}; openai_answer_confidence takes the frame of "
                 f"scan_openai_tokens (or paths); available columns: {names}"
             )

@@ -64,7 +64,7 @@ from typing import Literal
 
 import polars as pl
 
-from calib_frames.exceptions import ArgumentError, SchemaError
+from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.sources._checks import Check, raise_if_bad
 from calib_frames.validation import Frame, as_lazy, group_keys, return_like
 
@@ -152,7 +152,7 @@ def _check_roles(
     missing = [f"{role}={name!r}" for role, name in roles.items() if name not in schema]
     missing += [f"by={key!r}" for key in keys if key not in schema]
     if missing:
-        raise SchemaError(
+        raise TableError(
             f"column not found: {', '.join(missing)}; available columns: "
             f"{', '.join(repr(c) for c in schema.names()) or 'none'}"
         )
@@ -162,7 +162,7 @@ def _check_roles(
             f"by= must not name the question/option columns or an output column: {clash}"
         )
     if not schema[loglik].is_numeric():
-        raise SchemaError(f"column {loglik!r} (loglik) must be numeric, got {schema[loglik]}")
+        raise TableError(f"column {loglik!r} (loglik) must be numeric, got {schema[loglik]}")
     return _gold_flag(schema, option=option, is_gold=is_gold, gold=gold)
 
 
@@ -173,7 +173,7 @@ def _gold_flag(schema: pl.Schema, *, option: str, is_gold: str | None, gold: str
         inner = gold_dtype.inner if isinstance(gold_dtype, pl.List) else gold_dtype
         option_dtype = schema[option]
         if inner != option_dtype and not (inner.is_numeric() and option_dtype.is_numeric()):
-            raise SchemaError(
+            raise TableError(
                 f"column {gold!r} (gold, {gold_dtype}) cannot name options of column "
                 f"{option!r} ({option_dtype}): cast one of them"
             )
@@ -185,7 +185,7 @@ def _gold_flag(schema: pl.Schema, *, option: str, is_gold: str | None, gold: str
         assert is_gold is not None
         dtype = schema[is_gold]
         if dtype != pl.Boolean and not dtype.is_integer():
-            raise SchemaError(f"column {is_gold!r} (is_gold) must be Boolean or 0/1, got {dtype}")
+            raise TableError(f"column {is_gold!r} (is_gold) must be Boolean or 0/1, got {dtype}")
         gold_expr = pl.col(is_gold).cast(pl.Boolean).fill_null(False)
     return gold_expr
 
@@ -368,7 +368,7 @@ def choice_predictions(
 
     Raises
     ------
-    SchemaError
+    TableError
         A named column is missing or not of a usable dtype.
     ArgumentError
         An unknown normalisation or ``no_gold`` value, or ``by=`` naming the question.
@@ -544,7 +544,7 @@ def option_probabilities(
 
     Raises
     ------
-    SchemaError, ArgumentError, DataError
+    TableError, ArgumentError, DataError
         As :func:`choice_predictions`.
 
     See Also
@@ -696,7 +696,7 @@ def brier_multiclass(
 
     Raises
     ------
-    SchemaError, ArgumentError, DataError
+    TableError, ArgumentError, DataError
         As :func:`choice_predictions`.
 
     See Also

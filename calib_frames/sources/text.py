@@ -24,7 +24,7 @@ from typing import Generic, Literal
 
 import polars as pl
 
-from calib_frames.exceptions import ArgumentError, SchemaError
+from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.sources._checks import Check, raise_if_bad
 from calib_frames.validation import Frame, as_lazy, divide, group_keys, return_like
 
@@ -245,7 +245,7 @@ def with_verbalized_confidence(
 
     Raises
     ------
-    SchemaError
+    TableError
         ``column`` is missing or not a String column.
     DataError
         Unparsable rows with ``on_unparsable="raise"``.
@@ -264,9 +264,9 @@ def with_verbalized_confidence(
     lazy = as_lazy(data)
     schema = lazy.collect_schema()
     if column not in schema:
-        raise SchemaError(f"column not found: {column!r}; available: {schema.names()}")
+        raise TableError(f"column not found: {column!r}; available: {schema.names()}")
     if schema[column] != pl.String:
-        raise SchemaError(f"column {column!r} must be String, got {schema[column]}")
+        raise TableError(f"column {column!r} must be String, got {schema[column]}")
     parsed = lazy.with_columns(
         verbalized_confidence(pl.col(column), scale=scale, words=words, pattern=pattern).alias(
             output
@@ -311,7 +311,7 @@ def answer_confidence(
 
     Raises
     ------
-    SchemaError
+    TableError
         Missing or non-numeric columns.
     ArgumentError
         ``by`` empty.
@@ -333,9 +333,9 @@ def answer_confidence(
     schema = lazy.collect_schema()
     missing = [c for c in [*keys, logprob] if c not in schema]
     if missing:
-        raise SchemaError(f"column not found: {missing}; available: {schema.names()}")
+        raise TableError(f"column not found: {missing}; available: {schema.names()}")
     if not schema[logprob].is_numeric():
-        raise SchemaError(f"column {logprob!r} must be numeric, got {schema[logprob]}")
+        raise TableError(f"column {logprob!r} must be numeric, got {schema[logprob]}")
     _refuse_clashes(keys, ("tokens", "log_probability", "log_confidence", "confidence"))
     lp = pl.col(logprob).cast(pl.Float64)
     bad = (lp.is_nan() | (lp > 0)).fill_null(True)
@@ -405,7 +405,7 @@ def sample_consistency(
 
     Raises
     ------
-    SchemaError
+    TableError
         Missing columns.
     ArgumentError
         ``by`` empty.
@@ -435,11 +435,11 @@ def sample_consistency(
     schema = lazy.collect_schema()
     missing = [c for c in [*keys, answer, *([gold] if gold else [])] if c not in schema]
     if missing:
-        raise SchemaError(f"column not found: {missing}; available: {schema.names()}")
+        raise TableError(f"column not found: {missing}; available: {schema.names()}")
     produced: list[str] = ["samples", "majority_answer", "majority_count", "consistency"]
     _refuse_clashes(keys, [*produced, *(["correct"] if gold else [])])
     if gold and not _comparable(schema[answer], schema[gold]):
-        raise SchemaError(
+        raise TableError(
             f"column {gold!r} (gold, {schema[gold]}) cannot be compared with column "
             f"{answer!r} (answer, {schema[answer]}): cast one of them"
         )

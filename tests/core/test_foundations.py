@@ -102,7 +102,7 @@ def test_empty_bins_have_null_means_in_frames_and_zeros_in_arrays() -> None:
 
 def test_boolean_confidence_is_refused_as_a_swapped_column() -> None:
     frame = pl.DataFrame({"confidence": [True, False], "correct": [0.9, 0.2]})
-    with pytest.raises(cf.SchemaError, match=r"Boolean.*swapped"):
+    with pytest.raises(cf.TableError, match=r"Boolean.*swapped"):
         cf.calibration_metrics(frame)
 
 
@@ -131,11 +131,11 @@ def test_log_confidence_that_disagrees_is_reported() -> None:
 
 def test_error_classes_and_exit_codes() -> None:
     assert cf.CalibrationInputError is cf.CalibFramesError
-    for cls in (cf.DataError, cf.SchemaError, cf.ReadError, cf.ArgumentError):
+    for cls in (cf.DataError, cf.TableError, cf.ReadError, cf.ArgumentError):
         assert issubclass(cls, cf.CalibFramesError)
         assert issubclass(cls, ValueError)
     assert cf.ArgumentError.exit_code == 2
-    assert {cf.DataError.exit_code, cf.SchemaError.exit_code, cf.ReadError.exit_code} == {1}
+    assert {cf.DataError.exit_code, cf.TableError.exit_code, cf.ReadError.exit_code} == {1}
     assert set(exceptions.__all__) <= set(cf.__all__)
 
 
@@ -193,14 +193,14 @@ def test_merge_accepts_keys_in_any_order_and_unifiable_dtypes() -> None:
 
 def test_merge_refuses_other_keys_and_other_bins() -> None:
     a = cf.bin_statistics(PREDICTIONS, by="model")
-    with pytest.raises(cf.SchemaError, match="different keys"):
+    with pytest.raises(cf.TableError, match="different keys"):
         cf.merge_bin_statistics(a, cf.bin_statistics(PREDICTIONS, by="task"))
-    with pytest.raises(cf.SchemaError, match="differs between tables"):
+    with pytest.raises(cf.TableError, match="differs between tables"):
         cf.merge_bin_statistics(a, cf.bin_statistics(PREDICTIONS, by="model", bins=5))
     right = cf.bin_statistics(PREDICTIONS, by="model", bins=cf.Binning.uniform(10, closed="right"))
-    with pytest.raises(cf.SchemaError, match="closed"):
+    with pytest.raises(cf.TableError, match="closed"):
         cf.merge_bin_statistics(a, right)
-    with pytest.raises(cf.SchemaError, match="not a bin-statistics table"):
+    with pytest.raises(cf.TableError, match="not a bin-statistics table"):
         cf.merge_bin_statistics(a, PREDICTIONS)
 
 
@@ -228,7 +228,7 @@ def test_roll_up_pools_the_bins_and_differs_from_averaging_metrics() -> None:
         .agg(pl.col("ece").mean())
     )
     assert not np.allclose(pooled.sort("model")["ece"], averaged.sort("model")["ece"])
-    with pytest.raises(cf.SchemaError, match="not keys"):
+    with pytest.raises(cf.TableError, match="not keys"):
         cf.merge_bin_statistics(by_task, by="seed")
 
 
@@ -242,11 +242,11 @@ def test_nll_sums_merge_and_roll_up() -> None:
 def test_comparison_table_refuses_raw_swapped_and_wrong_tables() -> None:
     metrics = cf.calibration_metrics(PREDICTIONS, by="model")
     ppl = cf.perplexity(TOKENS, by="model", tokens="tokens")
-    with pytest.raises(cf.SchemaError, match="swapped"):
+    with pytest.raises(cf.TableError, match="swapped"):
         cf.comparison_table(ppl, metrics)
-    with pytest.raises(cf.SchemaError, match="not a calibration-metrics table"):
+    with pytest.raises(cf.TableError, match="not a calibration-metrics table"):
         cf.comparison_table(PREDICTIONS, ppl)
-    with pytest.raises(cf.SchemaError, match="not a perplexity table"):
+    with pytest.raises(cf.TableError, match="not a perplexity table"):
         cf.comparison_table(metrics, cf.bin_statistics(PREDICTIONS, by="model"))
     table = cf.comparison_table(metrics, ppl)
     assert {"count", "nll_count"} <= set(table.columns)

@@ -91,7 +91,7 @@ def test_spark_refuses_equal_mass_bins_and_missing_columns(spark: Any) -> None:
     rows = spark.createDataFrame(predictions(3).to_arrow())
     with pytest.raises(cf.ArgumentError, match="equal-mass"):
         spark_bin_statistics(rows, bins=cf.Binning.quantile(5))
-    with pytest.raises(cf.SchemaError, match="'prob'"):
+    with pytest.raises(cf.TableError, match="'prob'"):
         spark_bin_statistics(rows, confidence="prob")
 
 

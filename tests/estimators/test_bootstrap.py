@@ -18,7 +18,7 @@ from calib_frames.estimators.bootstrap import (
     perplexity_intervals,
     perplexity_intervals_from_sums,
 )
-from calib_frames.exceptions import ArgumentError, DataError, SchemaError
+from calib_frames.exceptions import ArgumentError, DataError, TableError
 
 
 def simulated(groups: int, rows: int, seed: int, power: float = 1.3) -> pl.DataFrame:
@@ -185,19 +185,19 @@ def test_bad_arguments(kwargs: dict[str, object], error: type[Exception]) -> Non
 
 
 def test_bad_tables_and_rows() -> None:
-    with pytest.raises(SchemaError, match="bin-statistics"):
+    with pytest.raises(TableError, match="bin-statistics"):
         intervals_from_bin_statistics(pl.DataFrame({"bin": [0]}))
     clash = simulated(1, 10, seed=0).with_columns(replicate=pl.lit(1))
-    with pytest.raises(SchemaError, match="replicate"):
+    with pytest.raises(TableError, match="replicate"):
         calibration_intervals(clash, by="replicate")
-    with pytest.raises(SchemaError, match="replicate"):
+    with pytest.raises(TableError, match="replicate"):
         calibration_intervals(clash, resample="rows")
     bad = pl.DataFrame({"confidence": [0.5, 1.5], "correct": [1, 0]})
     with pytest.raises(cf.CalibFramesError):
         calibration_intervals(bad, replicates=5)
     stats = cf.bin_statistics(simulated(2, 50, seed=0), by="g")
     ragged = stats.filter(~((pl.col("g") == 0) & (pl.col("bin") == 3)))
-    with pytest.raises(SchemaError, match="numbers of bins"):
+    with pytest.raises(TableError, match="numbers of bins"):
         intervals_from_bin_statistics(ragged, replicates=5)
 
 
@@ -260,9 +260,9 @@ def test_perplexity_cluster_token_rows_and_bad_input() -> None:
     assert by_doc["perplexity_ci_low"].item() < point < by_doc["perplexity_ci_high"].item()
     with pytest.raises(DataError, match="1 of 2 rows"):
         perplexity_intervals(pl.DataFrame({"nll": [1.0, -2.0]}))
-    with pytest.raises(SchemaError, match="tokens"):
+    with pytest.raises(TableError, match="tokens"):
         perplexity_intervals(pl.DataFrame({"nll": [1.0]}), tokens="tokens")
-    with pytest.raises(SchemaError, match="numeric"):
+    with pytest.raises(TableError, match="numeric"):
         perplexity_intervals(pl.DataFrame({"nll": ["1.0"]}))
     with pytest.raises(ArgumentError):
         perplexity_intervals(pl.DataFrame({"nll": [1.0]}), replicates=0)
@@ -320,5 +320,5 @@ def test_moment_sums_are_additive_and_required(documents: pl.DataFrame) -> None:
     np.testing.assert_allclose(whole["nll_sum"], point["nll_sum"], rtol=1e-12)
     ci = perplexity_intervals_from_sums(merged, replicates=200)
     assert ci.columns[0] == "g" and "bits_per_byte_ci_high" in ci.columns
-    with pytest.raises(SchemaError, match="nll_sq_sum"):
+    with pytest.raises(TableError, match="nll_sq_sum"):
         perplexity_intervals_from_sums(point)

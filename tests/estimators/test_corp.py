@@ -187,13 +187,13 @@ def test_bad_input() -> None:
         corp_decomposition(frame, confidence="p", correct="y", weight="w")
     with pytest.raises(cf.ArgumentError, match="score"):
         corp_decomposition(frame, confidence="p", correct="y", score="crps")  # type: ignore[arg-type]
-    with pytest.raises(cf.SchemaError, match="column not found"):
+    with pytest.raises(cf.TableError, match="column not found"):
         corp_decomposition(frame, confidence="q", correct="y")
-    with pytest.raises(cf.SchemaError, match="exists"):
+    with pytest.raises(cf.TableError, match="exists"):
         corp_recalibrate(frame, confidence="p", correct="y", output="w")
 
 
 def test_boolean_confidence_is_refused() -> None:
     frame = pl.DataFrame({"p": [True, False], "y": [1, 0]})
-    with pytest.raises(cf.SchemaError, match="Boolean"):
+    with pytest.raises(cf.TableError, match="Boolean"):
         corp_decomposition(frame, confidence="p", correct="y")

@@ -15,7 +15,7 @@ import pytest
 
 import calib_frames.estimators as E
 import calib_frames.multiclass as M
-from calib_frames.exceptions import ArgumentError, DataError, SchemaError
+from calib_frames.exceptions import ArgumentError, DataError, TableError
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,7 @@ def test_row_bootstrap_of_a_big_group_unchanged_by_the_empty_replicate_rule(
 
 def test_row_bootstrap_refuses_a_boolean_weight(preds: pl.DataFrame) -> None:
     frame = preds.with_columns(w=pl.lit(True))
-    with pytest.raises(SchemaError, match=r"'w' \(weight\) is Boolean"):
+    with pytest.raises(TableError, match=r"'w' \(weight\) is Boolean"):
         E.calibration_intervals(frame, weight="w", resample="rows", replicates=5)
 
 
@@ -90,7 +90,7 @@ def test_row_bootstrap_refuses_a_boolean_weight(preds: pl.DataFrame) -> None:
 def test_boolean_confidence_is_refused_everywhere(preds: pl.DataFrame, call: object) -> None:
     # ece_by_bin_count and paired_comparison used to take True/False as 1.0/0.0
     frame = preds.with_columns(pl.col("confidence") > 0.5)
-    with pytest.raises(SchemaError, match=r"'confidence' \(confidence\) is Boolean"):
+    with pytest.raises(TableError, match=r"'confidence' \(confidence\) is Boolean"):
         call(frame)  # type: ignore[operator]
 
 
@@ -102,7 +102,7 @@ def test_ece_by_bin_count_with_a_bare_int(preds: pl.DataFrame) -> None:
 @pytest.mark.parametrize("alias", ["g", "p_value"])
 def test_adjust_p_values_does_not_overwrite_a_column(alias: str) -> None:
     table = pl.DataFrame({"p_value": [0.01, 0.2, 0.5], "g": ["a", "a", "b"]})
-    with pytest.raises(SchemaError, match=rf"output column '{alias}' exists already"):
+    with pytest.raises(TableError, match=rf"output column '{alias}' exists already"):
         E.adjust_p_values(table, by="g", alias=alias)
 
 
@@ -113,15 +113,15 @@ def test_paired_comparison_model_equal_to_item(preds: pl.DataFrame) -> None:
 
 def test_perplexity_intervals_cluster_equal_to_a_key() -> None:
     rows = pl.DataFrame({"nll": [1.0, 2.0, 3.0, 0.5], "model": ["a", "a", "b", "b"]})
-    with pytest.raises(SchemaError, match=r"group key.*cluster='model'"):
+    with pytest.raises(TableError, match=r"group key.*cluster='model'"):
         E.perplexity_intervals(rows, tokens=1, by="model", cluster="model", replicates=5)
 
 
 def test_by_naming_an_input_column_is_refused(preds: pl.DataFrame) -> None:
     # used to fit one block per distinct confidence (one group per row), silently
-    with pytest.raises(SchemaError, match="also input columns: x='confidence'"):
+    with pytest.raises(TableError, match="also input columns: x='confidence'"):
         E.isotonic_blocks(preds, x="confidence", y="correct", by="confidence")
-    with pytest.raises(SchemaError, match="also input columns: confidence='confidence'"):
+    with pytest.raises(TableError, match="also input columns: confidence='confidence'"):
         E.smooth_ece(preds, by="confidence")
 
 
@@ -135,13 +135,13 @@ def test_multiclass_ragged_probability_lists() -> None:
 
 def test_multiclass_by_the_label_column() -> None:
     frame = pl.DataFrame({"p_a": [0.7, 0.4], "p_b": [0.3, 0.6], "label": ["a", "b"]})
-    with pytest.raises(SchemaError, match="also input columns: label='label'"):
+    with pytest.raises(TableError, match="also input columns: label='label'"):
         M.top_label_metrics(frame, probabilities=["p_a", "p_b"], label="label", by="label")
 
 
 def test_multiclass_boolean_probability_column() -> None:
     frame = pl.DataFrame({"p_a": [True, False], "p_b": [0.3, 0.6], "label": ["a", "b"]})
-    with pytest.raises(SchemaError, match=r"'p_a' \(probabilities\[0\]\) is Boolean"):
+    with pytest.raises(TableError, match=r"'p_a' \(probabilities\[0\]\) is Boolean"):
         M.pooled_metrics(frame, probabilities=["p_a", "p_b"], label="label")
 
 
@@ -167,9 +167,9 @@ def test_metrics_table_where_bin_statistics_are_expected(preds: pl.DataFrame) ->
     import calib_frames as cf
 
     metrics = cf.calibration_metrics(preds, by="model")
-    with pytest.raises(SchemaError, match="not a bin-statistics table"):
+    with pytest.raises(TableError, match="not a bin-statistics table"):
         E.intervals_from_bin_statistics(metrics)
-    with pytest.raises(SchemaError, match="not a bin-statistics table"):
+    with pytest.raises(TableError, match="not a bin-statistics table"):
         E.uncertainty_from_bin_statistics(metrics)
 
 
@@ -190,5 +190,5 @@ def test_multiclass_int_where_a_bool_goes(flag: str) -> None:
 def test_key_named_like_an_interval_column(preds: pl.DataFrame, resample: str) -> None:
     # used to fail deep inside polars with a DuplicateError
     frame = preds.rename({"model": "ece_ci_low"})
-    with pytest.raises(SchemaError, match=r"\['ece_ci_low'\] clash with the interval columns"):
+    with pytest.raises(TableError, match=r"\['ece_ci_low'\] clash with the interval columns"):
         E.calibration_intervals(frame, by="ece_ci_low", replicates=5, resample=resample)  # type: ignore[arg-type]

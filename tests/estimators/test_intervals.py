@@ -13,7 +13,7 @@ from calib_frames.estimators.intervals import (
     normal_quantile,
     with_accuracy_intervals,
 )
-from calib_frames.exceptions import ArgumentError, SchemaError
+from calib_frames.exceptions import ArgumentError, TableError
 
 
 @pytest.mark.parametrize("level", [0.5, 0.9, 0.95, 0.999])
@@ -71,7 +71,7 @@ def test_bad_arguments() -> None:
             accuracy_interval("n", "x", level=level)  # type: ignore[arg-type]
     with pytest.raises(ArgumentError, match="method"):
         accuracy_interval("n", "x", method="wald")  # type: ignore[arg-type]
-    with pytest.raises(SchemaError, match="accuracy"):
+    with pytest.raises(TableError, match="accuracy"):
         with_accuracy_intervals(pl.DataFrame({"count": [1]}))
     assert normal_quantile(0.6826894921370859) == pytest.approx(1.0)
 

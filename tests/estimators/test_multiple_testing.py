@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from statsmodels.stats.multitest import multipletests
 
 from calib_frames.estimators.multiple_testing import adjust_p_values
-from calib_frames.exceptions import ArgumentError, DataError, SchemaError
+from calib_frames.exceptions import ArgumentError, DataError, TableError
 
 SM = {"holm": "holm", "bh": "fdr_bh"}
 
@@ -78,7 +78,7 @@ def test_bad_inputs() -> None:
         adjust_p_values(frame, method="bonferroni")  # type: ignore[arg-type]
     with pytest.raises(ArgumentError):
         adjust_p_values(frame, by=["g", "g"])
-    with pytest.raises(SchemaError, match="not found"):
+    with pytest.raises(TableError, match="not found"):
         adjust_p_values(frame, p_value="pv")
-    with pytest.raises(SchemaError):
+    with pytest.raises(TableError):
         adjust_p_values(pl.DataFrame({"p_value": ["0.1"]}))

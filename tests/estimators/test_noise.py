@@ -15,7 +15,7 @@ from calib_frames.estimators.noise import (
     noise_floor_from_bin_statistics,
     uncertainty_from_bin_statistics,
 )
-from calib_frames.exceptions import ArgumentError, SchemaError
+from calib_frames.exceptions import ArgumentError, TableError
 
 
 def exact_null_ece(p: np.ndarray, replicates: int, seed: int, bins: int = 10) -> np.ndarray:
@@ -119,9 +119,9 @@ def test_edges() -> None:
     assert 0 < rows["same"]["ece_noise_floor"] <= 0.6
     empty = calibration_noise_floor(df.clear(), by="g")
     assert empty.height == 0 and empty.columns == table.columns
-    with pytest.raises(SchemaError):
+    with pytest.raises(TableError):
         noise_floor_from_bin_statistics(pl.DataFrame({"x": [1]}))
-    with pytest.raises(SchemaError, match="clash"):
+    with pytest.raises(TableError, match="clash"):
         noise_floor_from_bin_statistics(cf.bin_statistics(df.rename({"g": "ece"}), by="ece"))
 
 

@@ -10,7 +10,7 @@ from statsmodels.stats.multitest import multipletests
 
 import calib_frames as cf
 from calib_frames.estimators.paired import PAIRED_METRICS, paired_comparison
-from calib_frames.exceptions import ArgumentError, DataError, SchemaError
+from calib_frames.exceptions import ArgumentError, DataError, TableError
 
 
 def two_models(tasks: int, n: int, seed: int, power_b: float = 1.0) -> pl.DataFrame:
@@ -150,11 +150,11 @@ def test_bad_input() -> None:
         paired_comparison(rows.with_columns(item=pl.lit(None, pl.Int64)), replicates=10)
     with pytest.raises(DataError, match="correct"):
         paired_comparison(rows.with_columns(correct=pl.lit(2)), replicates=10)
-    with pytest.raises(SchemaError, match="item"):
+    with pytest.raises(TableError, match="item"):
         paired_comparison(rows.drop("item"))
-    with pytest.raises(SchemaError, match="numeric"):
+    with pytest.raises(TableError, match="numeric"):
         paired_comparison(rows.with_columns(confidence=pl.lit("x")))
-    with pytest.raises(SchemaError, match="clash"):
+    with pytest.raises(TableError, match="clash"):
         paired_comparison(rows.with_columns(only_a=pl.lit(1)), by="only_a")
     for kwargs in ({"replicates": 0}, {"level": 2.0}, {"seed": -1}, {"by": ["x", "x"]}):
         with pytest.raises(ArgumentError):

@@ -115,5 +115,5 @@ def test_bad_input() -> None:
         ece_by_bin_count(ok, closed="both")  # type: ignore[arg-type]
     with pytest.raises(cf.ArgumentError):
         adaptive_ece(ok, bins=0)
-    with pytest.raises(cf.SchemaError, match="column not found"):
+    with pytest.raises(cf.TableError, match="column not found"):
         ece_by_bin_count(ok, confidence="p")

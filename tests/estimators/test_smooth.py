@@ -161,11 +161,11 @@ def test_bad_rows() -> None:
 
 def test_bad_arguments() -> None:
     frame = pl.DataFrame({"confidence": [0.5], "correct": [True], "name": ["x"]})
-    with pytest.raises(cf.SchemaError, match="column not found"):
+    with pytest.raises(cf.TableError, match="column not found"):
         smooth_ece(frame, confidence="p")
-    with pytest.raises(cf.SchemaError, match="numeric"):
+    with pytest.raises(cf.TableError, match="numeric"):
         smooth_ece(frame, confidence="name")
-    with pytest.raises(cf.SchemaError, match="clash"):
+    with pytest.raises(cf.TableError, match="clash"):
         smooth_ece(frame.rename({"name": "bandwidth"}), by="bandwidth")
     for bad in (0, -0.1, 1.5, float("nan"), "0.1"):
         with pytest.raises(cf.ArgumentError, match="bandwidth"):
@@ -178,7 +178,7 @@ def test_bad_arguments() -> None:
 
 def test_boolean_confidence_is_refused() -> None:
     frame = pl.DataFrame({"confidence": [True, False], "correct": [0.5, 0.2]})
-    with pytest.raises(cf.SchemaError, match="swapped"):
+    with pytest.raises(cf.TableError, match="swapped"):
         smooth_ece(frame)
 
 

@@ -257,21 +257,21 @@ def test_bad_input() -> None:
         pooled_metrics(long, probabilities="p", label="hit", item="item", class_column="class")
     with pytest.raises(cf.ArgumentError, match="item="):
         pooled_metrics(long, probabilities="p", label="hit")
-    with pytest.raises(cf.SchemaError, match="column not found"):
+    with pytest.raises(cf.TableError, match="column not found"):
         pooled_metrics(long, probabilities="nope", label="hit")
-    with pytest.raises(cf.SchemaError, match="lists of numbers"):
+    with pytest.raises(cf.TableError, match="lists of numbers"):
         top_label_metrics(
             pl.DataFrame({"probs": [["a", "b"]], "label": [0]}),
             probabilities="probs",
             label="label",
         )
-    with pytest.raises(cf.SchemaError, match="integer"):
+    with pytest.raises(cf.TableError, match="integer"):
         top_label_metrics(
             pl.DataFrame({"probs": [[0.5, 0.5]], "label": [0.0]}),
             probabilities="probs",
             label="label",
         )
-    with pytest.raises(cf.SchemaError, match="clash"):
+    with pytest.raises(cf.TableError, match="clash"):
         multiclass_calibration(
             pl.DataFrame({"class": [1], "probs": [[0.5, 0.5]], "label": [0]}),
             probabilities="probs",

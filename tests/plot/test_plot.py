@@ -19,7 +19,7 @@ import pytest
 import vl_convert as vlc
 
 import calib_frames as cf
-from calib_frames.exceptions import ArgumentError, SchemaError
+from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.plot import (
     brier_decomposition_chart,
     chart_html,
@@ -270,13 +270,13 @@ def test_reliability_diagram_errors(tables: dict[str, pl.DataFrame]) -> None:
     table = tables["reliability"]
     with pytest.raises(ArgumentError, match="DataFrame or LazyFrame"):
         reliability_diagram({"bin": [0]})  # type: ignore[arg-type]
-    with pytest.raises(SchemaError, match=r"missing columns \['accuracy'\]"):
+    with pytest.raises(TableError, match=r"missing columns \['accuracy'\]"):
         reliability_diagram(table.drop("accuracy"))
-    with pytest.raises(SchemaError, match="must be numeric"):
+    with pytest.raises(TableError, match="must be numeric"):
         reliability_diagram(table.with_columns(pl.col("accuracy").cast(pl.String)))
-    with pytest.raises(SchemaError, match="grouped by"):
+    with pytest.raises(TableError, match="grouped by"):
         reliability_diagram(table, tables["by_model_metrics"])
-    with pytest.raises(SchemaError, match="missing columns"):
+    with pytest.raises(TableError, match="missing columns"):
         reliability_diagram(table, tables["metrics"].drop("mce"))
     with pytest.raises(ArgumentError, match="not group keys"):
         reliability_diagram(table, facet="tusk")
@@ -368,7 +368,7 @@ def test_metric_scatter_noise_floor_and_intervals(tables: dict[str, pl.DataFrame
     )
     assert "noise floor" in spec["title"]["subtitle"]
     compiles(spec)
-    with pytest.raises(SchemaError, match="missing columns"):
+    with pytest.raises(TableError, match="missing columns"):
         metric_scatter(table, x="ece_debiased_typo")
     with pytest.raises(ArgumentError, match="not a group key"):
         metric_scatter(table, label="nope")
@@ -390,7 +390,7 @@ def test_brier_decomposition_sides(tables: dict[str, pl.DataFrame]) -> None:
         else:
             assert row["_signed"] == -resolution <= 0
     assert spec["spec"]["mark"]["type"] == "bar"
-    with pytest.raises(SchemaError, match="resolution"):
+    with pytest.raises(TableError, match="resolution"):
         brier_decomposition_chart(metrics.drop("resolution"))
 
 
@@ -416,7 +416,7 @@ def test_perplexity_chart(tables: dict[str, pl.DataFrame]) -> None:
         "perplexity",
         "bits_per_token",
     ]
-    with pytest.raises(SchemaError, match="perplexity"):
+    with pytest.raises(TableError, match="perplexity"):
         perplexity_chart(tables["metrics"])
 
 
@@ -431,7 +431,7 @@ def test_smooth_curve_chart() -> None:
     faceted = smooth_reliability_chart(curve, facet="model").to_dict()
     assert faceted["facet"]["field"] == "_panel"
     compiles(faceted)
-    with pytest.raises(SchemaError, match=r"missing columns \['y'\]"):
+    with pytest.raises(TableError, match=r"missing columns \['y'\]"):
         smooth_reliability_chart(curve.drop("y"))
 
 
@@ -456,7 +456,7 @@ def test_isotonic_step_curve() -> None:
     faceted = isotonic_reliability_chart(blocks, facet="model").to_dict()
     assert len(faceted["concat"]) == 2
     compiles(faceted)
-    with pytest.raises(SchemaError, match="recalibrated"):
+    with pytest.raises(TableError, match="recalibrated"):
         isotonic_reliability_chart(blocks.drop("recalibrated"))
 
 
@@ -469,7 +469,7 @@ def test_ece_bins_chart() -> None:
     assert spec["encoding"]["x"]["scale"]["type"] == "log"  # 5 … 200 spans > 20x
     assert len(datasets(spec)[0]) == 6
     compiles(spec)
-    with pytest.raises(SchemaError, match="ece"):
+    with pytest.raises(TableError, match="ece"):
         ece_bins_chart(table.drop("ece"))
 
 

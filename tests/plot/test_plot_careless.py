@@ -17,7 +17,7 @@ import pytest
 import calib_frames as cf
 import calib_frames.plot as P
 import calib_frames.recalibrate as R
-from calib_frames.exceptions import ArgumentError, SchemaError
+from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.report import write_report
 
 
@@ -103,7 +103,7 @@ def test_string_key_alphabetical(preds: pl.DataFrame) -> None:
 @pytest.mark.parametrize("name", ["_color", "_panel", "_gap"])
 def test_key_named_like_a_chart_column(preds: pl.DataFrame, name: str) -> None:
     table = cf.reliability_table(preds.rename({"model": name}), by=name)
-    with pytest.raises(SchemaError, match=rf"\['{name}'\] clash with the chart's own columns"):
+    with pytest.raises(TableError, match=rf"\['{name}'\] clash with the chart's own columns"):
         P.reliability_diagram(table)
 
 

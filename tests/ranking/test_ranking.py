@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 from ranking_reference import query_metrics
 
-from calib_frames.exceptions import ArgumentError, DataError, SchemaError
+from calib_frames.exceptions import ArgumentError, DataError, TableError
 from calib_frames.ranking import metric_columns, ranking_metrics, ranking_metrics_per_query
 from calib_frames.ranking.trec import scan_trec_qrels, scan_trec_run
 
@@ -408,17 +408,17 @@ def small():
 
 def test_missing_columns_raise_schema_error():
     run, qrels = small()
-    with pytest.raises(SchemaError, match=r"run: column not found: score='sc'"):
+    with pytest.raises(TableError, match=r"run: column not found: score='sc'"):
         ranking_metrics(run, qrels, score="sc")
-    with pytest.raises(SchemaError, match=r"qrels: column not found: relevance='relevance'"):
+    with pytest.raises(TableError, match=r"qrels: column not found: relevance='relevance'"):
         ranking_metrics(run, qrels.rename({"relevance": "rel"}))
-    with pytest.raises(SchemaError, match=r"by='task'"):
+    with pytest.raises(TableError, match=r"by='task'"):
         ranking_metrics(run, qrels, by="task")
-    with pytest.raises(SchemaError, match="must be numeric"):
+    with pytest.raises(TableError, match="must be numeric"):
         ranking_metrics(run.with_columns(pl.col("score").cast(pl.String)), qrels)
-    with pytest.raises(SchemaError, match="dtype"):
+    with pytest.raises(TableError, match="dtype"):
         ranking_metrics(run, qrels.with_columns(pl.col("item").cast(pl.Categorical)))
-    with pytest.raises(SchemaError, match="clash"):
+    with pytest.raises(TableError, match="clash"):
         ranking_metrics(run.rename({"model": "queries"}), qrels, by="queries")
 
 

@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 
 from calib_frames import ranking
-from calib_frames.exceptions import ArgumentError, DataError, SchemaError
+from calib_frames.exceptions import ArgumentError, DataError, TableError
 
 RUN = pl.DataFrame(
     {
@@ -48,7 +48,7 @@ def test_categorical_and_decimal_inputs(lazy: bool) -> None:
 
 
 def test_mismatched_query_dtypes_and_bad_rows() -> None:
-    with pytest.raises(SchemaError, match="'query' has dtype Categorical in the run"):
+    with pytest.raises(TableError, match="'query' has dtype Categorical in the run"):
         ranking.ranking_metrics(RUN.with_columns(pl.col("query").cast(pl.Categorical)), QRELS)
     with pytest.raises(DataError, match=r"'score': 1 of 6 rows is null or NaN"):
         ranking.ranking_metrics(

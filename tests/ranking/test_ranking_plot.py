@@ -7,7 +7,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from calib_frames.exceptions import ArgumentError, SchemaError
+from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.plot import save_chart
 from calib_frames.ranking import ranking_metrics
 from calib_frames.ranking.plot import metric_at_k_chart
@@ -54,5 +54,5 @@ def test_bad_input(table):
         metric_at_k_chart(table, width=0)
     with pytest.raises(ArgumentError, match="no @k columns"):
         metric_at_k_chart(table.select(pl.exclude("^ndcg@.*$")), metrics="ndcg")
-    with pytest.raises(SchemaError, match="not a ranking-metrics table"):
+    with pytest.raises(TableError, match="not a ranking-metrics table"):
         metric_at_k_chart(pl.DataFrame({"x": [1]}))

@@ -10,7 +10,7 @@ import pytest
 import scipy.stats as ss
 from statsmodels.stats.multitest import multipletests
 
-from calib_frames.exceptions import ArgumentError, DataError, SchemaError
+from calib_frames.exceptions import ArgumentError, DataError, TableError
 from calib_frames.ranking import ranking_metrics_per_query
 from calib_frames.ranking.significance import SIGNIFICANCE_COLUMNS, paired_significance
 
@@ -145,9 +145,9 @@ def test_from_ranking_metrics_per_query():
 
 def test_bad_input():
     frame = table({"a": np.array([0.1, 0.2]), "b": np.array([0.3, 0.4])})
-    with pytest.raises(SchemaError, match="not found"):
+    with pytest.raises(TableError, match="not found"):
         paired_significance(frame, metric="ndcg@10")
-    with pytest.raises(SchemaError, match="numeric"):
+    with pytest.raises(TableError, match="numeric"):
         paired_significance(frame.with_columns(pl.col("m").cast(pl.String)), metric="m")
     with pytest.raises(ArgumentError, match="method="):
         paired_significance(frame, metric="m", method="t-test")  # type: ignore[arg-type]

@@ -11,7 +11,7 @@ from scipy.optimize import brentq, minimize_scalar
 from scipy.special import expit
 
 import calib_frames as cf
-from calib_frames.exceptions import ArgumentError, DataError, SchemaError
+from calib_frames.exceptions import ArgumentError, DataError, TableError
 from calib_frames.recalibrate import (
     apply_histogram,
     apply_isotonic,
@@ -322,7 +322,7 @@ def test_in_sample_needs_the_flag_and_is_labelled() -> None:
     assert honest["count"].to_list() == [200, 200] and not honest["in_sample"].any()
     labelled = recalibration_metrics(split_out, by="model", in_sample=True)
     assert labelled["count"].to_list() == [600, 600] and labelled["in_sample"].all()
-    with pytest.raises(SchemaError, match="in_sample"):
+    with pytest.raises(TableError, match="in_sample"):
         recalibration_metrics(frame.with_columns(recalibrated=pl.col("confidence")))
 
 
@@ -445,9 +445,9 @@ def test_bad_rows_and_columns() -> None:
     for fit in (fit_temperature, fit_platt, fit_histogram, fit_isotonic):
         with pytest.raises(DataError, match="confidence"):
             fit(bad_p, by="m")
-        with pytest.raises(SchemaError, match="not found"):
+        with pytest.raises(TableError, match="not found"):
             fit(good, confidence="p")
-        with pytest.raises(SchemaError):
+        with pytest.raises(TableError):
             fit(good.with_columns(pl.col("confidence").cast(pl.String)))
     with pytest.raises(DataError, match=r"column 'confidence': 2 of 2 rows.*m='a'"):
         fit_temperature(bad_p, by="m")
@@ -463,11 +463,11 @@ def test_bad_rows_and_columns() -> None:
         fit_histogram(good, bins=cf.Binning.quantile(4))
     with pytest.raises(ArgumentError):
         fit_temperature(good, by=["m", "m"])
-    with pytest.raises(SchemaError, match="already exists"):
+    with pytest.raises(TableError, match="already exists"):
         apply_temperature(good.with_columns(recalibrated=0.0), fit_temperature(good))
-    with pytest.raises(SchemaError, match="lacks"):
+    with pytest.raises(TableError, match="lacks"):
         apply_temperature(good.drop("m"), fit_temperature(good, by="m"))
-    with pytest.raises(SchemaError):
+    with pytest.raises(TableError):
         apply_temperature(good, good)
     invalid = apply_temperature(
         pl.DataFrame({"confidence": [None, 2.0, 0.5]}), fit_temperature(good)
@@ -504,7 +504,7 @@ def test_hostile_names() -> None:
         params = fit(frame, by="my model", confidence="p (conf)", correct="ok?", in_sample=True)
         out = apply(frame, params, confidence="p (conf)", output="new col")
         assert out["new col"].null_count() == 0
-    with pytest.raises(SchemaError, match="clash"):
+    with pytest.raises(TableError, match="clash"):
         fit_temperature(
             frame.rename({"my model": "temperature"}),
             by="temperature",
@@ -535,14 +535,14 @@ def test_fractional_weights_and_null_keys() -> None:
 
 def test_split_and_fold_columns_are_checked() -> None:
     frame = _binary(n=30).with_columns(s=pl.int_range(pl.len()) % 2)
-    with pytest.raises(SchemaError, match="cannot be compared"):
+    with pytest.raises(TableError, match="cannot be compared"):
         fit_temperature(frame, split="s")
     assert fit_temperature(frame, split="s", fit_value=0)["count"].item() == 30
-    with pytest.raises(SchemaError, match="cannot be compared"):
+    with pytest.raises(TableError, match="cannot be compared"):
         apply_temperature(frame, fit_temperature(frame), split="s")
-    with pytest.raises(SchemaError, match="not found"):
+    with pytest.raises(TableError, match="not found"):
         fit_platt(frame, split="nope")
-    with pytest.raises(SchemaError, match="assign_folds"):
+    with pytest.raises(TableError, match="assign_folds"):
         fit_platt(frame, fold="nope")
     with pytest.raises(DataError, match="single fold"):
         fit_platt(frame.with_columns(f=pl.lit(1)), fold="f")

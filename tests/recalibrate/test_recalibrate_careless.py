@@ -8,7 +8,7 @@ import pytest
 
 import calib_frames as cf
 import calib_frames.recalibrate as R
-from calib_frames.exceptions import ArgumentError, DataError, SchemaError
+from calib_frames.exceptions import ArgumentError, DataError, TableError
 
 METHODS = ["temperature", "platt", "histogram", "isotonic"]
 
@@ -63,7 +63,7 @@ def test_split_fit_still_works_lazily(preds: pl.DataFrame, method: str) -> None:
 @pytest.mark.parametrize("method", METHODS)
 def test_by_the_confidence_column(preds: pl.DataFrame, method: str) -> None:
     # used to fit one map per distinct confidence value
-    with pytest.raises(SchemaError, match="also input columns: confidence='confidence'"):
+    with pytest.raises(TableError, match="also input columns: confidence='confidence'"):
         getattr(R, f"fit_{method}")(preds, by="confidence")
 
 
@@ -90,12 +90,12 @@ def test_scoring_an_empty_recalibrated_frame_is_empty(preds: pl.DataFrame) -> No
 )
 def test_params_of_another_method(preds: pl.DataFrame, method: str, other: str) -> None:
     params = getattr(R, f"fit_{other}")(preds)
-    with pytest.raises(SchemaError, match=r"parameters table|binning table|recalibration table"):
+    with pytest.raises(TableError, match=r"parameters table|binning table|recalibration table"):
         getattr(R, f"apply_{method}")(preds, params)
 
 
 def test_metrics_table_as_params(preds: pl.DataFrame) -> None:
-    with pytest.raises(SchemaError, match="not a temperature-parameters table"):
+    with pytest.raises(TableError, match="not a temperature-parameters table"):
         R.apply_temperature(preds, cf.calibration_metrics(preds))
 
 
@@ -134,7 +134,7 @@ def test_group_with_all_weights_zero(preds: pl.DataFrame, method: str) -> None:
 def test_params_of_two_fits_concatenated(preds: pl.DataFrame, method: str, by: str | None) -> None:
     # apply_temperature used to return every row twice (a join on repeated keys)
     params = getattr(R, f"fit_{method}")(preds, by=by)
-    with pytest.raises(SchemaError, match="the parameters table repeats groups"):
+    with pytest.raises(TableError, match="the parameters table repeats groups"):
         getattr(R, f"apply_{method}")(preds, pl.concat([params, params]))
 
 

@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 import calib_frames as cf
-from calib_frames.exceptions import ArgumentError, SchemaError
+from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.report import report_html, write_report
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -142,11 +142,11 @@ def test_hostile_names_are_escaped(tables: dict[str, pl.DataFrame]) -> None:
 
 def test_refuses_wrong_tables(tables: dict[str, pl.DataFrame], tmp_path: Path) -> None:
     comparison, stats = tables["comparison"], tables["stats"]
-    with pytest.raises(SchemaError, match="not a metrics/comparison table"):
+    with pytest.raises(TableError, match="not a metrics/comparison table"):
         report_html(comparison=stats, bin_statistics=stats)
-    with pytest.raises(SchemaError, match="missing columns"):
+    with pytest.raises(TableError, match="missing columns"):
         report_html(comparison=comparison, bin_statistics=comparison)
-    with pytest.raises(SchemaError, match="grouped by"):
+    with pytest.raises(TableError, match="grouped by"):
         report_html(
             comparison=comparison.filter(pl.col("task") == "code").drop("task"),
             bin_statistics=stats,
@@ -159,7 +159,7 @@ def test_refuses_wrong_tables(tables: dict[str, pl.DataFrame], tmp_path: Path) -
         report_html(comparison=comparison, bin_statistics=stats, best_within=["split"])
     with pytest.raises(ArgumentError, match=r"\.html"):
         write_report(tmp_path / "report.pdf", comparison=comparison, bin_statistics=stats)
-    with pytest.raises(SchemaError, match="perplexity"):
+    with pytest.raises(TableError, match="perplexity"):
         report_html(comparison=comparison, bin_statistics=stats, perplexity=tables["metrics"])
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from calib_frames.exceptions import ArgumentError, ReadError, SchemaError
+from calib_frames.exceptions import ArgumentError, ReadError, TableError
 from calib_frames.sources import ScanResult, scan_predictions, scan_table, scan_tokens
 
 
@@ -54,13 +54,13 @@ def test_column_mapping_and_required_columns(tmp_path: Path) -> None:
     file.write_text("model,p,ok\na,0.9,1\nb,0.4,0\n")
     out = scan_predictions(file, columns={"p": "confidence", "ok": "correct"}).collect()
     assert out.columns == ["model", "confidence", "correct"]
-    with pytest.raises(SchemaError, match=r"predictions need columns \['confidence', 'correct'\]"):
+    with pytest.raises(TableError, match=r"predictions need columns \['confidence', 'correct'\]"):
         scan_predictions(file)
-    with pytest.raises(SchemaError, match=r"columns= names \['prob'\]"):
+    with pytest.raises(TableError, match=r"columns= names \['prob'\]"):
         scan_predictions(file, columns={"prob": "confidence"})
-    with pytest.raises(SchemaError, match="duplicate column names"):
+    with pytest.raises(TableError, match="duplicate column names"):
         scan_table(file, columns={"p": "model"})
-    with pytest.raises(SchemaError, match=r"token frames need columns \['nll'\]"):
+    with pytest.raises(TableError, match=r"token frames need columns \['nll'\]"):
         scan_tokens(file)
 
 
@@ -188,7 +188,7 @@ def test_unknown_suffix_and_arguments(tmp_path: Path) -> None:
 def test_files_that_do_not_stack(tmp_path: Path) -> None:
     pl.DataFrame({"x": [1]}).write_parquet(tmp_path / "a.parquet")
     pl.DataFrame({"x": [[1, 2]]}).write_parquet(tmp_path / "b.parquet")
-    with pytest.raises(SchemaError, match="do not stack"):
+    with pytest.raises(TableError, match="do not stack"):
         scan_table(tmp_path)
 
 

@@ -20,8 +20,8 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from calib_frames import sources
-from calib_frames.exceptions import DataError, ReadError
 from calib_frames.comparison import lm_eval_comparison
+from calib_frames.exceptions import DataError, ReadError
 from calib_frames.sources import (
     choice_predictions,
     lm_eval_reported,

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from calib_frames.exceptions import ArgumentError, DataError, SchemaError
+from calib_frames.exceptions import ArgumentError, DataError, TableError
 from calib_frames.sources import brier_multiclass, choice_predictions, option_probabilities
 
 
@@ -285,19 +285,19 @@ def test_bad_lengths_duplicates_and_null_options() -> None:
 
 def test_schema_errors() -> None:
     df = options_frame([[-1.0, -2.0]], [0])
-    with pytest.raises(SchemaError, match="loglik='ll'"):
+    with pytest.raises(TableError, match="loglik='ll'"):
         choice_predictions(df, loglik="ll")
-    with pytest.raises(SchemaError, match="must be numeric"):
+    with pytest.raises(TableError, match="must be numeric"):
         choice_predictions(df.with_columns(pl.col("loglik").cast(pl.String)))
-    with pytest.raises(SchemaError, match="Boolean or 0/1"):
+    with pytest.raises(TableError, match="Boolean or 0/1"):
         choice_predictions(df.with_columns(pl.col("is_gold").cast(pl.String)))
-    with pytest.raises(SchemaError, match="chars"):
+    with pytest.raises(TableError, match="chars"):
         choice_predictions(df, normalize="char")
     with pytest.raises(ArgumentError, match="by="):
         choice_predictions(df, by="question")
     with pytest.raises(ArgumentError, match="output column"):
         choice_predictions(df.with_columns(confidence=pl.lit(1)), by="confidence")
-    with pytest.raises(SchemaError, match="cannot name options"):
+    with pytest.raises(TableError, match="cannot name options"):
         choice_predictions(df.with_columns(g=pl.lit("0")), gold="g")
     with pytest.raises(ArgumentError, match="no_gold="):
         choice_predictions(df, no_gold="ignore")  # type: ignore[arg-type]

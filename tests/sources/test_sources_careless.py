@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from calib_frames import comparison, sources
-from calib_frames.exceptions import ArgumentError, DataError, ReadError, SchemaError
+from calib_frames.exceptions import ArgumentError, DataError, ReadError, TableError
 
 ROOT = Path(__file__).resolve().parents[2]
 LM_EVAL = ROOT / "data" / "lm_eval"
@@ -77,7 +77,7 @@ def test_sample_consistency_key_named_like_an_output(key: str) -> None:
 
 def test_sample_consistency_gold_of_another_type() -> None:
     """An integer gold against String answers was a polars ComputeError at collection."""
-    with pytest.raises(SchemaError, match=r"'gold'.*Int64.*'answer'.*String"):
+    with pytest.raises(TableError, match=r"'gold'.*Int64.*'answer'.*String"):
         sources.sample_consistency(
             SAMPLES.with_columns(gold=pl.lit(1, pl.Int64)), by="question", gold="gold"
         )
@@ -129,7 +129,7 @@ def test_openai_position_must_be_an_integer(position: object) -> None:
 
 def test_openai_answer_confidence_of_a_foreign_frame() -> None:
     """A frame that is not scan_openai_tokens' was a polars ColumnNotFoundError."""
-    with pytest.raises(SchemaError, match="scan_openai_tokens"):
+    with pytest.raises(TableError, match="scan_openai_tokens"):
         sources.openai_answer_confidence(pl.DataFrame({"a": [1]}))
 
 
@@ -277,7 +277,7 @@ def test_columns_that_is_not_a_mapping(tmp_path: Path) -> None:
 )
 def test_lm_eval_given_a_foreign_frame(entry: object) -> None:
     """A frame that is not lm_eval_runs' was a polars ColumnNotFoundError."""
-    with pytest.raises(SchemaError, match="lm_eval_runs"):
+    with pytest.raises(TableError, match="lm_eval_runs"):
         entry(pl.DataFrame({"a": [1]}))  # type: ignore[operator]
 
 

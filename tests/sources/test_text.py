@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from calib_frames.exceptions import ArgumentError, DataError, SchemaError
+from calib_frames.exceptions import ArgumentError, DataError, TableError
 from calib_frames.sources import (
     IPCC_WORDS,
     KENT_WORDS,
@@ -109,9 +109,9 @@ def test_unparsable_rows_raise_with_their_row_or_are_counted() -> None:
     ok = with_verbalized_confidence(df.head(1))
     assert isinstance(ok, pl.DataFrame)
     assert ok.columns == ["response", "confidence"]
-    with pytest.raises(SchemaError, match="must be String"):
+    with pytest.raises(TableError, match="must be String"):
         with_verbalized_confidence(pl.DataFrame({"response": [1]}))
-    with pytest.raises(SchemaError, match="not found"):
+    with pytest.raises(TableError, match="not found"):
         with_verbalized_confidence(df, column="text")
     with pytest.raises(ArgumentError, match="on_unparsable="):
         with_verbalized_confidence(df, on_unparsable="guess")  # type: ignore[arg-type]
@@ -144,7 +144,7 @@ def test_answer_confidence_rejects_bad_logprobs() -> None:
         answer_confidence(frame, by="q")
     with pytest.raises(ArgumentError, match="by="):
         answer_confidence(frame, by=[])
-    with pytest.raises(SchemaError, match="numeric"):
+    with pytest.raises(TableError, match="numeric"):
         answer_confidence(frame.with_columns(pl.col("logprob").cast(pl.String)), by="q")
 
 
@@ -177,7 +177,7 @@ def test_sample_consistency_against_counter() -> None:
         sample_consistency(bad, by="q", gold="gold")
     with pytest.raises(ArgumentError, match="by="):
         sample_consistency(samples, by=[])
-    with pytest.raises(SchemaError, match="not found"):
+    with pytest.raises(TableError, match="not found"):
         sample_consistency(samples, by="q", answer="a")
 
 
