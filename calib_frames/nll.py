@@ -42,7 +42,7 @@ __all__ = ["merge_nll_sums", "nll_sums"]
 
 
 def nll_sums(
-    data: Frame,
+    losses: Frame,
     *,
     nll: str = "nll",
     tokens: str | int | None = None,
@@ -55,8 +55,9 @@ def nll_sums(
 
     Parameters
     ----------
-    data
-        DataFrame or LazyFrame of token-level or sequence-level rows.
+    losses
+        DataFrame or LazyFrame of token-level or sequence-level rows of negative
+        log-likelihoods (keys…, nll[, tokens, bytes, words]).
     nll
         Column of negative log-likelihoods in nats (>= 0), or of log-probabilities
         (<= 0) when ``log_probs=True``.
@@ -107,7 +108,7 @@ def nll_sums(
     │ 2     ┆ 10.0    ┆ 5      ┆ 20    │
     └───────┴─────────┴────────┴───────┘
     """
-    source = as_lazy(data)
+    source = as_lazy(losses)
     spec = TokenPass.build(
         source.collect_schema(),
         nll=nll,
@@ -129,7 +130,7 @@ def nll_sums(
     )
     if spec.keys:
         sums = sums.sort(list(spec.keys), nulls_last=True)
-    return return_like(data, sums)
+    return return_like(losses, sums)
 
 
 def merge_nll_sums(*tables: Frame, by: str | Sequence[str] | None = None) -> Frame:

@@ -19,13 +19,13 @@ from calib_frames.validation import Frame, as_lazy, return_like
 __all__ = ["comparison_table"]
 
 
-def comparison_table(calibration: Frame, perplexity: Frame) -> Frame:
+def comparison_table(metrics: Frame, perplexity: Frame) -> Frame:
     """Full outer join of a calibration-metrics table and a perplexity table.
 
     Parameters
     ----------
-    calibration
-        A table from :func:`~calib_frames.calibration_metrics` (or
+    metrics
+        A calibration-metrics table from :func:`~calib_frames.calibration_metrics` (or
         :func:`~calib_frames.metrics_from_bin_statistics`).
     perplexity
         A table from :func:`~calib_frames.perplexity` (or
@@ -33,7 +33,7 @@ def comparison_table(calibration: Frame, perplexity: Frame) -> Frame:
 
     Returns
     -------
-    DataFrame or LazyFrame (the kind of ``calibration``)
+    DataFrame or LazyFrame (the kind of ``metrics``)
         The calibration keys, then the perplexity-only keys, the calibration columns and
         the perplexity columns (its row count renamed ``nll_count``); a group present in
         only one table has nulls in the other's columns; rows sorted by the keys.
@@ -63,7 +63,7 @@ def comparison_table(calibration: Frame, perplexity: Frame) -> Frame:
     >>> table.select("model", "count", "accuracy", "tokens", "perplexity").rows()
     [('a', 2, 0.5, 4, 1.6487212707001282), ('b', 1, 1.0, 4, 1.2840254166877414)]
     """
-    left, right = as_lazy(calibration), as_lazy(perplexity)
+    left, right = as_lazy(metrics), as_lazy(perplexity)
     left_schema, right_schema = left.collect_schema(), right.collect_schema()
     left_keys: list[str] = _keys_for_role(left_schema, METRICS, "calibration", swapped=PERPLEXITY)
     right_keys: list[str] = _keys_for_role(right_schema, PERPLEXITY, "perplexity", swapped=METRICS)
@@ -88,7 +88,7 @@ def comparison_table(calibration: Frame, perplexity: Frame) -> Frame:
     else:
         joined = left.join(right, how="cross")
     metric_columns = [c for c in joined.collect_schema().names() if c not in keys]
-    return return_like(calibration, joined.select(*keys, *metric_columns))
+    return return_like(metrics, joined.select(*keys, *metric_columns))
 
 
 def _keys_for_role(schema: pl.Schema, spec: Table, role: str, *, swapped: Table) -> list[str]:

@@ -84,7 +84,7 @@ def perplexity_from_nll_sums(sums: Frame) -> Frame:
 
 
 def perplexity(
-    data: Frame,
+    losses: Frame,
     *,
     nll: str = "nll",
     tokens: str | int | None = None,
@@ -99,8 +99,9 @@ def perplexity(
 
     Parameters
     ----------
-    data
-        DataFrame or LazyFrame of token-level or sequence-level rows.
+    losses
+        DataFrame or LazyFrame of token-level or sequence-level rows of negative
+        log-likelihoods (keys…, nll[, tokens, bytes, words]).
     nll, tokens, bytes, words, by, log_probs
         As in :func:`nll_sums`.
 
@@ -138,7 +139,7 @@ def perplexity(
     └───────┴────────┴──────────┴────────────┘
     """
     sums = nll_sums(
-        as_lazy(data),
+        as_lazy(losses),
         nll=nll,
         tokens=tokens,
         bytes=bytes,
@@ -146,4 +147,4 @@ def perplexity(
         by=by,
         log_probs=log_probs,
     )
-    return return_like(data, perplexity_from_nll_sums(sums))
+    return return_like(losses, perplexity_from_nll_sums(sums))
