@@ -124,12 +124,12 @@ def fit_rows(
 def binary_fit_rows(
     predictions: pl.DataFrame | pl.LazyFrame,
     table: Table,
+    scheme: FitScheme,
     *,
     confidence: str,
     correct: str,
     by: str | Sequence[str] | None,
     weight: str | None,
-    scheme: FitScheme,
 ) -> FitRows:
     """:func:`fit_rows` of binary predictions: confidence, correct and optional weight."""
     columns = {"confidence": confidence, "correct": correct}

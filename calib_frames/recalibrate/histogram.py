@@ -115,13 +115,7 @@ def fit_histogram(
     binning = _fixed(bins)
     scheme = fit_scheme(split=split, fit_value=fit_value, fold=fold, in_sample=in_sample)
     fit = _core.binary_fit_rows(
-        predictions,
-        HISTOGRAM,
-        confidence=confidence,
-        correct=correct,
-        by=by,
-        weight=weight,
-        scheme=scheme,
+        predictions, HISTOGRAM, scheme, by=by, confidence=confidence, correct=correct, weight=weight
     )
     # the rows are checked by the bin-statistics pass itself (additive: lazy stays lazy)
     stats = bin_statistics(

@@ -135,13 +135,7 @@ def fit_isotonic(
 
     scheme = fit_scheme(split=split, fit_value=fit_value, fold=fold, in_sample=in_sample)
     fit = _core.binary_fit_rows(
-        predictions,
-        ISOTONIC,
-        confidence=confidence,
-        correct=correct,
-        by=by,
-        weight=weight,
-        scheme=scheme,
+        predictions, ISOTONIC, scheme, by=by, confidence=confidence, correct=correct, weight=weight
     )
     rows = _core.checked_binary_rows(fit)
     w = None if weight is None else _core.W

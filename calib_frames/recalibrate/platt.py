@@ -144,13 +144,7 @@ def fit_platt(
         raise ArgumentError(f"smoothing= takes True or False, got {smoothing!r}")
     scheme = fit_scheme(split=split, fit_value=fit_value, fold=fold, in_sample=in_sample)
     fit = _core.binary_fit_rows(
-        predictions,
-        PLATT,
-        confidence=confidence,
-        correct=correct,
-        by=by,
-        weight=weight,
-        scheme=scheme,
+        predictions, PLATT, scheme, by=by, confidence=confidence, correct=correct, weight=weight
     )
     data, clipped = _core.collect_binary(fit, epsilon=eps)
     n = data.n_groups

@@ -203,11 +203,11 @@ def fit_temperature(
         fit = _core.binary_fit_rows(
             predictions,
             TEMPERATURE,
+            scheme,
+            by=by,
             confidence=confidence,
             correct=correct,
-            by=by,
             weight=weight,
-            scheme=scheme,
         )
         problem = _binary_problem(fit, epsilon=eps)
     else:
