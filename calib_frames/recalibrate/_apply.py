@@ -24,7 +24,15 @@ from calib_frames.validation import (
     working,
 )
 
-__all__ = ["ApplyInput", "apply_input", "join_params", "labelled", "param"]
+__all__ = [
+    "IN_SAMPLE_PARAM",
+    "ApplyInput",
+    "apply_input",
+    "check_new_column",
+    "join_params",
+    "labelled",
+    "param",
+]
 
 IN_SAMPLE_PARAM = working("in_sample")
 _ONE = working("one")

@@ -41,6 +41,9 @@ from calib_frames.validation import (
 __all__ = [
     "Collected",
     "FitRows",
+    "P",
+    "W",
+    "Y",
     "binary_fit_rows",
     "checked_binary_rows",
     "collect_binary",
@@ -48,6 +51,7 @@ __all__ = [
     "fit_rows",
     "newton_1d",
     "params_frame",
+    "raise_flagged",
 ]
 
 FloatArray = np.ndarray
