@@ -10,7 +10,6 @@ function                          output columns (after the group keys)
                                   recalibrated
 :func:`corp_decomposition`        count, weight, mean_score, miscalibration, discrimination,
                                   uncertainty
-:func:`corp_recalibrate`          the input rows plus ``recalibrated``
 :func:`adaptive_ece`              count, bins, adaptive_ece, populated_bins
 :func:`ece_by_bin_count`          bins, ece (one pass over the rows; additive)
 ================================  ===========================================================
@@ -34,12 +33,13 @@ function                                output columns (after the group keys)
 ======================================  =====================================================
 """
 
+from calib_frames._deprecated import moved
 from calib_frames.estimators.bootstrap import (
     calibration_intervals,
     intervals_from_bin_statistics,
     perplexity_intervals,
 )
-from calib_frames.estimators.corp import corp_decomposition, corp_recalibrate, corp_reliability
+from calib_frames.estimators.corp import corp_decomposition, corp_reliability
 from calib_frames.estimators.intervals import with_accuracy_intervals
 from calib_frames.estimators.isotonic import isotonic_blocks
 from calib_frames.estimators.multiple_testing import adjust_p_values
@@ -54,7 +54,6 @@ __all__ = [
     "calibration_intervals",
     "calibration_noise_floor",
     "corp_decomposition",
-    "corp_recalibrate",
     "corp_reliability",
     "ece_by_bin_count",
     "intervals_from_bin_statistics",
@@ -66,3 +65,5 @@ __all__ = [
     "uncertainty_from_bin_statistics",
     "with_accuracy_intervals",
 ]
+
+__getattr__ = moved(__name__, {"corp_recalibrate": "calib_frames.recalibrate.corp_recalibrate"})

@@ -48,6 +48,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
+from calib_frames._deprecated import moved
 from calib_frames.estimators._rows import (
     P,
     W,
@@ -66,7 +67,6 @@ __all__ = [
     "CORP_DECOMPOSITION_COLUMNS",
     "CORP_RELIABILITY_COLUMNS",
     "corp_decomposition",
-    "corp_recalibrate",
     "corp_reliability",
 ]
 
@@ -409,77 +409,4 @@ def _entropy_sum(w1: F64Array, w: F64Array, score: Score) -> F64Array:
     return np.asarray(term1 + term0, dtype=np.float64)
 
 
-def corp_recalibrate(
-    predictions: Frame,
-    *,
-    confidence: str = "confidence",
-    correct: str = "correct",
-    by: str | Sequence[str] | None = None,
-    weight: str | None = None,
-    output: str = "recalibrated",
-) -> Frame:
-    """The input rows with their PAV-recalibrated probability in column ``output``.
-
-    Per group, in memory (the fit); the rows are then matched to their block by an
-    as-of join on the confidence, so the result is the input frame plus one column,
-    in the input's row order.
-
-    Parameters
-    ----------
-    predictions
-        DataFrame or LazyFrame, one row per forecast.
-    confidence, correct, by, weight
-        As :func:`corp_reliability`.
-    output
-        Name of the new column (must not exist yet).
-
-    Returns
-    -------
-    DataFrame or LazyFrame (same kind as the input)
-        ``predictions`` with ``output`` added (Float64).
-
-    Raises
-    ------
-    TableError
-        As :func:`corp_reliability`, or ``output`` names an existing column.
-    DataError
-        As :func:`corp_reliability`.
-
-    See Also
-    --------
-    corp_reliability : the blocks and their recalibrated values.
-
-    Examples
-    --------
-    >>> import polars as pl
-    >>> from calib_frames.estimators.corp import corp_recalibrate
-    >>> df = pl.DataFrame({"confidence": [0.4, 0.1, 0.3, 0.8], "correct": [0, 0, 1, 1]})
-    >>> corp_recalibrate(df)["recalibrated"].to_list()
-    [0.5, 0.0, 0.5, 1.0]
-    """
-    from calib_frames.exceptions import TableError
-
-    source = as_lazy(predictions)
-    keys = keys_of(by)
-    if output in source.collect_schema():
-        raise TableError(f"output column {output!r} exists already; choose another output=")
-    blocks = corp_reliability(
-        source, confidence=confidence, correct=correct, by=keys, weight=weight
-    ).select(*keys, pl.col("confidence_lower").alias("__corp_x"), pl.col("recalibrated"))
-    rows = source.with_row_index("__corp_row").with_columns(
-        pl.col(confidence).cast(pl.Float64).alias("__corp_x")
-    )
-    joined = (
-        rows.sort("__corp_x")
-        .join_asof(
-            blocks.sort("__corp_x"),
-            on="__corp_x",
-            by=keys or None,
-            strategy="backward",
-            check_sortedness=False,
-        )
-        .sort("__corp_row")
-        .drop("__corp_row", "__corp_x")
-        .rename({"recalibrated": output})
-    )
-    return return_like(predictions, joined)
+__getattr__ = moved(__name__, {"corp_recalibrate": "calib_frames.recalibrate.corp_recalibrate"})

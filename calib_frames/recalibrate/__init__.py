@@ -1,8 +1,8 @@
 """Recalibration per group: fit → a small parameters table; apply → a lazy transformation.
 
-Four maps, each with the same shape — ``fit_<map>(frame, *, by=..., <scheme>)`` returns
-one row (or one row per bin/block) of parameters per group, and
-``apply_<map>(frame, params)`` joins them on their keys and adds a recalibrated
+Four maps, each with the same shape — ``fit_<map>(predictions, *, by=..., <scheme>)``
+returns one row (or one row per bin/block) of parameters per group, and
+``apply_<map>(predictions, params)`` joins them on their keys and adds a recalibrated
 confidence column plus an ``in_sample`` label:
 
 ==================  ===========================================  ======================
@@ -16,7 +16,12 @@ isotonic (PAV)      isotonic fit of y on p, step or linear       one row per blo
 
 The fitting scheme (fit split, cross-fitting folds, or an explicit ``in_sample=True``)
 is described in :mod:`calib_frames.recalibrate.splits`; the before/after comparison
-tables in :mod:`calib_frames.recalibrate.compare`.
+tables in :mod:`calib_frames.recalibrate.compare`. :func:`corp_recalibrate` is the
+in-sample isotonic map of CORP in one call (fit and apply on the same rows).
+
+Every ``fit_*`` shares one preamble (``_core.fit_rows``: keys, column roles, the
+scheme's fit rows) and every ``apply_*`` another (``_apply.apply_input``); their
+checks go through :mod:`calib_frames.validation`.
 """
 
 from calib_frames.recalibrate.compare import (
@@ -27,7 +32,12 @@ from calib_frames.recalibrate.compare import (
     top_option,
 )
 from calib_frames.recalibrate.histogram import HISTOGRAM, apply_histogram, fit_histogram
-from calib_frames.recalibrate.isotonic import ISOTONIC, apply_isotonic, fit_isotonic
+from calib_frames.recalibrate.isotonic import (
+    ISOTONIC,
+    apply_isotonic,
+    corp_recalibrate,
+    fit_isotonic,
+)
 from calib_frames.recalibrate.platt import PLATT, apply_platt, fit_platt
 from calib_frames.recalibrate.splits import FitScheme, assign_folds, fit_scheme
 from calib_frames.recalibrate.temperature import TEMPERATURE, apply_temperature, fit_temperature
@@ -44,6 +54,7 @@ __all__ = [
     "apply_platt",
     "apply_temperature",
     "assign_folds",
+    "corp_recalibrate",
     "fit_histogram",
     "fit_isotonic",
     "fit_platt",

@@ -1,32 +1,93 @@
-"""Shared plumbing of the ``apply_*`` functions.
+"""The apply preamble shared by the ``apply_*`` functions, and their in-sample label.
 
-They read the small parameters table, check that it fits the frame, and join it on its
-keys (a lazy left join; rows keep their order).
+They read the small parameters table (once, when the apply query is built), check that
+it fits the rows, and join it on its keys (a lazy left join; rows keep their order).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import polars as pl
 
-from calib_frames.exceptions import ArgumentError, DataError, TableError
+from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.recalibrate.splits import check_split
 from calib_frames.schema import Table
-from calib_frames.validation import as_lazy
+from calib_frames.validation import (
+    RESERVED_PREFIX,
+    RowCheck,
+    as_lazy,
+    check_rows,
+    not_true,
+    require_columns,
+    working,
+)
 
-__all__ = ["check_unique", "check_values", "in_sample_expr", "join_params", "read_params"]
+__all__ = [
+    "IN_SAMPLE_PARAM",
+    "ApplyInput",
+    "apply_input",
+    "check_new_column",
+    "join_params",
+    "labelled",
+    "param",
+]
 
-IN_SAMPLE_PARAM = "__calib_in_sample"
-_ONE = "__calib_one"
+IN_SAMPLE_PARAM = working("in_sample")
+_ONE = working("one")
 
 
-def read_params(
-    params: pl.DataFrame | pl.LazyFrame, table: Table
-) -> tuple[pl.DataFrame, list[str]]:
-    """Collect the (small) parameters table and return it with its keys.
+@dataclass(frozen=True)
+class ApplyInput:
+    """The rows and the parameters of one ``apply_*`` call, checked.
 
-    The parameters are read once, when the apply query is built; the rows stay lazy.
+    Attributes
+    ----------
+    predictions
+        The rows, lazy.
+    schema
+        Their schema.
+    params
+        The parameters table, collected.
+    keys
+        Its group keys (the columns before its first parameter column).
+    """
+
+    predictions: pl.LazyFrame
+    schema: pl.Schema
+    params: pl.DataFrame
+    keys: list[str]
+
+
+def apply_input(
+    predictions: pl.DataFrame | pl.LazyFrame,
+    params: pl.DataFrame | pl.LazyFrame,
+    table: Table,
+    *,
+    columns: Mapping[str, str],
+    output: str,
+    split: str | None,
+    fit_value: object,
+    values: Mapping[str, tuple[pl.Expr, str]],
+    within: Sequence[str] = (),
+) -> ApplyInput:
+    """The apply preamble: the parameters and the rows they are applied to.
+
+    The parameters must be a ``table`` with one row per group (and ``within``: bin,
+    block) whose ``values`` are usable (column → (good-row expression, problem)); the
+    rows must have a new ``output`` column (and no ``in_sample`` yet), the parameters'
+    keys with compatible dtypes, the ``split`` column comparable with ``fit_value`` and
+    the numeric input ``columns`` (role → name; a ``question`` column of any dtype).
+
+    Raises
+    ------
+    ArgumentError
+        ``params`` is not a frame; ``output`` is not a usable name.
+    TableError
+        Not a ``table``; repeated groups; missing or mistyped columns.
+    DataError
+        Parameter values that break ``values`` (a hand-edited or corrupted table).
     """
     if not isinstance(params, pl.DataFrame | pl.LazyFrame):
         raise ArgumentError(
@@ -34,56 +95,52 @@ def read_params(
         )
     frame = as_lazy(params).collect()
     keys = table.keys(frame.schema)
-    return frame, keys
+    _check_unique(frame, [*keys, *within])
+    problems = [
+        RowCheck(column, problem, not_true(good), table="params")
+        for column, (good, problem) in values.items()
+    ]
+    check_rows(frame, problems, keys=keys)
+    source = as_lazy(predictions)
+    schema = source.collect_schema()
+    check_new_column(schema, output)
+    if output == "in_sample":
+        raise ArgumentError(f"output={output!r} is reserved; choose another column name")
+    if "in_sample" in schema:
+        raise TableError("column 'in_sample' already exists; drop it first")
+    if split is not None:
+        check_split(schema, split, fit_value)
+    _check_join(schema, frame, keys, table)
+    require_columns(schema, columns, numbers=[role for role in columns if role != "question"])
+    return ApplyInput(source, schema, frame, keys)
 
 
-def check_join(schema: pl.Schema, params: pl.DataFrame, keys: Sequence[str], what: str) -> None:
-    """The frame must carry the parameters' keys with compatible dtypes."""
+def check_new_column(schema: pl.Schema, output: str) -> None:
+    """``output`` must be a new column name outside the reserved prefix."""
+    if not isinstance(output, str):
+        raise ArgumentError(f"output= takes a column name, got {output!r}")
+    if output.startswith(RESERVED_PREFIX):
+        raise ArgumentError(f"output={output!r} is reserved; choose another column name")
+    if output in schema:
+        raise TableError(f"column {output!r} already exists; drop it or pass another output= name")
+
+
+def _check_join(schema: pl.Schema, params: pl.DataFrame, keys: Sequence[str], table: Table) -> None:
+    """The rows must carry the parameters' keys with compatible dtypes."""
     missing = [key for key in keys if key not in schema]
     if missing:
-        raise TableError(
-            f"the {what} parameters are per {list(keys)}, but the frame lacks {missing}"
-        )
+        raise TableError(f"the {table.name} is per {list(keys)}, but the frame lacks {missing}")
     for key in keys:
         left, right = schema[key], params.schema[key]
         if left != right and not (left.is_numeric() and right.is_numeric()):
-            raise TableError(
-                f"key {key!r} is {left} in the frame but {right} in the {what} parameters"
-            )
+            raise TableError(f"key {key!r} is {left} in the frame but {right} in the {table.name}")
 
 
-def join_params(
-    frame: pl.LazyFrame,
-    params: pl.DataFrame,
-    keys: Sequence[str],
-    columns: Sequence[str],
-) -> pl.LazyFrame:
-    """Left-join the parameter ``columns`` and the in-sample label on ``keys``.
-
-    The columns arrive as ``__calib_<name>``, so that they never clash with the frame's.
-    """
-    check_unique(params, keys)
-    schema = frame.collect_schema()
-    right = params.select(
-        *(pl.col(key).cast(schema[key]) for key in keys),
-        *(pl.col(c).alias(param(c)) for c in columns),
-        pl.col("in_sample").alias(IN_SAMPLE_PARAM),
-    ).lazy()
-    if not keys:
-        # a left join on a constant: every row kept even when there are no parameters
-        one = pl.lit(0, dtype=pl.UInt8).alias(_ONE)
-        joined = frame.with_columns(one).join(
-            right.with_columns(one), on=_ONE, how="left", maintain_order="left"
-        )
-        return joined.drop(_ONE)
-    return frame.join(right, on=list(keys), how="left", nulls_equal=True, maintain_order="left")
-
-
-def check_unique(params: pl.DataFrame, keys: Sequence[str]) -> None:
+def _check_unique(params: pl.DataFrame, keys: Sequence[str]) -> None:
     """One parameter row per join key (TableError).
 
     A repeated group (two fits concatenated, a table edited by hand) would silently
-    repeat the frame's rows in the join.
+    repeat the rows in the join.
     """
     if keys:
         repeated = params.select(keys).is_duplicated()
@@ -91,7 +148,7 @@ def check_unique(params: pl.DataFrame, keys: Sequence[str]) -> None:
         repeated = pl.Series([params.height > 1] * params.height, dtype=pl.Boolean)
     count = int(repeated.sum())
     if count:
-        shown = [k for k in keys if not k.startswith("__calib")]
+        shown = [k for k in keys if not k.startswith(RESERVED_PREFIX)]
         example = params.filter(repeated).select(shown).row(0, named=True) if shown else {}
         where = ", ".join(f"{k}={v!r}" for k, v in example.items()) or "the whole frame"
         raise TableError(
@@ -100,42 +157,46 @@ def check_unique(params: pl.DataFrame, keys: Sequence[str]) -> None:
         )
 
 
-def check_values(params: pl.DataFrame, checks: dict[str, tuple[pl.Expr, str]]) -> None:
-    """Parameter columns must hold usable values (a hand-edited or corrupted table)."""
-    for column, (good, problem) in checks.items():
-        bad = params.filter(good.not_().fill_null(True))
-        if bad.height:
-            raise DataError(
-                f"column {column!r} of the parameters table: {bad.height:,} of "
-                f"{params.height:,} rows are {problem}; e.g. {column}={bad[column][0]!r}"
-            )
+def join_params(
+    rows: pl.LazyFrame,
+    params: pl.DataFrame | pl.LazyFrame,
+    keys: Sequence[str],
+    columns: Sequence[str],
+) -> pl.LazyFrame:
+    """Left-join the parameter ``columns`` and the in-sample label on ``keys``.
+
+    The columns arrive as :func:`param` names, so that they never clash with the rows'.
+    """
+    schema = rows.collect_schema()
+    right = params.lazy().select(
+        *(pl.col(key).cast(schema[key]) for key in keys),
+        *(pl.col(c).alias(param(c)) for c in columns),
+        pl.col("in_sample").alias(IN_SAMPLE_PARAM),
+    )
+    if not keys:
+        # a left join on a constant: every row kept even when there are no parameters
+        one = pl.lit(0, dtype=pl.UInt8).alias(_ONE)
+        joined = rows.with_columns(one).join(
+            right.with_columns(one), on=_ONE, how="left", maintain_order="left"
+        )
+        return joined.drop(_ONE)
+    return rows.join(right, on=list(keys), how="left", nulls_equal=True, maintain_order="left")
 
 
 def param(name: str) -> str:
-    """The internal name of a joined parameter column."""
-    return f"__calib_{name}"
+    """The working name of a joined parameter column."""
+    return working(f"param_{name}")
 
 
-def in_sample_expr(split: str | None, fit_value: object) -> pl.Expr:
-    """The row label: the parameters' ``in_sample`` flag, or the row is in the fit split."""
+def labelled(
+    rows: pl.LazyFrame, split: str | None, fit_value: object, *, drop: Sequence[str] = ()
+) -> pl.LazyFrame:
+    """Add the ``in_sample`` label; drop the joined parameter columns.
+
+    A row is in-sample if its parameters were fitted with ``in_sample=True``
+    (:data:`IN_SAMPLE_PARAM`) or it is in the fit split (``split == fit_value``).
+    """
     label = pl.col(IN_SAMPLE_PARAM).fill_null(False)
     if split is not None:
         label = label | (pl.col(split) == pl.lit(fit_value)).fill_null(False)
-    return label.alias("in_sample")
-
-
-def check_output(
-    schema: pl.Schema, output: str, split: str | None, fit_value: object = "fit"
-) -> None:
-    """The output columns must be new; the split column (if any) must exist."""
-    if not isinstance(output, str):
-        raise ArgumentError(f"output= takes a column name, got {output!r}")
-    if output == "in_sample" or output.startswith("__calib"):
-        raise ArgumentError(f"output={output!r} is reserved; choose another column name")
-    for name in (output, "in_sample"):
-        if name in schema:
-            raise TableError(
-                f"column {name!r} already exists; drop it or pass another output= name"
-            )
-    if split is not None:
-        check_split(schema, split, fit_value)
+    return rows.with_columns(label.alias("in_sample")).drop(*drop, IN_SAMPLE_PARAM)

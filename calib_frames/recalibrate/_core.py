@@ -1,7 +1,14 @@
-"""Shared plumbing of the recalibration fitters.
+"""The fit preamble of every ``fit_*``, the collection of fit rows, and the Newton solver.
 
-Checks, collection into group-indexed numpy arrays, the safeguarded vectorised Newton
-solver, and the parameters-table labels.
+Every fitter starts with :func:`fit_rows` (or :func:`binary_fit_rows`): ``by=`` through
+:func:`calib_frames.validation.group_keys`, the column roles through
+:func:`~calib_frames.validation.require_columns`, then the rows its fitting scheme fits on
+(:func:`calib_frames.recalibrate.splits.scheme_rows`). The fitters that work in memory
+then collect those rows with :func:`collect_binary` or :func:`collect_options` (numpy
+arrays indexed by group), whose row checks go through
+:func:`~calib_frames.validation.check_rows`; isotonic recalibration checks the same
+binary rows lazily (:func:`checked_binary_rows`), histogram binning leaves them to the
+bin-statistics pass.
 
 The fitters are per group and in memory: the fit rows are collected once (no sort
 unless the options of a question are scattered), every row gets a dense group index, and
@@ -18,64 +25,179 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from calib_frames.exceptions import ArgumentError, DataError, TableError
-from calib_frames.recalibrate.splits import FitScheme, check_fold_column, fit_rows
+from calib_frames.exceptions import ArgumentError
+from calib_frames.recalibrate.splits import FitScheme, scheme_rows
+from calib_frames.schema import Table
+from calib_frames.validation import (
+    RowCheck,
+    as_lazy,
+    check_rows,
+    group_keys,
+    not_true,
+    require_columns,
+    working,
+)
 
 __all__ = [
     "Collected",
-    "check_columns",
+    "FitRows",
+    "P",
+    "W",
+    "Y",
+    "binary_fit_rows",
+    "checked_binary_rows",
     "collect_binary",
-    "logit_expr",
+    "collect_options",
+    "fit_rows",
     "newton_1d",
     "params_frame",
+    "raise_flagged",
 ]
 
 FloatArray = np.ndarray
-RESERVED_PREFIX = "__calib"
-_G = "__calib_group"
-_P, _Y, _W = "__calib_p", "__calib_y", "__calib_w"
-_RUN = "__calib_run"
+_G = working("group")
+P, Y, W = working("p"), working("y"), working("w")
+_L, _GOLD = working("loglik"), working("gold")
+_FLAG = working("flag")
 
 
-def check_columns(
-    schema: pl.Schema,
-    columns: Mapping[str, str],
+@dataclass(frozen=True)
+class FitRows:
+    """The rows one ``fit_*`` call fits on, after the checks every fit shares.
+
+    Attributes
+    ----------
+    rows
+        The fitting scheme's rows (cross-fitting: each row once per other fold of its
+        group), lazy.
+    keys
+        The keys of the fitted groups: ``by``, then the fold column when cross-fitting.
+    scheme
+        The fitting scheme (written into the parameters table).
+    columns
+        Role → the user's column (``{"confidence": ..., "correct": ..., "weight": ...}``).
+    schema
+        The input's schema.
+    """
+
+    rows: pl.LazyFrame
+    keys: list[str]
+    scheme: FitScheme
+    columns: Mapping[str, str]
+    schema: pl.Schema
+
+
+def fit_rows(
+    predictions: pl.DataFrame | pl.LazyFrame,
     *,
-    keys: Sequence[str] = (),
-    numeric: Sequence[str] = (),
-    boolean_like: Sequence[str] = (),
-    reserved: Sequence[str] = (),
-) -> None:
-    """Missing columns, wrong dtypes and key clashes, from the schema alone (TableError)."""
+    by: str | Sequence[str] | None,
+    scheme: FitScheme,
+    table: Table,
+    columns: Mapping[str, str],
+    outcomes: Sequence[str] = (),
+    numbers: Sequence[str] = (),
+) -> FitRows:
+    """The fit preamble: keys, column roles and the rows of the fitting scheme.
+
+    ``outcomes`` are the roles that must be Boolean or numeric (0/1), ``numbers`` those
+    that must be numeric and not Boolean; the group keys must not be named like a column
+    of the parameters ``table`` (or start with the reserved prefix) nor like an input
+    column. Raises ArgumentError (``by=``, a column argument that is not a name),
+    TableError (missing or mistyped columns, key clashes) or DataError (the scheme's
+    split or fold column).
+    """
+    keys = group_keys(by)
     for role, name in columns.items():
         if not isinstance(name, str):
             raise ArgumentError(f"{role}= takes a column name, got {name!r}")
-    missing = [f"{role}={name!r}" for role, name in columns.items() if name not in schema]
-    missing += [f"by={key!r}" for key in keys if key not in schema]
-    if missing:
-        available = ", ".join(repr(c) for c in schema.names()) or "none"
-        raise TableError(f"column not found: {', '.join(missing)}; available columns: {available}")
-    for role in numeric:
-        dtype = schema[columns[role]]
-        if not dtype.is_numeric():
-            raise TableError(f"column {columns[role]!r} ({role}) must be numeric, got {dtype}")
-    for role in boolean_like:
-        dtype = schema[columns[role]]
-        if not (dtype == pl.Boolean or dtype.is_integer() or dtype.is_float()):
-            raise TableError(
-                f"column {columns[role]!r} ({role}) must be boolean or 0/1, got {dtype}"
+    source = as_lazy(predictions)
+    schema = source.collect_schema()
+    require_columns(
+        schema,
+        columns,
+        numeric=outcomes,
+        numbers=numbers,
+        reserved=table.names,
+        keys=keys,
+        inputs_are_not_keys=True,
+    )
+    rows, fit_keys = scheme_rows(source, keys, scheme)
+    return FitRows(rows, fit_keys, scheme, dict(columns), schema)
+
+
+def binary_fit_rows(
+    predictions: pl.DataFrame | pl.LazyFrame,
+    table: Table,
+    scheme: FitScheme,
+    *,
+    confidence: str,
+    correct: str,
+    by: str | Sequence[str] | None,
+    weight: str | None,
+) -> FitRows:
+    """:func:`fit_rows` of binary predictions: confidence, correct and optional weight."""
+    columns = {"confidence": confidence, "correct": correct}
+    if weight is not None:
+        columns["weight"] = weight
+    numbers = [role for role in columns if role != "correct"]
+    return fit_rows(
+        predictions,
+        by=by,
+        scheme=scheme,
+        table=table,
+        columns=columns,
+        outcomes=["correct"],
+        numbers=numbers,
+    )
+
+
+def _binary_values(fit: FitRows) -> dict[str, pl.Expr]:
+    """The working columns of binary fit rows: confidence ``P``, outcome ``Y``[, weight ``W``]."""
+    values = {
+        P: pl.col(fit.columns["confidence"]).cast(pl.Float64),
+        Y: pl.col(fit.columns["correct"]).cast(pl.Float64),
+    }
+    if "weight" in fit.columns:
+        values[W] = pl.col(fit.columns["weight"]).cast(pl.Float64)
+    return values
+
+
+def _binary_checks(fit: FitRows, *, positive_weights: bool) -> list[RowCheck]:
+    """A confidence in [0, 1], an outcome 0/1, a finite weight ≥ 0 (> 0: ``positive_weights``)."""
+    checks = [
+        RowCheck(
+            fit.columns["confidence"],
+            "not a probability in [0, 1] (null, NaN, infinite or out of range)",
+            not_true(pl.col(P).is_between(0.0, 1.0)),
+            value=P,
+        ),
+        RowCheck(
+            fit.columns["correct"],
+            "not boolean or 0/1 (or null)",
+            not_true((pl.col(Y) == 0.0) | (pl.col(Y) == 1.0)),
+            value=Y,
+        ),
+    ]
+    if "weight" in fit.columns:
+        w = pl.col(W)
+        least = w > 0.0 if positive_weights else w >= 0.0
+        checks.append(
+            RowCheck(
+                fit.columns["weight"],
+                f"not a finite weight {'>' if positive_weights else '>='} 0",
+                not_true(w.is_finite() & least),
+                value=W,
             )
-    same = [f"{role}={name!r}" for role, name in columns.items() if name in keys]
-    if same:
-        raise TableError(
-            f"group key(s) are also input columns: {', '.join(same)}; by= must not name a "
-            "column the map is fitted on"
         )
-    clashes = [k for k in keys if k in reserved or k.startswith(RESERVED_PREFIX)]
-    if clashes:
-        raise TableError(
-            f"group key(s) {clashes} clash with output columns of the same name; rename them"
-        )
+    return checks
+
+
+def checked_binary_rows(fit: FitRows) -> pl.LazyFrame:
+    """Keys…, ``P``, ``Y``[, ``W``] of the fit rows, checked when collected (weights > 0)."""
+    rows = fit.rows.select(
+        *fit.keys, *(expr.alias(name) for name, expr in _binary_values(fit).items())
+    )
+    return check_rows(rows, _binary_checks(fit, positive_weights=True), keys=fit.keys)
 
 
 def check_epsilon(epsilon: float) -> float:
@@ -98,14 +220,6 @@ def sigmoid_expr(x: pl.Expr) -> pl.Expr:
     return 1.0 / (1.0 + (-x).exp())
 
 
-def outcome_expr(column: str, dtype: pl.DataType) -> pl.Expr:
-    """1.0 / 0.0 for correct / wrong rows; null for anything that is not boolean or 0/1."""
-    if dtype == pl.Boolean:
-        return pl.col(column).cast(pl.Float64)
-    y = pl.col(column).cast(pl.Float64)
-    return pl.when((y == 1.0) | (y == 0.0)).then(y)
-
-
 @dataclass
 class Collected:
     """Fit rows as numpy arrays, sorted by group; ``groups`` holds the keys of each group."""
@@ -122,7 +236,6 @@ def collect_grouped(
     values: Mapping[str, pl.Expr],
     *,
     runs_of: str | None = None,
-    extra: Sequence[str] = (),
     per_row: bool = True,
 ) -> tuple[pl.DataFrame, FloatArray, pl.DataFrame, int, FloatArray]:
     """Collect ``values`` with a dense group index (groups numbered in key order).
@@ -137,13 +250,13 @@ def collect_grouped(
     and question first.
 
     Returns the groups table (keys, one row per group in index order), the group index
-    per row (``per_row=False``: per run), the collected frame (the ``values`` columns and
-    ``extra`` columns), the number of groups (a frame without keys is one group if it has
-    rows, else none) and the row index where each run starts.
+    per row (``per_row=False``: per run), the collected frame (keys, [``runs_of``] and the
+    ``values`` columns), the number of groups (a frame without keys is one group if it
+    has rows, else none) and the row index where each run starts.
     """
-    select = [*keys, *extra, *(expr.alias(name) for name, expr in values.items())]
-    collected = rows.select(select).collect()
     within = [*keys, *(() if runs_of is None else (runs_of,))]
+    select = [*within, *(expr.alias(name) for name, expr in values.items())]
+    collected = rows.select(select).collect()
     starts, heads = _runs(collected, within)
     if runs_of is not None and not _distinct_runs(heads, within):
         collected = collected.sort(within, nulls_last=True)
@@ -189,91 +302,8 @@ def _distinct_runs(heads: pl.DataFrame, columns: Sequence[str]) -> bool:
     return not heads.is_duplicated().any()  # a hash collision, or a real repeat
 
 
-def run_id(columns: Sequence[str]) -> pl.Expr:
-    """Id of the runs of equal consecutive values of ``columns`` (0, 1, ...)."""
-    if not columns:
-        return pl.lit(0, dtype=pl.UInt32)
-    if len(columns) == 1:
-        return pl.col(columns[0]).rle_id()
-    return pl.struct(*columns).rle_id()
-
-
-def first_bad_row(frame: pl.DataFrame, bad: FloatArray, keys: Sequence[str], column: str) -> str:
-    """Describe the first offending row, as in "; e.g. model='a': confidence=1.5"."""
-    index = int(np.flatnonzero(bad)[0])
-    row = frame.row(index, named=True)
-    group = ", ".join(f"{key}={row[key]!r}" for key in keys if key in row)
-    return f"; e.g. {group + ': ' if group else ''}{column}={row[column]!r}"
-
-
-def raise_bad(
-    frame: pl.DataFrame,
-    bad: FloatArray,
-    keys: Sequence[str],
-    column: str,
-    problem: str,
-    *,
-    what: str = "rows",
-) -> None:
-    """Raise DataError naming the column, 'N of M rows' and one example."""
-    count = int(np.count_nonzero(bad))
-    if count:
-        verb = "is" if count == 1 else "are"
-        example = first_bad_row(frame, bad, keys, column)
-        raise DataError(
-            f"column {column!r}: {count:,} of {bad.size:,} {what} {verb} {problem}{example}"
-        )
-
-
-def prepare_rows(
-    frame: pl.LazyFrame, keys: list[str], scheme: FitScheme
-) -> tuple[pl.LazyFrame, list[str]]:
-    """The fit rows of ``scheme`` and the fitted groups' keys; checks the fold column."""
-    if scheme.fitted_on == "cross_fit":
-        assert scheme.fold is not None
-        if scheme.fold not in frame.collect_schema():
-            raise TableError(
-                f"fold column {scheme.fold!r} not found; add one with "
-                "calib_frames.recalibrate.assign_folds(frame, item=...)"
-            )
-        check_fold_column(frame.select(*keys, scheme.fold).collect(), scheme.fold, keys)
-    rows, fit_keys = fit_rows(frame, keys, scheme)
-    if scheme.fitted_on == "split":
-        _check_fit_rows_exist(frame, rows, scheme)
-    return rows, fit_keys
-
-
-def _check_fit_rows_exist(frame: pl.LazyFrame, rows: pl.LazyFrame, scheme: FitScheme) -> None:
-    """DataError when a non-empty frame has no row with ``split == fit_value``.
-
-    Without it a typo in ``fit_value=`` (or an all-null split column) fits no map and
-    every applied row silently gets a null. Two early-stopping one-column scans.
-    """
-    split = scheme.split
-    assert split is not None
-    if rows.select(pl.col(split)).head(1).collect().height:
-        return
-    seen = frame.select(pl.col(split)).unique(maintain_order=True).head(6).collect()[split]
-    if seen.len() == 0:
-        return  # an empty frame fits nothing, and says so by an empty table
-    total = frame.select(pl.len()).collect().item()
-    shown = ", ".join(repr(v) for v in seen.to_list()[:5]) + (", ..." if seen.len() > 5 else "")
-    raise DataError(
-        f"column {split!r}: 0 of {total:,} rows have {split}={scheme.fit_value!r}, the fit "
-        f"rows of split=; the column holds {shown}: pass fit_value= one of them"
-    )
-
-
-def collect_binary(
-    rows: pl.LazyFrame,
-    keys: list[str],
-    *,
-    confidence: str,
-    correct: str,
-    weight: str | None,
-    epsilon: float,
-) -> tuple[Collected, FloatArray]:
-    """Collect and check binary fit rows: logit ``z``, outcome ``y``, weight ``w``.
+def collect_binary(fit: FitRows, *, epsilon: float) -> tuple[Collected, FloatArray]:
+    """Collect and check binary fit rows: logit ``z``, outcome ``y``, weight ``w``, ``p``.
 
     Returns the collected arrays and the number of clipped rows per group.
 
@@ -281,59 +311,119 @@ def collect_binary(
     ------
     DataError
         Null/NaN/out-of-range confidences, outcomes that are not boolean or 0/1,
-        negative or non-finite weights.
+        negative or non-finite weights, a group whose weights sum to 0.
     """
-    schema = rows.collect_schema()
-    values = {
-        _P: pl.col(confidence).cast(pl.Float64),
-        _Y: outcome_expr(correct, schema[correct]),
-    }
-    if weight is not None:
-        values[_W] = pl.col(weight).cast(pl.Float64)
-    extra = [c for c in {confidence, correct, *(() if weight is None else (weight,))}]
-    extra = [c for c in extra if c not in keys]
-    groups, group, frame, n_groups, _ = collect_grouped(rows, keys, values, extra=extra)
-    p = frame[_P].to_numpy()
-    y = frame[_Y].to_numpy()
-    p = np.asarray(p, dtype=np.float64)
-    with np.errstate(invalid="ignore"):
-        raise_bad(
+    groups, group, frame, n_groups, _ = collect_grouped(fit.rows, fit.keys, _binary_values(fit))
+    frame = check_rows(frame, _binary_checks(fit, positive_weights=False), keys=fit.keys)
+    p = frame[P].to_numpy().astype(np.float64)
+    if W in frame.columns:
+        w = frame[W].to_numpy().astype(np.float64)
+        # a group whose weights are all 0 has nothing to fit: its map would be the
+        # starting point of the solver (and its log-losses 0/0 = NaN)
+        total = np.bincount(group, weights=w, minlength=n_groups)
+        raise_flagged(
             frame,
-            ~((p >= 0.0) & (p <= 1.0)),
-            keys,
-            confidence,
-            "not a probability in [0, 1] (null, NaN, infinite or out of range)",
+            total[group] <= 0,
+            fit.columns["weight"],
+            "in a group whose weights sum to 0, so there is nothing to fit",
+            keys=fit.keys,
+            value=W,
         )
-        raise_bad(
-            frame,
-            ~np.isfinite(np.asarray(y, dtype=np.float64)),
-            keys,
-            correct,
-            "not boolean or 0/1 (or null)",
-        )
-        if weight is not None:
-            w = np.asarray(frame[_W].to_numpy(), dtype=np.float64)
-            raise_bad(frame, ~(np.isfinite(w) & (w >= 0)), keys, weight, "not a finite weight >= 0")
-            # a group whose weights are all 0 has nothing to fit: its map would be the
-            # starting point of the solver (and its log-losses 0/0 = NaN)
-            total = np.bincount(group, weights=w, minlength=n_groups)
-            raise_bad(
-                frame,
-                total[group] <= 0,
-                keys,
-                weight,
-                "in a group whose weights sum to 0, so there is nothing to fit",
-            )
-        else:
-            w = np.ones_like(p)
+    else:
+        w = np.ones_like(p)
     clipped_rows = (p < epsilon) | (p > 1.0 - epsilon)
     clipped = np.bincount(group, weights=clipped_rows, minlength=n_groups)
     pc = np.clip(p, epsilon, 1.0 - epsilon)
     z = np.log(pc) - np.log1p(-pc)
-    collected = Collected(
-        groups, group, {"z": z, "y": np.asarray(y, dtype=np.float64), "w": w, "p": p}, n_groups
-    )
+    y = frame[Y].to_numpy().astype(np.float64)
+    collected = Collected(groups, group, {"z": z, "y": y, "w": w, "p": p}, n_groups)
     return collected, clipped
+
+
+@dataclass
+class Options:
+    """Option fit rows collected per question (contiguous runs, in group order)."""
+
+    groups: pl.DataFrame
+    question_group: FloatArray  # int64 group index per question
+    starts: FloatArray  # the first row of each question
+    loglik: FloatArray
+    gold: FloatArray  # 1.0 on the gold option's row
+    n_groups: int
+
+
+def collect_options(fit: FitRows) -> Options:
+    """Collect and check option fit rows: log-likelihood and gold flag per option row.
+
+    Raises
+    ------
+    DataError
+        Log-likelihoods that are not finite, gold flags that are not boolean or 0/1,
+        questions without exactly one gold option.
+    """
+    question, loglik, is_gold = (fit.columns[r] for r in ("question", "loglik", "is_gold"))
+    values = {_L: pl.col(loglik).cast(pl.Float64), _GOLD: pl.col(is_gold).cast(pl.Float64)}
+    groups, gq, frame, n, starts = collect_grouped(
+        fit.rows, fit.keys, values, runs_of=question, per_row=False
+    )
+    checks = [
+        RowCheck(loglik, "not a finite log-likelihood", not_true(pl.col(_L).is_finite()), value=_L),
+        RowCheck(
+            is_gold,
+            "not boolean or 0/1 (or null)",
+            not_true((pl.col(_GOLD) == 0.0) | (pl.col(_GOLD) == 1.0)),
+            value=_GOLD,
+        ),
+    ]
+    frame = check_rows(frame, checks, keys=fit.keys)
+    ell = frame[_L].to_numpy().astype(np.float64)
+    gold = frame[_GOLD].to_numpy().astype(np.float64)
+    if ell.size:
+        gold_rows = np.flatnonzero(gold)
+        # one gold option per question: the gold rows are the questions' rows, one each,
+        # in question order (questions are contiguous runs)
+        one_gold = gold_rows.size == starts.size and bool(
+            np.all(np.searchsorted(starts, gold_rows, side="right") - 1 == np.arange(starts.size))
+        )
+        if not one_gold:
+            sizes = np.diff(np.r_[starts, ell.size])
+            bad_question = np.add.reduceat(gold, starts) != 1
+            raise_flagged(
+                frame,
+                np.repeat(bad_question, sizes),
+                question,
+                "in questions without exactly one gold option",
+                keys=fit.keys,
+                unit="option rows",
+            )
+    return Options(groups, gq, starts, ell, gold, n)
+
+
+def raise_flagged(
+    frame: pl.DataFrame,
+    bad: FloatArray,
+    column: str,
+    problem: str,
+    *,
+    keys: Sequence[str],
+    value: str | None = None,
+    show_value: bool = True,
+    unit: str = "rows",
+) -> None:
+    """Raise a DataError for the rows of ``frame`` flagged in ``bad``, if any.
+
+    For checks computed on collected numpy arrays (a group's total weight, a question's
+    gold count, a group's classes): the flags become a working column for
+    :func:`~calib_frames.validation.check_rows`, which words the message; ``frame`` may
+    be a groups table without columns (no keys).
+    """
+    if not bad.any():
+        return
+    flags = pl.DataFrame({_FLAG: bad})
+    flagged = pl.concat([frame, flags], how="horizontal") if frame.width else flags
+    shown = value if show_value else _FLAG  # the example is read from a column of ``flagged``
+    check = RowCheck(column, problem, pl.col(_FLAG), value=shown, show_value=show_value, unit=unit)
+    check_rows(flagged, [check], keys=keys)
 
 
 def group_sum(group: FloatArray, values: FloatArray, n_groups: int) -> FloatArray:
@@ -434,23 +524,23 @@ def newton_1d(
 
 
 def params_frame(
-    groups: pl.DataFrame,
-    columns: Mapping[str, Any],
-    scheme: FitScheme,
-    schema: Mapping[str, pl.DataType],
+    groups: pl.DataFrame, values: Mapping[str, Any] | None, fit: FitRows, table: Table
 ) -> pl.DataFrame:
-    """keys…, the given columns (cast to ``schema``), then ``fitted_on`` and ``in_sample``."""
+    """Keys…, the ``table``'s columns, then ``fitted_on`` and ``in_sample`` of the scheme.
+
+    ``values`` maps each column of ``table`` (but the two labels) to one value per group
+    of ``groups`` (cast to the table's dtype); ``None`` gives a table without rows.
+    """
+    names = [name for name in table.names if name not in ("fitted_on", "in_sample")]
     data = pl.DataFrame(
-        {name: pl.Series(name, values, dtype=schema[name]) for name, values in columns.items()}
+        [
+            pl.Series(name, [] if values is None else values[name], dtype=table.columns[name])
+            for name in names
+        ]
     )
     if groups.width:
         data = pl.concat([groups, data], how="horizontal")
-    return data.with_columns(*scheme.labels())
-
-
-def empty_groups(keys: Sequence[str], schema: pl.Schema) -> pl.DataFrame:
-    """A zero-row keys table with the input's key dtypes."""
-    return pl.DataFrame(schema={key: schema[key] for key in keys})
+    return data.with_columns(*fit.scheme.labels())
 
 
 def check_bounds(bounds: tuple[float, float]) -> tuple[float, float]:

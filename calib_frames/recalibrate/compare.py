@@ -30,10 +30,17 @@ import polars as pl
 from calib_frames.binning import BinsLike
 from calib_frames.exceptions import ArgumentError, DataError, TableError
 from calib_frames.metrics.calibration import calibration_metrics
-from calib_frames.recalibrate import histogram, platt, temperature
-from calib_frames.recalibrate.splits import assign_folds, normalise_keys
+from calib_frames.recalibrate import histogram, isotonic, platt, temperature
+from calib_frames.recalibrate.splits import assign_folds
 from calib_frames.stats import reliability_table
-from calib_frames.validation import Frame, as_lazy, return_like
+from calib_frames.validation import (
+    Frame,
+    as_lazy,
+    describe_problem,
+    group_keys,
+    require_columns,
+    return_like,
+)
 
 __all__ = [
     "COMPARED_METRICS",
@@ -64,15 +71,12 @@ COMPARED_METRICS = (
 """The metrics of :func:`recalibration_metrics`, each as ``<name>_before`` and ``<name>_after``."""
 
 
-def _methods() -> dict[str, tuple[Any, Any]]:
-    from calib_frames.recalibrate import isotonic
-
-    return {
-        "temperature": (temperature.fit_temperature, temperature.apply_temperature),
-        "platt": (platt.fit_platt, platt.apply_platt),
-        "histogram": (histogram.fit_histogram, histogram.apply_histogram),
-        "isotonic": (isotonic.fit_isotonic, isotonic.apply_isotonic),
-    }
+_METHODS: dict[str, tuple[Any, Any]] = {
+    "temperature": (temperature.fit_temperature, temperature.apply_temperature),
+    "platt": (platt.fit_platt, platt.apply_platt),
+    "histogram": (histogram.fit_histogram, histogram.apply_histogram),
+    "isotonic": (isotonic.fit_isotonic, isotonic.apply_isotonic),
+}
 
 
 _APPLY_OPTIONS = {
@@ -84,18 +88,18 @@ _APPLY_OPTIONS = {
 
 
 def recalibrate(
-    frame: Frame,
+    predictions: Frame,
     *,
-    method: Method = "temperature",
+    item: str | None = None,
+    output: str = "recalibrated",
     by: str | Sequence[str] | None = None,
+    method: Method = "temperature",
     split: str | None = None,
     fit_value: object = "fit",
-    folds: int | None = None,
-    item: str | None = None,
-    seed: int = 0,
     fold: str | None = None,
     in_sample: bool = False,
-    output: str = "recalibrated",
+    folds: int | None = None,
+    seed: int = 0,
     **options: Any,
 ) -> Frame:
     """Fit a recalibration map per group and apply it, honestly, in one call.
@@ -109,25 +113,27 @@ def recalibrate(
 
     Parameters
     ----------
-    frame
-        DataFrame or LazyFrame (binary confidences, or options for
+    predictions
+        DataFrame or LazyFrame (binary predictions, or option rows for
         ``method="temperature", kind="options"``).
-    method
-        ``"temperature"``, ``"platt"``, ``"histogram"`` or ``"isotonic"``.
-    by
-        Group key column(s).
-    split, fit_value, folds, item, seed, fold, in_sample
-        The fitting scheme (above).
+    item
+        With ``folds=``: the column whose values share a fold (above).
     output
         Name of the recalibrated column.
+    by
+        Group key column(s).
+    method
+        ``"temperature"``, ``"platt"``, ``"histogram"`` or ``"isotonic"``.
+    split, fit_value, fold, in_sample, folds, seed
+        The fitting scheme (above).
     **options
         Passed to the method's ``fit_*`` (and the applicable ones to ``apply_*``):
         e.g. ``kind="options"``, ``smoothing=True``, ``bins=15``, ``confidence=``.
 
     Returns
     -------
-    DataFrame or LazyFrame (same kind as ``frame``)
-        ``frame`` with ``output`` and ``in_sample`` (and ``fold`` with ``folds=``).
+    DataFrame or LazyFrame (same kind as ``predictions``)
+        ``predictions`` with ``output`` and ``in_sample`` (and ``fold`` with ``folds=``).
 
     Raises
     ------
@@ -149,9 +155,8 @@ def recalibrate(
     >>> out["in_sample"].to_list()
     [True, True, True, False, False]
     """
-    methods = _methods()
-    if method not in methods:
-        raise ArgumentError(f"method= takes one of {sorted(methods)}, got {method!r}")
+    if method not in _METHODS:
+        raise ArgumentError(f"method= takes one of {sorted(_METHODS)}, got {method!r}")
     if folds is not None:
         if item is None:
             raise ArgumentError("folds= needs item=, the column whose values share a fold")
@@ -159,7 +164,7 @@ def recalibrate(
             raise ArgumentError(
                 "choose one fitting scheme: folds= excludes split=, fold=, in_sample"
             )
-        frame = assign_folds(frame, item=item, folds=folds, seed=seed)
+        predictions = assign_folds(predictions, item=item, folds=folds, seed=seed)
         fold = "fold"
     elif item is not None:
         raise ArgumentError("item= is used with folds= only")
@@ -169,16 +174,16 @@ def recalibrate(
             "item= (cross-fitting), fold=, or in_sample=True to fit and score the same rows; "
             "or fit_*/apply_* on two frames"
         )
-    fit, apply = methods[method]
-    accepted = set(inspect.signature(fit).parameters) - {"frame", "by", "split", "fit_value"}
-    accepted -= {"fold", "in_sample"}
+    fit, apply = _METHODS[method]
+    scheme = {"predictions", "by", "split", "fit_value", "fold", "in_sample"}
+    accepted = set(inspect.signature(fit).parameters) - scheme
     unknown = sorted(set(options) - accepted)
     if unknown:
         raise ArgumentError(
             f"method={method!r} takes no option(s) {unknown}; it takes {sorted(accepted)}"
         )
     params = fit(
-        frame,
+        predictions,
         by=by,
         split=split,
         fit_value=fit_value,
@@ -190,17 +195,17 @@ def recalibrate(
     if method == "temperature" and options.get("kind") == "options":
         apply_options["by"] = by
     return apply(  # type: ignore[no-any-return]
-        frame, params, output=output, split=split, fit_value=fit_value, **apply_options
+        predictions, params, output=output, split=split, fit_value=fit_value, **apply_options
     )
 
 
 def _scored(
-    frame: pl.LazyFrame, keys: list[str], in_sample: bool
+    predictions: pl.LazyFrame, keys: list[str], in_sample: bool
 ) -> tuple[pl.LazyFrame, pl.LazyFrame | None]:
     """The rows to score and, with ``in_sample=True``, the per-group in-sample label."""
     if not isinstance(in_sample, bool):
         raise ArgumentError(f"in_sample= takes True or False, got {in_sample!r}")
-    schema = frame.collect_schema()
+    schema = predictions.collect_schema()
     if "in_sample" not in schema:
         raise TableError(
             "the frame has no 'in_sample' column: recalibrate it with recalibrate() or an "
@@ -209,30 +214,49 @@ def _scored(
     if schema["in_sample"] != pl.Boolean:
         raise TableError(f"column 'in_sample' must be Boolean, got {schema['in_sample']}")
     if not in_sample:
-        scored = frame.filter(~pl.col("in_sample").fill_null(False))
+        scored = predictions.filter(~pl.col("in_sample").fill_null(False))
         # Early-stopping scans: a frame whose every row was fitted on (fit and apply on
         # the same rows) would otherwise give an empty table and no hint why.
         if not scored.select("in_sample").head(1).collect().height:
-            total = frame.select(pl.len()).collect().item()
+            total = predictions.select(pl.len()).collect().item()
             if total:
+                problem = (
+                    "in-sample (their map was fitted on them), so no row is left to score; "
+                    "fit on a split (split=, folds=) or pass in_sample=True to score them "
+                    "anyway, labelled"
+                )
                 raise DataError(
-                    f"column 'in_sample': {total:,} of {total:,} rows are in-sample (their "
-                    "map was fitted on them), so no row is left to score; fit on a split "
-                    "(split=, folds=) or pass in_sample=True to score them anyway, labelled"
+                    describe_problem(
+                        "in_sample", total, total, problem, example=None, keys=keys, value=None
+                    )
                 )
         return scored, None
     label = pl.col("in_sample").fill_null(False).any()
-    labels = frame.group_by(keys).agg(label) if keys else frame.select(label)
-    return frame, labels
+    labels = predictions.group_by(keys).agg(label) if keys else predictions.select(label)
+    return predictions, labels
+
+
+def _join(left: pl.LazyFrame, right: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
+    """``left`` with the columns of ``right`` for the same keys (one row per key in right)."""
+    if keys:
+        return left.join(right, on=keys, how="left", nulls_equal=True, maintain_order="left")
+    return left.join(right, how="cross")
+
+
+def _with_label(table: pl.LazyFrame, labels: pl.LazyFrame | None, keys: list[str]) -> pl.LazyFrame:
+    """The ``in_sample`` column of a comparison table: False, or whether any row was fitted on."""
+    if labels is None:
+        return table.with_columns(pl.lit(False).alias("in_sample"))
+    return _join(table, labels, keys)
 
 
 def recalibration_metrics(
-    frame: Frame,
+    predictions: Frame,
     *,
-    by: str | Sequence[str] | None = None,
     confidence: str = "confidence",
-    recalibrated: str = "recalibrated",
     correct: str = "correct",
+    recalibrated: str = "recalibrated",
+    by: str | Sequence[str] | None = None,
     bins: BinsLike = 10,
     weight: str | None = None,
     in_sample: bool = False,
@@ -245,21 +269,23 @@ def recalibration_metrics(
 
     Parameters
     ----------
-    frame
-        A frame from :func:`recalibrate` or an ``apply_*`` function (with the
-        ``in_sample`` label), or from :func:`top_option` for multiple choice.
+    predictions
+        Recalibrated predictions from :func:`recalibrate` or an ``apply_*`` function
+        (with the ``in_sample`` label), or from :func:`top_option` for multiple choice.
+    confidence, correct, recalibrated
+        The original confidence, the outcome and the recalibrated confidence.
     by
         Group key column(s).
-    confidence, recalibrated, correct, weight
-        The original and the recalibrated confidence, the outcome, row weights.
     bins
         Binning of the binned metrics (ECE, MCE, RMSCE, reliability, resolution).
+    weight
+        Optional row weights.
     in_sample
         Score every row, including those the map was fitted on (labelled).
 
     Returns
     -------
-    DataFrame or LazyFrame (same kind as ``frame``)
+    DataFrame or LazyFrame (same kind as ``predictions``)
         Keys…, ``count`` (scored rows), ``in_sample`` (whether any scored row was fit
         data), then ``<metric>_before`` and ``<metric>_after`` for each metric of
         :data:`COMPARED_METRICS`. Groups with no scored row are absent.
@@ -287,9 +313,8 @@ def recalibration_metrics(
     >>> scored.select("count", "in_sample", pl.col("ece_before", "ece_after").round(3)).rows()
     [(4, False, 0.435, 0.001)]
     """
-    keys: list[str] = normalise_keys(by)
-    lazy = as_lazy(frame)
-    rows, labels = _scored(lazy, keys, in_sample)
+    keys: list[str] = group_keys(by)
+    rows, labels = _scored(as_lazy(predictions), keys, in_sample)
     options: dict[str, Any] = {"correct": correct, "by": by, "bins": bins, "weight": weight}
     before = calibration_metrics(rows, confidence=confidence, **options)
     after = calibration_metrics(rows, confidence=recalibrated, **options)
@@ -300,28 +325,18 @@ def recalibration_metrics(
         *(pl.col(m).alias(f"{m}_before") for m in COMPARED_METRICS),
     )
     right = after.select(*keys, *(pl.col(m).alias(f"{m}_after") for m in COMPARED_METRICS))
-    if keys:
-        joined = left.join(right, on=keys, how="left", nulls_equal=True, maintain_order="left")
-    else:
-        joined = left.join(right, how="cross")
-    if labels is None:
-        joined = joined.with_columns(pl.lit(False).alias("in_sample"))
-    elif keys:
-        joined = joined.join(labels, on=keys, how="left", nulls_equal=True, maintain_order="left")
-    else:
-        joined = joined.join(labels, how="cross")
-    joined = joined.filter(pl.col("count") > 0)
+    joined = _with_label(_join(left, right, keys), labels, keys).filter(pl.col("count") > 0)
     order = [f"{m}_{stage}" for m in COMPARED_METRICS for stage in ("before", "after")]
-    return return_like(frame, joined.select(*keys, "count", "in_sample", *order))
+    return return_like(predictions, joined.select(*keys, "count", "in_sample", *order))
 
 
 def recalibration_reliability(
-    frame: Frame,
+    predictions: Frame,
     *,
-    by: str | Sequence[str] | None = None,
     confidence: str = "confidence",
-    recalibrated: str = "recalibrated",
     correct: str = "correct",
+    recalibrated: str = "recalibrated",
+    by: str | Sequence[str] | None = None,
     bins: BinsLike = 10,
     weight: str | None = None,
     in_sample: bool = False,
@@ -330,21 +345,23 @@ def recalibration_reliability(
 
     Parameters
     ----------
-    frame
-        A frame from :func:`recalibrate` or an ``apply_*`` function (with the
-        ``in_sample`` label), or from :func:`top_option`.
+    predictions
+        Recalibrated predictions from :func:`recalibrate` or an ``apply_*`` function
+        (with the ``in_sample`` label), or from :func:`top_option`.
+    confidence, correct, recalibrated
+        The original confidence, the outcome and the recalibrated confidence.
     by
         Group key column(s).
-    confidence, recalibrated, correct, weight
-        The original and the recalibrated confidence, the outcome, row weights.
     bins
         Binning of both reliability tables.
+    weight
+        Optional row weights.
     in_sample
         Use every row, including those the map was fitted on (labelled).
 
     Returns
     -------
-    DataFrame or LazyFrame (same kind as ``frame``)
+    DataFrame or LazyFrame (same kind as ``predictions``)
         Keys…, ``stage`` (:data:`STAGE`: "before" / "after"), then the columns of
         :func:`calib_frames.reliability_table` (``bin``, ``bin_lower``, ``bin_upper``,
         ``count``, ``mean_confidence``, ``accuracy``; null means in empty bins), then
@@ -369,9 +386,8 @@ def recalibration_reliability(
     >>> table.select("stage", "bin", "count", pl.col("mean_confidence").round(3)).rows()
     [('before', 0, 1, 0.3), ('before', 1, 2, 0.85), ('after', 0, 1, 0.0), ('after', 1, 2, 0.5)]
     """
-    keys: list[str] = normalise_keys(by)
-    lazy = as_lazy(frame)
-    rows, labels = _scored(lazy, keys, in_sample)
+    keys: list[str] = group_keys(by)
+    rows, labels = _scored(as_lazy(predictions), keys, in_sample)
     options: dict[str, Any] = {"correct": correct, "by": by, "bins": bins, "weight": weight}
     if "stage" in keys:
         raise TableError("group key 'stage' clashes with the output column; rename it")
@@ -383,24 +399,18 @@ def recalibration_reliability(
     ]
     stacked = pl.concat(stages)
     names = [c for c in stacked.collect_schema().names() if c not in (*keys, "stage")]
-    if labels is None:
-        stacked = stacked.with_columns(pl.lit(False).alias("in_sample"))
-    elif keys:
-        stacked = stacked.join(labels, on=keys, how="left", nulls_equal=True, maintain_order="left")
-    else:
-        stacked = stacked.join(labels, how="cross")
-    stacked = stacked.select(*keys, "stage", *names, "in_sample")
-    return return_like(frame, stacked.sort(*keys, "stage", "bin", nulls_last=True))
+    stacked = _with_label(stacked, labels, keys).select(*keys, "stage", *names, "in_sample")
+    return return_like(predictions, stacked.sort(*keys, "stage", "bin", nulls_last=True))
 
 
 def top_option(
-    frame: Frame,
+    options: Frame,
     *,
-    by: str | Sequence[str] | None = None,
     question: str = "question",
     loglik: str = "loglik",
     is_gold: str = "is_gold",
     recalibrated: str = "recalibrated",
+    by: str | Sequence[str] | None = None,
 ) -> Frame:
     """Turn multiple-choice options into one row per question, for the comparison tables.
 
@@ -415,19 +425,24 @@ def top_option(
 
     Parameters
     ----------
-    frame
-        Options frame from :func:`~calib_frames.recalibrate.apply_temperature` with
+    options
+        Option rows from :func:`~calib_frames.recalibrate.apply_temperature` with
         ``kind="options"`` (or :func:`recalibrate`).
-    by
-        The columns that identify a question together with ``question``.
     question, loglik, is_gold, recalibrated
         Column names.
+    by
+        The columns that identify a question together with ``question``.
 
     Returns
     -------
-    DataFrame or LazyFrame (same kind as ``frame``)
+    DataFrame or LazyFrame (same kind as ``options``)
         Keys…, ``question``, ``confidence``, ``recalibrated``, ``correct``,
         ``in_sample``; sorted by keys and question.
+
+    Raises
+    ------
+    TableError
+        Missing columns.
 
     Examples
     --------
@@ -445,13 +460,16 @@ def top_option(
     >>> top.select("question", "correct", pl.col("confidence", "recalibrated").round(3)).rows()
     [(1, True, 0.87, 0.721), (2, False, 0.622, 0.562)]
     """
-    keys: list[str] = normalise_keys(by)
-    lazy = as_lazy(frame)
-    schema = lazy.collect_schema()
-    needed = [question, loglik, is_gold, recalibrated, "in_sample", *keys]
-    missing = [c for c in needed if c not in schema]
-    if missing:
-        raise TableError(f"column not found: {missing}; available: {schema.names()}")
+    keys: list[str] = group_keys(by)
+    lazy = as_lazy(options)
+    columns = {
+        "question": question,
+        "loglik": loglik,
+        "is_gold": is_gold,
+        "recalibrated": recalibrated,
+        "in_sample": "in_sample",
+    }
+    require_columns(lazy.collect_schema(), columns, keys=keys)
     ell = pl.col(loglik).cast(pl.Float64)
     top = (
         lazy.group_by(*keys, question)
@@ -467,4 +485,4 @@ def top_option(
         )
         .sort(*keys, question, nulls_last=True)
     )
-    return return_like(frame, top)
+    return return_like(options, top)

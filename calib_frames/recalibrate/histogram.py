@@ -28,21 +28,11 @@ import polars as pl
 from calib_frames.binning import Binning, BinsLike, as_binning
 from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.recalibrate import _core
-from calib_frames.recalibrate._apply import (
-    IN_SAMPLE_PARAM,
-    check_join,
-    check_output,
-    check_unique,
-    check_values,
-    in_sample_expr,
-    join_params,
-    param,
-    read_params,
-)
-from calib_frames.recalibrate.splits import fit_scheme, normalise_keys
+from calib_frames.recalibrate._apply import ApplyInput, apply_input, join_params, labelled, param
+from calib_frames.recalibrate.splits import fit_scheme
 from calib_frames.schema import Table
 from calib_frames.stats import bin_statistics
-from calib_frames.validation import Frame, as_lazy, return_like
+from calib_frames.validation import Frame, return_like
 
 __all__ = ["HISTOGRAM", "apply_histogram", "fit_histogram"]
 
@@ -65,13 +55,13 @@ HISTOGRAM = Table(
 
 
 def fit_histogram(
-    frame: Frame,
+    predictions: Frame,
     *,
-    by: str | Sequence[str] | None = None,
     confidence: str = "confidence",
     correct: str = "correct",
-    weight: str | None = None,
+    by: str | Sequence[str] | None = None,
     bins: BinsLike = 10,
+    weight: str | None = None,
     split: str | None = None,
     fit_value: object = "fit",
     fold: str | None = None,
@@ -81,15 +71,17 @@ def fit_histogram(
 
     Parameters
     ----------
-    frame
+    predictions
         DataFrame or LazyFrame with one row per prediction.
+    confidence, correct
+        As in :func:`calib_frames.bin_statistics`.
     by
         Group key column(s) (``None``: one map for the frame).
-    confidence, correct, weight
-        As in :func:`calib_frames.bin_statistics`.
     bins
         Fixed bins: an int (equal width, left-closed, last bin closed at 1), edges, or a
         Binning (not equal-mass).
+    weight
+        Optional row weights, as in :func:`calib_frames.bin_statistics`.
     split, fit_value, fold, in_sample
         The fitting scheme (:mod:`calib_frames.recalibrate.splits`).
 
@@ -120,34 +112,23 @@ def fit_histogram(
     >>> fit_histogram(df, bins=2).select("bin", "count", "value").rows()
     [(0, 2, 0.5), (1, 2, 1.0)]
     """
-    keys: list[str] = normalise_keys(by)
     binning = _fixed(bins)
     scheme = fit_scheme(split=split, fit_value=fit_value, fold=fold, in_sample=in_sample)
-    source = as_lazy(frame)
-    schema = source.collect_schema()
-    columns = {"confidence": confidence, "correct": correct}
-    if weight is not None:
-        columns["weight"] = weight
-    _core.check_columns(
-        schema,
-        columns,
-        keys=keys,
-        numeric=[r for r in columns if r != "correct"],
-        boolean_like=["correct"],
-        reserved=(*HISTOGRAM.names, "accuracy", "mean_confidence"),
+    fit = _core.binary_fit_rows(
+        predictions, HISTOGRAM, scheme, by=by, confidence=confidence, correct=correct, weight=weight
     )
-    rows, fit_keys = _core.prepare_rows(source, keys, scheme)
+    # the rows are checked by the bin-statistics pass itself (additive: lazy stays lazy)
     stats = bin_statistics(
-        rows,
+        fit.rows,
         confidence=confidence,
         correct=correct,
-        by=fit_keys or None,
+        by=fit.keys or None,
         bins=binning,
         weight=weight,
     )
     midpoint = (pl.col("bin_lower") + pl.col("bin_upper")) / 2.0
     table = stats.select(
-        *fit_keys,
+        *fit.keys,
         "bin",
         "bin_lower",
         "bin_upper",
@@ -157,10 +138,10 @@ def fit_histogram(
         pl.when(pl.col("weight") > 0).then(pl.col("accuracy")).otherwise(midpoint).alias("value"),
         *scheme.labels(),
     )
-    if not fit_keys:
+    if not fit.keys:
         # bin_statistics keeps an empty frame's bins; a frame without rows fits nothing
         table = table.filter(pl.col("count").sum() > 0)
-    return return_like(frame, table)
+    return return_like(predictions, table)
 
 
 def _fixed(bins: BinsLike) -> Binning:
@@ -177,7 +158,7 @@ def _fixed(bins: BinsLike) -> Binning:
 
 
 def apply_histogram(
-    frame: Frame,
+    predictions: Frame,
     params: pl.DataFrame | pl.LazyFrame,
     *,
     confidence: str = "confidence",
@@ -192,7 +173,7 @@ def apply_histogram(
 
     Parameters
     ----------
-    frame
+    predictions
         DataFrame or LazyFrame with the parameters' keys (and fold) and ``confidence``.
     params
         The table returned by :func:`fit_histogram` (read once, at call time).
@@ -203,8 +184,8 @@ def apply_histogram(
 
     Returns
     -------
-    DataFrame or LazyFrame (same kind as ``frame``)
-        ``frame`` with ``output`` (null where the group has no parameters or the
+    DataFrame or LazyFrame (same kind as ``predictions``)
+        ``predictions`` with ``output`` (null where the group has no parameters or the
         confidence is outside the bins) and ``in_sample``; row order kept.
 
     Raises
@@ -226,25 +207,29 @@ def apply_histogram(
     ... ].to_list()
     [0.5, 1.0, 1.0]
     """
-    keys: list[str]
-    table, keys = read_params(params, HISTOGRAM)
-    check_unique(table, [*keys, "bin"])
-    check_values(table, {"value": (pl.col("value").is_between(0.0, 1.0), "not in [0, 1]")})
-    binning = _binning_of(table)
-    source = as_lazy(frame)
-    schema = source.collect_schema()
-    check_output(schema, output, split, fit_value)
-    check_join(schema, table, keys, "histogram-binning")
-    _core.check_columns(schema, {"confidence": confidence}, numeric=["confidence"])
+    applied: ApplyInput = apply_input(
+        predictions,
+        params,
+        HISTOGRAM,
+        columns={"confidence": confidence},
+        output=output,
+        split=split,
+        fit_value=fit_value,
+        values={"value": (pl.col("value").is_between(0.0, 1.0), "not in [0, 1]")},
+        within=["bin"],
+    )
+    binning = _binning_of(applied.params)
     low, high = binning.range
     p = pl.col(confidence).cast(pl.Float64)
     bin_key = pl.when(p.is_between(low, high)).then(binning.assign(p)).alias(param("bin"))
-    right = table.rename({"bin": param("bin")})
-    joined = join_params(source.with_columns(bin_key), right, [*keys, param("bin")], ["value"])
-    result = joined.with_columns(
-        pl.col(param("value")).alias(output), in_sample_expr(split, fit_value)
-    ).drop(param("bin"), param("value"), IN_SAMPLE_PARAM)
-    return return_like(frame, result)
+    right = applied.params.rename({"bin": param("bin")})
+    keys = [*applied.keys, param("bin")]
+    joined = join_params(applied.predictions.with_columns(bin_key), right, keys, ["value"])
+    value = pl.col(param("value")).alias(output)
+    result = labelled(
+        joined.with_columns(value), split, fit_value, drop=[param("bin"), param("value")]
+    )
+    return return_like(predictions, result)
 
 
 def _binning_of(table: pl.DataFrame) -> Binning:

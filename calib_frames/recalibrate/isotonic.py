@@ -22,6 +22,11 @@ is non-decreasing in p either way.
 Applying is a lazy as-of join of the rows on p against the blocks' end points by group
 (the rows are sorted by p for the join and returned in their input order). Fitting is
 per group and in memory.
+
+CORP's recalibration (:func:`corp_recalibrate`) is this map fitted with
+``in_sample=True`` and applied to the same rows: every confidence then lies in its own
+block and gets the block's event frequency, the recalibrated forecast of the CORP
+reliability diagram (:func:`calib_frames.estimators.corp_reliability`).
 """
 
 from __future__ import annotations
@@ -34,17 +39,17 @@ import polars as pl
 from calib_frames.exceptions import ArgumentError
 from calib_frames.recalibrate import _core
 from calib_frames.recalibrate._apply import (
-    check_join,
-    check_output,
-    check_unique,
-    check_values,
-    read_params,
+    IN_SAMPLE_PARAM,
+    ApplyInput,
+    apply_input,
+    check_new_column,
+    labelled,
 )
-from calib_frames.recalibrate.splits import fit_scheme, normalise_keys
+from calib_frames.recalibrate.splits import fit_scheme
 from calib_frames.schema import Table
-from calib_frames.validation import Frame, as_lazy, return_like
+from calib_frames.validation import Frame, as_lazy, group_keys, return_like, working
 
-__all__ = ["ISOTONIC", "apply_isotonic", "fit_isotonic"]
+__all__ = ["ISOTONIC", "apply_isotonic", "corp_recalibrate", "fit_isotonic"]
 
 Interpolation = Literal["linear", "step"]
 
@@ -65,18 +70,17 @@ ISOTONIC = Table(
 )
 """One row per (group, block): the block's confidence range, rows, weight and value."""
 
-_Y = "__calib_y"
-_ROW = "__calib_row"
-_P = "__calib_p"
-_GID, _IN, _X = "__calib_gid", "__calib_in_sample", "__calib_x"
+_ROW, _P, _GID, _X = working("row"), working("p"), working("group"), working("x")
+_X0, _V0, _X1, _V1 = working("x0"), working("v0"), working("x1"), working("v1")
+_ONE = working("one")
 
 
 def fit_isotonic(
-    frame: Frame,
+    predictions: Frame,
     *,
-    by: str | Sequence[str] | None = None,
     confidence: str = "confidence",
     correct: str = "correct",
+    by: str | Sequence[str] | None = None,
     weight: str | None = None,
     split: str | None = None,
     fit_value: object = "fit",
@@ -89,12 +93,14 @@ def fit_isotonic(
 
     Parameters
     ----------
-    frame
+    predictions
         DataFrame or LazyFrame with one row per prediction.
+    confidence, correct
+        Probability in [0, 1] and outcome (boolean or 0/1).
     by
         Group key column(s) (``None``: one map for the frame).
-    confidence, correct, weight
-        Probability in [0, 1], outcome (boolean or 0/1), optional row weights.
+    weight
+        Optional positive, finite row weights.
     split, fit_value, fold, in_sample
         The fitting scheme (:mod:`calib_frames.recalibrate.splits`).
 
@@ -107,12 +113,14 @@ def fit_isotonic(
     Raises
     ------
     TableError, DataError, ArgumentError
-        Missing/mistyped columns, invalid rows, invalid arguments; a ``split=``
-        column with no row equal to ``fit_value`` (DataError).
+        Missing/mistyped columns, invalid rows (a confidence outside [0, 1], an outcome
+        not 0/1, a weight not positive; raised when the result is collected), invalid
+        arguments; a ``split=`` column with no row equal to ``fit_value`` (DataError).
 
     See Also
     --------
     apply_isotonic : the recalibrated confidences.
+    corp_recalibrate : the in-sample map of every row, in one call.
     calib_frames.estimators.isotonic.isotonic_blocks : the shared PAV fit.
 
     Examples
@@ -125,63 +133,51 @@ def fit_isotonic(
     """
     from calib_frames.estimators.isotonic import isotonic_blocks
 
-    keys: list[str] = normalise_keys(by)
     scheme = fit_scheme(split=split, fit_value=fit_value, fold=fold, in_sample=in_sample)
-    source = as_lazy(frame)
-    schema = source.collect_schema()
-    columns = {"confidence": confidence, "correct": correct}
-    if weight is not None:
-        columns["weight"] = weight
-    _core.check_columns(
-        schema,
-        columns,
-        keys=keys,
-        numeric=[r for r in columns if r != "correct"],
-        boolean_like=["correct"],
-        reserved=(*ISOTONIC.names, _Y),
+    fit = _core.binary_fit_rows(
+        predictions, ISOTONIC, scheme, by=by, confidence=confidence, correct=correct, weight=weight
     )
-    rows, fit_keys = _core.prepare_rows(source, keys, scheme)
-    # outcomes as 0.0/1.0 (null for anything else, which the PAV input checks refuse)
-    rows = rows.with_columns(_core.outcome_expr(correct, schema[correct]).alias(_Y))
-    blocks = as_lazy(isotonic_blocks(rows, x=confidence, y=_Y, weight=weight, by=fit_keys or None))
-    names = [c for c in ("block", "x_lower", "x_upper", "count", "weight", "value")]
+    rows = _core.checked_binary_rows(fit)
+    w = None if weight is None else _core.W
+    blocks = as_lazy(isotonic_blocks(rows, x=_core.P, y=_core.Y, weight=w, by=fit.keys or None))
+    names = ("block", "x_lower", "x_upper", "count", "weight", "value")
     table = blocks.select(
-        *fit_keys, *(pl.col(c).cast(ISOTONIC.columns[c]) for c in names), *scheme.labels()
+        *fit.keys, *(pl.col(c).cast(ISOTONIC.columns[c]) for c in names), *scheme.labels()
     )
-    return return_like(frame, table)
+    return return_like(predictions, table)
 
 
 def apply_isotonic(
-    frame: Frame,
+    predictions: Frame,
     params: pl.DataFrame | pl.LazyFrame,
     *,
     confidence: str = "confidence",
     output: str = "recalibrated",
-    interpolation: Interpolation = "linear",
     split: str | None = None,
     fit_value: object = "fit",
+    interpolation: Interpolation = "linear",
 ) -> Frame:
     """Map each confidence through its group's isotonic fit: a lazy as-of join.
 
     Parameters
     ----------
-    frame
+    predictions
         DataFrame or LazyFrame with the parameters' keys (and fold) and ``confidence``.
     params
         The table returned by :func:`fit_isotonic` (read once, at call time).
     confidence, output
         Input column and the name of the new column.
+    split, fit_value
+        If given, rows whose ``split`` equals ``fit_value`` are labelled in-sample.
     interpolation
         Between blocks: ``"linear"`` (scikit-learn's rule) or ``"step"`` (the block
         below); see the module docstring.
-    split, fit_value
-        If given, rows whose ``split`` equals ``fit_value`` are labelled in-sample.
 
     Returns
     -------
-    DataFrame or LazyFrame (same kind as ``frame``)
-        ``frame`` with ``output`` (null where the group has no blocks or the confidence
-        is null/outside [0, 1]) and ``in_sample``; row order kept.
+    DataFrame or LazyFrame (same kind as ``predictions``)
+        ``predictions`` with ``output`` (null where the group has no blocks or the
+        confidence is null/outside [0, 1]) and ``in_sample``; row order kept.
 
     Raises
     ------
@@ -214,79 +210,167 @@ def apply_isotonic(
     """
     if interpolation not in ("linear", "step"):
         raise ArgumentError(f"interpolation= takes 'linear' or 'step', got {interpolation!r}")
-    keys: list[str]
-    table, keys = read_params(params, ISOTONIC)
-    source = as_lazy(frame)
-    schema = source.collect_schema()
-    check_output(schema, output, split, fit_value)
-    check_join(schema, table, keys, "isotonic")
-    check_unique(table, [*keys, "block"])
-    check_values(table, {"value": (pl.col("value").is_between(0.0, 1.0), "not in [0, 1]")})
-    _core.check_columns(schema, {"confidence": confidence}, numeric=["confidence"])
-    # Groups get an integer id (join_asof's by= does not match null keys), and the
-    # end points of every block, (x_lower, value) and (x_upper, value), are keyed by it.
-    label = pl.col("in_sample").fill_null(False).any().alias(_IN)
-    groups = (table.group_by(keys).agg(label) if keys else table.select(label)).with_row_index(_GID)
-    groups = groups.with_columns(pl.col(k).cast(schema[k]) for k in keys)
-    blocks = (
-        table.join(groups, on=keys, nulls_equal=True)
+    applied: ApplyInput = apply_input(
+        predictions,
+        params,
+        ISOTONIC,
+        columns={"confidence": confidence},
+        output=output,
+        split=split,
+        fit_value=fit_value,
+        values={"value": (pl.col("value").is_between(0.0, 1.0), "not in [0, 1]")},
+        within=["block"],
+    )
+    mapped = _through_blocks(
+        applied.predictions,
+        applied.params.lazy(),
+        applied.keys,
+        confidence=confidence,
+        output=output,
+        interpolation=interpolation,
+    )
+    return return_like(predictions, labelled(mapped, split, fit_value))
+
+
+def corp_recalibrate(
+    predictions: Frame,
+    *,
+    confidence: str = "confidence",
+    correct: str = "correct",
+    output: str = "recalibrated",
+    by: str | Sequence[str] | None = None,
+    weight: str | None = None,
+) -> Frame:
+    """The rows with their CORP-recalibrated probability: the in-sample isotonic map.
+
+    CORP (Dimitriadis, Gneiting and Jordan, PNAS 2021) recalibrates every forecast by the
+    isotonic (PAV) regression of the outcomes on the forecasts of its group, fitted on
+    the same rows: :func:`fit_isotonic` with ``in_sample=True``, applied to the rows it
+    was fitted on (each confidence lies in its own block, so it gets the block's event
+    frequency; no interpolation is involved). Per group, in memory (the fit); the rows
+    are matched to their block by an as-of join on the confidence, so the result is the
+    input plus one column, in the input's row order, and lazy stays lazy.
+
+    Parameters
+    ----------
+    predictions
+        DataFrame or LazyFrame, one row per forecast.
+    confidence, correct
+        Probability in [0, 1] and outcome (boolean or 0/1).
+    output
+        Name of the new column (must not exist yet).
+    by
+        Group key column(s); ``None`` treats the whole frame as one group.
+    weight
+        Optional positive, finite row weights.
+
+    Returns
+    -------
+    DataFrame or LazyFrame (same kind as the input)
+        ``predictions`` with ``output`` added (Float64).
+
+    Raises
+    ------
+    TableError
+        Missing or mistyped columns, keys clashing with the fit's columns, or
+        ``output`` names an existing column.
+    DataError
+        A confidence outside [0, 1], an outcome not boolean or 0/1, a weight not
+        positive (raised when the result is collected).
+
+    See Also
+    --------
+    calib_frames.estimators.corp_reliability : the blocks as a reliability curve.
+    calib_frames.estimators.corp_decomposition : the score decomposition of the same fit.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.recalibrate import corp_recalibrate
+    >>> df = pl.DataFrame({"confidence": [0.4, 0.1, 0.3, 0.8], "correct": [0, 0, 1, 1]})
+    >>> corp_recalibrate(df)["recalibrated"].to_list()
+    [0.5, 0.0, 0.5, 1.0]
+    """
+    source = as_lazy(predictions)
+    check_new_column(source.collect_schema(), output)
+    blocks = fit_isotonic(
+        source, confidence=confidence, correct=correct, by=by, weight=weight, in_sample=True
+    )
+    mapped = _through_blocks(
+        source,
+        blocks,
+        group_keys(by),
+        confidence=confidence,
+        output=output,
+        interpolation="step",
+    )
+    return return_like(predictions, mapped.drop(IN_SAMPLE_PARAM))
+
+
+def _through_blocks(
+    rows: pl.LazyFrame,
+    blocks: pl.LazyFrame,
+    keys: list[str],
+    *,
+    confidence: str,
+    output: str,
+    interpolation: Interpolation,
+) -> pl.LazyFrame:
+    """``rows`` with ``output``, the isotonic map of ``confidence`` by its group's blocks.
+
+    Also adds :data:`IN_SAMPLE_PARAM`, whether the row's group was fitted in-sample.
+    Groups get an integer id (``join_asof``'s ``by=`` does not match null keys), and the
+    end points of every block, (x_lower, value) and (x_upper, value), are keyed by it;
+    the valid rows, sorted by confidence, are matched to the end point below and above.
+    """
+    schema = rows.collect_schema()
+    blocks = blocks.cache()  # read three times below: fit once
+    label = pl.col("in_sample").fill_null(False).any().alias(IN_SAMPLE_PARAM)
+    groups = (blocks.group_by(keys).agg(label) if keys else blocks.select(label)).with_row_index(
+        _GID
+    )
+    groups = groups.with_columns(pl.col(k).cast(schema[k]) for k in keys).cache()
+    keyed = (
+        blocks.join(groups, on=keys, nulls_equal=True)
         if keys
-        else table.with_columns(pl.lit(0, dtype=pl.UInt32).alias(_GID))
+        else blocks.with_columns(pl.lit(0, dtype=pl.UInt32).alias(_GID))
     )
     ends = (
         pl.concat(
             [
-                blocks.select(_GID, pl.col("x_lower").alias(_X), "value"),
-                blocks.select(_GID, pl.col("x_upper").alias(_X), "value"),
+                keyed.select(_GID, pl.col("x_lower").alias(_X), "value"),
+                keyed.select(_GID, pl.col("x_upper").alias(_X), "value"),
             ]
         )
         .unique([_GID, _X], keep="first")
         .with_columns(pl.col(_X).cast(pl.Float64))
         .sort(_X)
     )
-    below = ends.rename({_X: "__calib_x0", "value": "__calib_v0"}).lazy()
-    above = ends.rename({_X: "__calib_x1", "value": "__calib_v1"}).lazy()
+    below = ends.rename({_X: _X0, "value": _V0})
+    above = ends.rename({_X: _X1, "value": _V1})
     p = pl.col(confidence).cast(pl.Float64)
-    rows = source.with_row_index(_ROW)
+    indexed = rows.with_row_index(_ROW)
     if keys:
-        rows = rows.join(
-            groups.lazy(), on=keys, how="left", nulls_equal=True, maintain_order="left"
-        )
+        indexed = indexed.join(groups, on=keys, how="left", nulls_equal=True, maintain_order="left")
     else:  # a left join on a constant: every row kept even without blocks
-        one = pl.lit(0, dtype=pl.UInt8).alias("__calib_one")
-        rows = (
-            rows.with_columns(one)
-            .join(
-                groups.lazy().with_columns(one),
-                on="__calib_one",
-                how="left",
-                maintain_order="left",
-            )
-            .drop("__calib_one")
+        one = pl.lit(0, dtype=pl.UInt8).alias(_ONE)
+        indexed = (
+            indexed.with_columns(one)
+            .join(groups.with_columns(one), on=_ONE, how="left", maintain_order="left")
+            .drop(_ONE)
         )
-    rows = rows.with_columns(pl.when(p.is_between(0.0, 1.0)).then(p).alias(_P))
+    indexed = indexed.with_columns(pl.when(p.is_between(0.0, 1.0)).then(p).alias(_P))
     valid = (
-        rows.filter(pl.col(_P).is_not_null() & pl.col(_GID).is_not_null())
+        indexed.filter(pl.col(_P).is_not_null() & pl.col(_GID).is_not_null())
         .select(_ROW, _GID, _P)
         .sort(_P)
     )
     matched = valid.join_asof(
-        below,
-        left_on=_P,
-        right_on="__calib_x0",
-        by=_GID,
-        strategy="backward",
-        check_sortedness=False,
+        below, left_on=_P, right_on=_X0, by=_GID, strategy="backward", check_sortedness=False
     ).join_asof(
-        above,
-        left_on=_P,
-        right_on="__calib_x1",
-        by=_GID,
-        strategy="forward",
-        check_sortedness=False,
+        above, left_on=_P, right_on=_X1, by=_GID, strategy="forward", check_sortedness=False
     )
-    x0, x1 = pl.col("__calib_x0"), pl.col("__calib_x1")
-    v0, v1 = pl.col("__calib_v0"), pl.col("__calib_v1")
+    x0, x1, v0, v1 = pl.col(_X0), pl.col(_X1), pl.col(_V0), pl.col(_V1)
     value: pl.Expr
     if interpolation == "linear":
         between = v0 + (v1 - v0) * (pl.col(_P) - x0) / (x1 - x0)
@@ -300,9 +384,5 @@ def apply_isotonic(
     else:
         value = pl.when(x0.is_null()).then(v1).otherwise(v0)
     mapped = matched.select(_ROW, value.alias(output))
-    result = rows.join(mapped, on=_ROW, how="left", maintain_order="left")
-    in_sample = pl.col(_IN).fill_null(False)
-    if split is not None:
-        in_sample = in_sample | (pl.col(split) == pl.lit(fit_value)).fill_null(False)
-    result = result.with_columns(in_sample.alias("in_sample")).drop(_ROW, _P, _GID, _IN)
-    return return_like(frame, result)
+    result = indexed.join(mapped, on=_ROW, how="left", maintain_order="left")
+    return result.drop(_ROW, _P, _GID)

@@ -28,21 +28,12 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
-from calib_frames.exceptions import ArgumentError, DataError
+from calib_frames.exceptions import ArgumentError
 from calib_frames.recalibrate import _core
-from calib_frames.recalibrate._apply import (
-    IN_SAMPLE_PARAM,
-    check_join,
-    check_output,
-    check_values,
-    in_sample_expr,
-    join_params,
-    param,
-    read_params,
-)
-from calib_frames.recalibrate.splits import fit_scheme, normalise_keys
+from calib_frames.recalibrate._apply import ApplyInput, apply_input, join_params, labelled, param
+from calib_frames.recalibrate.splits import fit_scheme
 from calib_frames.schema import Table
-from calib_frames.validation import Frame, as_lazy, return_like
+from calib_frames.validation import Frame, return_like
 
 __all__ = ["PLATT", "apply_platt", "fit_platt"]
 
@@ -64,7 +55,6 @@ PLATT = Table(
 )
 """One row per group: a (slope), b (intercept), mean NLL before/after, diagnostics."""
 
-_SCHEMA = dict(PLATT.columns)
 _PARAMS_IN = Table(
     "Platt-parameters table",
     {"slope": pl.Float64(), "intercept": pl.Float64(), "in_sample": pl.Boolean()},
@@ -73,17 +63,17 @@ _PARAMS_IN = Table(
 
 
 def fit_platt(
-    frame: Frame,
+    predictions: Frame,
     *,
-    by: str | Sequence[str] | None = None,
     confidence: str = "confidence",
     correct: str = "correct",
+    by: str | Sequence[str] | None = None,
     weight: str | None = None,
-    smoothing: bool = False,
     split: str | None = None,
     fit_value: object = "fit",
     fold: str | None = None,
     in_sample: bool = False,
+    smoothing: bool = False,
     epsilon: float = 1e-12,
     tol: float = 1e-10,
     max_iter: int = 100,
@@ -94,16 +84,18 @@ def fit_platt(
 
     Parameters
     ----------
-    frame
+    predictions
         DataFrame or LazyFrame with one row per prediction.
+    confidence, correct
+        Probability in [0, 1] and outcome (boolean or 0/1).
     by
         Group key column(s) (``None``: one map for the frame).
-    confidence, correct, weight
-        Probability in [0, 1], outcome (boolean or 0/1), optional row weights.
-    smoothing
-        Use Platt's target smoothing (scikit-learn's ``method="sigmoid"``).
+    weight
+        Optional non-negative row weights.
     split, fit_value, fold, in_sample
         The fitting scheme (:mod:`calib_frames.recalibrate.splits`).
+    smoothing
+        Use Platt's target smoothing (scikit-learn's ``method="sigmoid"``).
     epsilon
         Confidences are clipped to [ε, 1 − ε] before the logit.
     tol
@@ -145,54 +137,37 @@ def fit_platt(
     >>> params.select(pl.col("slope", "intercept").round(4), "converged").rows()
     [(0.5593, -0.5849, True)]
     """
-    keys: list[str] = normalise_keys(by)
     eps = _core.check_epsilon(epsilon)
     rtol = _core.check_tolerance(tol)
     max_iter = _core.check_positive_int("max_iter", max_iter)
     if not isinstance(smoothing, bool):
         raise ArgumentError(f"smoothing= takes True or False, got {smoothing!r}")
     scheme = fit_scheme(split=split, fit_value=fit_value, fold=fold, in_sample=in_sample)
-    source = as_lazy(frame)
-    schema = source.collect_schema()
-    columns = {"confidence": confidence, "correct": correct}
-    if weight is not None:
-        columns["weight"] = weight
-    _core.check_columns(
-        schema,
-        columns,
-        keys=keys,
-        numeric=[r for r in columns if r != "correct"],
-        boolean_like=["correct"],
-        reserved=(*PLATT.names,),
+    fit = _core.binary_fit_rows(
+        predictions, PLATT, scheme, by=by, confidence=confidence, correct=correct, weight=weight
     )
-    rows, fit_keys = _core.prepare_rows(source, keys, scheme)
-    data, clipped = _core.collect_binary(
-        rows, fit_keys, confidence=confidence, correct=correct, weight=weight, epsilon=eps
-    )
+    data, clipped = _core.collect_binary(fit, epsilon=eps)
     n = data.n_groups
     if n == 0:
-        values: dict[str, object] = {name: [] for name in PLATT.names[:-2]}
-        groups = _core.empty_groups(fit_keys, rows.collect_schema())
-        return return_like(frame, _core.params_frame(groups, values, scheme, _SCHEMA).lazy())
+        return return_like(predictions, _core.params_frame(data.groups, None, fit, PLATT).lazy())
     g = data.group
     z, y, w = data.columns["z"], data.columns["y"], data.columns["w"]
     positive = _core.group_sum(g, w * y, n)
     negative = _core.group_sum(g, w * (1.0 - y), n)
-    if not smoothing:
-        one_class = (positive <= 0) | (negative <= 0)
-        if one_class.any():
-            bad = int(one_class.sum())
-            index = int(np.flatnonzero(one_class)[0])
-            example = data.groups.row(index, named=True) if data.groups.width else {}
-            where = ", ".join(f"{k}={v!r}" for k, v in example.items()) or "the whole frame"
-            raise DataError(
-                f"column {correct!r}: {bad:,} of {n:,} groups have only one class, so "
-                f"Platt scaling has no maximum-likelihood fit; e.g. {where}. Pass "
-                "smoothing=True (Platt's targets), or use fit_temperature"
-            )
-        t = y
-    else:
+    if smoothing:
         t = np.where(y > 0, ((positive + 1.0) / (positive + 2.0))[g], (1.0 / (negative + 2.0))[g])
+    else:
+        _core.raise_flagged(
+            data.groups,
+            (positive <= 0) | (negative <= 0),
+            correct,
+            "of one class only, where Platt scaling has no maximum-likelihood fit (pass "
+            "smoothing=True for Platt's targets, or use fit_temperature)",
+            keys=fit.keys,
+            show_value=False,
+            unit="groups",
+        )
+        t = y
     a, b, iterations, converged = _newton_2d(z, t, w, g, n, rtol=rtol, max_iter=max_iter)
     weight_total = _core.group_sum(g, w, n)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -209,7 +184,7 @@ def fit_platt(
         "converged": converged,
         "clipped": clipped,
     }
-    return return_like(frame, _core.params_frame(data.groups, values, scheme, _SCHEMA).lazy())
+    return return_like(predictions, _core.params_frame(data.groups, values, fit, PLATT).lazy())
 
 
 def _loss(
@@ -295,7 +270,7 @@ def _newton_2d(
 
 
 def apply_platt(
-    frame: Frame,
+    predictions: Frame,
     params: pl.DataFrame | pl.LazyFrame,
     *,
     confidence: str = "confidence",
@@ -308,7 +283,7 @@ def apply_platt(
 
     Parameters
     ----------
-    frame
+    predictions
         DataFrame or LazyFrame with the parameters' keys (and fold column if
         cross-fitted) and ``confidence``.
     params
@@ -322,8 +297,8 @@ def apply_platt(
 
     Returns
     -------
-    DataFrame or LazyFrame (same kind as ``frame``)
-        ``frame`` with ``output`` (null where the group has no parameters or the
+    DataFrame or LazyFrame (same kind as ``predictions``)
+        ``predictions`` with ``output`` (null where the group has no parameters or the
         confidence is null/invalid) and ``in_sample``; row order kept.
 
     Raises
@@ -344,23 +319,25 @@ def apply_platt(
     [0.75, 0.5]
     """
     eps = _core.check_epsilon(epsilon)
-    keys: list[str]
-    table, keys = read_params(params, _PARAMS_IN)
-    source = as_lazy(frame)
-    schema = source.collect_schema()
-    check_output(schema, output, split, fit_value)
-    check_join(schema, table, keys, "Platt")
     finite = "not a finite number"
-    check_values(
-        table,
-        {c: (pl.col(c).is_finite(), finite) for c in ("slope", "intercept")},
+    applied: ApplyInput = apply_input(
+        predictions,
+        params,
+        _PARAMS_IN,
+        columns={"confidence": confidence},
+        output=output,
+        split=split,
+        fit_value=fit_value,
+        values={c: (pl.col(c).is_finite(), finite) for c in ("slope", "intercept")},
     )
-    _core.check_columns(schema, {"confidence": confidence}, numeric=["confidence"])
     p = pl.col(confidence).cast(pl.Float64)
     eta = pl.col(param("slope")) * _core.logit_expr(p, eps) + pl.col(param("intercept"))
     value = pl.when(p.is_between(0.0, 1.0)).then(_core.sigmoid_expr(eta))
-    joined = join_params(source, table, keys, ["slope", "intercept"])
-    result = joined.with_columns(value.alias(output), in_sample_expr(split, fit_value)).drop(
-        param("slope"), param("intercept"), IN_SAMPLE_PARAM
+    joined = join_params(applied.predictions, applied.params, applied.keys, ["slope", "intercept"])
+    result = labelled(
+        joined.with_columns(value.alias(output)),
+        split,
+        fit_value,
+        drop=[param("slope"), param("intercept")],
     )
-    return return_like(frame, result)
+    return return_like(predictions, result)

@@ -32,6 +32,7 @@ the same item gets the same fold in every run and in every frame that holds it.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -39,12 +40,20 @@ from typing import Literal
 import polars as pl
 
 from calib_frames.exceptions import ArgumentError, DataError, TableError
-from calib_frames.validation import Frame, as_lazy, group_keys, return_like
+from calib_frames.validation import (
+    Frame,
+    RowCheck,
+    as_lazy,
+    check_rows,
+    return_like,
+    working,
+)
 
 __all__ = ["FitScheme", "assign_folds", "fit_scheme"]
 
 FittedOn = Literal["frame", "split", "cross_fit", "in_sample"]
-HELD_OUT = "__calib_held_out"
+_HELD_OUT = working("held_out")
+_FOLDS = working("folds")
 
 
 @dataclass(frozen=True)
@@ -138,20 +147,24 @@ def fit_scheme(
     return FitScheme("frame")
 
 
-def fit_rows(
+def scheme_rows(
     frame: pl.LazyFrame, keys: Sequence[str], scheme: FitScheme
 ) -> tuple[pl.LazyFrame, list[str]]:
-    """The rows a scheme fits on, and the keys of the fitted groups.
+    """The rows a scheme fits on, and the keys of the fitted groups; checks the scheme's column.
 
-    Cross-fitting replicates each row once per *other* fold of its group: the row of
-    fold j is fit data of the maps of every fold k ≠ j of the group; the returned keys
-    are ``[*keys, fold]`` where ``fold`` now names the held-out fold of each map.
+    Split: the rows whose split column equals ``fit_value`` (a non-empty frame without
+    any is a DataError). Cross-fitting replicates each row once per *other* fold of its
+    group: the row of fold j is fit data of the maps of every fold k ≠ j of the group;
+    the returned keys are ``[*keys, fold]`` where ``fold`` now names the held-out fold of
+    each map (null folds and groups with a single fold are DataErrors).
     """
     schema = frame.collect_schema()
     if scheme.fitted_on == "split":
         assert scheme.split is not None
         check_split(schema, scheme.split, scheme.fit_value)
-        return frame.filter(pl.col(scheme.split) == pl.lit(scheme.fit_value)), list(keys)
+        rows = frame.filter(pl.col(scheme.split) == pl.lit(scheme.fit_value))
+        _check_fit_rows_exist(frame, rows, scheme)
+        return rows, list(keys)
     if scheme.fitted_on != "cross_fit":
         return frame, list(keys)
     fold = scheme.fold
@@ -163,14 +176,36 @@ def fit_rows(
         )
     if fold in keys:
         raise ArgumentError(f"the fold column {fold!r} cannot also be a group key")
-    folds = frame.select(*keys, pl.col(fold).alias(HELD_OUT)).unique()
+    _check_fold_column(frame.select(*keys, fold).collect(), fold, keys)
+    folds = frame.select(*keys, pl.col(fold).alias(_HELD_OUT)).unique()
     replicated = (
         frame.join(folds, on=list(keys), nulls_equal=True)
         if keys
         else frame.join(folds, how="cross")
     )
-    rows = replicated.filter(pl.col(fold) != pl.col(HELD_OUT)).drop(fold)
-    return rows.rename({HELD_OUT: fold}), [*keys, fold]
+    rows = replicated.filter(pl.col(fold) != pl.col(_HELD_OUT)).drop(fold)
+    return rows.rename({_HELD_OUT: fold}), [*keys, fold]
+
+
+def _check_fit_rows_exist(frame: pl.LazyFrame, rows: pl.LazyFrame, scheme: FitScheme) -> None:
+    """DataError when a non-empty frame has no row with ``split == fit_value``.
+
+    Without it a typo in ``fit_value=`` (or an all-null split column) fits no map and
+    every applied row silently gets a null. Two early-stopping one-column scans.
+    """
+    split = scheme.split
+    assert split is not None
+    if rows.select(pl.col(split)).head(1).collect().height:
+        return
+    seen = frame.select(pl.col(split)).unique(maintain_order=True).head(6).collect()[split]
+    if seen.len() == 0:
+        return  # an empty frame fits nothing, and says so by an empty table
+    total = frame.select(pl.len()).collect().item()
+    shown = ", ".join(repr(v) for v in seen.to_list()[:5]) + (", ..." if seen.len() > 5 else "")
+    raise DataError(
+        f"column {split!r}: 0 of {total:,} rows have {split}={scheme.fit_value!r}, the fit "
+        f"rows of split=; the column holds {shown}: pass fit_value= one of them"
+    )
 
 
 def check_split(schema: pl.Schema, split: str, fit_value: object) -> None:
@@ -188,35 +223,31 @@ def check_split(schema: pl.Schema, split: str, fit_value: object) -> None:
         )
 
 
-def check_fold_column(frame: pl.DataFrame, fold: str, keys: Sequence[str]) -> None:
+def _check_fold_column(frame: pl.DataFrame, fold: str, keys: Sequence[str]) -> None:
     """Refuse null folds, and groups with a single fold (nothing to fit on)."""
-    nulls = frame.filter(pl.col(fold).is_null())
-    if nulls.height:
-        raise DataError(
-            f"column {fold!r}: {nulls.height:,} of {frame.height:,} rows have a null fold"
-        )
-    per_group = (
-        frame.group_by(*keys).agg(pl.col(fold).n_unique().alias("n"))
-        if keys
-        else (frame.select(pl.col(fold).n_unique().alias("n")))
+    null_fold = RowCheck(fold, "in no fold (a null fold)", pl.col(fold).is_null())
+    check_rows(frame, [null_fold], keys=keys)
+    n_folds = pl.col(fold).n_unique().alias(_FOLDS)
+    per_group = frame.group_by(*keys).agg(n_folds) if keys else frame.select(n_folds)
+    single = RowCheck(
+        fold,
+        "in a single fold, so no rows are left to fit their map on",
+        pl.col(_FOLDS) < 2,
+        value=_FOLDS,
+        show_value=False,
+        unit="groups",
     )
-    single = per_group.filter(pl.col("n") < 2)
-    if single.height:
-        row = single.row(0, named=True)
-        where = ", ".join(f"{k}={row[k]!r}" for k in keys) or "the whole frame"
-        raise DataError(
-            f"column {fold!r}: {single.height:,} of {per_group.height:,} groups have a single "
-            f"fold, so no rows to fit on for it; e.g. {where}"
-        )
+    check_rows(per_group, [single], keys=keys)
 
 
 def assign_folds(
-    frame: Frame,
+    table: Frame,
     *,
     item: str,
+    output: str = "fold",
     folds: int = 5,
     seed: int = 0,
-    name: str = "fold",
+    name: str | None = None,
 ) -> Frame:
     """Add a deterministic fold column: ``hash(item, seed) mod folds`` (UInt32).
 
@@ -226,27 +257,29 @@ def assign_folds(
 
     Parameters
     ----------
-    frame
-        DataFrame or LazyFrame.
+    table
+        DataFrame or LazyFrame (any rows; only ``item`` is read).
     item
         Column identifying the item (question id, document id): all rows of an item
         share a fold, so options of one question never straddle fit and apply.
+    output
+        Name of the new column.
     folds
         Number of folds, at least 2.
     seed
         Seed of the hash; another seed gives another, equally deterministic, split.
     name
-        Name of the new column.
+        Deprecated spelling of ``output`` (a DeprecationWarning).
 
     Returns
     -------
     DataFrame or LazyFrame
-        ``frame`` with the column ``name`` added.
+        ``table`` with the column ``output`` added.
 
     Raises
     ------
     TableError
-        If ``item`` is missing or ``name`` already exists.
+        If ``item`` is missing or ``output`` already exists.
     ArgumentError
         If ``folds`` < 2 or ``seed`` is not a non-negative integer.
 
@@ -258,23 +291,24 @@ def assign_folds(
     >>> out["fold"][0] == out["fold"][2]
     True
     """
+    if name is not None:
+        warnings.warn(
+            "assign_folds(name=) is deprecated; pass output= (the name of the added column)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        if output != "fold":
+            raise ArgumentError("pass output= only (name= is its deprecated spelling)")
+        output = name
     if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
         raise ArgumentError(f"folds= takes an integer >= 2, got {folds!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ArgumentError(f"seed= takes a non-negative integer, got {seed!r}")
-    lazy = as_lazy(frame)
+    lazy = as_lazy(table)
     schema = lazy.collect_schema()
     if item not in schema:
         raise TableError(f"item column {item!r} not found; available: {schema.names()}")
-    if name in schema:
-        raise TableError(f"column {name!r} already exists; pass name= to choose another")
-    fold = (pl.col(item).hash(seed) % folds).cast(pl.UInt32).alias(name)
-    return return_like(frame, lazy.with_columns(fold))
-
-
-def normalise_keys(by: str | Sequence[str] | None) -> list[str]:
-    """``validation.group_keys`` with the package's error type."""
-    try:
-        return group_keys(by)
-    except (TypeError, ValueError) as error:
-        raise ArgumentError(str(error)) from None
+    if output in schema:
+        raise TableError(f"column {output!r} already exists; pass output= to choose another")
+    fold = (pl.col(item).hash(seed) % folds).cast(pl.UInt32).alias(output)
+    return return_like(table, lazy.with_columns(fold))

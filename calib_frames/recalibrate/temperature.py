@@ -44,19 +44,10 @@ import polars as pl
 
 from calib_frames.exceptions import ArgumentError
 from calib_frames.recalibrate import _core
-from calib_frames.recalibrate._apply import (
-    IN_SAMPLE_PARAM,
-    check_join,
-    check_output,
-    check_values,
-    in_sample_expr,
-    join_params,
-    param,
-    read_params,
-)
-from calib_frames.recalibrate.splits import fit_scheme, normalise_keys
+from calib_frames.recalibrate._apply import ApplyInput, apply_input, join_params, labelled, param
+from calib_frames.recalibrate.splits import fit_scheme
 from calib_frames.schema import Table
-from calib_frames.validation import Frame, as_lazy, return_like
+from calib_frames.validation import Frame, group_keys, return_like
 
 __all__ = ["TEMPERATURE", "apply_temperature", "fit_temperature"]
 
@@ -92,8 +83,6 @@ TEMPERATURE = Table(
 )
 """One row per group: T, the mean NLL at T = 1 and at T, rows (questions), diagnostics."""
 
-_SCHEMA = dict(TEMPERATURE.columns)
-
 Derivatives = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray | None]]
 Loss = Callable[[np.ndarray], np.ndarray]
 # groups, number of groups, (L', L'') of 1/T, L of 1/T, rows, total weight, clipped rows
@@ -103,20 +92,20 @@ _Problem = tuple[
 
 
 def fit_temperature(
-    frame: Frame,
+    predictions: Frame,
     *,
-    by: str | Sequence[str] | None = None,
-    kind: Kind = "confidence",
     confidence: str = "confidence",
     correct: str = "correct",
     question: str = "question",
     loglik: str = "loglik",
     is_gold: str = "is_gold",
+    by: str | Sequence[str] | None = None,
     weight: str | None = None,
     split: str | None = None,
     fit_value: object = "fit",
     fold: str | None = None,
     in_sample: bool = False,
+    kind: Kind = "confidence",
     bounds: tuple[float, float] = (1e-3, 1e3),
     epsilon: float = 1e-12,
     tol: float = 1e-10,
@@ -129,29 +118,29 @@ def fit_temperature(
 
     Parameters
     ----------
-    frame
+    predictions
         DataFrame or LazyFrame. ``kind="confidence"``: one row per prediction with
-        ``confidence`` and ``correct``; ``kind="options"``: one row per option with
-        ``question``, ``loglik`` and ``is_gold``.
-    by
-        Group key column(s); one temperature per group (``None``: one for the frame).
-        Fit ``by=["model"]`` for one temperature shared across a model's tasks, then
-        apply it to a frame grouped by model × task.
-    kind
-        ``"confidence"`` (binary, through the logit) or ``"options"`` (softmax).
+        ``confidence`` and ``correct``; ``kind="options"``: the option rows, one per
+        (question, option) with ``question``, ``loglik`` and ``is_gold``.
     confidence, correct
         Binary input: probability in [0, 1] and outcome (boolean or 0/1).
     question, loglik, is_gold
         Options input: question id, option log-likelihood (any finite real; only
         differences within a question matter) and the gold flag (boolean or 0/1,
         exactly one true per question).
+    by
+        Group key column(s); one temperature per group (``None``: one for the frame).
+        Fit ``by=["model"]`` for one temperature shared across a model's tasks, then
+        apply it to a frame grouped by model × task.
     weight
         Optional non-negative row weights (binary input only).
     split, fit_value, fold, in_sample
         The fitting scheme (:mod:`calib_frames.recalibrate.splits`): fit on the rows
         whose ``split`` equals ``fit_value``; cross-fit by the ``fold`` column (one
         temperature per group and held-out fold, fitted on the other folds); or
-        ``in_sample=True``. Default: every row of ``frame`` is fit data.
+        ``in_sample=True``. Default: every row of ``predictions`` is fit data.
+    kind
+        ``"confidence"`` (binary, through the logit) or ``"options"`` (softmax).
     bounds
         (low, high): the temperature is searched in this interval.
     epsilon
@@ -203,7 +192,6 @@ def fit_temperature(
     >>> round(params["temperature"][0], 3), params["nll_after"][0] < params["nll_before"][0]
     (12.048, True)
     """
-    keys: list[str] = normalise_keys(by)
     if kind not in ("confidence", "options"):
         raise ArgumentError(f"kind= takes 'confidence' or 'options', got {kind!r}")
     low, high = _core.check_bounds(bounds)
@@ -211,92 +199,69 @@ def fit_temperature(
     rtol = _core.check_tolerance(tol)
     max_iter = _core.check_positive_int("max_iter", max_iter)
     scheme = fit_scheme(split=split, fit_value=fit_value, fold=fold, in_sample=in_sample)
-    source = as_lazy(frame)
-    schema = source.collect_schema()
-    reserved = (*TEMPERATURE.names, "fitted_on", "in_sample")
     if kind == "confidence":
-        columns = {"confidence": confidence, "correct": correct}
-        if weight is not None:
-            columns["weight"] = weight
-        _core.check_columns(
-            schema,
-            columns,
-            keys=keys,
-            numeric=[r for r in columns if r != "correct"],
-            boolean_like=["correct"],
-            reserved=reserved,
+        fit = _core.binary_fit_rows(
+            predictions,
+            TEMPERATURE,
+            scheme,
+            by=by,
+            confidence=confidence,
+            correct=correct,
+            weight=weight,
         )
+        problem = _binary_problem(fit, epsilon=eps)
     else:
         if weight is not None:
             raise ArgumentError("weight= is supported for kind='confidence' only")
-        columns = {"question": question, "loglik": loglik, "is_gold": is_gold}
-        _core.check_columns(
-            schema,
-            columns,
-            keys=keys,
-            numeric=["loglik"],
-            boolean_like=["is_gold"],
-            reserved=reserved,
+        options = {"question": question, "loglik": loglik, "is_gold": is_gold}
+        fit = _core.fit_rows(
+            predictions,
+            by=by,
+            scheme=scheme,
+            table=TEMPERATURE,
+            columns=options,
+            outcomes=["is_gold"],
+            numbers=["loglik"],
         )
-    rows, fit_keys = _core.prepare_rows(source, keys, scheme)
-    if kind == "confidence":
-        groups, n_groups, derivatives, loss, count, total, clipped = _binary_problem(
-            rows, fit_keys, confidence=confidence, correct=correct, weight=weight, epsilon=eps
-        )
-    else:
-        groups, n_groups, derivatives, loss, count, total, clipped = _options_problem(
-            rows, fit_keys, question=question, loglik=loglik, is_gold=is_gold
-        )
-    if n_groups and derivatives is not None and loss is not None:
-        one = np.ones(n_groups)
-        result = _core.newton_1d(
-            derivatives,
-            start=one,
-            lower=1.0 / high,
-            upper=1.0 / low,
-            rtol=rtol,
-            max_iter=max_iter,
-        )
-        beta = result.x
-        # the options objective reports L at every evaluated point: at the start (1/T = 1
-        # when the bounds allow it) and where each group stopped; else evaluate it here
-        at_one = result.start_loss is not None and 1.0 / high <= 1.0 <= 1.0 / low
-        before = result.start_loss if at_one and result.start_loss is not None else loss(one)
-        after = result.loss
-        if after is None or not np.all(np.isfinite(after)):
-            after = loss(beta)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            nll_before = before / total
-            nll_after = after / total
-        values: dict[str, object] = {
-            "temperature": 1.0 / beta,
-            "nll_before": nll_before,
-            "nll_after": nll_after,
-            "count": count,
-            "iterations": result.iterations,
-            "converged": result.converged,
-            "at_bound": result.at_bound,
-            "clipped": clipped,
-        }
-    else:
-        values = {name: [] for name in TEMPERATURE.names[:-2]}
-        groups = _core.empty_groups(fit_keys, rows.collect_schema())
-    table = _core.params_frame(groups, values, scheme, _SCHEMA)
-    return return_like(frame, table.lazy())
-
-
-def _binary_problem(
-    rows: pl.LazyFrame,
-    keys: list[str],
-    *,
-    confidence: str,
-    correct: str,
-    weight: str | None,
-    epsilon: float,
-) -> _Problem:
-    data, clipped = _core.collect_binary(
-        rows, keys, confidence=confidence, correct=correct, weight=weight, epsilon=epsilon
+        problem = _options_problem(fit)
+    groups, n_groups, derivatives, loss, count, total, clipped = problem
+    if not n_groups or derivatives is None or loss is None:
+        return return_like(predictions, _core.params_frame(groups, None, fit, TEMPERATURE).lazy())
+    one = np.ones(n_groups)
+    result = _core.newton_1d(
+        derivatives,
+        start=one,
+        lower=1.0 / high,
+        upper=1.0 / low,
+        rtol=rtol,
+        max_iter=max_iter,
     )
+    beta = result.x
+    # the options objective reports L at every evaluated point: at the start (1/T = 1
+    # when the bounds allow it) and where each group stopped; else evaluate it here
+    at_one = result.start_loss is not None and 1.0 / high <= 1.0 <= 1.0 / low
+    before = result.start_loss if at_one and result.start_loss is not None else loss(one)
+    after = result.loss
+    if after is None or not np.all(np.isfinite(after)):
+        after = loss(beta)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        nll_before = before / total
+        nll_after = after / total
+    values = {
+        "temperature": 1.0 / beta,
+        "nll_before": nll_before,
+        "nll_after": nll_after,
+        "count": count,
+        "iterations": result.iterations,
+        "converged": result.converged,
+        "at_bound": result.at_bound,
+        "clipped": clipped,
+    }
+    return return_like(predictions, _core.params_frame(groups, values, fit, TEMPERATURE).lazy())
+
+
+def _binary_problem(fit: _core.FitRows, *, epsilon: float) -> _Problem:
+    data, clipped = _core.collect_binary(fit, epsilon=epsilon)
     g, n = data.group, data.n_groups
     z, y, w = data.columns["z"], data.columns["y"], data.columns["w"]
 
@@ -324,50 +289,17 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def _options_problem(
-    rows: pl.LazyFrame,
-    keys: list[str],
-    *,
-    question: str,
-    loglik: str,
-    is_gold: str,
-) -> _Problem:
-    schema = rows.collect_schema()
-    values = {
-        "__calib_l": pl.col(loglik).cast(pl.Float64),
-        "__calib_gold": _core.outcome_expr(is_gold, schema[is_gold]),
-    }
-    extra = [c for c in dict.fromkeys([question, loglik, is_gold]) if c not in keys]
-    groups, gq, frame, n, starts = _core.collect_grouped(
-        rows, keys, values, runs_of=question, extra=extra, per_row=False
-    )
-    ell = np.asarray(frame["__calib_l"].to_numpy(), dtype=np.float64)
-    gold = np.asarray(frame["__calib_gold"].to_numpy(), dtype=np.float64)
-    _core.raise_bad(frame, ~np.isfinite(ell), keys, loglik, "not a finite log-likelihood")
-    _core.raise_bad(frame, ~np.isfinite(gold), keys, is_gold, "not boolean or 0/1 (or null)")
+def _options_problem(fit: _core.FitRows) -> _Problem:
+    data = _core.collect_options(fit)
+    ell, starts, gq, n = data.loglik, data.starts, data.question_group, data.n_groups
     if ell.size == 0:
-        return groups, 0, None, None, np.zeros(0), np.zeros(0), np.zeros(0)
+        return data.groups, 0, None, None, np.zeros(0), np.zeros(0), np.zeros(0)
     sizes = np.diff(np.r_[starts, ell.size])
-    gold_rows = np.flatnonzero(gold)
-    # one gold option per question: the gold rows are the questions' rows, one each, in
-    # question order (questions are contiguous runs)
-    one_gold = gold_rows.size == starts.size and bool(
-        np.all(np.searchsorted(starts, gold_rows, side="right") - 1 == np.arange(starts.size))
-    )
-    if not one_gold:
-        bad_question = np.add.reduceat(gold, starts) != 1
-        _core.raise_bad(
-            frame,
-            np.repeat(bad_question, sizes),
-            keys,
-            question,
-            "in questions without exactly one gold option",
-            what="option rows",
-        )
+    gold_l = ell[np.flatnonzero(data.gold)]
     derivatives, loss, count = _option_objective(
-        ell, ell[gold_rows], starts=starts, sizes=sizes, gq=gq, n=n
+        ell, gold_l, starts=starts, sizes=sizes, gq=gq, n=n
     )
-    return groups, n, derivatives, loss, count, count.astype(np.float64), np.zeros(n)
+    return data.groups, n, derivatives, loss, count, count.astype(np.float64), np.zeros(n)
 
 
 def _option_objective(
@@ -485,53 +417,55 @@ def _column_reduce(ufunc: np.ufunc, values: np.ndarray) -> np.ndarray:
 
 
 def apply_temperature(
-    frame: Frame,
+    predictions: Frame,
     params: pl.DataFrame | pl.LazyFrame,
     *,
-    kind: Kind = "confidence",
-    by: str | Sequence[str] | None = None,
     confidence: str = "confidence",
     question: str = "question",
     loglik: str = "loglik",
     output: str = "recalibrated",
+    by: str | Sequence[str] | None = None,
     split: str | None = None,
     fit_value: object = "fit",
+    kind: Kind = "confidence",
     epsilon: float = 1e-12,
 ) -> Frame:
     """Add temperature-scaled confidences: a lazy join of the parameters on their keys.
 
     Parameters
     ----------
-    frame
-        DataFrame or LazyFrame with the parameters' key columns (a frame grouped more
-        finely is fine: parameters fitted ``by="model"`` apply to every task of the
-        model) and the fold column when the parameters were cross-fitted.
+    predictions
+        DataFrame or LazyFrame (binary predictions, or the option rows for
+        ``kind="options"``) with the parameters' key columns (rows grouped more finely
+        are fine: parameters fitted ``by="model"`` apply to every task of the model) and
+        the fold column when the parameters were cross-fitted.
     params
         The table returned by :func:`fit_temperature` (read once, at call time).
-    kind
-        ``"confidence"``: adds σ(logit(p)/T) with p clipped to [ε, 1 − ε] as in the fit;
-        ``"options"``: adds each option's softmax probability of ℓ/T within its
-        question (a window over keys and question: in memory).
+    confidence, question, loglik
+        Input columns (as in :func:`fit_temperature`).
+    output
+        Name of the new column.
     by
         Options input: the columns that identify a question together with
         ``question`` (default: the parameters' keys; pass the finer keys, e.g.
         ``["model", "task"]``, when a temperature shared across tasks is applied and
         question ids repeat across tasks).
-    confidence, question, loglik
-        Input columns (as in :func:`fit_temperature`).
-    output
-        Name of the new column.
     split, fit_value
         If given, rows whose ``split`` equals ``fit_value`` are labelled in-sample.
+    kind
+        ``"confidence"``: adds σ(logit(p)/T) with p clipped to [ε, 1 − ε] as in the fit;
+        ``"options"``: adds each option's softmax probability of ℓ/T within its
+        question (a window over keys and question: in memory).
     epsilon
         Clipping of binary confidences before the logit (use the fit's value).
 
     Returns
     -------
-    DataFrame or LazyFrame (same kind as ``frame``)
-        ``frame`` with ``output`` (null where the row's group has no temperature or its
-        input is null/invalid) and ``in_sample`` (Boolean: the parameters were fitted
-        with ``in_sample=True``, or the row is in the fit split). Row order is kept.
+    DataFrame or LazyFrame (same kind as ``predictions``)
+        ``predictions`` with ``output`` (null where the row's group has no temperature
+        or its input is null/invalid) and ``in_sample`` (Boolean: the parameters were
+        fitted with ``in_sample=True``, or the row is in the fit split). Row order is
+        kept.
 
     Raises
     ------
@@ -553,31 +487,37 @@ def apply_temperature(
     if kind not in ("confidence", "options"):
         raise ArgumentError(f"kind= takes 'confidence' or 'options', got {kind!r}")
     eps = _core.check_epsilon(epsilon)
-    keys: list[str]
-    table, keys = read_params(params, _PARAMS_IN)
-    source = as_lazy(frame)
-    schema = source.collect_schema()
-    check_output(schema, output, split, fit_value)
-    check_join(schema, table, keys, "temperature")
+    columns = (
+        {"confidence": confidence}
+        if kind == "confidence"
+        else {"question": question, "loglik": loglik}
+    )
     t_ok = pl.col("temperature").is_finite() & (pl.col("temperature") > 0)
-    check_values(table, {"temperature": (t_ok, "not a finite temperature > 0")})
+    applied: ApplyInput = apply_input(
+        predictions,
+        params,
+        _PARAMS_IN,
+        columns=columns,
+        output=output,
+        split=split,
+        fit_value=fit_value,
+        values={"temperature": (t_ok, "not a finite temperature > 0")},
+    )
     t = pl.col(param("temperature"))
     if kind == "confidence":
-        _core.check_columns(schema, {"confidence": confidence}, numeric=["confidence"])
         p = pl.col(confidence).cast(pl.Float64)
         valid = p.is_between(0.0, 1.0)
         value: pl.Expr = pl.when(valid).then(_core.sigmoid_expr(_core.logit_expr(p, eps) / t))
     else:
-        _core.check_columns(schema, {"question": question, "loglik": loglik}, numeric=["loglik"])
         scaled = pl.col(loglik).cast(pl.Float64) / t
-        within = [*(keys if by is None else normalise_keys(by)), question]
+        within = [*(applied.keys if by is None else group_keys(by)), question]
         shifted = (scaled - scaled.max().over(within)).exp()
         value = shifted / shifted.sum().over(within)
-    joined = join_params(source, table, keys, ["temperature"])
-    result = joined.with_columns(value.alias(output), in_sample_expr(split, fit_value)).drop(
-        param("temperature"), IN_SAMPLE_PARAM
+    joined = join_params(applied.predictions, applied.params, applied.keys, ["temperature"])
+    result = labelled(
+        joined.with_columns(value.alias(output)), split, fit_value, drop=[param("temperature")]
     )
-    return return_like(frame, result)
+    return return_like(predictions, result)
 
 
 # apply accepts a minimal table: keys, temperature, in_sample.

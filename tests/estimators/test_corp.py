@@ -9,14 +9,12 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sklearn.isotonic import IsotonicRegression
 
 import calib_frames as cf
 from calib_frames.estimators.corp import (
     CORP_DECOMPOSITION_COLUMNS,
     CORP_RELIABILITY_COLUMNS,
     corp_decomposition,
-    corp_recalibrate,
     corp_reliability,
 )
 
@@ -99,18 +97,11 @@ def test_random_groups_match_model_diagnostics_with_weights(score: str) -> None:
             assert got[ours] == pytest.approx(want[theirs][0], abs=1e-12)
 
 
-def test_reliability_matches_sklearn_isotonic(niamey: pl.DataFrame) -> None:
+def test_reliability_blocks(niamey: pl.DataFrame) -> None:
     curve = corp_reliability(niamey, confidence="p", correct="obs", by="forecast")
     assert curve.columns == ["forecast", *CORP_RELIABILITY_COLUMNS]
-    recal = corp_recalibrate(niamey, confidence="p", correct="obs", by="forecast")
-    assert recal.columns == [*niamey.columns, "recalibrated"]
-    assert recal.drop("recalibrated").equals(niamey)
     for name in FORECASTS:
         rows = niamey.filter(pl.col("forecast") == name)
-        model = IsotonicRegression(y_min=0, y_max=1).fit(rows["p"], rows["obs"])
-        want = model.predict(rows["p"].to_numpy())
-        got = recal.filter(pl.col("forecast") == name)["recalibrated"].to_numpy()
-        np.testing.assert_allclose(got, want, rtol=0, atol=1e-15)
         blocks = curve.filter(pl.col("forecast") == name)
         assert blocks["count"].sum() == rows.height
         assert blocks["block"].to_list() == list(range(blocks.height))
@@ -169,7 +160,7 @@ def test_degenerate_inputs() -> None:
 
 
 def test_lazy_in_lazy_out(niamey: pl.DataFrame) -> None:
-    for function in (corp_decomposition, corp_reliability, corp_recalibrate):
+    for function in (corp_decomposition, corp_reliability):
         out = function(niamey.lazy(), confidence="p", correct="obs", by="forecast")
         assert isinstance(out, pl.LazyFrame)
         assert out.collect().equals(function(niamey, confidence="p", correct="obs", by="forecast"))
@@ -189,8 +180,6 @@ def test_bad_input() -> None:
         corp_decomposition(frame, confidence="p", correct="y", score="crps")  # type: ignore[arg-type]
     with pytest.raises(cf.TableError, match="column not found"):
         corp_decomposition(frame, confidence="q", correct="y")
-    with pytest.raises(cf.TableError, match="exists"):
-        corp_recalibrate(frame, confidence="p", correct="y", output="w")
 
 
 def test_boolean_confidence_is_refused() -> None:

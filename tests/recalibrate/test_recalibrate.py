@@ -368,7 +368,7 @@ def test_one_class_group() -> None:
             "correct": [True] * 3 + [True, False, True],
         }
     )
-    with pytest.raises(DataError, match=r"1 of 2 groups have only one class.*model='a'"):
+    with pytest.raises(DataError, match=r"1 of 2 groups is of one class only.*model='a'"):
         fit_platt(frame, by="model")
     smoothed = fit_platt(frame, by="model", smoothing=True)
     assert smoothed["converged"].all() and smoothed["slope"].is_finite().all()

@@ -150,7 +150,7 @@ def test_params_of_two_fits_concatenated(preds: pl.DataFrame, method: str, by: s
 def test_params_with_a_nan(preds: pl.DataFrame, method: str, column: str) -> None:
     # a NaN temperature used to give a NaN for every recalibrated confidence
     params = getattr(R, f"fit_{method}")(preds).with_columns(pl.lit(float("nan")).alias(column))
-    with pytest.raises(DataError, match=rf"column '{column}' of the parameters table"):
+    with pytest.raises(DataError, match=rf"params column '{column}': \d+ of \d+ rows"):
         getattr(R, f"apply_{method}")(preds, params)
 
 
@@ -158,3 +158,16 @@ def test_negative_temperature(preds: pl.DataFrame) -> None:
     params = R.fit_temperature(preds).with_columns(temperature=pl.lit(-1.0))
     with pytest.raises(DataError, match=r"not a finite temperature > 0; e\.g\. temperature=-1\.0"):
         R.apply_temperature(preds, params)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_invalid_rows_are_named_by_the_users_columns(preds: pl.DataFrame, method: str) -> None:
+    # fit_isotonic used to accept a confidence of 1.5 and to name an outcome of 2 by its
+    # working column ('__calib_y'); every fit now checks its rows the same way
+    fit = getattr(R, f"fit_{method}")
+    bad_p = preds.with_columns(confidence=pl.when(pl.int_range(pl.len()) == 3).then(1.5))
+    with pytest.raises(DataError, match=r"column 'confidence': 1 of 240 rows is not a prob"):
+        fit(bad_p.with_columns(pl.col("confidence").fill_null(0.5)), by="model")
+    bad_y = preds.with_columns(correct=pl.when(pl.int_range(pl.len()) == 3).then(2).otherwise(1))
+    with pytest.raises(DataError, match=r"column 'correct': 1 of 240 rows is not boolean or 0/1"):
+        fit(bad_y, by="model")
