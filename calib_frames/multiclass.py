@@ -67,10 +67,9 @@ from dataclasses import dataclass
 import polars as pl
 
 from calib_frames.binning import BinsLike
-from calib_frames.estimators._rows import check_columns, keys_of
 from calib_frames.exceptions import ArgumentError, DataError, TableError
 from calib_frames.metrics.calibration import calibration_metrics
-from calib_frames.validation import Frame, as_lazy, return_like
+from calib_frames.validation import Frame, as_lazy, group_keys, require_columns, return_like
 
 __all__ = [
     "MULTICLASS_COLUMNS",
@@ -586,7 +585,7 @@ def _long(
         if not isinstance(flag, bool):  # an int would switch the meaning of the columns
             raise ArgumentError(f"{name}= takes True or False, got {flag!r}")
     source = as_lazy(frame)
-    keys: list[str] = keys_of(by)
+    keys: list[str] = group_keys(by)
     schema = source.collect_schema()
     reserved = (ITEM, CLASS, PROBABILITY, IS_LABEL, "confidence", "correct", _ORDER)
     clashes = [k for k in keys if k in reserved]
@@ -601,7 +600,13 @@ def _long(
         raise ArgumentError(f"label= names a column, got {label!r}")
     if isinstance(probabilities, str):
         if probabilities not in schema:
-            check_columns(schema, {"probabilities": probabilities}, keys=keys)
+            require_columns(
+                schema,
+                {"probabilities": probabilities},
+                numbers=["probabilities"],
+                keys=keys,
+                inputs_are_not_keys=True,
+            )
         dtype = schema[probabilities]
         if isinstance(dtype, pl.List | pl.Array):
             rows, class_name = _from_list(
@@ -658,14 +663,14 @@ def _from_list(
         raise ArgumentError(
             "with a list column of probabilities, label= is one column of class indices"
         )
-    check_columns(schema, {"label": label}, keys=keys, numeric=[])
+    require_columns(schema, {"label": label}, keys=keys, inputs_are_not_keys=True)
     if not schema[label].is_integer():
         raise TableError(
             f"column {label!r} (label) must hold integer class indices, got {schema[label]}"
         )
     item_expr = pl.col(item) if item is not None else pl.int_range(pl.len(), dtype=pl.UInt32)
     if item is not None:
-        check_columns(schema, {"item": item}, keys=keys, numeric=[])
+        require_columns(schema, {"item": item}, keys=keys, inputs_are_not_keys=True)
     dtype = schema[probabilities]
     inner = dtype.inner if isinstance(dtype, pl.List | pl.Array) else None
     if not (isinstance(inner, pl.DataType) and inner.is_numeric()):
@@ -716,7 +721,8 @@ def _from_wide(
         raise ArgumentError(f"probabilities= needs at least two class columns, got {columns}")
     if len(set(columns)) != len(columns):
         raise ArgumentError(f"probabilities= names a column twice: {columns}")
-    check_columns(schema, {f"probabilities[{i}]": c for i, c in enumerate(columns)}, keys=keys)
+    roles = {f"probabilities[{i}]": c for i, c in enumerate(columns)}
+    require_columns(schema, roles, numbers=list(roles), keys=keys, inputs_are_not_keys=True)
     item_expr = pl.col(item) if item is not None else pl.int_range(pl.len(), dtype=pl.UInt32)
     order = pl.col(CLASS).replace_strict(columns, list(range(len(columns))), return_dtype=pl.UInt32)
     rename = pl.col(CLASS).replace_strict(columns, names, return_dtype=pl.String)
@@ -727,7 +733,10 @@ def _from_wide(
                 "label= as a list of columns is for multi-label data (multilabel=True), "
                 "one boolean column per probability column"
             )
-        check_columns(schema, {f"label[{i}]": c for i, c in enumerate(labels)}, keys=keys)
+        label_roles = {f"label[{i}]": c for i, c in enumerate(labels)}
+        require_columns(
+            schema, label_roles, numeric=list(label_roles), keys=keys, inputs_are_not_keys=True
+        )
         probs = source.select(*keys, item_expr.alias(ITEM), *columns).unpivot(
             index=[*keys, ITEM], on=columns, variable_name=CLASS, value_name=PROBABILITY
         )
@@ -746,7 +755,7 @@ def _from_wide(
             pl.lit(0).alias("__mc_label"),
         )
         return _with_label_checks(rows, "__mc_label", pl.lit(0), keys), CLASS
-    check_columns(schema, {"label": label}, keys=keys, numeric=[])
+    require_columns(schema, {"label": label}, keys=keys, inputs_are_not_keys=True)
     label_dtype = schema[label]
     if label_dtype.is_integer():
         label_index = pl.col("__mc_label").cast(pl.Int64)
@@ -799,11 +808,13 @@ def _from_long(
             f"probabilities={probability!r} is not a list column: for a long frame (one row per "
             "item and class) give item=, class_column= and label= (a boolean is-label column)"
         )
-    check_columns(
+    require_columns(
         schema,
         {"probabilities": probability, "item": item, "class_column": class_column, "label": label},
+        numbers=["probabilities"],
+        numeric=["label"],
         keys=keys,
-        numeric=["probabilities", "label"],
+        inputs_are_not_keys=True,
     )
     if class_column in keys:
         raise TableError(f"class_column={class_column!r} is also a group key")

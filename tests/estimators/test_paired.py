@@ -142,7 +142,7 @@ def test_single_model_and_no_keys() -> None:
 def test_bad_input() -> None:
     rows = pl.DataFrame({"model": ["a", "b"], "item": [1, 1], "confidence": [0.5, 0.7],
                          "correct": [True, False]})  # fmt: skip
-    with pytest.raises(DataError, match="repeat an item"):
+    with pytest.raises(DataError, match=r"2 of 4 rows are repeated \(an item the same 'model'"):
         paired_comparison(pl.concat([rows, rows]), replicates=10)
     with pytest.raises(DataError, match="confidence"):
         paired_comparison(rows.with_columns(confidence=pl.lit(1.5)), replicates=10)

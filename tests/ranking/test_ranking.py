@@ -435,11 +435,12 @@ def test_missing_columns_raise_schema_error():
         ),
         (
             lambda r, q: (pl.concat([r, r.head(1)]), q),
-            r"run column 'item': 1 of 4 rows repeat a \(query, item\) pair.*item='a'",
+            r"run column 'item': 1 of 4 rows is repeated \(the same query and item as an earlier "
+            r"row\); e.g. model='m', query='q', item='a'",
         ),
         (
             lambda r, q: (r, pl.concat([q, q.head(1)])),
-            r"qrels column 'item': 1 of 3 rows repeat a judged.*query='q', item='a'",
+            r"qrels column 'item': 1 of 3 rows is repeated \(the same judged.*query='q', item='a'",
         ),
         (
             lambda r, q: (r, q.with_columns(relevance=pl.Series([1, -1]))),
