@@ -698,7 +698,7 @@ def nll_moment_sums(
     problems = {"nll": nll_problem, "tokens": "null, NaN, infinite or negative",
                 "bytes": "null, NaN, infinite or negative"}  # fmt: skip
     checked_values = {role: value for role, value in values.items() if role in named}
-    flags = {role: working(f"bad_{role}") for role in checked_values}
+    flags: dict[str, str] = {role: working(f"bad_{role}") for role in checked_values}
     checks = [
         RowCheck(
             named[role],

@@ -208,7 +208,12 @@ def paired_comparison(
     schema = source.collect_schema()
     if model == item:
         raise ArgumentError(f"model= and item= name the same column {model!r}")
-    roles = {"model": model, "item": item, "confidence": confidence, "correct": correct}
+    roles: dict[str, str] = {
+        "model": model,
+        "item": item,
+        "confidence": confidence,
+        "correct": correct,
+    }
     if weight is not None:
         roles["weight"] = weight
     require_columns(
@@ -278,13 +283,13 @@ def paired_comparison(
     for side in ("a", "b"):
         weights, residuals = pl.col(f"{_W}_{side}"), pl.col(f"{_R}_{side}")
         sums += [
-            weights.sum().alias(f"w_{side}"),
-            (weights * residuals).sum().alias(f"r_{side}"),
-            (weights * residuals**2).sum().alias(f"q_{side}"),
+            weights.sum().alias(working(f"w_{side}")),
+            (weights * residuals).sum().alias(working(f"r_{side}")),
+            (weights * residuals**2).sum().alias(working(f"q_{side}")),
         ]
     joint = (
         pairs.group_by(*pair_keys, f"{_BIN}_a", f"{_Y}_a", f"{_BIN}_b", f"{_Y}_b")
-        .agg(pl.len().alias("n"), *sums)
+        .agg(pl.len().alias(working("n")), *sums)
         .cache()
     )
     coverage = _coverage(checked, joint, keys, model)
@@ -326,12 +331,14 @@ def paired_comparison(
 
 def _coverage(rows: pl.LazyFrame, joint: pl.LazyFrame, keys: list[str], model: str) -> pl.LazyFrame:
     """Every model pair of every group with shared / only-a / only-b item counts."""
-    items = rows.group_by(*keys, model).agg(pl.len().cast(pl.UInt64).alias("items"))
-    a = items.rename({model: "model_a", "items": "items_a"})
-    b = items.rename({model: "model_b", "items": "items_b"})
+    items = rows.group_by(*keys, model).agg(pl.len().cast(pl.UInt64).alias(working("items")))
+    a = items.rename({model: "model_a", working("items"): working("items_a")})
+    b = items.rename({model: "model_b", working("items"): working("items_b")})
     grid = a.join(b, on=keys, nulls_equal=True) if keys else a.join(b, how="cross")
     pair_keys = [*keys, "model_a", "model_b"]
-    shared = joint.group_by(pair_keys).agg(pl.col("n").sum().cast(pl.UInt64).alias("shared_items"))
+    shared = joint.group_by(pair_keys).agg(
+        pl.col(working("n")).sum().cast(pl.UInt64).alias("shared_items")
+    )
     return (
         grid.filter(pl.col("model_a") < pl.col("model_b"))
         .join(shared, on=pair_keys, how="left", nulls_equal=True)
@@ -339,14 +346,15 @@ def _coverage(rows: pl.LazyFrame, joint: pl.LazyFrame, keys: list[str], model: s
         .select(
             *pair_keys,
             "shared_items",
-            (pl.col("items_a") - pl.col("shared_items")).alias("only_a"),
-            (pl.col("items_b") - pl.col("shared_items")).alias("only_b"),
+            (pl.col(working("items_a")) - pl.col("shared_items")).alias("only_a"),
+            (pl.col(working("items_b")) - pl.col("shared_items")).alias("only_b"),
         )
     )
 
 
 _CHUNK = 4_000_000  # joint cells × replicates per vectorised block (bounds the memory)
 _CELLS = ("n", "w_a", "r_a", "q_a", "w_b", "r_b", "q_b")
+"""The joint cells' sums: items, and per model Σw, Σw·r, Σw·r² (columns ``working(name)``)."""
 _CELL_KEYS = (f"{_BIN}_a", f"{_Y}_a", f"{_BIN}_b", f"{_Y}_b")
 
 
@@ -369,7 +377,8 @@ def _paired_draws(
     segment = joint.select(pl.struct(pair_keys).rle_id()).to_series().to_numpy()
     sizes = np.bincount(segment)
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    cells = {name: joint[name].cast(pl.Float64).to_numpy() for name in (*_CELLS, *_CELL_KEYS)}
+    cells = {name: joint[working(name)].cast(pl.Float64).to_numpy() for name in _CELLS}
+    cells |= {name: joint[name].cast(pl.Float64).to_numpy() for name in _CELL_KEYS}
     n_bins = bounds.height
     edges = (
         bounds["bin_lower"].fill_null(0.0).to_numpy() if "bin_lower" in bounds.columns

@@ -66,7 +66,13 @@ ECE_BY_BIN_COUNT_COLUMNS: dict[str, pl.DataType] = {
 }
 """Columns of :func:`ece_by_bin_count` after the group keys."""
 
-_BIN_M, _BIN, _R, _W, _N = (working(name) for name in ("bin_m", "cell", "r", "w", "n"))
+_BIN_M, _BIN, _R, _W, _N = (
+    working("bin_m"),
+    working("cell"),
+    working("r"),
+    working("w"),
+    working("n"),
+)
 
 
 def adaptive_ece(

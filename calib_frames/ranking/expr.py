@@ -78,12 +78,10 @@ def _top(expr: pl.Expr, k: int | None) -> pl.Expr:
     return expr if k is None else expr.head(k)
 
 
-def _relevant_total(binary: pl.Expr, relevant_total: IntoExpr | float | None) -> pl.Expr:
-    """R: the given total (a column name, an expression or a number), else Σ b of the sequence."""
+def _relevant_total(binary: pl.Expr, relevant_total: pl.Expr | float | None) -> pl.Expr:
+    """R: the given total (one value: an expression or a number), else Σ b of the sequence."""
     if relevant_total is None:
         return binary.sum()
-    if isinstance(relevant_total, str | pl.Expr):
-        return as_expr(relevant_total).cast(pl.Float64)
     return pl.lit(relevant_total).cast(pl.Float64)
 
 
@@ -185,7 +183,7 @@ def recall(
     *,
     k: int,
     threshold: float = 1,
-    relevant_total: IntoExpr | float | None = None,
+    relevant_total: pl.Expr | float | None = None,
 ) -> pl.Expr:
     """Recall at ``k``: relevant items among the first ``k`` divided by R (0 when R = 0).
 
@@ -198,8 +196,8 @@ def recall(
     threshold
         Smallest relevance that counts as relevant.
     relevant_total
-        R (a column name, an expression or a number), e.g. from the qrels; by default the
-        relevant items of the sequence.
+        R, one value (a number, or an expression such as ``pl.col("R").first()``), e.g.
+        from the qrels; by default the relevant items of the sequence.
 
     Returns
     -------
@@ -223,7 +221,7 @@ def average_precision(
     *,
     k: int | None = None,
     threshold: float = 1,
-    relevant_total: IntoExpr | float | None = None,
+    relevant_total: pl.Expr | float | None = None,
 ) -> pl.Expr:
     """Average precision Σ_{i<=k} b_i · P@i / R (0 when R = 0).
 
@@ -238,8 +236,8 @@ def average_precision(
     threshold
         Smallest relevance that counts as relevant.
     relevant_total
-        R (a column name, an expression or a number), e.g. from the qrels; by default the
-        relevant items of the sequence.
+        R, one value (a number, or an expression such as ``pl.col("R").first()``), e.g.
+        from the qrels; by default the relevant items of the sequence.
 
     Returns
     -------

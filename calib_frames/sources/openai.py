@@ -70,7 +70,10 @@ _RESPONSE: dict[str, pl.DataType] = {
 # its row-check flags and the example of a bad logprob
 _TOKENS, _TOP, _LOGGED = working("tokens"), working("top"), working("logged")
 _BAD, _EXAMPLE, _MISSING, _NO_LOGPROBS = (
-    working(name) for name in ("bad", "example", "missing", "no_logprobs")
+    working("bad"),
+    working("example"),
+    working("missing"),
+    working("no_logprobs"),
 )
 
 _BATCH: dict[str, pl.DataType] = {

@@ -92,16 +92,26 @@ NoGold = Literal["raise", "wrong", "drop"]
 # first); the outputs carry it as a String.
 _SCORING = pl.Enum(list(SCORINGS))
 
-_S, _LL, _GOLD, _LEN = (working(name) for name in ("score", "ll", "gold", "len"))
+_S, _LL, _GOLD, _LEN = working("score"), working("ll"), working("gold"), working("len")
 _TOP, _LOGZ, _PICK, _PICK_GOLD, _SQ = (
-    working(name) for name in ("top", "logz", "pick", "pick_gold", "sq")
+    working("top"),
+    working("logz"),
+    working("pick"),
+    working("pick_gold"),
+    working("sq"),
 )
 # the row-check flags and the example value of a bad log-likelihood
 _BAD_LL, _BAD_LEN, _BAD_OPT, _BAD_GOLD = (
-    working(name) for name in ("bad_ll", "bad_len", "bad_option", "bad_gold")
+    working("bad_ll"),
+    working("bad_len"),
+    working("bad_option"),
+    working("bad_gold"),
 )
 _DUP, _ALL_INF, _NO_GOLD, _GOLD_VARIES = (
-    working(name) for name in ("dup", "all_inf", "no_gold", "gold_varies")
+    working("dup"),
+    working("all_inf"),
+    working("no_gold"),
+    working("gold_varies"),
 )
 _LL_EXAMPLE, _GOLD_COUNT = working("ll_example"), working("gold_count")
 _RAW = pl.col("scoring") == "raw"
@@ -336,6 +346,67 @@ def _question_stats(
     return with_top.group_by(group).agg(aggs)
 
 
+def _question_checks(
+    *,
+    question: str,
+    option: str,
+    loglik: str,
+    is_gold: str | None,
+    gold: str | None,
+    lengths: dict[str, str],
+    scorings: list[str],
+    per_option: bool,
+) -> tuple[list[RowCheck], list[str]]:
+    """The row checks of the options frame and the working columns they read (to drop).
+
+    On the per-question frame (``per_option=False``) the option-row flags count the bad
+    option rows of each question (out of the ``options`` total); on the long frame every
+    flag marks an option row, the question-level ones as rows "of questions without …".
+    """
+    length_names = ", ".join(lengths[SCORINGS[s] or ""] for s in scorings[1:])
+    counted: pl.Expr | None = None if per_option else pl.col("options").sum()
+
+    def option_rows(flag: str, column: str, problem: str, value: str | None = None) -> RowCheck:
+        return RowCheck(
+            column,
+            problem,
+            pl.col(flag),
+            total=counted,
+            value=value,
+            show_value=value is not None,
+            unit="option rows",
+        )
+
+    def questions(flag: str, column: str, problem: str) -> RowCheck:
+        if per_option:
+            return option_rows(flag, column, f"of questions {problem}")
+        return RowCheck(column, problem, pl.col(flag), show_value=False, unit="questions")
+
+    checks = [
+        option_rows(_BAD_LL, loglik, "null, NaN or > 0 (a log-likelihood is ≤ 0)", _LL_EXAMPLE),
+        option_rows(_BAD_LEN, length_names or "length", "null, non-positive or infinite lengths"),
+        option_rows(_BAD_OPT, option, "null option ids"),
+        option_rows(_BAD_GOLD, is_gold or "is_gold", "neither 0 nor 1 (is_gold is a 0/1 flag)"),
+        option_rows(_DUP, option, "repeated option ids within their question"),
+        questions(_ALL_INF, loglik, _ALL_INF_TEXT),
+        questions(_NO_GOLD, question, _NO_GOLD_TEXT),
+    ]
+    flags: list[str] = [
+        _BAD_LL,
+        _LL_EXAMPLE,
+        _BAD_LEN,
+        _BAD_OPT,
+        _BAD_GOLD,
+        _DUP,
+        _ALL_INF,
+        _NO_GOLD,
+    ]
+    if gold is not None:
+        checks.append(questions(_GOLD_VARIES, gold, _GOLD_VARIES_TEXT))
+        flags.append(_GOLD_VARIES)
+    return checks, flags
+
+
 def choice_predictions(
     options: Frame,
     *,
@@ -470,63 +541,11 @@ def choice_predictions(
         scorings=scorings,
         per_option=False,
     )
-    checked = check_rows(per_question, checks, keys=group, scope=_RAW, drop=[*flags, _LL_EXAMPLE])
+    checked = check_rows(per_question, checks, keys=group, scope=_RAW, drop=flags)
     out = checked.with_columns(
         pl.col("scoring").cast(pl.String), pl.col("log_confidence").exp().alias("confidence")
     ).select(_columns(CHOICE_PREDICTIONS, keys, question=question))
     return return_like(options, out)
-
-
-def _question_checks(
-    *,
-    question: str,
-    option: str,
-    loglik: str,
-    is_gold: str | None,
-    gold: str | None,
-    lengths: dict[str, str],
-    scorings: list[str],
-    per_option: bool,
-) -> tuple[list[RowCheck], list[str]]:
-    """The row checks of the options frame and the flag columns they read.
-
-    On the per-question frame (``per_option=False``) the option-row flags count the bad
-    option rows of each question (out of the ``options`` total); on the long frame every
-    flag marks an option row, the question-level ones as rows "of questions without …".
-    """
-    length_names = ", ".join(lengths[SCORINGS[s] or ""] for s in scorings[1:])
-    counted = None if per_option else pl.col("options").sum()
-
-    def option_rows(flag: str, column: str, problem: str, value: str | None = None) -> RowCheck:
-        return RowCheck(
-            column,
-            problem,
-            pl.col(flag),
-            total=counted,
-            value=value,
-            show_value=value is not None,
-            unit="option rows",
-        )
-
-    def questions(flag: str, column: str, problem: str) -> RowCheck:
-        if per_option:
-            return option_rows(flag, column, f"of questions {problem}")
-        return RowCheck(column, problem, pl.col(flag), show_value=False, unit="questions")
-
-    checks = [
-        option_rows(_BAD_LL, loglik, "null, NaN or > 0 (a log-likelihood is ≤ 0)", _LL_EXAMPLE),
-        option_rows(_BAD_LEN, length_names or "length", "null, non-positive or infinite lengths"),
-        option_rows(_BAD_OPT, option, "null option ids"),
-        option_rows(_BAD_GOLD, is_gold or "is_gold", "neither 0 nor 1 (is_gold is a 0/1 flag)"),
-        option_rows(_DUP, option, "repeated option ids within their question"),
-        questions(_ALL_INF, loglik, _ALL_INF_TEXT),
-        questions(_NO_GOLD, question, _NO_GOLD_TEXT),
-    ]
-    flags = [_BAD_LL, _BAD_LEN, _BAD_OPT, _BAD_GOLD, _DUP, _ALL_INF, _NO_GOLD]
-    if gold is not None:
-        checks.append(questions(_GOLD_VARIES, gold, _GOLD_VARIES_TEXT))
-        flags.append(_GOLD_VARIES)
-    return checks, flags
 
 
 def option_probabilities(
@@ -655,9 +674,7 @@ def option_probabilities(
         scorings=scorings,
         per_option=True,
     )
-    checked = check_rows(
-        long, checks, keys=[*group, option], scope=_RAW, drop=[*flags, _LL_EXAMPLE, _GOLD_COUNT]
-    )
+    checked = check_rows(long, checks, keys=[*group, option], scope=_RAW, drop=flags)
     out = checked.with_columns(
         pl.col("scoring").cast(pl.String), pl.col("log_probability").exp().alias("probability")
     ).select(_columns(OPTION_PROBABILITIES, keys, question=question, option=option))

@@ -92,7 +92,11 @@ _PREFIX = (
 _NUMBER = r"(\d+(?:\.\d*)?|\.\d+)"
 # the working columns of sample_consistency
 _ANSWER, _GOLD, _GOLDS, _VOTES, _GOLD_VARIES = (
-    working(name) for name in ("answer", "gold", "golds", "votes", "gold_varies")
+    working("answer"),
+    working("gold"),
+    working("golds"),
+    working("votes"),
+    working("gold_varies"),
 )
 
 
