@@ -233,7 +233,8 @@ class RowCheck:
         The column whose value the example shows, under the name ``column`` (``None``:
         ``column`` itself); see ``show_value``.
     show_value
-        Whether the example shows a value at all (False: only the group keys).
+        Whether the example shows a value at all (False: only the group keys; ``column``
+        need not then be a column of the checked frame, e.g. ``"query/item"``).
     with_example
         Whether an offending row can be shown (False for checks on sums, such as an
         overflowing group total, where no single row is at fault).

@@ -8,7 +8,7 @@ group by group and :func:`attach` puts the per-group results next to the key tab
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -16,10 +16,81 @@ import polars as pl
 
 from calib_frames.validation import RowCheck, check_rows, not_true, require_columns, working
 
-__all__ = ["P", "W", "Y", "attach", "grouped", "prediction_frame"]
+__all__ = [
+    "P",
+    "W",
+    "Y",
+    "attach",
+    "grouped",
+    "prediction_checks",
+    "prediction_frame",
+    "require_prediction_columns",
+]
 
 P, Y, W = working("p"), working("y"), working("w")
 """The working columns of :func:`prediction_frame`: confidence, outcome, weight (Float64)."""
+
+
+def require_prediction_columns(
+    schema: pl.Schema,
+    *,
+    confidence: str,
+    correct: str,
+    weight: str | None,
+    keys: Sequence[str],
+    reserved: Sequence[str],
+    others: Mapping[str, str] | None = None,
+) -> None:
+    """The column roles of prediction rows (:func:`~calib_frames.validation.require_columns`).
+
+    A Boolean confidence or weight, a key that is also an input column (one of
+    ``others`` too: model, item) or is named like an output (``reserved``) is a
+    :class:`~calib_frames.exceptions.TableError`.
+    """
+    roles = {**(others or {}), "confidence": confidence, "correct": correct}
+    if weight is not None:
+        roles["weight"] = weight
+    require_columns(
+        schema,
+        roles,
+        numbers=[role for role in ("confidence", "weight") if role in roles],
+        numeric=["correct"],
+        reserved=reserved,
+        keys=keys,
+        inputs_are_not_keys=True,
+    )
+
+
+def prediction_checks(
+    *,
+    confidence: str,
+    correct: str,
+    weight: str | None,
+    low: float = 0.0,
+    high: float = 1.0,
+    positive_weight: bool = False,
+) -> list[RowCheck]:
+    """The row contracts of prediction rows, over the user's columns.
+
+    A confidence in [low, high], an outcome boolean or 0/1, a finite weight ≥ 0 (> 0 with
+    ``positive_weight``: the in-memory fits divide by a block's weight).
+    """
+    p = pl.col(confidence).cast(pl.Float64)
+    y = pl.col(correct).cast(pl.Float64)
+    checks = [
+        RowCheck(
+            confidence,
+            f"not a probability in [{low:g}, {high:g}] (null, NaN, infinite or out of range)",
+            not_true(p.is_between(low, high)),
+        ),
+        RowCheck(correct, "not boolean or 0/1 (or null)", not_true((y == 0) | (y == 1))),
+    ]
+    if weight is not None:
+        w = pl.col(weight).cast(pl.Float64)
+        valid = w.is_finite() & ((w > 0) if positive_weight else (w >= 0))
+        rule = "> 0" if positive_weight else ">= 0"
+        checks.append(RowCheck(weight, f"not a finite weight {rule}", not_true(valid)))
+    return checks
 
 
 def prediction_frame(
@@ -33,47 +104,29 @@ def prediction_frame(
 ) -> pl.LazyFrame:
     """keys…, ``P`` (confidence as Float64), ``Y`` (outcome as Float64)[, ``W``], checked.
 
-    The columns are checked now: a Boolean confidence or weight, a key that is also an
-    input column or named like an output (``reserved``) is a
-    :class:`~calib_frames.exceptions.TableError`. The rows are checked when the frame
-    is collected: a confidence outside [0, 1] (or null/NaN), an outcome that is not
-    boolean or 0/1, a weight that is not positive and finite is a
+    The columns are checked now (:func:`require_prediction_columns`); the rows when the
+    frame is collected (:func:`prediction_checks`, weights > 0): a
     :class:`~calib_frames.exceptions.DataError` naming the column, "N of M rows" and an
     example with its keys.
     """
-    columns = {"confidence": confidence, "correct": correct}
-    if weight is not None:
-        columns["weight"] = weight
-    require_columns(
+    require_prediction_columns(
         source.collect_schema(),
-        columns,
-        numbers=[role for role in columns if role != "correct"],
-        numeric=["correct"],
-        reserved=reserved,
+        confidence=confidence,
+        correct=correct,
+        weight=weight,
         keys=keys,
-        inputs_are_not_keys=True,
+        reserved=reserved,
     )
-    p, y, w = pl.col(P), pl.col(Y), pl.col(W)
-    checks = [
-        RowCheck(
-            confidence,
-            "not a probability in [0, 1] (null, NaN, infinite or out of range)",
-            not_true(p.is_between(0.0, 1.0)),
-            value=P,
-        ),
-        RowCheck(correct, "not boolean or 0/1 (or null)", not_true((y == 0) | (y == 1)), value=Y),
-    ]
-    if weight is not None:
-        checks.append(
-            RowCheck(weight, "not a finite weight > 0", not_true(w.is_finite() & (w > 0)), value=W)
-        )
-    rows = source.select(
+    inputs = list(dict.fromkeys([*keys, confidence, correct, *([weight] if weight else [])]))
+    checks = prediction_checks(
+        confidence=confidence, correct=correct, weight=weight, positive_weight=True
+    )
+    return check_rows(source.select(inputs), checks, keys=keys).select(
         *keys,
         pl.col(confidence).cast(pl.Float64).alias(P),
         pl.col(correct).cast(pl.Float64).alias(Y),
         *([] if weight is None else [pl.col(weight).cast(pl.Float64).alias(W)]),
     )
-    return check_rows(rows, checks, keys=keys)
 
 
 def attach(table: pl.DataFrame, columns: Sequence[pl.Series]) -> pl.DataFrame:

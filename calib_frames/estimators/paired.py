@@ -74,6 +74,7 @@ import numpy as np
 import polars as pl
 
 from calib_frames.binning import BinsLike, as_binning
+from calib_frames.estimators._groups import prediction_checks, require_prediction_columns
 from calib_frames.estimators.bootstrap import (
     _resample_class,
     _safe_divide,
@@ -91,8 +92,6 @@ from calib_frames.validation import (
     as_lazy,
     check_rows,
     group_keys,
-    not_true,
-    require_columns,
     return_like,
     working,
 )
@@ -208,34 +207,23 @@ def paired_comparison(
     schema = source.collect_schema()
     if model == item:
         raise ArgumentError(f"model= and item= name the same column {model!r}")
-    roles: dict[str, str] = {
-        "model": model,
-        "item": item,
-        "confidence": confidence,
-        "correct": correct,
-    }
-    if weight is not None:
-        roles["weight"] = weight
-    require_columns(
+    require_prediction_columns(
         schema,
-        roles,
-        numbers=["confidence", *(["weight"] if weight is not None else [])],
-        numeric=["correct"],
-        reserved=("model_a", "model_b", "shared_items", "only_a", "only_b"),
+        confidence=confidence,
+        correct=correct,
+        weight=weight,
         keys=keys,
-        inputs_are_not_keys=True,
+        reserved=("model_a", "model_b", "shared_items", "only_a", "only_b"),
+        others={"model": model, "item": item},
     )
-    low, high = binning.range
     p = pl.col(confidence).cast(pl.Float64)
     y = pl.col(correct).cast(pl.Float64)
     w = pl.lit(1.0) if weight is None else pl.col(weight).cast(pl.Float64)
-    checks = [
-        RowCheck(
-            confidence,
-            f"not a probability in [{low:g}, {high:g}] (null, NaN, infinite or out of range)",
-            not_true(p.is_between(low, high)),
-        ),
-        RowCheck(correct, "not boolean or 0/1 (or null)", not_true((y == 0) | (y == 1))),
+    low, high = binning.range
+    checks = prediction_checks(
+        confidence=confidence, correct=correct, weight=weight, low=low, high=high
+    )
+    checks += [
         RowCheck(
             f"{model}/{item}",
             "null (a null model or item)",
@@ -249,11 +237,8 @@ def paired_comparison(
             show_value=False,
         ),
     ]
-    if weight is not None:
-        checks.append(
-            RowCheck(weight, "not a finite weight >= 0", not_true(w.is_finite() & (w >= 0)))
-        )
-    inputs = list(dict.fromkeys([*keys, model, item, *roles.values()]))
+    inputs = [*keys, model, item, confidence, correct, *([weight] if weight else [])]
+    inputs = list(dict.fromkeys(inputs))
     checked = check_rows(source.select(inputs), checks, keys=[*keys, model, item]).select(
         *keys,
         pl.col(model),

@@ -29,18 +29,16 @@ from typing import Literal
 import polars as pl
 
 from calib_frames.binning import Binning
+from calib_frames.estimators._groups import prediction_checks, require_prediction_columns
 from calib_frames.exceptions import ArgumentError
 from calib_frames.metrics.calibration import calibration_metrics
 from calib_frames.validation import (
     Frame,
-    RowCheck,
     as_lazy,
     count_bad_rows,
     first_offending_row,
     group_keys,
-    not_true,
     raise_on_bad_rows,
-    require_columns,
     return_like,
     working,
 )
@@ -246,34 +244,19 @@ def ece_by_bin_count(
         raise ArgumentError(f"closed= must be 'left' or 'right', got {closed!r}")
     source = as_lazy(predictions)
     keys = group_keys(by)
-    columns = {"confidence": confidence, "correct": correct}
-    if weight is not None:
-        columns["weight"] = weight
-    require_columns(
+    require_prediction_columns(
         source.collect_schema(),
-        columns,
-        numbers=[role for role in columns if role != "correct"],
-        numeric=["correct"],
-        reserved=tuple(ECE_BY_BIN_COUNT_COLUMNS),
+        confidence=confidence,
+        correct=correct,
+        weight=weight,
         keys=keys,
-        inputs_are_not_keys=True,
+        reserved=tuple(ECE_BY_BIN_COUNT_COLUMNS),
     )
+    checks = prediction_checks(confidence=confidence, correct=correct, weight=weight)
     p = pl.col(confidence).cast(pl.Float64)
     y = pl.col(correct).cast(pl.Float64)
     w = pl.lit(1.0) if weight is None else pl.col(weight).cast(pl.Float64)
     valid = p.is_between(0.0, 1.0) & ((y == 0) | (y == 1)) & w.is_finite() & (w >= 0)
-    checks = [
-        RowCheck(
-            confidence,
-            "not a probability in [0, 1] (null, NaN, infinite or out of range)",
-            not_true(p.is_between(0.0, 1.0)),
-        ),
-        RowCheck(correct, "not boolean or 0/1 (or null)", not_true((y == 0) | (y == 1))),
-    ]
-    if weight is not None:
-        checks.append(
-            RowCheck(weight, "not a finite weight >= 0", not_true(w.is_finite() & (w >= 0)))
-        )
     # The union of all edges k/M cuts [0, 1] into cells that each lie inside one bin
     # for every M: one pass sums each (group, cell), the small second stage adds the
     # cells up per (group, M, bin).
