@@ -88,6 +88,7 @@ from typing import Literal
 import numpy as np
 import polars as pl
 
+from calib_frames._deprecated import renamed_keywords
 from calib_frames.binning import BinsLike
 from calib_frames.estimators.intervals import check_level
 from calib_frames.exceptions import ArgumentError, TableError
@@ -621,8 +622,9 @@ def _sum_name(variable: str) -> str:
     return "nll_sum" if variable == "nll" else variable
 
 
+@renamed_keywords(rows="losses")
 def nll_moment_sums(
-    rows: Frame,
+    losses: Frame,
     *,
     nll: str = "nll",
     tokens: str | int | None = None,
@@ -640,7 +642,7 @@ def nll_moment_sums(
 
     Parameters
     ----------
-    rows, nll, tokens, bytes, by, cluster, log_probs
+    losses, nll, tokens, bytes, by, cluster, log_probs
         As for :func:`perplexity_intervals`.
 
     Returns
@@ -661,7 +663,7 @@ def nll_moment_sums(
     >>> nll_moment_sums(docs, tokens="tokens").row(0)
     (2, 8.0, 6.0, 34.0, 26.0, 20.0)
     """
-    source = as_lazy(rows)
+    source = as_lazy(losses)
     schema = source.collect_schema()
     keys: list[str] = group_keys(by)
     if tokens is None and "tokens" in schema:
@@ -740,7 +742,7 @@ def nll_moment_sums(
         find_example=first_offending_row(source, keys),
         drop=[rows_column, *flags.values()],
     )
-    return return_like(rows, checked)
+    return return_like(losses, checked)
 
 
 def perplexity_intervals_from_sums(
@@ -812,8 +814,9 @@ def perplexity_intervals_from_sums(
     return return_like(sums, result)
 
 
+@renamed_keywords(rows="losses")
 def perplexity_intervals(
-    rows: Frame,
+    losses: Frame,
     *,
     nll: str = "nll",
     tokens: str | int | None = None,
@@ -834,9 +837,11 @@ def perplexity_intervals(
 
     Parameters
     ----------
-    rows
+    losses
         Token-level rows (``tokens=None``: each row is one token) or document-level rows
-        (``nll`` summed over the document, ``tokens`` its token count).
+        (``nll`` summed over the document, ``tokens`` its token count), as for
+        :func:`~calib_frames.nll_sums` (called ``rows`` until 0.2; the old keyword still
+        works, with a DeprecationWarning).
     nll
         Column of negative log-likelihoods in nats (≥ 0, finite).
     tokens
@@ -886,11 +891,11 @@ def perplexity_intervals(
     check_replicates(replicates)
     check_seed(seed)
     moments = nll_moment_sums(
-        as_lazy(rows), nll=nll, tokens=tokens, bytes=bytes, by=by, cluster=cluster,
+        as_lazy(losses), nll=nll, tokens=tokens, bytes=bytes, by=by, cluster=cluster,
         log_probs=log_probs,
     )  # fmt: skip
     result = perplexity_intervals_from_sums(moments, replicates=replicates, level=level, seed=seed)
-    return return_like(rows, result)
+    return return_like(losses, result)
 
 
 def _draw_ratios(

@@ -77,3 +77,15 @@ def test_default_replicates() -> None:
     ):
         assert inspect.signature(function).parameters["replicates"].default == 1000, function
     assert inspect.signature(E.paired_comparison).parameters["replicates"].default == 10_000
+
+
+def test_rows_is_the_deprecated_name_of_losses() -> None:
+    new = E.perplexity_intervals(PREDICTIONS, tokens=1, replicates=50)
+    with pytest.warns(DeprecationWarning, match=r"perplexity_intervals\(rows=\.\.\.\)"):
+        old = E.perplexity_intervals(rows=PREDICTIONS, tokens=1, replicates=50)  # type: ignore[call-arg]
+    assert old.equals(new)
+    from calib_frames.estimators.bootstrap import nll_moment_sums
+
+    with pytest.warns(DeprecationWarning, match=r"nll_moment_sums\(rows=\.\.\.\)"):
+        moments = nll_moment_sums(rows=PREDICTIONS, tokens=1)  # type: ignore[call-arg]
+    assert moments.equals(nll_moment_sums(PREDICTIONS, tokens=1))
