@@ -17,6 +17,21 @@ table               first column                 built by
 ``PERPLEXITY``      ``count``                    :func:`~calib_frames.perplexity`
 ==================  ===========================  =========================================
 
+The tables of :mod:`calib_frames.sources` and the lm-eval comparison:
+
+========================  ===============  ================================================
+table                     first column     built by
+========================  ===============  ================================================
+``CHOICE_PREDICTIONS``    ``scoring``      :func:`~calib_frames.sources.choice_predictions`
+``OPTION_PROBABILITIES``  ``scoring``      :func:`~calib_frames.sources.option_probabilities`
+``BRIER_MULTICLASS``      ``scoring``      :func:`~calib_frames.sources.brier_multiclass`
+``LM_EVAL_COMPARISON``    ``output_type``  :func:`~calib_frames.comparison.lm_eval_comparison`
+========================  ===============  ================================================
+
+``pl.Unknown`` marks a column whose dtype is the caller's (the option and question ids
+keep the input's dtypes); the specs name the question and option columns by their
+defaults (``question``, ``option``): called with other names, the tables keep those.
+
 ``count`` is the number of input rows everywhere (per bin, per group); the comparison
 table, which joins a metrics and a perplexity table, calls the latter's ``nll_count``.
 
@@ -46,10 +61,14 @@ from calib_frames.validation import as_lazy
 
 __all__ = [
     "BIN_STATISTICS",
+    "BRIER_MULTICLASS",
     "CELLS",
+    "CHOICE_PREDICTIONS",
     "FORMAT_VERSION",
+    "LM_EVAL_COMPARISON",
     "METRICS",
     "NLL_SUMS",
+    "OPTION_PROBABILITIES",
     "PERPLEXITY",
     "RELIABILITY",
     "Table",
@@ -284,3 +303,68 @@ PERPLEXITY = Table(
     optional=("bytes", "words", "byte_perplexity", "bits_per_byte", "word_perplexity"),
 )
 """One row per group; formulas in :mod:`calib_frames.metrics.tokens`."""
+
+ANY = pl.Unknown()
+
+CHOICE_PREDICTIONS = Table(
+    "choice-predictions table",
+    {
+        "scoring": pl.String(),
+        "question": ANY,
+        "options": pl.UInt32(),
+        "gold_options": pl.UInt32(),
+        "prediction": ANY,
+        "confidence": F64,
+        "log_confidence": F64,
+        "correct": pl.Boolean(),
+    },
+    built_by="sources.choice_predictions",
+)
+"""One row per (keys…, scoring, question)."""
+
+OPTION_PROBABILITIES = Table(
+    "option-probabilities table",
+    {
+        "scoring": pl.String(),
+        "question": ANY,
+        "option": ANY,
+        "probability": F64,
+        "log_probability": F64,
+        "is_answer": pl.Boolean(),
+        "is_prediction": pl.Boolean(),
+    },
+    built_by="sources.option_probabilities",
+)
+"""One row per (keys…, scoring, question, option)."""
+
+BRIER_MULTICLASS = Table(
+    "multi-class Brier table",
+    {"scoring": pl.String(), "count": pl.UInt64(), "brier_multiclass": F64},
+    built_by="sources.brier_multiclass",
+)
+"""One row per (keys…, scoring)."""
+
+_LM_EVAL_PAIRS = (
+    "accuracy",
+    "acc_norm",
+    "acc_bytes",
+    "brier_multiclass",
+    "word_perplexity",
+    "byte_perplexity",
+    "bits_per_byte",
+)
+
+LM_EVAL_COMPARISON = Table(
+    "lm-eval comparison table",
+    {
+        "output_type": pl.String(),
+        "count": pl.UInt64(),
+        **{c: F64 for name in _LM_EVAL_PAIRS for c in (name, f"{name}_lm_eval")},
+        "mean_confidence": F64,
+        "ece": F64,
+        "tokens": pl.Int64(),
+        "note": pl.String(),
+    },
+    built_by="comparison.lm_eval_comparison",
+)
+"""One row per (model, task, run): calib_frames' value and lm-eval's (``*_lm_eval``)."""

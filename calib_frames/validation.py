@@ -35,6 +35,7 @@ __all__ = [
     "RESERVED_PREFIX",
     "Frame",
     "RowCheck",
+    "as_expr",
     "as_lazy",
     "check_rows",
     "count_bad_rows",
@@ -75,6 +76,18 @@ def as_lazy(frame: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
         f"expected a polars DataFrame or LazyFrame, got {type(frame).__name__}; "
         "wrap arrays with pl.DataFrame({...}) or use CalibrationReport.from_predictions"
     )
+
+
+def as_expr(column: str | pl.Expr) -> pl.Expr:
+    """A column argument of an expression function as an expression: a name is ``pl.col(name)``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> pl.DataFrame({"x": [1, 2]}).select(as_expr("x") * 2)["x"].to_list()
+    [2, 4]
+    """
+    return pl.col(column) if isinstance(column, str) else column
 
 
 def return_like(template: Frame, result: pl.LazyFrame) -> Frame:
@@ -134,6 +147,7 @@ def require_columns(
     reserved: Sequence[str] = (),
     keys: Sequence[str] = (),
     inputs_are_not_keys: bool = False,
+    table: str | None = None,
 ) -> None:
     """Check that the columns exist and have their roles' dtypes, and that keys do not clash.
 
@@ -141,44 +155,55 @@ def require_columns(
     ``numeric`` must be numeric or Boolean (an outcome); those in ``numbers`` must be
     numeric and not Boolean (a confidence, a weight: a Boolean there is almost always a
     swapped column). The group keys must not be named like output columns
-    (``reserved``) and, with ``inputs_are_not_keys``, not like an input column either.
-    Raises :class:`~calib_frames.exceptions.TableError` naming the role, the column and
-    the available columns.
+    (``reserved``) or start with :data:`RESERVED_PREFIX` and, with
+    ``inputs_are_not_keys``, not be named like an input column either. ``table`` names
+    the input the columns belong to when a call takes several (``"run"``, ``"qrels"``)
+    and prefixes the messages. Raises :class:`~calib_frames.exceptions.TableError`
+    naming the role, the column and the available columns.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> schema = pl.Schema({"model": pl.String, "p": pl.Float64, "y": pl.Boolean})
+    >>> require_columns(schema, {"confidence": "p", "correct": "y"}, numbers=["confidence"],
+    ...                 numeric=["correct"], keys=["model"])
+    >>> require_columns(schema, {"confidence": "y", "correct": "p"}, numbers=["confidence"])
+    Traceback (most recent call last):
+    ...
+    calib_frames.exceptions.TableError: column 'y' (confidence) is Boolean but must hold ...
     """
+    where = f"{table}: " if table else ""
     missing = [f"{role}={name!r}" for role, name in columns.items() if name not in schema]
     missing += [f"by={key!r}" for key in keys if key not in schema]
     if missing:
         available = ", ".join(repr(c) for c in schema.names())
         raise TableError(
-            f"column not found: {', '.join(missing)}; available columns: {available or 'none'}"
+            f"{where}column not found: {', '.join(missing)}; available columns: "
+            f"{available or 'none'}"
         )
-    for role in numeric:
+    for role in [*numeric, *numbers]:
         name = columns[role]
         dtype = schema[name]
-        if not (dtype.is_numeric() or dtype == pl.Boolean):
-            raise TableError(f"column {name!r} ({role}) must be numeric, got dtype {dtype}")
-    for role in numbers:
-        name = columns[role]
-        dtype = schema[name]
-        if dtype == pl.Boolean:
+        if role in numbers and dtype == pl.Boolean:
+            swapped = " (were the confidence and correct columns swapped?)"
             raise TableError(
-                f"column {name!r} ({role}) is Boolean; a {role} must be a number (were the "
-                "confidence and correct columns swapped?)"
+                f"{where}column {name!r} ({role}) is Boolean but must hold numbers"
+                + (swapped if "correct" in columns else "")
             )
-        if not dtype.is_numeric():
-            raise TableError(f"column {name!r} ({role}) must be numeric, got dtype {dtype}")
+        if not (dtype.is_numeric() or dtype == pl.Boolean):
+            raise TableError(f"{where}column {name!r} ({role}) must be numeric, got dtype {dtype}")
     clashes = [key for key in keys if key in reserved or key.startswith(RESERVED_PREFIX)]
     if clashes:
         raise TableError(
-            f"group key(s) {clashes} clash with output columns of the same name; "
+            f"{where}group key(s) {clashes} clash with output columns of the same name; "
             f"rename them first, e.g. frame.rename({{{clashes[0]!r}: {clashes[0] + '_key'!r}}})"
         )
     if inputs_are_not_keys:
         same = [f"{role}={name!r}" for role, name in columns.items() if name in keys]
         if same:
             raise TableError(
-                f"group key(s) are also input columns: {', '.join(same)}; by= must not "
-                "name a column the estimate is computed from"
+                f"{where}group key(s) are also input columns: {', '.join(same)}; by= must "
+                "not name a column the estimate is computed from"
             )
 
 
@@ -208,7 +233,8 @@ class RowCheck:
         The column whose value the example shows, under the name ``column`` (``None``:
         ``column`` itself); see ``show_value``.
     show_value
-        Whether the example shows a value at all (False: only the group keys).
+        Whether the example shows a value at all (False: only the group keys; ``column``
+        need not then be a column of the checked frame, e.g. ``"query/item"``).
     with_example
         Whether an offending row can be shown (False for checks on sums, such as an
         overflowing group total, where no single row is at fault).
@@ -242,7 +268,7 @@ def first_offending_row(source: pl.LazyFrame, keys: Sequence[str]) -> ExampleFin
     """
 
     def find(check: RowCheck) -> dict[str, object] | None:
-        columns = list(dict.fromkeys([*keys, _shown_column(check)]))
+        columns = _example_columns(check, keys)
         example = source.filter(check.bad.cast(pl.Boolean)).select(columns).head(1).collect()
         return example.row(0, named=True) if example.height else None
 
@@ -320,7 +346,7 @@ def check_rows(
         counts = rows.select(_count_expressions(checks, pl.len(), counted_in_pass=False)).row(0)
 
         def find(row_check: RowCheck) -> dict[str, object] | None:
-            columns = list(dict.fromkeys([*keys, _shown_column(row_check)]))
+            columns = _example_columns(row_check, keys)
             found = rows.filter(row_check.bad.cast(pl.Boolean)).select(columns).head(1)
             return found.row(0, named=True) if found.height else None
 
@@ -363,7 +389,7 @@ def _raise_if_any(
         if not count:
             continue
         row = find_example(check) if check.with_example else None
-        if row is not None and check.value is not None:  # shown under the user's name
+        if row is not None and check.show_value and check.value is not None:  # user's name
             row = {**row, check.column: row[check.value]}
         problems.append(
             describe_problem(
@@ -382,8 +408,10 @@ def _raise_if_any(
         raise DataError("invalid input:\n  " + "\n  ".join(problems))
 
 
-def _shown_column(check: RowCheck) -> str:
-    return check.value if check.value is not None else check.column
+def _example_columns(check: RowCheck, keys: Sequence[str]) -> list[str]:
+    """The columns an example row is read with: the keys, and the value when it is shown."""
+    shown = [check.value if check.value is not None else check.column] if check.show_value else []
+    return list(dict.fromkeys([*keys, *shown]))
 
 
 def describe_problem(

@@ -161,14 +161,15 @@ def scan_inputs(
 ) -> tuple[pl.LazyFrame, list[Path]]:
     """One LazyFrame over every input (files, globs, folders, hive layouts) and the files.
 
-    Reading is :func:`calib_frames.sources.scan_table`: CSV and JSONL types are inferred
+    Reading is :func:`calib_frames.sources.scan_table` (its ``_skipping`` twin with
+    ``--on-bad-record skip``): CSV and JSONL types are inferred
     from every row (a column whose first rows look like integers stays a float column),
     ``--schema COL=DTYPE`` overrides a column, ``--columns FILE_COL=NAME`` renames one, and
     a malformed record is a ReadError naming file and line unless ``--on-bad-record skip``,
     which leaves it out and says how many were skipped on stderr. ``roles`` maps role
     columns (names after ``--columns``) to their type: one that inference left as text
     or null is read as that type, so that a stray value is named by file and line
-    (:func:`calib_frames.sources.files.scan_with_roles`).
+    (``roles=`` of :func:`calib_frames.sources.scan_table`).
 
     Raises
     ------
@@ -177,9 +178,8 @@ def scan_inputs(
     ReadError
         A file that cannot be read as what it claims to be.
     """
-    from calib_frames.sources import ScanResult
     from calib_frames.sources.files import FORMATS as KNOWN
-    from calib_frames.sources.files import Format, expand_paths, scan_with_roles
+    from calib_frames.sources.files import Format, expand_paths, scan_table, scan_table_skipping
 
     for text in inputs:
         path = Path(text)
@@ -193,15 +193,14 @@ def scan_inputs(
                 "or say --format"
             )
     paths = [file for file, _ in expand_paths(list(inputs))]
-    scanned = scan_with_roles(
-        list(inputs),
-        roles=roles or {},
-        format=cast("Format | None", format),  # checked by the reader
-        columns=_mapping(columns, "--columns") or None,
-        schema_overrides=_schema_overrides(schema) or None,
-        on_bad_record="skip" if on_bad_record == "skip" else "raise",
-    )
-    if isinstance(scanned, ScanResult):
+    options: dict[str, Any] = {
+        "roles": roles or {},
+        "format": cast("Format | None", format),  # checked by the reader
+        "columns": _mapping(columns, "--columns") or None,
+        "schema_overrides": _schema_overrides(schema) or None,
+    }
+    if on_bad_record == "skip":
+        scanned = scan_table_skipping(list(inputs), **options)
         if scanned.skipped_records or scanned.skipped_files:
             print(
                 f"calib-frames: skipped {scanned.skipped_records:,} malformed record(s) and "
@@ -209,7 +208,7 @@ def scan_inputs(
                 file=sys.stderr,
             )
         return scanned.frame, paths
-    return scanned, paths
+    return scan_table(list(inputs), **options), paths
 
 
 LM_EVAL_KEYS = ["model", "task"]

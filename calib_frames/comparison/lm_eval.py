@@ -17,8 +17,8 @@ from calib_frames.metrics.tokens import perplexity
 from calib_frames.sources.files import PathsLike
 from calib_frames.sources.lm_eval import (
     KEYS,
-    lm_eval_reported,
-    lm_eval_runs,
+    read_lm_eval_reported,
+    read_lm_eval_runs,
     scan_lm_eval_documents,
     scan_lm_eval_options,
 )
@@ -47,7 +47,7 @@ def lm_eval_comparison(
     ----------
     paths
         lm-eval output folders/files, or the frame of
-        :func:`~calib_frames.sources.lm_eval_runs`.
+        :func:`~calib_frames.sources.read_lm_eval_runs`.
     bins
         Equal-width bins of the calibration columns (``ece``).
     filter
@@ -68,7 +68,7 @@ def lm_eval_comparison(
     Raises
     ------
     ReadError
-        As :func:`~calib_frames.sources.lm_eval_runs`; a malformed samples line (file,
+        As :func:`~calib_frames.sources.read_lm_eval_runs`; a malformed samples line (file,
         line), or a samples file with fewer lines than the results file's ``n-samples``.
     ArgumentError
         ``filter`` is not one of the filters in the results files.
@@ -80,7 +80,7 @@ def lm_eval_comparison(
     >>> from calib_frames.comparison import lm_eval_comparison
     >>> table = lm_eval_comparison("data/lm_eval")  # doctest: +SKIP
     """
-    runs = lm_eval_runs(paths)
+    runs = read_lm_eval_runs(paths)
     keys = list(KEYS)
     options = scan_lm_eval_options(runs)
     predictions = choice_predictions(
@@ -112,7 +112,7 @@ def lm_eval_comparison(
     )
     ppl = ppl.select(*keys, "word_perplexity", "byte_perplexity", "bits_per_byte")
     doc_counts = documents.group_by(keys).agg(pl.len().cast(pl.UInt64).alias("count"))
-    every = lm_eval_reported(runs)
+    every = read_lm_eval_reported(runs)
     filters = sorted(set(every["filter"].drop_nulls().to_list()))
     if not isinstance(filter, str) or (filters and filter not in filters):
         raise ArgumentError(

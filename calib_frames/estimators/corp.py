@@ -49,19 +49,10 @@ import numpy.typing as npt
 import polars as pl
 
 from calib_frames._deprecated import moved
-from calib_frames.estimators._rows import (
-    P,
-    W,
-    Y,
-    attach,
-    grouped,
-    keys_of,
-    prediction_frame,
-    validate_predictions,
-)
+from calib_frames.estimators._groups import P, W, Y, attach, grouped, prediction_frame
 from calib_frames.estimators.isotonic import pav_blocks
 from calib_frames.exceptions import ArgumentError
-from calib_frames.validation import Frame, as_lazy, return_like
+from calib_frames.validation import Frame, as_lazy, group_keys, return_like
 
 __all__ = [
     "CORP_DECOMPOSITION_COLUMNS",
@@ -110,27 +101,8 @@ class _Points:
     log: F64Array  # Σw·(−ln x or −ln(1 − x))
 
 
-def _rows(
-    source: pl.LazyFrame,
-    *,
-    confidence: str,
-    correct: str,
-    weight: str | None,
-    keys: list[str],
-    reserved: Sequence[str],
-) -> pl.LazyFrame:
-    return prediction_frame(
-        source, confidence=confidence, correct=correct, keys=keys, reserved=reserved, weight=weight
-    )
-
-
-def _points(
-    frame: pl.DataFrame, *, confidence: str, correct: str, weight: str | None, keys: list[str]
-) -> _Points:
-    """Validate the collected rows, sort them by (keys, x) and pool ties (numpy)."""
-    frame = validate_predictions(
-        frame, confidence=confidence, correct=correct, keys=keys, weight=weight, sort=False
-    )
+def _points(frame: pl.DataFrame, *, weight: str | None, keys: list[str]) -> _Points:
+    """Sort the (checked) collected rows by (keys, x) and pool ties (numpy)."""
     group, table, n_groups, frame = grouped(frame, keys, sort_by=P)
     x = frame[P].to_numpy().astype(np.float64)
     y = frame[Y].to_numpy().astype(np.float64)
@@ -225,8 +197,8 @@ def corp_reliability(
     │ 2     ┆ 0.8              ┆ 0.8              ┆ 1     ┆ 1.0    ┆ 1.0          │
     └───────┴──────────────────┴──────────────────┴───────┴────────┴──────────────┘
     """
-    keys = keys_of(by)
-    rows = _rows(
+    keys = group_keys(by)
+    rows = prediction_frame(
         as_lazy(predictions),
         confidence=confidence,
         correct=correct,
@@ -237,7 +209,7 @@ def corp_reliability(
     schema = {**{k: rows.collect_schema()[k] for k in keys}, **CORP_RELIABILITY_COLUMNS}
 
     def fit(frame: pl.DataFrame) -> pl.DataFrame:
-        points = _points(frame, confidence=confidence, correct=correct, weight=weight, keys=keys)
+        points = _points(frame, weight=weight, keys=keys)
         if points.x.size == 0:
             return pl.DataFrame(schema=schema)
         block = pav_blocks(points.group, points.weight, points.events, increasing=True)
@@ -337,8 +309,8 @@ def corp_decomposition(
     """
     if score not in ("brier", "log"):
         raise ArgumentError(f"score= must be 'brier' or 'log', got {score!r}")
-    keys = keys_of(by)
-    rows = _rows(
+    keys = group_keys(by)
+    rows = prediction_frame(
         as_lazy(predictions),
         confidence=confidence,
         correct=correct,
@@ -349,7 +321,7 @@ def corp_decomposition(
     schema = {**{k: rows.collect_schema()[k] for k in keys}, **CORP_DECOMPOSITION_COLUMNS}
 
     def fit(frame: pl.DataFrame) -> pl.DataFrame:
-        points = _points(frame, confidence=confidence, correct=correct, weight=weight, keys=keys)
+        points = _points(frame, weight=weight, keys=keys)
         if points.x.size == 0:
             if keys:
                 return pl.DataFrame(schema=schema)

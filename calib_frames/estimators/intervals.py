@@ -29,7 +29,7 @@ from typing import Literal
 import polars as pl
 
 from calib_frames.exceptions import ArgumentError, TableError
-from calib_frames.validation import Frame, as_lazy, return_like
+from calib_frames.validation import Frame, as_expr, as_lazy, return_like
 
 __all__ = ["accuracy_interval", "check_level", "normal_quantile", "with_accuracy_intervals"]
 
@@ -84,10 +84,6 @@ def check_level(level: float) -> None:
         raise ArgumentError(f"level must be a number strictly between 0 and 1, got {level!r}")
 
 
-def _expr(value: IntoExpr) -> pl.Expr:
-    return pl.col(value) if isinstance(value, str) else value
-
-
 def accuracy_interval(
     count: IntoExpr,
     correct_count: IntoExpr,
@@ -135,8 +131,8 @@ def accuracy_interval(
     if method != "wilson":
         raise ArgumentError(f"method must be 'wilson', got {method!r}")
     z = normal_quantile(level)
-    n = _expr(count).cast(pl.Float64)
-    x = _expr(correct_count).cast(pl.Float64)
+    n = as_expr(count).cast(pl.Float64)
+    x = as_expr(correct_count).cast(pl.Float64)
     z2 = z * z
     centre = (x + z2 / 2.0) / (n + z2)
     spread = (x * (n - x) / n).clip(lower_bound=0.0)

@@ -43,14 +43,20 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from calib_frames.estimators._rows import (
-    attach,
-    check_columns,
-    grouped,
-    keys_of,
+from calib_frames._deprecated import renamed_keywords
+from calib_frames.estimators._groups import attach, grouped
+from calib_frames.exceptions import ArgumentError
+from calib_frames.validation import (
+    Frame,
+    RowCheck,
+    as_lazy,
+    check_rows,
+    group_keys,
+    not_true,
+    require_columns,
+    return_like,
+    working,
 )
-from calib_frames.exceptions import ArgumentError, DataError
-from calib_frames.validation import Frame, as_lazy, return_like
 
 __all__ = ["BLOCK_COLUMNS", "isotonic_blocks"]
 
@@ -67,16 +73,17 @@ BLOCK_COLUMNS: dict[str, pl.DataType] = {
 """The columns of :func:`isotonic_blocks`' table, after the group keys."""
 
 # internal column names of the pooled points
-_X, _W, _WY = "__iso_x", "__iso_w", "__iso_wy"
+_X, _W, _WY = working("x"), working("w"), working("wy")
 
 
+@renamed_keywords(frame="predictions")
 def isotonic_blocks(
-    frame: Frame,
+    predictions: Frame,
     *,
     x: str,
     y: str,
-    weight: str | None = None,
     by: str | Sequence[str] | None = None,
+    weight: str | None = None,
     increasing: bool = True,
 ) -> Frame:
     """Isotonic regression of ``y`` on ``x`` per group, as a table of constant blocks.
@@ -87,16 +94,18 @@ def isotonic_blocks(
 
     Parameters
     ----------
-    frame
-        DataFrame or LazyFrame, one row per observation.
+    predictions
+        DataFrame or LazyFrame, one row per observation (x, y), e.g. predictions with
+        x the confidence and y the outcome. (Called ``frame`` until 0.2; the old keyword
+        still works, with a DeprecationWarning.)
     x
         Column of the regressor (finite numbers).
     y
         Column of the response (finite numbers or booleans).
-    weight
-        Optional column of positive, finite weights (default: every row weighs 1).
     by
         Group key column(s); ``None`` fits the whole frame as one group.
+    weight
+        Optional column of positive, finite weights (default: every row weighs 1).
     increasing
         Fit a non-decreasing (default) or a non-increasing function.
 
@@ -141,11 +150,19 @@ def isotonic_blocks(
     """
     if not isinstance(increasing, bool):
         raise ArgumentError(f"increasing= must be True or False, got {increasing!r}")
-    source = as_lazy(frame)
-    keys = keys_of(by)
+    source = as_lazy(predictions)
+    keys = group_keys(by)
     columns = {"x": x, "y": y} if weight is None else {"x": x, "y": y, "weight": weight}
     schema = source.collect_schema()
-    check_columns(schema, columns, keys=keys, reserved=(*BLOCK_COLUMNS, _X, _W, _WY))
+    require_columns(
+        schema,
+        columns,
+        numeric=["x", "y"],
+        numbers=[] if weight is None else ["weight"],
+        reserved=tuple(BLOCK_COLUMNS),
+        keys=keys,
+        inputs_are_not_keys=True,
+    )
     rows = source.select(
         *keys,
         pl.col(x).cast(pl.Float64).alias(_X),
@@ -154,39 +171,20 @@ def isotonic_blocks(
     )
     out_schema = {**{k: schema[k] for k in keys}, **BLOCK_COLUMNS}
     checks = [
-        (x, _X, "null, NaN or infinite", pl.col(_X).is_finite()),
-        (y, _WY, "null, NaN or infinite", pl.col(_WY).is_finite()),
+        RowCheck(x, "null, NaN or infinite", not_true(pl.col(_X).is_finite()), value=_X),
+        RowCheck(y, "null, NaN or infinite", not_true(pl.col(_WY).is_finite()), value=_WY),
     ]
     if weight is not None:
+        w = pl.col(_W)
         checks.append(
-            (weight, _W, "not positive and finite", pl.col(_W).is_finite() & (pl.col(_W) > 0))
+            RowCheck(weight, "not positive and finite", not_true(w.is_finite() & (w > 0)), value=_W)
         )
 
     def fit(collected: pl.DataFrame) -> pl.DataFrame:
-        _raise_on_bad(collected, keys, checks)
         return _fit_blocks(collected, keys, weighted=weight is not None, increasing=increasing)
 
-    return return_like(frame, rows.map_batches(fit, schema=out_schema))
-
-
-def _raise_on_bad(
-    rows: pl.DataFrame, keys: list[str], checks: Sequence[tuple[str, str, str, pl.Expr]]
-) -> None:
-    """DataError naming column, count and one example (with its keys) of rows failing a check."""
-    bad = [ok.not_().fill_null(True) for _, _, _, ok in checks]
-    counts = rows.select(*[b.sum().alias(str(i)) for i, b in enumerate(bad)]).row(0)
-    problems = []
-    for (column, internal, problem, _), expr, count in zip(checks, bad, counts, strict=True):
-        if count:
-            row = rows.filter(expr).row(0, named=True)
-            group = ", ".join(f"{k}={row[k]!r}" for k in keys)
-            verb = "is" if count == 1 else "are"
-            problems.append(
-                f"column {column!r}: {count:,} of {rows.height:,} rows {verb} {problem}; "
-                f"e.g. {group + ': ' if group else ''}{column}={row[internal]!r}"
-            )
-    if problems:
-        raise DataError("invalid input:\n  " + "\n  ".join(problems))
+    checked = check_rows(rows, checks, keys=keys)
+    return return_like(predictions, checked.map_batches(fit, schema=out_schema))
 
 
 def _fit_blocks(

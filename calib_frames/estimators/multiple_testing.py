@@ -27,23 +27,34 @@ from typing import Literal
 
 import polars as pl
 
-from calib_frames.exceptions import ArgumentError, DataError, TableError
-from calib_frames.validation import Frame, as_lazy, group_keys, return_like
+from calib_frames._deprecated import renamed_keywords
+from calib_frames.exceptions import ArgumentError, TableError
+from calib_frames.validation import (
+    Frame,
+    RowCheck,
+    as_lazy,
+    check_rows,
+    group_keys,
+    require_columns,
+    return_like,
+    working,
+)
 
 __all__ = ["adjust_p_values"]
 
 Method = Literal["holm", "bh"]
 _METHODS = ("holm", "bh")
-_ROW = "__calib_row"
+_ROW = working("row")
 
 
+@renamed_keywords(alias="output")
 def adjust_p_values(
     table: Frame,
     *,
     p_value: str = "p_value",
-    method: Method = "holm",
     by: str | Sequence[str] | None = None,
-    alias: str = "p_value_adjusted",
+    method: Method = "holm",
+    output: str = "p_value_adjusted",
 ) -> Frame:
     """Add adjusted p-values (Holm or Benjamini–Hochberg) computed within each family.
 
@@ -53,25 +64,26 @@ def adjust_p_values(
         Any frame with a column of p-values; lazy in, lazy out.
     p_value
         The column of raw p-values, each in [0, 1] or null (null = not tested).
-    method
-        ``"holm"`` (step-down, family-wise error rate) or ``"bh"`` (Benjamini–Hochberg
-        step-up, false discovery rate); formulas in the module docstring.
     by
         Columns whose values define the families corrected separately (``None``: the whole
         table is one family, e.g. every model pair on every task).
-    alias
-        Name of the added column (replaced if present).
+    method
+        ``"holm"`` (step-down, family-wise error rate) or ``"bh"`` (Benjamini–Hochberg
+        step-up, false discovery rate); formulas in the module docstring.
+    output
+        Name of the added column, which must not exist yet (called ``alias`` until 0.2;
+        the old keyword still works, with a DeprecationWarning).
 
     Returns
     -------
     DataFrame or LazyFrame
-        ``table`` in its original row order with ``alias`` (Float64) appended.
+        ``table`` in its original row order with ``output`` (Float64) appended.
 
     Raises
     ------
     TableError
         If ``p_value`` or a ``by`` column is missing, ``p_value`` is not numeric, or
-        ``alias`` names an existing column.
+        ``output`` names an existing column.
     ArgumentError
         If ``method`` is unknown or ``by`` is malformed.
     DataError
@@ -96,16 +108,12 @@ def adjust_p_values(
     keys: list[str] = group_keys(by)
     lazy = as_lazy(table)
     schema = lazy.collect_schema()
-    missing = [c for c in (p_value, *keys) if c not in schema]
-    if missing:
-        raise TableError(f"column(s) {missing} not found; available: {schema.names()}")
-    if not schema[p_value].is_numeric():
-        raise TableError(f"column {p_value!r} (p_value) must be numeric, got {schema[p_value]}")
+    require_columns(schema, {"p_value": p_value}, numbers=["p_value"], keys=keys)
     if _ROW in schema:
         raise TableError(f"column name {_ROW!r} is reserved")
-    if alias in schema:
+    if output in schema:
         raise TableError(
-            f"output column {alias!r} exists already in the table; choose another alias="
+            f"output column {output!r} exists already in the table; choose another output="
         )
 
     def over(expr: pl.Expr) -> pl.Expr:
@@ -120,29 +128,16 @@ def adjust_p_values(
         adjusted = over((p * m / j).cum_min(reverse=True))
     adjusted = pl.when(p.is_null()).then(None).otherwise(adjusted.clip(upper_bound=1.0))
 
-    out_schema = dict(schema)
-    out_schema.pop(alias, None)
-    out_schema[alias] = pl.Float64()
+    p_check = RowCheck(
+        p_value,
+        "not p-values in [0, 1]",
+        bad=(p.is_nan() | (p < 0.0) | (p > 1.0)).fill_null(False),
+    )
     result = (
         lazy.with_row_index(_ROW)
         .sort([*keys, p_value], nulls_last=True)
-        .with_columns(adjusted.alias(alias))
+        .with_columns(adjusted.alias(output))
         .sort(_ROW)
         .drop(_ROW)
-        .select(list(out_schema))
-        .map_batches(lambda frame: _check_p(frame, p_value, keys), schema=out_schema)
     )
-    return return_like(table, result)
-
-
-def _check_p(frame: pl.DataFrame, p_value: str, keys: list[str]) -> pl.DataFrame:
-    p = pl.col(p_value).cast(pl.Float64)
-    bad = frame.filter(p.is_nan() | (p < 0.0) | (p > 1.0))
-    if bad.height:
-        row = bad.row(0, named=True)
-        where = ", ".join(f"{k}={row[k]!r}" for k in keys)
-        raise DataError(
-            f"column {p_value!r}: {bad.height:,} of {frame.height:,} rows are not p-values "
-            f"in [0, 1]; e.g. {where + ': ' if where else ''}{p_value}={row[p_value]!r}"
-        )
-    return frame
+    return return_like(table, check_rows(result, [p_check], keys=keys))

@@ -58,10 +58,10 @@ from calib_frames.estimators.bootstrap import (
     intervals_from_bin_statistics,
 )
 from calib_frames.estimators.intervals import check_level
-from calib_frames.exceptions import ArgumentError, TableError
+from calib_frames.exceptions import ArgumentError
 from calib_frames.schema import BIN_STATISTICS
 from calib_frames.stats import bin_statistics
-from calib_frames.validation import Frame, as_lazy, return_like
+from calib_frames.validation import Frame, as_lazy, require_columns, return_like
 
 __all__ = [
     "NOISE_COLUMNS",
@@ -77,11 +77,11 @@ NOISE_COLUMNS = ("ece", "ece_null_mean", "ece_noise_floor", "ece_p_value", "repo
 def noise_floor_from_bin_statistics(
     stats: Frame,
     *,
-    replicates: int = 1000,
-    level: float = 0.95,
     alpha: float = 0.05,
     min_count: int = 100,
     min_bins: int = 2,
+    replicates: int = 1000,
+    level: float = 0.95,
     seed: int = 0,
 ) -> Frame:
     """ECE noise floor, p-value of perfect calibration and a reportable verdict per group.
@@ -94,15 +94,15 @@ def noise_floor_from_bin_statistics(
     ----------
     stats
         A bin-statistics table (:func:`~calib_frames.bin_statistics`); lazy in, lazy out.
-    replicates
-        Draws of the outcomes under H₀ (≥ 1; the smallest p-value is 1/(1 + replicates)).
-    level
-        Quantile of the ECE under H₀ reported as ``ece_noise_floor`` (in (0, 1)).
     alpha
         Significance level of the ``reportable`` verdict (in (0, 1)).
     min_count, min_bins
         The ``reportable`` verdict also needs at least ``min_count`` predictions and
         ``min_bins`` populated bins.
+    replicates
+        Draws of the outcomes under H₀ (≥ 1; the smallest p-value is 1/(1 + replicates)).
+    level
+        Quantile of the ECE under H₀ reported as ``ece_noise_floor`` (in (0, 1)).
     seed
         Seed (≥ 0); the same seed gives the same draws.
 
@@ -151,9 +151,7 @@ def noise_floor_from_bin_statistics(
     lazy = as_lazy(stats)
     schema = lazy.collect_schema()
     keys: list[str] = BIN_STATISTICS.keys(schema)
-    clashes = [k for k in keys if k in (*NOISE_COLUMNS, "count", "populated_bins")]
-    if clashes:
-        raise TableError(f"group key(s) {clashes} clash with output columns; rename them")
+    require_columns(schema, {}, keys=keys, reserved=(*NOISE_COLUMNS, "count", "populated_bins"))
     out_schema: dict[str, pl.DataType] = {k: schema[k] for k in keys}
     out_schema.update(
         {
@@ -265,11 +263,11 @@ def calibration_noise_floor(
     by: str | Sequence[str] | None = None,
     bins: BinsLike = 10,
     weight: str | None = None,
-    replicates: int = 1000,
-    level: float = 0.95,
     alpha: float = 0.05,
     min_count: int = 100,
     min_bins: int = 2,
+    replicates: int = 1000,
+    level: float = 0.95,
     seed: int = 0,
 ) -> Frame:
     """ECE noise floor, p-value and reportable verdict per group, from predictions.
@@ -281,7 +279,7 @@ def calibration_noise_floor(
     ----------
     predictions, confidence, correct, by, bins, weight
         As for :func:`~calib_frames.bin_statistics`.
-    replicates, level, alpha, min_count, min_bins, seed
+    alpha, min_count, min_bins, replicates, level, seed
         As for :func:`noise_floor_from_bin_statistics`.
 
     Returns
@@ -331,13 +329,13 @@ def calibration_noise_floor(
 def uncertainty_from_bin_statistics(
     stats: Frame,
     *,
-    replicates: int = 200,
-    level: float = 0.95,
-    noise_replicates: int = 1000,
-    noise_level: float = 0.95,
     alpha: float = 0.05,
     min_count: int = 100,
     min_bins: int = 2,
+    noise_replicates: int = 1000,
+    noise_level: float = 0.95,
+    replicates: int = 1000,
+    level: float = 0.95,
     seed: int = 0,
 ) -> Frame:
     """Every uncertainty column of a metrics table, per group, from one bin-statistics table.
@@ -353,11 +351,11 @@ def uncertainty_from_bin_statistics(
     stats
         A bin-statistics table; lazy in, lazy out. Pass a collected (or cached) table
         when it is lazy and also reduced elsewhere, so that the row pass runs once.
+    alpha, min_count, min_bins, noise_replicates, noise_level
+        ``alpha``, ``min_count``, ``min_bins``, ``replicates``, ``level`` of
+        :func:`noise_floor_from_bin_statistics`.
     replicates, level
         Bootstrap replicates and interval level.
-    noise_replicates, noise_level, alpha, min_count, min_bins
-        ``replicates``, ``level``, ``alpha``, ``min_count``, ``min_bins`` of
-        :func:`noise_floor_from_bin_statistics`.
     seed
         Seed of both draws.
 

@@ -47,8 +47,21 @@ Each model's replicated bin statistics then go through
 replicates, whatever the number of items.
 
 Items present for only one model of a pair are not silently dropped: they are counted in
-``only_a`` and ``only_b``; the difference uses the shared items only. Weights are not
-supported (an item is the unit of resampling).
+``only_a`` and ``only_b``; the difference uses the shared items only.
+
+Weights. With ``weight=`` each model's accuracy, ECE and Brier score are the weighted
+ones of :func:`~calib_frames.calibration_metrics` over the shared items, each model's
+rows weighted by their own weights (a weight of 2 counts like the item answered twice,
+unit weights change nothing). The item stays the unit of resampling: the joint cells
+carry the weight sums Σw and the weighted residual sums Σw·r, Σw·r², and a drawn or
+swapped item carries its cell's mean weight (a swapped prediction takes its weight with
+it); exact when the weights are equal within a cell, as in
+:mod:`calib_frames.estimators.bootstrap`.
+
+Replicates. ``replicates=10000`` by default: the p-values of many model pairs and tasks
+are corrected together (Holm, BH), and a permutation p-value cannot fall below
+1/(replicates + 1), so fewer replicates would leave no p-value small enough to survive
+the correction of a large family.
 """
 
 from __future__ import annotations
@@ -61,7 +74,7 @@ import numpy as np
 import polars as pl
 
 from calib_frames.binning import BinsLike, as_binning
-from calib_frames.estimators._rows import check_columns
+from calib_frames.estimators._groups import prediction_checks, require_prediction_columns
 from calib_frames.estimators.bootstrap import (
     _resample_class,
     _safe_divide,
@@ -70,33 +83,42 @@ from calib_frames.estimators.bootstrap import (
 )
 from calib_frames.estimators.intervals import check_level
 from calib_frames.estimators.multiple_testing import adjust_p_values
-from calib_frames.exceptions import ArgumentError, DataError, TableError
+from calib_frames.exceptions import ArgumentError
 from calib_frames.metrics.calibration import metrics_from_bin_statistics
 from calib_frames.schema import BIN_STATISTICS
-from calib_frames.validation import Frame, as_lazy, group_keys, return_like
+from calib_frames.validation import (
+    Frame,
+    RowCheck,
+    as_lazy,
+    check_rows,
+    group_keys,
+    return_like,
+    working,
+)
 
 __all__ = ["PAIRED_METRICS", "paired_comparison"]
 
 PAIRED_METRICS = ("accuracy", "ece", "brier")
 """Metrics whose paired differences are reported."""
 
-_SEG, _SIDE, _REP = "__calib_pair", "__calib_side", "__calib_rep"
-_BIN, _Y, _R = "__calib_bin", "__calib_y", "__calib_r"
+_SEG, _SIDE, _REP = working("pair"), working("side"), working("rep")
+_BIN, _Y, _R, _W = working("bin"), working("y"), working("r"), working("w")
 
 
 def paired_comparison(
     predictions: Frame,
     *,
+    confidence: str = "confidence",
+    correct: str = "correct",
     model: str = "model",
     item: str = "item",
     by: str | Sequence[str] | None = None,
-    confidence: str = "confidence",
-    correct: str = "correct",
     bins: BinsLike = 10,
-    replicates: int = 1000,
+    weight: str | None = None,
+    method: Literal["permutation", "bootstrap"] = "permutation",
+    replicates: int = 10_000,
     level: float = 0.95,
     seed: int = 0,
-    method: Literal["permutation", "bootstrap"] = "permutation",
 ) -> Frame:
     """Paired differences in accuracy, ECE and Brier score between every two models.
 
@@ -104,26 +126,31 @@ def paired_comparison(
     ----------
     predictions
         One row per (group, model, item): keys…, ``model``, ``item``, ``confidence``,
-        ``correct``. Lazy in, lazy out.
+        ``correct`` [, ``weight``]. Lazy in, lazy out.
+    confidence, correct, bins
+        As for :func:`~calib_frames.bin_statistics` (equal-mass bins are computed per
+        group and model).
     model
         Column naming the model.
     item
         Column identifying the item (question); the pairing is on (keys, item).
     by
         Group keys compared separately (e.g. ``"task"``); ``None``: one group.
-    confidence, correct, bins
-        As for :func:`~calib_frames.bin_statistics` (equal-mass bins are computed per
-        group and model).
-    replicates
-        Paired bootstrap replicates (≥ 1).
-    level
-        Level of the difference intervals, in (0, 1).
-    seed
-        Seed (≥ 0).
+    weight
+        Optional column of finite weights ≥ 0: each model's metrics are weighted means
+        over the shared items (module docstring); ``None``: every item weighs 1.
     method
         How the p-value is computed: ``"permutation"`` (default; the paired permutation
         test, module docstring) or ``"bootstrap"`` (from the shifted bootstrap
         distribution; conservative for ECE, whose bootstrap is biased near zero).
+    replicates
+        Paired bootstrap (and permutation) replicates (≥ 1). The default 10000 lets a
+        p-value reach 1e-4 (it is never below 1/(replicates + 1)), so that it can survive
+        the Holm and BH corrections across many pairs and tasks.
+    level
+        Level of the difference intervals, in (0, 1).
+    seed
+        Seed (≥ 0).
 
     Returns
     -------
@@ -139,11 +166,11 @@ def paired_comparison(
     Raises
     ------
     TableError
-        Missing or mistyped columns (a Boolean confidence); a group key named like an
-        output column or an input column.
+        Missing or mistyped columns (a Boolean confidence or weight); a group key named
+        like an output column or an input column.
     DataError
-        Invalid confidences or outcomes, null models or items, or an item that appears
-        twice for one model in a group (checked when the result is collected).
+        Invalid confidences, outcomes or weights, null models or items, or an item that
+        appears twice for one model in a group (checked when the result is collected).
     ArgumentError
         For bad ``replicates``, ``level``, ``seed`` or ``by``; ``model`` = ``item``.
 
@@ -178,53 +205,76 @@ def paired_comparison(
     binning = as_binning(bins)
     source = as_lazy(predictions)
     schema = source.collect_schema()
-    roles = {"model": model, "item": item, "confidence": confidence, "correct": correct}
-    missing = [f"{r}={c!r}" for r, c in roles.items() if c not in schema]
-    missing += [f"by={k!r}" for k in keys if k not in schema]
-    if missing:
-        raise TableError(f"column not found: {', '.join(missing)}; available: {schema.names()}")
     if model == item:
         raise ArgumentError(f"model= and item= name the same column {model!r}")
-    check_columns(schema, {"confidence": confidence, "correct": correct}, keys=keys)
-    taken = {model, item, "model_a", "model_b", "shared_items", "only_a", "only_b"}
-    clashes = [k for k in keys if k in taken or k.startswith("__calib")]
-    if clashes:
-        raise TableError(f"group key(s) {clashes} clash with model/item/output columns")
-
-    low, high = binning.range
+    require_prediction_columns(
+        schema,
+        confidence=confidence,
+        correct=correct,
+        weight=weight,
+        keys=keys,
+        reserved=("model_a", "model_b", "shared_items", "only_a", "only_b"),
+        others={"model": model, "item": item},
+    )
     p = pl.col(confidence).cast(pl.Float64)
     y = pl.col(correct).cast(pl.Float64)
-    valid_p = p.is_between(low, high).fill_null(False)
-    valid_y = ((y == 0) | (y == 1)).fill_null(False)
-    rows = source.select(
+    w = pl.lit(1.0) if weight is None else pl.col(weight).cast(pl.Float64)
+    low, high = binning.range
+    checks = prediction_checks(
+        confidence=confidence, correct=correct, weight=weight, low=low, high=high
+    )
+    checks += [
+        RowCheck(
+            f"{model}/{item}",
+            "null (a null model or item)",
+            pl.col(model).is_null() | pl.col(item).is_null(),
+            show_value=False,
+        ),
+        RowCheck(
+            item,
+            f"repeated (an item the same {model!r} answered before in its group)",
+            pl.struct(*keys, model, item).is_first_distinct().not_(),
+            show_value=False,
+        ),
+    ]
+    inputs = [*keys, model, item, confidence, correct, *([weight] if weight else [])]
+    inputs = list(dict.fromkeys(inputs))
+    checked = check_rows(source.select(inputs), checks, keys=[*keys, model, item]).select(
         *keys,
         pl.col(model),
         pl.col(item),
-        pl.when(valid_p).then(binning.assign(p, keys=[*keys, model])).alias(_BIN),
-        pl.when(valid_y).then(y == 1).alias(_Y),
+        binning.assign(p, keys=[*keys, model]).alias(_BIN),
+        (y == 1).alias(_Y),
         pl.when(y == 1).then(1.0 - p).otherwise(p).alias(_R),
+        w.alias(_W),
     )
-    checked = _check_rows(rows, keys, model, item, (confidence, correct))
-    a = checked.select(
-        *keys, pl.col(model).alias("model_a"), pl.col(item), pl.col(_BIN, _Y, _R).name.suffix("_a")
-    )
-    b = checked.select(
-        *keys, pl.col(model).alias("model_b"), pl.col(item), pl.col(_BIN, _Y, _R).name.suffix("_b")
-    )
+    sides = {
+        side: checked.select(
+            *keys,
+            pl.col(model).alias(f"model_{side}"),
+            pl.col(item),
+            pl.col(_BIN, _Y, _R, _W).name.suffix(f"_{side}"),
+        )
+        for side in ("a", "b")
+    }
     on = [*keys, item]
-    pairs = a.join(b, on=on, how="inner", nulls_equal=True).filter(
-        pl.col("model_a") < pl.col("model_b")
+    pairs = (
+        sides["a"]
+        .join(sides["b"], on=on, how="inner", nulls_equal=True)
+        .filter(pl.col("model_a") < pl.col("model_b"))
     )
     pair_keys = [*keys, "model_a", "model_b"]
+    sums = []
+    for side in ("a", "b"):
+        weights, residuals = pl.col(f"{_W}_{side}"), pl.col(f"{_R}_{side}")
+        sums += [
+            weights.sum().alias(working(f"w_{side}")),
+            (weights * residuals).sum().alias(working(f"r_{side}")),
+            (weights * residuals**2).sum().alias(working(f"q_{side}")),
+        ]
     joint = (
         pairs.group_by(*pair_keys, f"{_BIN}_a", f"{_Y}_a", f"{_BIN}_b", f"{_Y}_b")
-        .agg(
-            pl.len().alias("n"),
-            pl.col(f"{_R}_a").sum().alias("r_a"),
-            (pl.col(f"{_R}_a") ** 2).sum().alias("q_a"),
-            pl.col(f"{_R}_b").sum().alias("r_b"),
-            (pl.col(f"{_R}_b") ** 2).sum().alias("q_b"),
-        )
+        .agg(pl.len().alias(working("n")), *sums)
         .cache()
     )
     coverage = _coverage(checked, joint, keys, model)
@@ -259,58 +309,21 @@ def paired_comparison(
                 result,
                 p_value=f"{m}_p_value",
                 method=correction,  # type: ignore[arg-type]
-                alias=f"{m}_p_value_{correction}",
+                output=f"{m}_p_value_{correction}",
             )
     return return_like(predictions, result)
 
 
-def _check_rows(
-    rows: pl.LazyFrame, keys: list[str], model: str, item: str, names: tuple[str, str]
-) -> pl.LazyFrame:
-    """Raise (at collect time) on invalid confidences/outcomes, null ids, duplicates."""
-    confidence, correct = names
-    problems = rows.select(
-        pl.len().alias("rows"),
-        pl.col(_BIN).is_null().sum().alias("bad_confidence"),
-        pl.col(_Y).is_null().sum().alias("bad_correct"),
-        (pl.col(model).is_null() | pl.col(item).is_null()).sum().alias("null_id"),
-        (pl.len() - pl.struct(*keys, model, item).n_unique()).alias("duplicates"),
-    )
-
-    def check(frame: pl.DataFrame) -> pl.DataFrame:
-        total, bad_p, bad_y, null_id, duplicates = frame.row(0)
-        messages = []
-        if bad_p:
-            messages.append(f"column {confidence!r}: {bad_p:,} of {total:,} rows are not a "
-                            "probability in range (null, NaN or out of range)")  # fmt: skip
-        if bad_y:
-            messages.append(f"column {correct!r}: {bad_y:,} of {total:,} rows are not "
-                            "boolean or 0/1 (or null)")  # fmt: skip
-        if null_id:
-            messages.append(f"columns {model!r}/{item!r}: {null_id:,} of {total:,} rows have "
-                            "a null model or item")  # fmt: skip
-        if duplicates:
-            messages.append(f"column {item!r}: {duplicates:,} of {total:,} rows repeat an "
-                            f"item answered by the same {model!r} in its group")  # fmt: skip
-        if messages:
-            raise DataError("invalid input:\n  " + "\n  ".join(messages))
-        return frame
-
-    # a one-row frame that depends on the check, so that joining it forces the check
-    gate = problems.map_batches(check, schema=problems.collect_schema()).select(
-        pl.col("rows").is_not_null().alias("__calib_ok")
-    )
-    return rows.join(gate, how="cross").drop("__calib_ok")
-
-
 def _coverage(rows: pl.LazyFrame, joint: pl.LazyFrame, keys: list[str], model: str) -> pl.LazyFrame:
     """Every model pair of every group with shared / only-a / only-b item counts."""
-    items = rows.group_by(*keys, model).agg(pl.len().cast(pl.UInt64).alias("items"))
-    a = items.rename({model: "model_a", "items": "items_a"})
-    b = items.rename({model: "model_b", "items": "items_b"})
+    items = rows.group_by(*keys, model).agg(pl.len().cast(pl.UInt64).alias(working("items")))
+    a = items.rename({model: "model_a", working("items"): working("items_a")})
+    b = items.rename({model: "model_b", working("items"): working("items_b")})
     grid = a.join(b, on=keys, nulls_equal=True) if keys else a.join(b, how="cross")
     pair_keys = [*keys, "model_a", "model_b"]
-    shared = joint.group_by(pair_keys).agg(pl.col("n").sum().cast(pl.UInt64).alias("shared_items"))
+    shared = joint.group_by(pair_keys).agg(
+        pl.col(working("n")).sum().cast(pl.UInt64).alias("shared_items")
+    )
     return (
         grid.filter(pl.col("model_a") < pl.col("model_b"))
         .join(shared, on=pair_keys, how="left", nulls_equal=True)
@@ -318,14 +331,16 @@ def _coverage(rows: pl.LazyFrame, joint: pl.LazyFrame, keys: list[str], model: s
         .select(
             *pair_keys,
             "shared_items",
-            (pl.col("items_a") - pl.col("shared_items")).alias("only_a"),
-            (pl.col("items_b") - pl.col("shared_items")).alias("only_b"),
+            (pl.col(working("items_a")) - pl.col("shared_items")).alias("only_a"),
+            (pl.col(working("items_b")) - pl.col("shared_items")).alias("only_b"),
         )
     )
 
 
 _CHUNK = 4_000_000  # joint cells × replicates per vectorised block (bounds the memory)
-_CELLS = ("n", "r_a", "q_a", "r_b", "q_b", f"{_BIN}_a", f"{_Y}_a", f"{_BIN}_b", f"{_Y}_b")
+_CELLS = ("n", "w_a", "r_a", "q_a", "w_b", "r_b", "q_b")
+"""The joint cells' sums: items, and per model Σw, Σw·r, Σw·r² (columns ``working(name)``)."""
+_CELL_KEYS = (f"{_BIN}_a", f"{_Y}_a", f"{_BIN}_b", f"{_Y}_b")
 
 
 def _paired_draws(
@@ -339,7 +354,7 @@ def _paired_draws(
     method: str,
 ) -> pl.DataFrame:
     """The numpy side: joint cells → replicated per-model bin statistics → differences."""
-    joint = joint.sort([*pair_keys, *_CELLS[5:]], nulls_last=True)
+    joint = joint.sort([*pair_keys, *_CELL_KEYS], nulls_last=True)
     if joint.height == 0:
         return joint.select(pair_keys).with_columns(
             pl.lit(None, pl.Float64).alias(name) for name in _metric_columns()
@@ -347,7 +362,8 @@ def _paired_draws(
     segment = joint.select(pl.struct(pair_keys).rle_id()).to_series().to_numpy()
     sizes = np.bincount(segment)
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    cells = {name: joint[name].cast(pl.Float64).to_numpy() for name in _CELLS}
+    cells = {name: joint[working(name)].cast(pl.Float64).to_numpy() for name in _CELLS}
+    cells |= {name: joint[name].cast(pl.Float64).to_numpy() for name in _CELL_KEYS}
     n_bins = bounds.height
     edges = (
         bounds["bin_lower"].fill_null(0.0).to_numpy() if "bin_lower" in bounds.columns
@@ -459,11 +475,11 @@ def _bootstrap_metrics(
         lo, hi = edges[0][bin_index], edges[1][bin_index]
         r_low = np.where(y == 1, 1.0 - hi, lo)[:, None]
         r_high = np.where(y == 1, 1.0 - lo, hi)[:, None]
-        r, q = cells[f"r_{side}"][:, None], cells[f"q_{side}"][:, None]
+        w, r, q = (cells[f"{total}_{side}"][:, None] for total in ("w", "r", "q"))
         w_star, r_star, q_star = _resample_class(
-            rng, n=n[:, None], n_star=n_star, sums=(n[:, None], r, q), bounds=(r_low, r_high)
+            rng, n=n[:, None], n_star=n_star, sums=(w, r, q), bounds=(r_low, r_high)
         )
-        sums = [np.concatenate([v, o], axis=1) for v, o in ((w_star, n[:, None]), (r_star, r),
+        sums = [np.concatenate([v, o], axis=1) for v, o in ((w_star, w), (r_star, r),
                                                             (q_star, q))]  # fmt: skip
         targets = _targets(local, bin_index, y, reps + 1, shape.bins)
         tables.append(_reduce([(targets, sums)], shape, reps + 1, code))
@@ -471,19 +487,30 @@ def _bootstrap_metrics(
 
 
 def _split(
-    rng: np.random.Generator, n: np.ndarray, k: np.ndarray, r: np.ndarray, q: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Residual sums (R, Q) of a random k-subset of each cell and of the other n − k."""
-    mean = _safe_divide(r, n)
-    within = np.maximum(q - mean * r, 0.0)  # Σ (r − r̄)² of the cell
+    rng: np.random.Generator,
+    n: np.ndarray,
+    k: np.ndarray,
+    sums: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+    """Sums (W, R, Q) of a random k-subset of each cell of n items, and of the other n − k.
+
+    ``sums`` are the cell's Σw, Σw·r, Σw·r². The subset carries k/n of the weight (its
+    items the cell's mean weight w̄); its residual sum is its share of R plus a normal
+    deviation of the without-replacement variance w̄·k(n − k)/(n − 1)·S/n, S = Σw(r − r̄)².
+    """
+    w, r, q = sums
+    row_weight = _safe_divide(w, n)
+    mean = _safe_divide(r, w)
+    within = np.maximum(q - mean * r, 0.0)  # Σ w (r − r̄)² of the cell
     rest = n - k
     scale = _safe_divide(np.ones_like(within), n - 1.0)
-    sd = np.sqrt(k * rest * _safe_divide(within, n) * scale)
-    bound = np.sqrt(within * rest**2 * k * scale * _safe_divide(np.ones_like(n), n))
+    sd = np.sqrt(k * rest * _safe_divide(within, n) * scale * row_weight)
+    bound = np.sqrt(within * rest**2 * k * scale * _safe_divide(np.ones_like(n), n) * row_weight)
     deviation = np.clip(sd * rng.standard_normal(k.shape), -bound, bound)
-    r_sel = k * mean + deviation
-    q_sel = _safe_divide(r_sel**2, k) + within * np.maximum(k - 1.0, 0.0) * scale
-    return r_sel, q_sel, r - r_sel, q - q_sel
+    w_sel = k * row_weight
+    r_sel = w_sel * mean + deviation
+    q_sel = _safe_divide(r_sel**2, w_sel) + within * np.maximum(k - 1.0, 0.0) * scale
+    return (w_sel, r_sel, q_sel), (w - w_sel, r - r_sel, q - q_sel)
 
 
 def _permuted_metrics(
@@ -501,11 +528,10 @@ def _permuted_metrics(
     parts = {}
     for side in ("a", "b"):
         bin_index, y = _side(cells, side)
-        r_sel, q_sel, r_rem, q_rem = _split(
-            rng, n, k, cells[f"r_{side}"][:, None], cells[f"q_{side}"][:, None]
-        )
+        w, r, q = (cells[f"{total}_{side}"][:, None] for total in ("w", "r", "q"))
+        selected, rest = _split(rng, n, k, (w, r, q))
         target = _targets(local, bin_index, y, reps, shape.bins)
-        parts[side] = (target, (k, r_sel, q_sel), (n - k, r_rem, q_rem))
+        parts[side] = (target, selected, rest)
     tables = []
     for code, (side, other) in enumerate((("a", "b"), ("b", "a"))):
         own_target, _, kept = parts[side]
@@ -525,7 +551,8 @@ def _metrics(tables: list[pl.DataFrame], pairs: int, reps: int) -> dict[str, np.
 def _bin_table(w: np.ndarray, r: np.ndarray, q: np.ndarray, *, side: int) -> pl.DataFrame:
     """A bin-statistics table keyed (pair, side, replicate) from (pair, rep, bin, y) sums.
 
-    The bin bounds are left null: the metrics do not read them.
+    The bin bounds are left null and ``count`` is the rounded weight: accuracy, ECE and
+    Brier score read the weight and residual sums only.
     """
     w1, w0, r1, r0, q1, q0 = w[..., 1], w[..., 0], r[..., 1], r[..., 0], q[..., 1], q[..., 0]
     weight = w1 + w0

@@ -29,15 +29,18 @@ from typing import Literal
 import polars as pl
 
 from calib_frames.binning import Binning
-from calib_frames.estimators._rows import check_columns, keys_of, raise_on_bad_rows
+from calib_frames.estimators._groups import prediction_checks, require_prediction_columns
 from calib_frames.exceptions import ArgumentError
 from calib_frames.metrics.calibration import calibration_metrics
 from calib_frames.validation import (
     Frame,
-    RowCheck,
     as_lazy,
-    not_true,
+    count_bad_rows,
+    first_offending_row,
+    group_keys,
+    raise_on_bad_rows,
     return_like,
+    working,
 )
 
 __all__ = [
@@ -61,7 +64,13 @@ ECE_BY_BIN_COUNT_COLUMNS: dict[str, pl.DataType] = {
 }
 """Columns of :func:`ece_by_bin_count` after the group keys."""
 
-_BIN_M, _BIN, _R, _W = "__sens_bin_m", "__sens_cell", "__sens_r", "__sens_w"
+_BIN_M, _BIN, _R, _W, _N = (
+    working("bin_m"),
+    working("cell"),
+    working("r"),
+    working("w"),
+    working("n"),
+)
 
 
 def adaptive_ece(
@@ -129,7 +138,7 @@ def adaptive_ece(
     └───────┴──────┴──────────────┴────────────────┘
     """
     _check_bin_count(bins, "bins")
-    keys = keys_of(by)
+    keys = group_keys(by)
     metrics = calibration_metrics(
         as_lazy(predictions),
         confidence=confidence,
@@ -154,9 +163,9 @@ def ece_by_bin_count(
     confidence: str = "confidence",
     correct: str = "correct",
     by: str | Sequence[str] | None = None,
+    weight: str | None = None,
     bin_counts: Iterable[int] = range(5, 31),
     closed: Literal["left", "right"] = "left",
-    weight: str | None = None,
 ) -> Frame:
     """Equal-width ECE for every bin count in ``bin_counts``, in one pass over the rows.
 
@@ -175,12 +184,12 @@ def ece_by_bin_count(
         Column of outcomes: boolean or 0/1.
     by
         Group key column(s); ``None`` treats the whole frame as one group.
+    weight
+        Optional column of non-negative, finite row weights.
     bin_counts
         The numbers of bins M to evaluate (default 5 … 30), each a positive integer.
     closed
         ``"left"`` (default) or ``"right"``, as :meth:`Binning.uniform`.
-    weight
-        Optional column of non-negative, finite row weights.
 
     Returns
     -------
@@ -234,52 +243,38 @@ def ece_by_bin_count(
     if closed not in ("left", "right"):
         raise ArgumentError(f"closed= must be 'left' or 'right', got {closed!r}")
     source = as_lazy(predictions)
-    keys = keys_of(by)
-    columns = {"confidence": confidence, "correct": correct}
-    if weight is not None:
-        columns["weight"] = weight
-    check_columns(
+    keys = group_keys(by)
+    require_prediction_columns(
         source.collect_schema(),
-        columns,
+        confidence=confidence,
+        correct=correct,
+        weight=weight,
         keys=keys,
-        reserved=(*ECE_BY_BIN_COUNT_COLUMNS, _BIN_M, _BIN, _R, _W),
+        reserved=tuple(ECE_BY_BIN_COUNT_COLUMNS),
     )
+    checks = prediction_checks(confidence=confidence, correct=correct, weight=weight)
     p = pl.col(confidence).cast(pl.Float64)
     y = pl.col(correct).cast(pl.Float64)
     w = pl.lit(1.0) if weight is None else pl.col(weight).cast(pl.Float64)
     valid = p.is_between(0.0, 1.0) & ((y == 0) | (y == 1)) & w.is_finite() & (w >= 0)
-    checks = [
-        RowCheck(
-            confidence,
-            "not a probability in [0, 1] (null, NaN, infinite or out of range)",
-            not_true(p.is_between(0.0, 1.0)),
-        ),
-        RowCheck(correct, "not boolean or 0/1 (or null)", not_true((y == 0) | (y == 1))),
-    ]
-    if weight is not None:
-        checks.append(
-            RowCheck(weight, "not a finite weight >= 0", not_true(w.is_finite() & (w >= 0)))
-        )
     # The union of all edges k/M cuts [0, 1] into cells that each lie inside one bin
     # for every M: one pass sums each (group, cell), the small second stage adds the
     # cells up per (group, M, bin).
     cells_of = _cells(counts, closed)
     cell = p.bin_intervals(cells_of.inner_edges, labels=False, right_closed=closed == "right")
-    rows = source.select(
-        *keys,
-        pl.when(valid).then(cell).alias(_BIN),
-        pl.when(valid).then(w * (p - y)).alias(_R),
-        pl.when(valid).then(w).alias(_W),
-        *[check.bad.alias(f"__sens_bad{i}") for i, check in enumerate(checks)],
-    )
-    sums = rows.group_by(*keys, _BIN).agg(
-        pl.len().alias("__sens_n"),
-        pl.col(_R).sum(),
-        pl.col(_W).sum(),
-        *[pl.col(f"__sens_bad{i}").sum().alias(f"__calib_bad_{i}") for i in range(len(checks))],
+    sums = source.group_by(*keys, pl.when(valid).then(cell).alias(_BIN)).agg(
+        pl.len().alias(_N),
+        pl.when(valid).then(w * (p - y)).sum().alias(_R),
+        pl.when(valid).then(w).sum().alias(_W),
+        *count_bad_rows(checks),
     )
     checked = raise_on_bad_rows(
-        sums, source=source, keys=keys, checks=checks, total_rows=pl.col("__sens_n").sum()
+        sums,
+        keys=keys,
+        checks=checks,
+        total_rows=pl.col(_N).sum(),
+        find_example=first_offending_row(source, keys),
+        drop=[_N],
     )
     result = (
         checked.filter(pl.col(_BIN).is_not_null())

@@ -56,17 +56,9 @@ import numpy.typing as npt
 import polars as pl
 from numpy.lib.stride_tricks import sliding_window_view
 
-from calib_frames.estimators._rows import (
-    P,
-    Y,
-    attach,
-    grouped,
-    keys_of,
-    prediction_frame,
-    validate_predictions,
-)
+from calib_frames.estimators._groups import P, Y, attach, grouped, prediction_frame
 from calib_frames.exceptions import ArgumentError
-from calib_frames.validation import Frame, as_lazy, return_like
+from calib_frames.validation import Frame, as_lazy, group_keys, return_like
 
 __all__ = ["SMOOTH_CURVE_COLUMNS", "SMOOTH_ECE_COLUMNS", "smooth_ece", "smooth_reliability_curve"]
 
@@ -163,7 +155,7 @@ def smooth_ece(
     └───────┴───────┴────────────┴───────────┘
     """
     _check_bandwidth(bandwidth, eps)
-    keys = keys_of(by)
+    keys = group_keys(by)
     rows = prediction_frame(
         as_lazy(predictions),
         confidence=confidence,
@@ -174,9 +166,6 @@ def smooth_ece(
     schema = {**{k: rows.collect_schema()[k] for k in keys}, **SMOOTH_ECE_COLUMNS}
 
     def compute(frame: pl.DataFrame) -> pl.DataFrame:
-        frame = validate_predictions(
-            frame, confidence=confidence, correct=correct, keys=keys, sort=False
-        )
         group, table, n_groups, frame = grouped(frame, keys)
         if frame.height == 0:
             return _empty_result(keys, schema)
@@ -272,7 +261,7 @@ def smooth_reliability_curve(
     _check_bandwidth(bandwidth, eps)
     if isinstance(points, bool) or not isinstance(points, int) or points < 2:
         raise ArgumentError(f"points= must be an integer >= 2, got {points!r}")
-    keys = keys_of(by)
+    keys = group_keys(by)
     rows = prediction_frame(
         as_lazy(predictions),
         confidence=confidence,
@@ -283,9 +272,6 @@ def smooth_reliability_curve(
     schema = {**{k: rows.collect_schema()[k] for k in keys}, **SMOOTH_CURVE_COLUMNS}
 
     def compute(frame: pl.DataFrame) -> pl.DataFrame:
-        frame = validate_predictions(
-            frame, confidence=confidence, correct=correct, keys=keys, sort=False
-        )
         group, table, n_groups, frame = grouped(frame, keys)
         if frame.height == 0:
             return pl.DataFrame(schema=schema)

@@ -46,6 +46,7 @@ from typing import Literal
 import polars as pl
 
 from calib_frames.exceptions import ArgumentError
+from calib_frames.validation import as_expr
 
 __all__ = [
     "average_precision",
@@ -58,6 +59,7 @@ __all__ = [
 ]
 
 Gain = Literal["linear", "exponential"]
+IntoExpr = str | pl.Expr
 
 
 def _k(k: int | None) -> int | None:
@@ -68,12 +70,19 @@ def _k(k: int | None) -> int | None:
     return k
 
 
-def _binary(relevance: pl.Expr, threshold: float) -> pl.Expr:
-    return (relevance.cast(pl.Float64) >= threshold).cast(pl.Float64)
+def _binary(relevance: IntoExpr, threshold: float) -> pl.Expr:
+    return (as_expr(relevance).cast(pl.Float64) >= threshold).cast(pl.Float64)
 
 
 def _top(expr: pl.Expr, k: int | None) -> pl.Expr:
     return expr if k is None else expr.head(k)
+
+
+def _relevant_total(binary: pl.Expr, relevant_total: pl.Expr | float | None) -> pl.Expr:
+    """R: the given total (one value: an expression or a number), else Σ b of the sequence."""
+    if relevant_total is None:
+        return binary.sum()
+    return pl.lit(relevant_total).cast(pl.Float64)
 
 
 def _position(sequence: pl.Expr) -> pl.Expr:
@@ -81,13 +90,13 @@ def _position(sequence: pl.Expr) -> pl.Expr:
     return pl.int_range(1, sequence.len() + 1, dtype=pl.Int64).cast(pl.Float64)
 
 
-def reciprocal_rank(relevance: pl.Expr, *, k: int | None = None, threshold: float = 1) -> pl.Expr:
+def reciprocal_rank(relevance: IntoExpr, *, k: int | None = None, threshold: float = 1) -> pl.Expr:
     """Reciprocal rank: 1 / position of the first relevant item (0 if none within ``k``).
 
     Parameters
     ----------
     relevance
-        Relevance of the items in rank order (best first).
+        Relevance of the items in rank order (best first): a column name or expression.
     k
         Cut-off; ``None`` looks at the whole sequence.
     threshold
@@ -103,7 +112,7 @@ def reciprocal_rank(relevance: pl.Expr, *, k: int | None = None, threshold: floa
     >>> import polars as pl
     >>> pl.DataFrame({"r": [0, 0, 3]}).select(reciprocal_rank(pl.col("r"))).item()
     0.3333333333333333
-    >>> pl.DataFrame({"r": [0, 0, 3]}).select(reciprocal_rank(pl.col("r"), k=2)).item()
+    >>> pl.DataFrame({"r": [0, 0, 3]}).select(reciprocal_rank("r", k=2)).item()  # a name
     0.0
     """
     k = _k(k)
@@ -113,13 +122,13 @@ def reciprocal_rank(relevance: pl.Expr, *, k: int | None = None, threshold: floa
     return rr if k is None else pl.when(first <= k).then(rr).otherwise(0.0)
 
 
-def hit(relevance: pl.Expr, *, k: int, threshold: float = 1) -> pl.Expr:
+def hit(relevance: IntoExpr, *, k: int, threshold: float = 1) -> pl.Expr:
     """1.0 if an item among the first ``k`` has relevance >= ``threshold``, else 0.0.
 
     Parameters
     ----------
     relevance
-        Relevance of the items in rank order (best first).
+        Relevance of the items in rank order (best first): a column name or expression.
     k
         Cut-off.
     threshold
@@ -140,13 +149,13 @@ def hit(relevance: pl.Expr, *, k: int, threshold: float = 1) -> pl.Expr:
     return _top(_binary(relevance, threshold), _k(k)).max().fill_null(0.0)
 
 
-def precision(relevance: pl.Expr, *, k: int, threshold: float = 1) -> pl.Expr:
+def precision(relevance: IntoExpr, *, k: int, threshold: float = 1) -> pl.Expr:
     """Relevant items among the first ``k``, divided by ``k`` (even if fewer are given).
 
     Parameters
     ----------
     relevance
-        Relevance of the items in rank order (best first).
+        Relevance of the items in rank order (best first): a column name or expression.
     k
         Cut-off.
     threshold
@@ -170,7 +179,7 @@ def precision(relevance: pl.Expr, *, k: int, threshold: float = 1) -> pl.Expr:
 
 
 def recall(
-    relevance: pl.Expr,
+    relevance: IntoExpr,
     *,
     k: int,
     threshold: float = 1,
@@ -181,13 +190,14 @@ def recall(
     Parameters
     ----------
     relevance
-        Relevance of the items in rank order (best first).
+        Relevance of the items in rank order (best first): a column name or expression.
     k
         Cut-off.
     threshold
         Smallest relevance that counts as relevant.
     relevant_total
-        R, e.g. from the qrels; by default the relevant items of the sequence.
+        R, one value (a number, or an expression such as ``pl.col("R").first()``), e.g.
+        from the qrels; by default the relevant items of the sequence.
 
     Returns
     -------
@@ -201,13 +211,13 @@ def recall(
     0.5
     """
     b = _binary(relevance, threshold)
-    total = b.sum() if relevant_total is None else pl.lit(relevant_total).cast(pl.Float64)
+    total = _relevant_total(b, relevant_total)
     found = _top(b, _k(k)).sum()
     return pl.when(total > 0).then(found / total).otherwise(0.0)
 
 
 def average_precision(
-    relevance: pl.Expr,
+    relevance: IntoExpr,
     *,
     k: int | None = None,
     threshold: float = 1,
@@ -220,13 +230,14 @@ def average_precision(
     Parameters
     ----------
     relevance
-        Relevance of the items in rank order (best first).
+        Relevance of the items in rank order (best first): a column name or expression.
     k
         Cut-off; ``None`` looks at the whole sequence.
     threshold
         Smallest relevance that counts as relevant.
     relevant_total
-        R, e.g. from the qrels; by default the relevant items of the sequence.
+        R, one value (a number, or an expression such as ``pl.col("R").first()``), e.g.
+        from the qrels; by default the relevant items of the sequence.
 
     Returns
     -------
@@ -242,7 +253,7 @@ def average_precision(
     """
     b = _binary(relevance, threshold)
     terms = b * b.cum_sum() / _position(b)
-    total = b.sum() if relevant_total is None else pl.lit(relevant_total).cast(pl.Float64)
+    total = _relevant_total(b, relevant_total)
     return pl.when(total > 0).then(_top(terms, _k(k)).sum() / total).otherwise(0.0)
 
 
@@ -255,13 +266,14 @@ def _gain(relevance: pl.Expr, gain: Gain) -> pl.Expr:
     raise ArgumentError(f"gain= must be 'linear' or 'exponential', got {gain!r}")
 
 
-def dcg(relevance: pl.Expr, *, k: int | None = None, gain: Gain = "linear") -> pl.Expr:
+def dcg(relevance: IntoExpr, *, k: int | None = None, gain: Gain = "linear") -> pl.Expr:
     """Σ_{i<=k} gain(rel_i) / log2(i + 1), gain rel (linear) or 2^rel − 1 (exponential).
 
     Parameters
     ----------
     relevance
-        Graded relevance of the items in rank order (best first).
+        Graded relevance of the items in rank order (best first): a column name or
+        expression.
     k
         Cut-off; ``None`` looks at the whole sequence.
     gain
@@ -278,30 +290,32 @@ def dcg(relevance: pl.Expr, *, k: int | None = None, gain: Gain = "linear") -> p
     >>> pl.DataFrame({"r": [3, 0, 1]}).select(dcg(pl.col("r"))).item()
     3.5
     """
-    terms = _gain(relevance, gain) / (_position(relevance) + 1.0).log(2)
+    sequence = as_expr(relevance)
+    terms = _gain(sequence, gain) / (_position(sequence) + 1.0).log(2)
     return _top(terms, _k(k)).sum()
 
 
 def ndcg(
-    relevance: pl.Expr,
+    relevance: IntoExpr,
     *,
     k: int | None = None,
     gain: Gain = "linear",
-    ideal: pl.Expr | None = None,
+    ideal: IntoExpr | None = None,
 ) -> pl.Expr:
     """Normalised DCG: DCG@k / IDCG@k, 0 when IDCG = 0.
 
     Parameters
     ----------
     relevance
-        Graded relevance of the items in rank order (best first).
+        Graded relevance of the items in rank order (best first): a column name or
+        expression.
     k
         Cut-off; ``None`` looks at the whole sequence.
     gain
         ``"linear"`` or ``"exponential"``.
     ideal
-        Relevances whose descending sort is the ideal ranking (e.g. every judged item of
-        the query); by default the sequence itself.
+        Relevances (a column name or expression) whose descending sort is the ideal
+        ranking (e.g. every judged item of the query); by default the sequence itself.
 
     Returns
     -------
@@ -314,7 +328,7 @@ def ndcg(
     >>> round(pl.DataFrame({"r": [0, 1]}).select(ndcg(pl.col("r"))).item(), 6)
     0.63093
     """
-    best = (relevance if ideal is None else ideal).sort(descending=True)
+    best = as_expr(relevance if ideal is None else ideal).sort(descending=True)
     denominator = dcg(best, k=k, gain=gain)
     return (
         pl.when(denominator > 0).then(dcg(relevance, k=k, gain=gain) / denominator).otherwise(0.0)

@@ -83,9 +83,19 @@ from typing import Literal, TypeVar
 
 import polars as pl
 
-from calib_frames.exceptions import ArgumentError, DataError, TableError
+from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.schema import Table
-from calib_frames.validation import as_lazy, return_like
+from calib_frames.validation import (
+    RESERVED_PREFIX,
+    RowCheck,
+    as_lazy,
+    first_offending_row,
+    group_keys,
+    raise_on_bad_rows,
+    require_columns,
+    return_like,
+    working,
+)
 
 __all__ = [
     "RANKING_METRICS",
@@ -197,13 +207,13 @@ def ranking_metrics_per_query(
     run: Frame,
     qrels: pl.DataFrame | pl.LazyFrame,
     *,
-    by: str | Sequence[str] | None = None,
-    k: int | Iterable[int] = (1, 5, 10),
     query: str = "query",
     item: str = "item",
     score: str | None = "score",
     rank: str | None = None,
     relevance: str = "relevance",
+    by: str | Sequence[str] | None = None,
+    k: int | Iterable[int] = (1, 5, 10),
     relevance_threshold: float = 1,
     ties: Ties = "item_desc",
     no_relevant: NoRelevant = "skip",
@@ -222,16 +232,16 @@ def ranking_metrics_per_query(
     qrels
         One row per judged (query, item) with a non-negative ``relevance``; it may carry
         some of the ``by=`` keys, which are then joined on too.
-    by
-        Group keys (e.g. ``"model"``); ``None`` evaluates the whole run as one system.
-    k
-        Cut-off(s), positive integers.
     query, item, relevance
         Column names (the same in run and qrels).
     score
         Score column of the run; ignored when ``rank`` is given.
     rank
         Rank column of the run (1 = best), used instead of the score when given.
+    by
+        Group keys (e.g. ``"model"``); ``None`` evaluates the whole run as one system.
+    k
+        Cut-off(s), positive integers.
     relevance_threshold
         Smallest relevance that counts as relevant for the binary metrics (> 0).
     ties
@@ -257,7 +267,8 @@ def ranking_metrics_per_query(
         On null/NaN scores, null ids, duplicate (query, item) rows in run or qrels, or
         null/NaN/negative relevance (raised when the result is collected).
     ArgumentError
-        On an unknown policy, a cut-off below 1 or a threshold <= 0.
+        On an unknown policy, a cut-off below 1, a threshold <= 0 or a ``by=`` that is not
+        column names.
 
     See Also
     --------
@@ -286,7 +297,7 @@ def ranking_metrics_per_query(
         ties, no_relevant, missing,
     )  # fmt: skip
     full, checks, _ = _per_query_full(as_lazy(run), as_lazy(qrels), spec)
-    kept = full.filter(pl.col("__keep")).select(
+    kept = full.filter(pl.col(working("keep"))).select(
         *spec.part, "relevant", "retrieved", *metric_columns(spec.cutoffs)
     )
     out = _raise_on_bad_rows(kept, checks, as_lazy(run), as_lazy(qrels), spec)
@@ -297,13 +308,13 @@ def ranking_metrics(
     run: Frame,
     qrels: pl.DataFrame | pl.LazyFrame,
     *,
-    by: str | Sequence[str] | None = None,
-    k: int | Iterable[int] = (1, 5, 10),
     query: str = "query",
     item: str = "item",
     score: str | None = "score",
     rank: str | None = None,
     relevance: str = "relevance",
+    by: str | Sequence[str] | None = None,
+    k: int | Iterable[int] = (1, 5, 10),
     relevance_threshold: float = 1,
     ties: Ties = "item_desc",
     no_relevant: NoRelevant = "skip",
@@ -324,16 +335,16 @@ def ranking_metrics(
         One row per judged (query, item) with a non-negative ``relevance``; it may carry
         some of the ``by=`` keys (e.g. ``task``), which are then joined on too (a group
         whose values of those keys have no judgements gets ``queries`` 0 and null metrics).
-    by
-        Group keys (e.g. ``"model"``); ``None`` evaluates the whole run as one system.
-    k
-        Cut-off(s), positive integers.
     query, item, relevance
         Column names (the same in run and qrels).
     score
         Score column of the run; ignored when ``rank`` is given.
     rank
         Rank column of the run (1 = best), used instead of the score when given.
+    by
+        Group keys (e.g. ``"model"``); ``None`` evaluates the whole run as one system.
+    k
+        Cut-off(s), positive integers.
     relevance_threshold
         Smallest relevance that counts as relevant for the binary metrics (trec_eval's
         ``-l``; default 1). Must be > 0.
@@ -363,7 +374,8 @@ def ranking_metrics(
         On null/NaN scores or ranks, null ids, duplicate (query, item) rows in run or
         qrels, or null/NaN/negative relevance (raised when the result is collected).
     ArgumentError
-        On an unknown policy, a cut-off below 1 or a threshold <= 0.
+        On an unknown policy, a cut-off below 1, a threshold <= 0 or a ``by=`` that is not
+        column names.
 
     See Also
     --------
@@ -399,11 +411,11 @@ def ranking_metrics(
     run_lf, qrels_lf = as_lazy(run), as_lazy(qrels)
     full, checks, unjudged = _per_query_full(run_lf, qrels_lf, spec)
     metrics: list[str] = metric_columns(spec.cutoffs)
-    keep: pl.Expr = pl.col("__keep")
+    keep: pl.Expr = pl.col(working("keep"))
     aggs: list[pl.Expr] = [
         keep.sum().cast(pl.UInt32).alias("queries"),
-        pl.col("__missing").sum().cast(pl.UInt32).alias("queries_missing"),
-        pl.col("__no_relevant").sum().cast(pl.UInt32).alias("queries_no_relevant"),
+        pl.col(working("missing")).sum().cast(pl.UInt32).alias("queries_missing"),
+        pl.col(working("no_relevant")).sum().cast(pl.UInt32).alias("queries_no_relevant"),
         *(pl.col(m).filter(keep).mean().alias(m) for m in metrics),
     ]
     if spec.keys:
@@ -469,7 +481,7 @@ def _make_spec(  # noqa: PLR0917  (one private call site per entry point)
             raise ArgumentError(
                 f"{name} must be a polars DataFrame or LazyFrame, got {type(frame).__name__}"
             )
-    keys = _group_keys(by)
+    keys = group_keys(by)
     cutoffs = _cutoffs(k)
     _choice("ties", ties, TIE_POLICIES)
     _choice("no_relevant", no_relevant, NO_RELEVANT_POLICIES)
@@ -487,21 +499,21 @@ def _make_spec(  # noqa: PLR0917  (one private call site per entry point)
     run_schema = as_lazy(run).collect_schema()
     qrels_schema = as_lazy(qrels).collect_schema()
     role = "rank" if rank is not None else "score"
-    _require(run_schema, "run", {"query": query, "item": item, role: order}, keys)
-    _require(qrels_schema, "qrels", {"query": query, "item": item, "relevance": relevance}, ())
-    reserved = {*RANKING_METRICS.names, *RANKING_PER_QUERY.names, query, *metric_columns(cutoffs)}
-    clashes = [key for key in keys if key in reserved or key.startswith("__")]
-    if clashes:
-        raise TableError(
-            f"group key(s) {clashes} clash with output column names; rename them first"
-        )
-    for name, schema, column in (
-        ("run", run_schema, order),
-        ("qrels", qrels_schema, relevance),
-    ):
-        dtype = schema[column]
-        if not (dtype.is_numeric() or dtype == pl.Boolean):
-            raise TableError(f"{name} column {column!r} must be numeric, got dtype {dtype}")
+    require_columns(
+        run_schema,
+        {"query": query, "item": item, role: order},
+        numeric=[role],
+        reserved=[*RANKING_METRICS.names, *RANKING_PER_QUERY.names, *metric_columns(cutoffs)],
+        keys=keys,
+        inputs_are_not_keys=True,
+        table="run",
+    )
+    require_columns(
+        qrels_schema,
+        {"query": query, "item": item, "relevance": relevance},
+        numeric=["relevance"],
+        table="qrels",
+    )
     for column in (query, item):
         left, right = run_schema[column], qrels_schema[column]
         if left != right and not (left.is_integer() and right.is_integer()):
@@ -524,30 +536,6 @@ def _make_spec(  # noqa: PLR0917  (one private call site per entry point)
         no_relevant=no_relevant,
         missing=missing,
     )
-
-
-def _group_keys(by: str | Sequence[str] | None) -> list[str]:
-    if by is None:
-        return []
-    if isinstance(by, str):
-        return [by]
-    keys = list(by)
-    for key in keys:
-        if not isinstance(key, str):
-            raise ArgumentError(f"by= takes column names, got {key!r}")
-    if len(set(keys)) != len(keys):
-        raise ArgumentError(f"by= names a column twice: {keys}")
-    return keys
-
-
-def _require(schema: pl.Schema, name: str, roles: dict[str, str], keys: Sequence[str]) -> None:
-    missing = [f"{role}={col!r}" for role, col in roles.items() if col not in schema]
-    missing += [f"by={key!r}" for key in keys if key not in schema]
-    if missing:
-        available = ", ".join(repr(c) for c in schema.names()) or "none"
-        raise TableError(
-            f"{name}: column not found: {', '.join(missing)}; available columns: {available}"
-        )
 
 
 # ---------------------------------------------------------------------------------------
@@ -575,56 +563,72 @@ def _ranked_relevant(run: pl.LazyFrame, positive: pl.LazyFrame, spec: _Spec) -> 
     b = (rel >= spec.threshold).cast(pl.Float64)
     if spec.ties != "average":
         if spec.ties == "item_desc":
-            pos = pl.struct(order.alias("__o"), pl.col(spec.item)).rank("ordinal", descending=True)
+            pos = pl.struct(order.alias(working("o")), pl.col(spec.item)).rank(
+                "ordinal", descending=True
+            )
         else:
             pos = order.rank("ordinal", descending=True)
-        ranked = run.select(*spec.keys, spec.query, spec.item, pos.over(part).alias("pos"))
+        ranked = run.select(*spec.keys, spec.query, spec.item, pos.over(part).alias(working("pos")))
         rows = ranked.join(positive, on=on, how="inner", nulls_equal=True).with_columns(
-            b.alias("w_b"), rel.alias("gain"), (2.0**rel - 1.0).alias("gain_exp")
+            b.alias(working("w_b")),
+            rel.alias(working("gain")),
+            (2.0**rel - 1.0).alias(working("gain_exp")),
         )
         # rank of pos among the relevant rows of the query = relevant items up to pos
-        upto = pl.col("pos").rank("ordinal").over([*part, "w_b"]).cast(pl.Float64)
+        upto = pl.col(working("pos")).rank("ordinal").over([*part, working("w_b")]).cast(pl.Float64)
         return rows.with_columns(
-            (pl.col("w_b") * upto / pl.col("pos")).alias("ap"),
-            (pl.col("w_b") * (upto == 1.0).cast(pl.Float64)).alias("q"),
-        ).select(*part, "pos", "w_b", "gain", "gain_exp", "ap", "q")
+            (pl.col(working("w_b")) * upto / pl.col(working("pos"))).alias(working("ap_term")),
+            (pl.col(working("w_b")) * (upto == 1.0).cast(pl.Float64)).alias(working("q")),
+        ).select(
+            *part,
+            working("pos"),
+            working("w_b"),
+            working("gain"),
+            working("gain_exp"),
+            working("ap_term"),
+            working("q"),
+        )
 
     start = order.rank("min", descending=True).over(part)
     size = order.rank("max", descending=True).over(part) - start + 1
-    ranked = run.select(*spec.keys, spec.query, spec.item, start.alias("start"), size.alias("g"))
+    ranked = run.select(
+        *spec.keys, spec.query, spec.item, start.alias(working("start")), size.alias(working("g"))
+    )
     rows = ranked.join(positive, on=on, how="inner", nulls_equal=True)
     groups = (
-        rows.group_by([*part, "start"])
+        rows.group_by([*part, working("start")])
         .agg(
-            pl.col("g").first().cast(pl.Float64),
-            b.sum().alias("r"),
-            rel.sum().alias("gain_sum"),
-            (2.0**rel - 1.0).sum().alias("gain_exp_sum"),
+            pl.col(working("g")).first().cast(pl.Float64),
+            b.sum().alias(working("r")),
+            rel.sum().alias(working("gain_sum")),
+            (2.0**rel - 1.0).sum().alias(working("gain_exp_sum")),
         )
-        .sort([*part, "start"], nulls_last=True)
-        .with_columns((pl.col("r").cum_sum().over(part) - pl.col("r")).alias("p"))
-        .with_columns(pl.int_ranges(1, pl.col("g").cast(pl.Int64) + 1).alias("j"))
-        .explode("j")
+        .sort([*part, working("start")], nulls_last=True)
+        .with_columns(
+            (pl.col(working("r")).cum_sum().over(part) - pl.col(working("r"))).alias(working("p"))
+        )
+        .with_columns(pl.int_ranges(1, pl.col(working("g")).cast(pl.Int64) + 1).alias(working("j")))
+        .explode(working("j"))
     )
-    g, r, p = pl.col("g"), pl.col("r"), pl.col("p")
-    j = pl.col("j").cast(pl.Float64)
-    pos = pl.col("start").cast(pl.Float64) + j - 1.0
+    g, r, p = pl.col(working("g")), pl.col(working("r")), pl.col(working("p"))
+    j = pl.col(working("j")).cast(pl.Float64)
+    pos = pl.col(working("start")).cast(pl.Float64) + j - 1.0
     # relevant items expected among the j - 1 tied positions before this one
     before = pl.when(g > 1).then((j - 1.0) * (r - 1.0) / (g - 1.0)).otherwise(0.0)
     # P(first relevant of the group is at j) = P(J >= j) · r / (g - j + 1), where
     # P(J >= j + 1) / P(J >= j) = (g - j + 1 - r) / (g - j + 1)
     rho = (g - j + 1.0 - r) / (g - j + 1.0)
-    survive = rho.cum_prod().shift(1, fill_value=1.0).over([*part, "start"])
+    survive = rho.cum_prod().shift(1, fill_value=1.0).over([*part, working("start")])
     first_group = (p == 0.0) & (r > 0.0)
     q = pl.when(first_group).then(survive * r / (g - j + 1.0)).otherwise(0.0)
     return groups.select(
         *part,
-        pos.alias("pos"),
-        (r / g).alias("w_b"),
-        (pl.col("gain_sum") / g).alias("gain"),
-        (pl.col("gain_exp_sum") / g).alias("gain_exp"),
-        ((r / g) * (p + 1.0 + before) / pos).alias("ap"),
-        q.alias("q"),
+        pos.alias(working("pos")),
+        (r / g).alias(working("w_b")),
+        (pl.col(working("gain_sum")) / g).alias(working("gain")),
+        (pl.col(working("gain_exp_sum")) / g).alias(working("gain_exp")),
+        ((r / g) * (p + 1.0 + before) / pos).alias(working("ap_term")),
+        q.alias(working("q")),
     )
 
 
@@ -665,7 +669,7 @@ def _per_query_full(
         .join(ideal, on=qkey, how="left", nulls_equal=True)
         .join(per_query, on=part, how="left", nulls_equal=True)
     )
-    sum_columns = [c for c in full.collect_schema().names() if c.startswith("__")]
+    sum_columns = [c for c in full.collect_schema().names() if c.startswith(RESERVED_PREFIX)]
     full = full.with_columns(
         pl.col(sum_columns).fill_null(0.0),
         pl.col("relevant").fill_null(0).cast(pl.UInt32),
@@ -683,9 +687,9 @@ def _per_query_full(
         "relevant",
         "retrieved",
         *_metric_exprs(spec),
-        missing_flag.alias("__missing"),
-        no_relevant_flag.alias("__no_relevant"),
-        keep.alias("__keep"),
+        missing_flag.alias(working("missing")),
+        no_relevant_flag.alias(working("no_relevant")),
+        keep.alias(working("keep")),
     ).sort(part, nulls_last=True)
 
     # run queries without any judgement, per group
@@ -713,24 +717,26 @@ def _counts_and_checks(
     order = pl.col(spec.order).cast(pl.Float64)
     run_q = run.group_by(part).agg(
         pl.len().alias("retrieved"),
-        pl.col(spec.item).n_unique().alias("__distinct"),
-        pl.col(spec.item).null_count().alias("__null_item"),
-        (order.is_null() | order.is_nan()).sum().alias("__bad_order"),
+        pl.col(spec.item).n_unique().alias(working("distinct")),
+        pl.col(spec.item).null_count().alias(working("null_item")),
+        (order.is_null() | order.is_nan()).sum().alias(working("bad_order")),
     )
     qrels_checks = qrels.select(
-        pl.len().alias("__qrels_rows"),
-        (pl.len() - pl.struct(*qkey, spec.item).n_unique()).alias("__qrels_dup"),
-        (pl.col(spec.query).null_count() + pl.col(spec.item).null_count()).alias("__qrels_null_id"),
-        (rel.is_null() | rel.is_nan() | (rel < 0)).sum().alias("__qrels_bad_rel"),
+        pl.len().alias(working("qrels_rows")),
+        (pl.len() - pl.struct(*qkey, spec.item).n_unique()).alias(working("qrels_dup")),
+        (pl.col(spec.query).null_count() + pl.col(spec.item).null_count()).alias(
+            working("qrels_null_id")
+        ),
+        (rel.is_null() | rel.is_nan() | (rel < 0)).sum().alias(working("qrels_bad_rel")),
     )
     checks = run_q.select(
-        pl.col("retrieved").sum().alias("__run_rows"),
-        (pl.col("retrieved") - pl.col("__distinct")).sum().alias("__run_dup"),
+        pl.col("retrieved").sum().alias(working("run_rows")),
+        (pl.col("retrieved") - pl.col(working("distinct"))).sum().alias(working("run_dup")),
         (
-            pl.col("__null_item").sum()
+            pl.col(working("null_item")).sum()
             + pl.col("retrieved").filter(pl.col(spec.query).is_null()).sum()
-        ).alias("__run_null_id"),
-        pl.col("__bad_order").sum().alias("__run_bad_order"),
+        ).alias(working("run_null_id")),
+        pl.col(working("bad_order")).sum().alias(working("run_bad_order")),
     ).join(qrels_checks, how="cross")
     return run_q, checks
 
@@ -745,13 +751,13 @@ def _ideal(
     judged = qrels.select(*qkey).unique()
     ideal_aggs: list[pl.Expr] = [(rel >= spec.threshold).sum().cast(pl.UInt32).alias("relevant")]
     for suffix, gain in (("", rel), ("_exp", 2.0**rel - 1.0)):
-        term = gain * _discount(pl.col("__ipos"))
-        ideal_aggs.append(term.sum().alias(f"__idcg{suffix}"))
+        term = gain * _discount(pl.col(working("ipos")))
+        ideal_aggs.append(term.sum().alias(working(f"idcg{suffix}")))
         ideal_aggs += [
-            term.filter(pl.col("__ipos") <= c).sum().alias(f"__idcg{suffix}@{c}")
+            term.filter(pl.col(working("ipos")) <= c).sum().alias(working(f"idcg{suffix}@{c}"))
             for c in spec.cutoffs
         ]
-    ideal = positive.with_columns(ipos.alias("__ipos")).group_by(qkey).agg(ideal_aggs)
+    ideal = positive.with_columns(ipos.alias(working("ipos"))).group_by(qkey).agg(ideal_aggs)
     return judged.join(ideal, on=qkey, how="left", nulls_equal=True), judged
 
 
@@ -759,24 +765,26 @@ def _query_sums(rows: pl.LazyFrame, ideal: pl.LazyFrame, spec: _Spec) -> pl.Lazy
     """Per (keys…, query): the sums over the relevant rows that the metrics divide."""
     qkey = [*spec.shared, spec.query]
     rows = rows.join(ideal.select(*qkey, "relevant"), on=qkey, how="left", nulls_equal=True)
-    pos = pl.col("pos")
+    pos = pl.col(working("pos"))
     disc = _discount(pos)
     sums: list[pl.Expr] = [
-        pl.col("ap").sum().alias("__ap"),
-        (pl.col("q") / pos).sum().alias("__rr"),
-        (pl.col("gain") * disc).sum().alias("__dcg"),
-        (pl.col("gain_exp") * disc).sum().alias("__dcg_exp"),
-        (pl.col("w_b") * (pos <= pl.col("relevant")).cast(pl.Float64)).sum().alias("__rprec"),
+        pl.col(working("ap_term")).sum().alias(working("ap")),
+        (pl.col(working("q")) / pos).sum().alias(working("rr")),
+        (pl.col(working("gain")) * disc).sum().alias(working("dcg")),
+        (pl.col(working("gain_exp")) * disc).sum().alias(working("dcg_exp")),
+        (pl.col(working("w_b")) * (pos <= pl.col("relevant")).cast(pl.Float64))
+        .sum()
+        .alias(working("rprec")),
     ]
     for c in spec.cutoffs:
         top = (pos <= c).cast(pl.Float64)
         sums += [
-            (pl.col("w_b") * top).sum().alias(f"__rel@{c}"),
-            (pl.col("q") * top).sum().alias(f"__hit@{c}"),
-            (pl.col("q") / pos * top).sum().alias(f"__rr@{c}"),
-            (pl.col("ap") * top).sum().alias(f"__ap@{c}"),
-            (pl.col("gain") * disc * top).sum().alias(f"__dcg@{c}"),
-            (pl.col("gain_exp") * disc * top).sum().alias(f"__dcg_exp@{c}"),
+            (pl.col(working("w_b")) * top).sum().alias(working(f"rel@{c}")),
+            (pl.col(working("q")) * top).sum().alias(working(f"hit@{c}")),
+            (pl.col(working("q")) / pos * top).sum().alias(working(f"rr@{c}")),
+            (pl.col(working("ap_term")) * top).sum().alias(working(f"ap@{c}")),
+            (pl.col(working("gain")) * disc * top).sum().alias(working(f"dcg@{c}")),
+            (pl.col(working("gain_exp")) * disc * top).sum().alias(working(f"dcg_exp@{c}")),
         ]
     return rows.group_by(spec.part).agg(sums)
 
@@ -789,22 +797,22 @@ def _metric_exprs(spec: _Spec) -> list[pl.Expr]:
         return pl.when(den > 0).then(pl.col(num) / den).otherwise(0.0)
 
     metric_exprs: list[pl.Expr] = [
-        pl.col("__rr").alias("mrr"),
-        ratio("__ap", R).alias("map"),
-        ratio("__dcg", pl.col("__idcg")).alias("ndcg"),
-        ratio("__dcg_exp", pl.col("__idcg_exp")).alias("ndcg_exp"),
-        ratio("__rprec", R).alias("r_precision"),
+        pl.col(working("rr")).alias("mrr"),
+        ratio(working("ap"), R).alias("map"),
+        ratio(working("dcg"), pl.col(working("idcg"))).alias("ndcg"),
+        ratio(working("dcg_exp"), pl.col(working("idcg_exp"))).alias("ndcg_exp"),
+        ratio(working("rprec"), R).alias("r_precision"),
     ]
     for c in spec.cutoffs:
         metric_exprs += [
-            pl.col(f"__hit@{c}").alias(f"hit@{c}"),
-            (pl.col(f"__rel@{c}") / float(c)).alias(f"precision@{c}"),
-            ratio(f"__rel@{c}", R).alias(f"recall@{c}"),
-            (2.0 * pl.col(f"__rel@{c}") / (R + float(c))).alias(f"f1@{c}"),
-            pl.col(f"__rr@{c}").alias(f"mrr@{c}"),
-            ratio(f"__ap@{c}", R).alias(f"map@{c}"),
-            ratio(f"__dcg@{c}", pl.col(f"__idcg@{c}")).alias(f"ndcg@{c}"),
-            ratio(f"__dcg_exp@{c}", pl.col(f"__idcg_exp@{c}")).alias(f"ndcg_exp@{c}"),
+            pl.col(working(f"hit@{c}")).alias(f"hit@{c}"),
+            (pl.col(working(f"rel@{c}")) / float(c)).alias(f"precision@{c}"),
+            ratio(working(f"rel@{c}"), R).alias(f"recall@{c}"),
+            (2.0 * pl.col(working(f"rel@{c}")) / (R + float(c))).alias(f"f1@{c}"),
+            pl.col(working(f"rr@{c}")).alias(f"mrr@{c}"),
+            ratio(working(f"ap@{c}"), R).alias(f"map@{c}"),
+            ratio(working(f"dcg@{c}"), pl.col(working(f"idcg@{c}"))).alias(f"ndcg@{c}"),
+            ratio(working(f"dcg_exp@{c}"), pl.col(working(f"idcg_exp@{c}"))).alias(f"ndcg_exp@{c}"),
         ]
     return metric_exprs
 
@@ -815,91 +823,78 @@ def _metric_exprs(spec: _Spec) -> list[pl.Expr]:
 
 def _raise_on_bad_rows(
     result: pl.LazyFrame,
-    checks: pl.LazyFrame,
+    counts: pl.LazyFrame,
     run: pl.LazyFrame,
     qrels: pl.LazyFrame,
     spec: _Spec,
 ) -> pl.LazyFrame:
+    """``result``, raising first (when collected) if ``counts`` counted bad run/qrels rows."""
     schema = result.collect_schema()
+    join, present = working("join"), working("present")
     # a left join from the 1-row check counts keeps them even when the result is empty
-    combined = checks.with_columns(pl.lit(1).alias("__join")).join(
-        result.with_columns(pl.lit(1).alias("__join"), pl.lit(True).alias("__present")),
-        on="__join",
+    combined = counts.with_columns(pl.lit(1).alias(join)).join(
+        result.with_columns(pl.lit(1).alias(join), pl.lit(True).alias(present)),
+        on=join,
         how="left",
         maintain_order="left_right",
     )
+    finders = {
+        "run": first_offending_row(run, [*spec.part, spec.item]),
+        "qrels": first_offending_row(qrels, [*spec.shared, spec.query, spec.item]),
+    }
+    checked = raise_on_bad_rows(
+        combined,
+        keys=[*spec.part, spec.item],
+        checks=_row_checks(spec),
+        total_rows=pl.len(),
+        find_example=lambda check: finders[check.table or "run"](check),
+        drop=[*_COUNTS, join],
+    )
+    return checked.filter(pl.col(present).is_not_null()).select(schema.names())
 
-    def check(frame: pl.DataFrame) -> pl.DataFrame:
-        counts = frame.row(0, named=True) if frame.height else {}
-        problems = _problems(counts, run, qrels, spec)
-        if problems:
-            raise DataError("invalid input:\n  " + "\n  ".join(problems))
-        kept = frame.filter(pl.col("__present").is_not_null())
-        return kept.select(schema.names())
 
-    return combined.map_batches(check, schema=dict(schema))
+_COUNTS = tuple(
+    working(f"{table}_{name}")
+    for table, names in (("run", ("rows", "null_id", "bad_order", "dup")),
+                         ("qrels", ("rows", "null_id", "bad_rel", "dup")))
+    for name in names
+)  # fmt: skip
+"""The row-check counts of :func:`_counts_and_checks` (one row, both tables)."""
 
 
-def _problems(
-    counts: dict[str, int], run: pl.LazyFrame, qrels: pl.LazyFrame, spec: _Spec
-) -> list[str]:
-    problems: list[str] = []
-    run_rows = counts.get("__run_rows", 0) or 0
-    qrels_rows = counts.get("__qrels_rows", 0) or 0
+def _row_checks(spec: _Spec) -> list[RowCheck]:
+    """The row contracts of run and qrels, counted by :func:`_counts_and_checks`."""
     order = pl.col(spec.order).cast(pl.Float64)
-    part = spec.part
-    item = spec.item
-    qkey = [*spec.shared, spec.query]
+    rel = pl.col(spec.relevance).cast(pl.Float64)
+    null_id = pl.col(spec.query).is_null() | pl.col(spec.item).is_null()
+    ids = f"{spec.query}/{spec.item}"
 
-    def example(frame: pl.LazyFrame, bad: pl.Expr, columns: Sequence[str]) -> str:
-        row = frame.filter(bad).select(columns).head(1).collect()
-        if not row.height:
-            return ""
-        values = row.row(0, named=True)
-        return "; e.g. " + ", ".join(f"{c}={values[c]!r}" for c in columns)
+    def check(  # noqa: PLR0917  (a local table of six checks)
+        table: str, counted: str, column: str, problem: str, bad: pl.Expr, show_value: bool
+    ) -> RowCheck:
+        return RowCheck(
+            column,
+            problem,
+            bad,
+            count=pl.col(working(f"{table}_{counted}")).first(),
+            total=pl.col(working(f"{table}_rows")).first(),
+            show_value=show_value,
+            table=table,
+        )
 
-    def say(table: str, column: str, count: int, total: int, what: str, eg: str) -> str:  # noqa: PLR0917
-        verb = "" if what.startswith("repeat") else ("is " if count == 1 else "are ")
-        return f"{table} column {column!r}: {count:,} of {total:,} rows {verb}{what}{eg}"
+    def repeated(keys: Sequence[str]) -> pl.Expr:
+        return pl.struct(*keys, spec.item).is_first_distinct().not_()
 
-    if counts.get("__run_null_id"):
-        bad = pl.col(spec.query).is_null() | pl.col(item).is_null()
-        problems.append(
-            say("run", f"{spec.query}/{item}", counts["__run_null_id"], run_rows, "null",
-                example(run, bad, [*part, item]))
-        )  # fmt: skip
-    if counts.get("__run_bad_order"):
-        bad = order.is_null() | order.is_nan()
-        problems.append(
-            say("run", spec.order, counts["__run_bad_order"], run_rows, "null or NaN",
-                example(run, bad, [*part, item, spec.order]))
-        )  # fmt: skip
-    if counts.get("__run_dup"):
-        dup = pl.len().over([*part, item]) > 1
-        problems.append(
-            say("run", item, counts["__run_dup"], run_rows,
-                "repeat a (query, item) pair of an earlier row",
-                example(run, dup, [*part, item]))
-        )  # fmt: skip
-    if counts.get("__qrels_null_id"):
-        bad = pl.col(spec.query).is_null() | pl.col(item).is_null()
-        problems.append(
-            say("qrels", f"{spec.query}/{item}", counts["__qrels_null_id"], qrels_rows,
-                "null", example(qrels, bad, [*qkey, item]))
-        )  # fmt: skip
-    if counts.get("__qrels_bad_rel"):
-        rel = pl.col(spec.relevance).cast(pl.Float64)
-        bad = rel.is_null() | rel.is_nan() | (rel < 0)
-        problems.append(
-            say("qrels", spec.relevance, counts["__qrels_bad_rel"], qrels_rows,
-                "null, NaN or negative (relevance must be >= 0)",
-                example(qrels, bad, [*qkey, item, spec.relevance]))
-        )  # fmt: skip
-    if counts.get("__qrels_dup"):
-        dup = pl.len().over([*qkey, item]) > 1
-        problems.append(
-            say("qrels", item, counts["__qrels_dup"], qrels_rows,
-                "repeat a judged (query, item) pair of an earlier row",
-                example(qrels, dup, [*qkey, item, spec.relevance]))
-        )  # fmt: skip
-    return problems
+    return [
+        check("run", "null_id", ids, "null", null_id, False),
+        check("run", "bad_order", spec.order, "null or NaN",
+              order.is_null() | order.is_nan(), True),
+        check("run", "dup", spec.item, "repeated (the same query and item as an earlier row)",
+              repeated(spec.part), False),
+        check("qrels", "null_id", ids, "null", null_id, False),
+        check("qrels", "bad_rel", spec.relevance, "null, NaN or negative (relevance must be >= 0)",
+              rel.is_null() | rel.is_nan() | (rel < 0), True),
+        check("qrels", "dup", spec.item,
+              "repeated (the same judged query and item as an earlier row)",
+              repeated([*spec.shared, spec.query]), False),
+    ]  # fmt: skip

@@ -39,8 +39,17 @@ import numpy.typing as npt
 import polars as pl
 
 from calib_frames.estimators.multiple_testing import adjust_p_values
-from calib_frames.exceptions import ArgumentError, DataError, TableError
-from calib_frames.validation import Frame, as_lazy, return_like
+from calib_frames.exceptions import ArgumentError
+from calib_frames.validation import (
+    Frame,
+    RowCheck,
+    as_lazy,
+    check_rows,
+    group_keys,
+    not_true,
+    require_columns,
+    return_like,
+)
 
 __all__ = ["SIGNIFICANCE_COLUMNS", "paired_significance"]
 
@@ -102,7 +111,9 @@ def paired_significance(
     method
         ``"permutation"`` (paired randomisation test) or ``"bootstrap"``.
     replicates
-        B, the number of random replicates (exact enumeration when 2^n <= B).
+        B, the number of random replicates (exact enumeration when 2^n <= B). The default
+        10000 lets a p-value reach 1e-4 (a Monte-Carlo p-value is never below 1/(B + 1)),
+        so that it can survive the Holm and BH corrections across many pairs and metrics.
     seed
         Seed of the numpy Generator; the same seed gives the same p-values.
 
@@ -118,11 +129,13 @@ def paired_significance(
     Raises
     ------
     TableError
-        If a column is missing or a metric column is not numeric.
+        If a column is missing, a metric column is not numeric, or ``by=`` names the
+        model, query or a metric column.
     DataError
         If a (by…, model, query) row repeats or a metric value is null/NaN.
     ArgumentError
-        On an unknown method or baseline, fewer than two models, or replicates < 1.
+        On an unknown method or baseline, fewer than two models, replicates < 1 or a
+        malformed ``by=``.
 
     See Also
     --------
@@ -159,41 +172,41 @@ def paired_significance(
         raise ArgumentError(
             f"per_query must be a polars DataFrame or LazyFrame, got {type(per_query).__name__}"
         )
-    keys: list[str] = _keys(by)
+    keys: list[str] = group_keys(by)
     lazy = as_lazy(per_query)
     schema = lazy.collect_schema()
-    missing = [c for c in (*keys, model, query, *metrics) if c not in schema]
-    if missing:
-        raise TableError(
-            f"column(s) {missing} not found; available columns: {', '.join(schema.names())}"
-        )
-    for name in metrics:
-        if not schema[name].is_numeric():
-            raise TableError(f"metric column {name!r} must be numeric, got dtype {schema[name]}")
-    if model in keys or query in keys:
-        raise ArgumentError("by= must not name the model or query column")
-
+    roles = {"model": model, "query": query, **{f"metric[{i}]": m for i, m in enumerate(metrics)}}
+    require_columns(schema, roles, numeric=list(roles)[2:], keys=keys, inputs_are_not_keys=True)
     out_schema = {key: schema[key] for key in keys} | SIGNIFICANCE_COLUMNS
+    checks = [
+        RowCheck(
+            query,
+            "repeated (the same model and query as an earlier row)",
+            pl.struct(*keys, model, query).is_first_distinct().not_(),
+            show_value=False,
+        ),
+        *(
+            RowCheck(
+                name,
+                "infinite, null or NaN",
+                not_true(pl.col(name).cast(pl.Float64).is_finite()),
+                show_value=False,
+            )
+            for name in metrics
+        ),
+    ]
 
     def compute(frame: pl.DataFrame) -> pl.DataFrame:
         return _compute(
             frame, keys, model, query, metrics, baseline, method, replicates, seed, out_schema
         )
 
-    selected = lazy.select(*keys, model, query, *metrics)
-    result = selected.map_batches(compute, schema=out_schema).drop("p_holm", "p_bh")
-    result = adjust_p_values(result, method="holm", by=[*keys, "metric"], alias="p_holm")
-    result = adjust_p_values(result, method="bh", by=[*keys, "metric"], alias="p_bh")
+    selected = lazy.select(*keys, pl.col(model).cast(pl.String), query, *metrics)
+    checked = check_rows(selected, checks, keys=[*keys, model, query])
+    result = checked.map_batches(compute, schema=out_schema).drop("p_holm", "p_bh")
+    result = adjust_p_values(result, by=[*keys, "metric"], method="holm", output="p_holm")
+    result = adjust_p_values(result, by=[*keys, "metric"], method="bh", output="p_bh")
     return return_like(per_query, result.select(list(out_schema)))
-
-
-def _keys(by: str | Sequence[str] | None) -> list[str]:
-    if by is None:
-        return []
-    keys = [by] if isinstance(by, str) else list(by)
-    if not all(isinstance(k, str) for k in keys) or len(set(keys)) != len(keys):
-        raise ArgumentError(f"by= takes distinct column names, got {by!r}")
-    return keys
 
 
 def _compute(  # noqa: PLR0917
@@ -208,25 +221,6 @@ def _compute(  # noqa: PLR0917
     seed: int,
     out_schema: dict[str, pl.DataType],
 ) -> pl.DataFrame:
-    frame = frame.with_columns(pl.col(model).cast(pl.String))
-    dup = frame.select(pl.len() - pl.struct(*keys, model, query).n_unique()).item()
-    if dup:
-        example = frame.filter(pl.len().over([*keys, model, query]) > 1).row(0, named=True)
-        shown = ", ".join(f"{c}={example[c]!r}" for c in (*keys, model, query))
-        raise DataError(
-            f"column {query!r}: {dup:,} of {frame.height:,} rows repeat a (model, query) "
-            f"pair; e.g. {shown}"
-        )
-    for name in metrics:
-        value = pl.col(name).cast(pl.Float64)
-        bad = frame.filter(value.is_null() | ~value.is_finite())
-        if bad.height:
-            example = bad.row(0, named=True)
-            shown = ", ".join(f"{c}={example[c]!r}" for c in (*keys, model, query))
-            raise DataError(
-                f"column {name!r}: {bad.height:,} of {frame.height:,} rows are infinite, "
-                f"null or NaN; e.g. {shown}"
-            )
     rng = np.random.default_rng(seed)
     parts: list[pl.DataFrame] = []
     groups = frame.partition_by(keys, as_dict=True, maintain_order=True) if keys else {(): frame}

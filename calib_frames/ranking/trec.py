@@ -31,6 +31,7 @@ from pathlib import Path
 import polars as pl
 
 from calib_frames.exceptions import ReadError
+from calib_frames.validation import working
 
 __all__ = ["scan_trec_qrels", "scan_trec_run"]
 
@@ -54,38 +55,40 @@ def _scan(
     if not file.is_file():
         raise ReadError(f"{file}: no such file ({kind} file)")
     fields = len(names)
-    lines = pl.scan_lines(file, name="__line", row_index_name="__line_no", row_index_offset=1)
-    lines = lines.filter(pl.col("__line").str.strip_chars().str.len_bytes() > 0)
-    parts = pl.col("__line").str.extract_groups(_pattern(fields))
+    text, number = working("line"), working("line_no")
+    lines = pl.scan_lines(file, name=text, row_index_name=number, row_index_offset=1)
+    lines = lines.filter(pl.col(text).str.strip_chars().str.len_bytes() > 0)
+    parts = pl.col(text).str.extract_groups(_pattern(fields))
     parsed = lines.select(
-        "__line_no",
-        "__line",
+        number,
+        text,
         *(parts.struct.field(str(i + 1)).alias(name) for i, name in enumerate(names)),
     ).with_columns(
-        pl.col(name).cast(dtype, strict=False).alias(f"__{name}") for name, dtype in numeric.items()
+        pl.col(name).cast(dtype, strict=False).alias(working(name))
+        for name, dtype in numeric.items()
     )
     bad_fields = pl.col(names[0]).is_null()
-    bad_number = pl.any_horizontal(pl.col(f"__{name}").is_null() for name in numeric)
+    bad_number = pl.any_horizontal(pl.col(working(name)).is_null() for name in numeric)
     out_schema = {name: numeric.get(name, pl.String()) for name in names}
 
     def check(frame: pl.DataFrame) -> pl.DataFrame:
         bad = frame.filter(bad_fields | bad_number)
         if bad.height:
             first = bad.row(0, named=True)
-            line = first["__line"]
+            line = first[text]
             shown = line if len(line) <= 80 else line[:77] + "..."
             if first[names[0]] is None:
                 found = len(line.split())
                 why = f"expected {fields} whitespace-separated fields ({layout}), found {found}"
             else:
-                which = next(n for n in numeric if first[f"__{n}"] is None)
+                which = next(n for n in numeric if first[working(n)] is None)
                 why = f"field {which!r} is not a {'number' if which == 'score' else 'integer'}"
             more = f" ({bad.height:,} malformed lines in all)" if bad.height > 1 else ""
             raise ReadError(
-                f"{file}:{first['__line_no']}: malformed {kind} line: {why}: {shown!r}{more}"
+                f"{file}:{first[number]}: malformed {kind} line: {why}: {shown!r}{more}"
             )
         return frame.select(
-            *(pl.col(f"__{n}").alias(n) if n in numeric else pl.col(n) for n in names)
+            *(pl.col(working(n)).alias(n) if n in numeric else pl.col(n) for n in names)
         )
 
     return parsed.map_batches(check, schema=out_schema)

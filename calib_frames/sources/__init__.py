@@ -6,16 +6,25 @@
 * :mod:`~calib_frames.sources.text`: free-text answers → confidence from token
   log-probabilities, verbalised confidence, sampling consistency.
 * :mod:`~calib_frames.sources.files`: generic parquet/CSV/JSONL readers (globs, folders,
-  hive partitions, column mapping, bad-record reporting).
+  hive partitions, column mapping); the ``*_skipping`` readers leave bad records out
+  and count them.
 * :mod:`~calib_frames.sources.lm_eval`: lm-evaluation-harness ``--log_samples`` folders.
 * :mod:`~calib_frames.sources.openai`: OpenAI-style chat completions with logprobs.
 """
 
 from calib_frames._deprecated import moved
-from calib_frames.sources.files import ScanResult, scan_predictions, scan_table, scan_tokens
+from calib_frames.sources.files import (
+    ScanResult,
+    scan_predictions,
+    scan_predictions_skipping,
+    scan_table,
+    scan_table_skipping,
+    scan_tokens,
+    scan_tokens_skipping,
+)
 from calib_frames.sources.lm_eval import (
-    lm_eval_reported,
-    lm_eval_runs,
+    read_lm_eval_reported,
+    read_lm_eval_runs,
     scan_lm_eval_documents,
     scan_lm_eval_options,
 )
@@ -33,6 +42,7 @@ from calib_frames.sources.text import (
     sample_consistency,
     verbalized_confidence,
     with_verbalized_confidence,
+    with_verbalized_confidence_skipping,
 )
 
 __all__ = [
@@ -43,22 +53,31 @@ __all__ = [
     "answer_confidence",
     "brier_multiclass",
     "choice_predictions",
-    "lm_eval_reported",
-    "lm_eval_runs",
     "openai_answer_confidence",
     "option_probabilities",
+    "read_lm_eval_reported",
+    "read_lm_eval_runs",
     "sample_consistency",
     "scan_lm_eval_documents",
     "scan_lm_eval_options",
     "scan_openai_choices",
     "scan_openai_tokens",
     "scan_predictions",
+    "scan_predictions_skipping",
     "scan_table",
+    "scan_table_skipping",
     "scan_tokens",
+    "scan_tokens_skipping",
     "verbalized_confidence",
     "with_verbalized_confidence",
+    "with_verbalized_confidence_skipping",
 ]
 
 __getattr__ = moved(
-    "calib_frames.sources", {"lm_eval_comparison": "calib_frames.comparison.lm_eval_comparison"}
+    "calib_frames.sources",
+    {
+        "lm_eval_comparison": "calib_frames.comparison.lm_eval_comparison",
+        "lm_eval_runs": "calib_frames.sources.read_lm_eval_runs",
+        "lm_eval_reported": "calib_frames.sources.read_lm_eval_reported",
+    },
 )

@@ -1,8 +1,10 @@
 """Generic readers: parquet, CSV/TSV, JSONL and JSON files, globs, folders, hive partitions.
 
 :func:`scan_table` turns paths into one LazyFrame; :func:`scan_predictions` and
-:func:`scan_tokens` add the check that the canonical columns are there. They back the
-command line (``calib-frames report INPUT…``).
+:func:`scan_tokens` add the check that the canonical columns are there. Each has a
+``_skipping`` twin (:func:`scan_table_skipping`, …) that leaves bad records out and
+returns a :class:`ScanResult`. They back the command line (``calib-frames report
+INPUT…``).
 
 * **Paths**: a file, a glob (``runs/**/*.parquet``), a folder (every data file below it,
   hidden files and ``_SUCCESS``-style markers skipped) or a list of those. Folder levels
@@ -22,8 +24,8 @@ command line (``calib-frames report INPUT…``).
   type under ``schema_overrides``, a CSV row with too many fields) is a ReadError naming
   the file and its line number — raised when the LazyFrame is collected (the file is read
   then), found by bisecting the failing file with polars' own parser (native speed, on
-  the error path only). With ``on_bad_record="skip"`` the bad records and unreadable
-  files are left out and *counted*: the call returns a :class:`ScanResult` whose
+  the error path only). The ``_skipping`` readers leave the bad records and unreadable
+  files out and *count* them: they return a :class:`ScanResult` whose
   ``skipped_records``, ``skipped_files`` and ``problems`` say what was dropped. To count
   them it parses CSV/JSON/JSONL files when called (their good rows are then held in memory);
   parquet files stay lazy.
@@ -41,25 +43,29 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, overload
+from typing import Any, Literal
 
 import polars as pl
 from polars.io.plugins import register_io_source
 
+from calib_frames._deprecated import keyword_chooses, moved
 from calib_frames.exceptions import ArgumentError, ReadError, TableError
 
 __all__ = [
     "FORMATS",
+    "PREDICTION_ROLES",
+    "TOKEN_ROLES",
     "ScanResult",
     "expand_paths",
     "scan_predictions",
+    "scan_predictions_skipping",
     "scan_table",
+    "scan_table_skipping",
     "scan_tokens",
-    "scan_with_roles",
+    "scan_tokens_skipping",
 ]
 
 Format = Literal["parquet", "csv", "tsv", "jsonl", "json"]
-OnBad = Literal["raise", "skip"]
 PathsLike = str | Path | Sequence[str | Path]
 
 FORMATS: dict[str, Format] = {
@@ -95,7 +101,7 @@ _HIVE = re.compile(r"^([^=/\\]+)=([^/\\]*)$")
 
 @dataclass(frozen=True)
 class ScanResult:
-    """What :func:`scan_table` returns with ``on_bad_record="skip"``.
+    """What :func:`scan_table_skipping` (and the other ``_skipping`` readers) return.
 
     Attributes
     ----------
@@ -485,107 +491,16 @@ def _schema_of_good_lines(
 # --- public entry points --------------------------------------------------------------
 
 
-@overload
-def scan_table(
-    paths: PathsLike,
-    *,
-    format: Format | None = ...,
-    columns: Mapping[str, str] | None = ...,
-    schema_overrides: Mapping[str, pl.DataType | type[pl.DataType]] | None = ...,
-    on_bad_record: Literal["raise"] = ...,
-    hive_partitioning: bool = ...,
-) -> pl.LazyFrame: ...
-
-
-@overload
-def scan_table(
-    paths: PathsLike,
-    *,
-    format: Format | None = ...,
-    columns: Mapping[str, str] | None = ...,
-    schema_overrides: Mapping[str, pl.DataType | type[pl.DataType]] | None = ...,
-    on_bad_record: Literal["skip"],
-    hive_partitioning: bool = ...,
-) -> ScanResult: ...
-
-
-def scan_table(
-    paths: PathsLike,
-    *,
-    format: Format | None = None,
-    columns: Mapping[str, str] | None = None,
-    schema_overrides: Mapping[str, pl.DataType | type[pl.DataType]] | None = None,
-    on_bad_record: OnBad = "raise",
-    hive_partitioning: bool = True,
-) -> pl.LazyFrame | ScanResult:
-    r"""Scan parquet/CSV/TSV/JSONL/JSON files into one LazyFrame (see the module docstring).
-
-    Parameters
-    ----------
-    paths
-        A file, glob or folder, or a list of them.
-    format
-        The format of every file; ``None`` tells it from each file's suffix.
-    columns
-        ``{file column: canonical name}`` renames, applied after reading.
-    schema_overrides
-        ``{file column: dtype}``: read (CSV/JSONL) or cast (parquet/JSON) to this dtype.
-    on_bad_record
-        ``"raise"`` (default): a malformed record or file raises ReadError when the frame
-        is collected. ``"skip"``: leave them out and return a :class:`ScanResult`.
-    hive_partitioning
-        Add ``key=value`` folder levels below the given folder as String columns.
-
-    Returns
-    -------
-    LazyFrame or ScanResult
-        Files are stacked by column name (a column missing from a file is null there);
-        ``ScanResult`` with ``on_bad_record="skip"``.
-
-    Raises
-    ------
-    ReadError
-        A missing path, an empty folder, an unreadable file, a malformed record.
-    TableError
-        ``columns`` names a column the data lacks, or files disagree on a column's type.
-    ArgumentError
-        An unknown format or ``on_bad_record`` value.
-
-    See Also
-    --------
-    scan_predictions, scan_tokens
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> import polars as pl
-    >>> from calib_frames.sources import scan_table
-    >>> folder = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (folder / "a.jsonl").write_text('{"p": 0.9, "y": 1}\n{"p": 0.2, "y": 0}\n')
-    >>> scan_table(folder, columns={"p": "confidence", "y": "correct"}).collect().shape
-    (2, 2)
-    """
-    return _scan(
-        paths,
-        format=format,
-        columns=columns,
-        schema_overrides=schema_overrides,
-        on_bad_record=on_bad_record,
-        hive_partitioning=hive_partitioning,
-    )
-
-
 def _scan(
     paths: PathsLike,
     *,
     format: Format | None,
     columns: Mapping[str, str] | None,
     schema_overrides: Mapping[str, pl.DataType | type[pl.DataType]] | None,
-    on_bad_record: OnBad,
+    skip: bool,
     hive_partitioning: bool,
-) -> pl.LazyFrame | ScanResult:
-    if on_bad_record not in ("raise", "skip"):
-        raise ArgumentError(f"on_bad_record= takes 'raise' or 'skip', got {on_bad_record!r}")
+) -> ScanResult:
+    """Every file under ``paths`` stacked; with ``skip``, bad records left out and listed."""
     overrides = {name: _dtype(dtype) for name, dtype in (schema_overrides or {}).items()}
     files = expand_paths(paths)
     frames: list[pl.LazyFrame] = []
@@ -593,12 +508,8 @@ def _scan(
     for file, base in files:  # a loop over files, not rows
         fmt = _format_of(file, format)
         reader_overrides = overrides if fmt in ("csv", "tsv", "jsonl") else None
-        if on_bad_record == "raise":
-            frame: pl.LazyFrame | None = _scan_file(
-                file, base, fmt, overrides=reader_overrides, hive=hive_partitioning
-            )
-        else:
-            frame = _skip_scan_file(
+        if skip:
+            frame: pl.LazyFrame | None = _skip_scan_file(
                 file,
                 base,
                 fmt,
@@ -606,6 +517,8 @@ def _scan(
                 hive=hive_partitioning,
                 problems=problems,
             )
+        else:
+            frame = _scan_file(file, base, fmt, overrides=reader_overrides, hive=hive_partitioning)
         if frame is not None:
             frames.append(_cast(frame, overrides, file))
     if not frames:
@@ -619,78 +532,48 @@ def _scan(
                 f"the files do not stack into one table ({_short(error)}); "
                 "fix the column types with schema_overrides="
             ) from error
-    result = _rename(result, columns)
-    if on_bad_record == "raise":
-        return result
     table = pl.DataFrame(
         problems, schema={"file": pl.String, "line": pl.Int64, "reason": pl.String}, orient="row"
     )
     return ScanResult(
-        frame=result,
+        frame=_rename(result, columns),
         skipped_records=int(table["line"].is_not_null().sum()),
         skipped_files=int(table["line"].is_null().sum()),
         problems=table,
     )
 
 
-def scan_with_roles(
+def _scan_with_roles(
     paths: PathsLike,
     *,
-    roles: Mapping[str, pl.DataType],
-    format: Format | None = None,
-    columns: Mapping[str, str] | None = None,
-    schema_overrides: Mapping[str, pl.DataType | type[pl.DataType]] | None = None,
-    on_bad_record: OnBad = "raise",
-    hive_partitioning: bool = True,
-) -> pl.LazyFrame | ScanResult:
-    r""":func:`scan_table`, with role columns that text inference left as text retyped.
+    format: Format | None,
+    columns: Mapping[str, str] | None,
+    schema_overrides: Mapping[str, pl.DataType | type[pl.DataType]] | None,
+    roles: Mapping[str, pl.DataType] | None,
+    skip: bool,
+    hive_partitioning: bool,
+    required: Sequence[str] = (),
+    what: str = "",
+) -> ScanResult:
+    """:func:`_scan`, with the role columns that text inference left as text retyped.
 
     CSV and JSON inference gives a String (or Null) column where one value is a stray
     word, where the file has a header and no row, or where every value is empty. A
     column named in ``roles`` (its name after ``columns``) that comes out so is read
-    again as its role's dtype: a stray value is then a :class:`ReadError` naming file and
-    line, and an empty column reaches the row checks as nulls. A ``schema_overrides``
-    entry wins; parquet columns keep their stored type.
-
-    Parameters
-    ----------
-    paths, format, columns, schema_overrides, on_bad_record, hive_partitioning
-        As :func:`scan_table`.
-    roles
-        Column (after ``columns``) → the dtype its role needs, e.g.
-        ``{"confidence": pl.Float64(), "correct": pl.Boolean()}``.
-
-    Returns
-    -------
-    LazyFrame or ScanResult
-        As :func:`scan_table`.
-
-    Raises
-    ------
-    ReadError
-        A value of a retyped column that does not parse (file and line); and the errors
-        of :func:`scan_table`.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> import polars as pl
-    >>> from calib_frames.sources.files import scan_with_roles
-    >>> file = pathlib.Path(tempfile.mkdtemp()) / "p.csv"
-    >>> _ = file.write_text("confidence,correct\n")
-    >>> scan_with_roles(file, roles={"confidence": pl.Float64()}).collect_schema()["confidence"]
-    Float64
+    again as its role's dtype: a stray value is then a :class:`ReadError` naming file
+    and line, and an empty column reaches the row checks as nulls. A
+    ``schema_overrides`` entry wins; parquet columns keep their stored type. The
+    ``required`` columns (``what`` names the frame) must be there after ``columns``.
     """
     options: dict[str, Any] = {
         "format": format,
         "columns": columns,
-        "on_bad_record": on_bad_record,
+        "skip": skip,
         "hive_partitioning": hive_partitioning,
     }
     overrides = dict(schema_overrides or {})
     result = _scan(paths, schema_overrides=overrides or None, **options)
-    frame = result.frame if isinstance(result, ScanResult) else result
-    found = frame.collect_schema()
+    found = result.frame.collect_schema()
     source = {new: old for old, new in (columns or {}).items()}
     textual = all(
         _format_of(file, format) in ("csv", "tsv", "jsonl", "json")
@@ -698,15 +581,363 @@ def scan_with_roles(
     )
     retype = {
         source.get(name, name): dtype
-        for name, dtype in roles.items()
+        for name, dtype in (roles or {}).items()
         if textual
         and name in found
         and found[name] in (pl.String(), pl.Null())
         and source.get(name, name) not in overrides
     }
-    if not retype:
-        return result
-    return _scan(paths, schema_overrides={**overrides, **retype}, **options)
+    if retype:
+        result = _scan(paths, schema_overrides={**overrides, **retype}, **options)
+    names = result.frame.collect_schema().names()
+    missing = [c for c in required if c not in names]
+    if missing:
+        raise TableError(
+            f"{what} need columns {missing}; available columns: "
+            f"{', '.join(repr(n) for n in names) or 'none'}; map yours with columns="
+        )
+    return result
+
+
+def scan_table_skipping(
+    paths: PathsLike,
+    *,
+    format: Format | None = None,
+    columns: Mapping[str, str] | None = None,
+    schema_overrides: Mapping[str, pl.DataType | type[pl.DataType]] | None = None,
+    roles: Mapping[str, pl.DataType] | None = None,
+    hive_partitioning: bool = True,
+) -> ScanResult:
+    r""":func:`scan_table`, leaving malformed records and unreadable files out and counting them.
+
+    To count them it parses CSV/JSON/JSONL files when called (their good rows are then
+    held in memory); parquet files stay lazy.
+
+    Parameters
+    ----------
+    paths, format, columns, schema_overrides, roles, hive_partitioning
+        As :func:`scan_table`.
+
+    Returns
+    -------
+    ScanResult
+        ``frame`` (the readable records, a LazyFrame), ``skipped_records``,
+        ``skipped_files`` and ``problems`` (one row per skipped record or file).
+
+    Raises
+    ------
+    ReadError
+        A missing path or an empty folder.
+    TableError, ArgumentError
+        As :func:`scan_table`.
+
+    See Also
+    --------
+    scan_table : the same, raising on the first bad record.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from calib_frames.sources import scan_table_skipping
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "a.jsonl").write_text('{"p": 0.9}\n{"p": 0.2\n{"p": 0.4}\n')
+    >>> result = scan_table_skipping(folder)
+    >>> result.skipped_records, result.frame.collect()["p"].to_list()
+    (1, [0.9, 0.4])
+    """
+    return _scan_with_roles(
+        paths,
+        format=format,
+        columns=columns,
+        schema_overrides=schema_overrides,
+        roles=roles,
+        skip=True,
+        hive_partitioning=hive_partitioning,
+    )
+
+
+@keyword_chooses("on_bad_record", {"raise": None, "skip": scan_table_skipping})
+def scan_table(
+    paths: PathsLike,
+    *,
+    format: Format | None = None,
+    columns: Mapping[str, str] | None = None,
+    schema_overrides: Mapping[str, pl.DataType | type[pl.DataType]] | None = None,
+    roles: Mapping[str, pl.DataType] | None = None,
+    hive_partitioning: bool = True,
+) -> pl.LazyFrame:
+    r"""Scan parquet/CSV/TSV/JSONL/JSON files into one LazyFrame (see the module docstring).
+
+    A malformed record or file raises :class:`ReadError` when the frame is collected;
+    :func:`scan_table_skipping` leaves them out and counts them instead (what
+    ``on_bad_record="skip"`` did until 0.2; the keyword still works for one release,
+    with a DeprecationWarning).
+
+    Parameters
+    ----------
+    paths
+        A file, glob or folder, or a list of them.
+    format
+        The format of every file; ``None`` tells it from each file's suffix.
+    columns
+        ``{file column: canonical name}`` renames, applied after reading.
+    schema_overrides
+        ``{file column: dtype}``: read (CSV/JSONL) or cast (parquet/JSON) to this dtype.
+    roles
+        Column (after ``columns``) → the dtype its role needs, e.g.
+        ``{"confidence": pl.Float64(), "correct": pl.Boolean()}``. CSV and JSON inference
+        gives a String (or Null) column where one value is a stray word, where the file
+        has a header and no row, or where every value is empty; such a role column is
+        read again as its role's dtype, so that a stray value is a :class:`ReadError`
+        naming file and line and an empty column reaches the row checks as nulls. A
+        ``schema_overrides`` entry wins; parquet columns keep their stored type.
+    hive_partitioning
+        Add ``key=value`` folder levels below the given folder as String columns.
+
+    Returns
+    -------
+    LazyFrame
+        Files are stacked by column name (a column missing from a file is null there).
+
+    Raises
+    ------
+    ReadError
+        A missing path, an empty folder, an unreadable file, a malformed record (or a
+        value of a retyped role column that does not parse), naming file and line.
+    TableError
+        ``columns`` names a column the data lacks, or files disagree on a column's type.
+    ArgumentError
+        An unknown format.
+
+    See Also
+    --------
+    scan_table_skipping, scan_predictions, scan_tokens
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> import polars as pl
+    >>> from calib_frames.sources import scan_table
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "a.jsonl").write_text('{"p": 0.9, "y": 1}\n{"p": 0.2, "y": 0}\n')
+    >>> scan_table(folder, columns={"p": "confidence", "y": "correct"}).collect().shape
+    (2, 2)
+    >>> _ = (folder / "b.csv").write_text("confidence,correct\n")  # a header, no row
+    >>> lazy = scan_table(folder / "b.csv", roles={"confidence": pl.Float64()})
+    >>> lazy.collect_schema()["confidence"]
+    Float64
+    """
+    return _scan_with_roles(
+        paths,
+        format=format,
+        columns=columns,
+        schema_overrides=schema_overrides,
+        roles=roles,
+        skip=False,
+        hive_partitioning=hive_partitioning,
+    ).frame
+
+
+def scan_predictions_skipping(
+    paths: PathsLike,
+    *,
+    format: Format | None = None,
+    columns: Mapping[str, str] | None = None,
+    schema_overrides: Mapping[str, pl.DataType | type[pl.DataType]] | None = None,
+    hive_partitioning: bool = True,
+) -> ScanResult:
+    r""":func:`scan_predictions`, leaving bad records out and counting them.
+
+    Parameters
+    ----------
+    paths, format, columns, schema_overrides, hive_partitioning
+        As :func:`scan_table`.
+
+    Returns
+    -------
+    ScanResult
+        As :func:`scan_table_skipping`.
+
+    Raises
+    ------
+    TableError
+        ``confidence`` or ``correct`` is missing after ``columns`` is applied; and the
+        errors of :func:`scan_table_skipping`.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from calib_frames.sources import scan_predictions_skipping
+    >>> file = pathlib.Path(tempfile.mkdtemp()) / "p.csv"
+    >>> _ = file.write_text("confidence,correct\n0.9,1\n0.6,0,extra\n")
+    >>> scan_predictions_skipping(file).skipped_records
+    1
+    """
+    return _scan_with_roles(
+        paths,
+        format=format,
+        columns=columns,
+        schema_overrides=schema_overrides,
+        roles=PREDICTION_ROLES,
+        skip=True,
+        hive_partitioning=hive_partitioning,
+        required=("confidence", "correct"),
+        what="predictions",
+    )
+
+
+@keyword_chooses("on_bad_record", {"raise": None, "skip": scan_predictions_skipping})
+def scan_predictions(
+    paths: PathsLike,
+    *,
+    format: Format | None = None,
+    columns: Mapping[str, str] | None = None,
+    schema_overrides: Mapping[str, pl.DataType | type[pl.DataType]] | None = None,
+    hive_partitioning: bool = True,
+) -> pl.LazyFrame:
+    r""":func:`scan_table`, checked to hold ``confidence`` and ``correct`` after mapping.
+
+    The prediction columns (``confidence``, ``correct``, ``weight``, ``log_confidence``)
+    are the ``roles`` (:data:`PREDICTION_ROLES`). :func:`scan_predictions_skipping`
+    leaves bad records out and counts them.
+
+    Parameters
+    ----------
+    paths, format, columns, schema_overrides, hive_partitioning
+        As :func:`scan_table`.
+
+    Returns
+    -------
+    LazyFrame
+        As :func:`scan_table`.
+
+    Raises
+    ------
+    TableError
+        ``confidence`` or ``correct`` is missing after ``columns`` is applied; and the
+        errors of :func:`scan_table`.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from calib_frames.sources import scan_predictions
+    >>> file = pathlib.Path(tempfile.mkdtemp()) / "p.csv"
+    >>> _ = file.write_text("model,p,ok\na,0.9,1\na,0.6,0\n")
+    >>> scan_predictions(file, columns={"p": "confidence", "ok": "correct"}).collect().columns
+    ['model', 'confidence', 'correct']
+    """
+    return _scan_with_roles(
+        paths,
+        format=format,
+        columns=columns,
+        schema_overrides=schema_overrides,
+        roles=PREDICTION_ROLES,
+        skip=False,
+        hive_partitioning=hive_partitioning,
+        required=("confidence", "correct"),
+        what="predictions",
+    ).frame
+
+
+def scan_tokens_skipping(
+    paths: PathsLike,
+    *,
+    format: Format | None = None,
+    columns: Mapping[str, str] | None = None,
+    schema_overrides: Mapping[str, pl.DataType | type[pl.DataType]] | None = None,
+    hive_partitioning: bool = True,
+) -> ScanResult:
+    r""":func:`scan_tokens`, leaving bad records out and counting them.
+
+    Parameters
+    ----------
+    paths, format, columns, schema_overrides, hive_partitioning
+        As :func:`scan_table`.
+
+    Returns
+    -------
+    ScanResult
+        As :func:`scan_table_skipping`.
+
+    Raises
+    ------
+    TableError
+        ``nll`` is missing after ``columns`` is applied; and the errors of
+        :func:`scan_table_skipping`.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from calib_frames.sources import scan_tokens_skipping
+    >>> file = pathlib.Path(tempfile.mkdtemp()) / "t.jsonl"
+    >>> _ = file.write_text('{"nll": 2.5}\n{"nll": \n')
+    >>> scan_tokens_skipping(file).frame.collect()["nll"].to_list()
+    [2.5]
+    """
+    return _scan_with_roles(
+        paths,
+        format=format,
+        columns=columns,
+        schema_overrides=schema_overrides,
+        roles=TOKEN_ROLES,
+        skip=True,
+        hive_partitioning=hive_partitioning,
+        required=("nll",),
+        what="token frames",
+    )
+
+
+@keyword_chooses("on_bad_record", {"raise": None, "skip": scan_tokens_skipping})
+def scan_tokens(
+    paths: PathsLike,
+    *,
+    format: Format | None = None,
+    columns: Mapping[str, str] | None = None,
+    schema_overrides: Mapping[str, pl.DataType | type[pl.DataType]] | None = None,
+    hive_partitioning: bool = True,
+) -> pl.LazyFrame:
+    r""":func:`scan_table`, checked to hold ``nll`` after mapping (token frames).
+
+    The token columns (``nll``, ``tokens``, ``bytes``, ``words``) are the ``roles``
+    (:data:`TOKEN_ROLES`). :func:`scan_tokens_skipping` leaves bad records out and
+    counts them.
+
+    Parameters
+    ----------
+    paths, format, columns, schema_overrides, hive_partitioning
+        As :func:`scan_table`.
+
+    Returns
+    -------
+    LazyFrame
+        As :func:`scan_table`.
+
+    Raises
+    ------
+    TableError
+        ``nll`` is missing after ``columns`` is applied; and the errors of
+        :func:`scan_table`.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from calib_frames.sources import scan_tokens
+    >>> file = pathlib.Path(tempfile.mkdtemp()) / "t.jsonl"
+    >>> _ = file.write_text('{"doc": 1, "nll": 2.5, "tokens": 4}\n')
+    >>> scan_tokens(file).collect().columns
+    ['doc', 'nll', 'tokens']
+    """
+    return _scan_with_roles(
+        paths,
+        format=format,
+        columns=columns,
+        schema_overrides=schema_overrides,
+        roles=TOKEN_ROLES,
+        skip=False,
+        hive_partitioning=hive_partitioning,
+        required=("nll",),
+        what="token frames",
+    ).frame
 
 
 def _dtype(dtype: pl.DataType | type[pl.DataType]) -> pl.DataType:
@@ -749,159 +980,6 @@ def _rename(frame: pl.LazyFrame, columns: Mapping[str, str] | None) -> pl.LazyFr
     return frame.rename(dict(columns))
 
 
-def _require(frame: pl.LazyFrame, required: Sequence[str], what: str) -> None:
-    names = frame.collect_schema().names()
-    missing = [c for c in required if c not in names]
-    if missing:
-        raise TableError(
-            f"{what} need columns {missing}; available columns: "
-            f"{', '.join(repr(n) for n in names) or 'none'}; map yours with columns="
-        )
-
-
-@overload
-def scan_predictions(
-    paths: PathsLike,
-    *,
-    format: Format | None = ...,
-    columns: Mapping[str, str] | None = ...,
-    schema_overrides: Mapping[str, pl.DataType | type[pl.DataType]] | None = ...,
-    on_bad_record: Literal["raise"] = ...,
-    hive_partitioning: bool = ...,
-) -> pl.LazyFrame: ...
-
-
-@overload
-def scan_predictions(
-    paths: PathsLike,
-    *,
-    format: Format | None = ...,
-    columns: Mapping[str, str] | None = ...,
-    schema_overrides: Mapping[str, pl.DataType | type[pl.DataType]] | None = ...,
-    on_bad_record: Literal["skip"],
-    hive_partitioning: bool = ...,
-) -> ScanResult: ...
-
-
-def scan_predictions(
-    paths: PathsLike,
-    *,
-    format: Format | None = None,
-    columns: Mapping[str, str] | None = None,
-    schema_overrides: Mapping[str, pl.DataType | type[pl.DataType]] | None = None,
-    on_bad_record: OnBad = "raise",
-    hive_partitioning: bool = True,
-) -> pl.LazyFrame | ScanResult:
-    r""":func:`scan_table`, checked to hold ``confidence`` and ``correct`` after mapping.
-
-    Parameters
-    ----------
-    paths, format, columns, schema_overrides, on_bad_record, hive_partitioning
-        As :func:`scan_table`.
-
-    Returns
-    -------
-    LazyFrame or ScanResult
-        As :func:`scan_table`.
-
-    Raises
-    ------
-    TableError
-        ``confidence`` or ``correct`` is missing after ``columns`` is applied; and the
-        errors of :func:`scan_table`.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> from calib_frames.sources import scan_predictions
-    >>> file = pathlib.Path(tempfile.mkdtemp()) / "p.csv"
-    >>> _ = file.write_text("model,p,ok\na,0.9,1\na,0.6,0\n")
-    >>> scan_predictions(file, columns={"p": "confidence", "ok": "correct"}).collect().columns
-    ['model', 'confidence', 'correct']
-    """
-    result = scan_with_roles(
-        paths,
-        roles=PREDICTION_ROLES,
-        format=format,
-        columns=columns,
-        schema_overrides=schema_overrides,
-        on_bad_record=on_bad_record,
-        hive_partitioning=hive_partitioning,
-    )
-    frame = result.frame if isinstance(result, ScanResult) else result
-    _require(frame, ["confidence", "correct"], "predictions")
-    return result
-
-
-@overload
-def scan_tokens(
-    paths: PathsLike,
-    *,
-    format: Format | None = ...,
-    columns: Mapping[str, str] | None = ...,
-    schema_overrides: Mapping[str, pl.DataType | type[pl.DataType]] | None = ...,
-    on_bad_record: Literal["raise"] = ...,
-    hive_partitioning: bool = ...,
-) -> pl.LazyFrame: ...
-
-
-@overload
-def scan_tokens(
-    paths: PathsLike,
-    *,
-    format: Format | None = ...,
-    columns: Mapping[str, str] | None = ...,
-    schema_overrides: Mapping[str, pl.DataType | type[pl.DataType]] | None = ...,
-    on_bad_record: Literal["skip"],
-    hive_partitioning: bool = ...,
-) -> ScanResult: ...
-
-
-def scan_tokens(
-    paths: PathsLike,
-    *,
-    format: Format | None = None,
-    columns: Mapping[str, str] | None = None,
-    schema_overrides: Mapping[str, pl.DataType | type[pl.DataType]] | None = None,
-    on_bad_record: OnBad = "raise",
-    hive_partitioning: bool = True,
-) -> pl.LazyFrame | ScanResult:
-    r""":func:`scan_table`, checked to hold ``nll`` after mapping (token frames).
-
-    Parameters
-    ----------
-    paths, format, columns, schema_overrides, on_bad_record, hive_partitioning
-        As :func:`scan_table`.
-
-    Returns
-    -------
-    LazyFrame or ScanResult
-        As :func:`scan_table`.
-
-    Raises
-    ------
-    TableError
-        ``nll`` is missing after ``columns`` is applied; and the errors of
-        :func:`scan_table`.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> from calib_frames.sources import scan_tokens
-    >>> file = pathlib.Path(tempfile.mkdtemp()) / "t.jsonl"
-    >>> _ = file.write_text('{"doc": 1, "nll": 2.5, "tokens": 4}\n')
-    >>> scan_tokens(file).collect().columns
-    ['doc', 'nll', 'tokens']
-    """
-    result = scan_with_roles(
-        paths,
-        roles=TOKEN_ROLES,
-        format=format,
-        columns=columns,
-        schema_overrides=schema_overrides,
-        on_bad_record=on_bad_record,
-        hive_partitioning=hive_partitioning,
-    )
-    frame = result.frame if isinstance(result, ScanResult) else result
-    _require(frame, ["nll"], "token frames")
-    return result
+__getattr__ = moved(
+    "calib_frames.sources.files", {"scan_with_roles": "calib_frames.sources.files.scan_table"}
+)

@@ -57,14 +57,16 @@ from typing import Any
 
 import polars as pl
 
+from calib_frames._deprecated import moved
 from calib_frames.exceptions import ReadError, TableError
 from calib_frames.sources.files import PathsLike, expand_paths, guarded_scan
+from calib_frames.validation import working
 
 __all__ = [
     "DATE_STAMP",
     "KEYS",
-    "lm_eval_reported",
-    "lm_eval_runs",
+    "read_lm_eval_reported",
+    "read_lm_eval_runs",
     "scan_lm_eval_documents",
     "scan_lm_eval_options",
 ]
@@ -77,6 +79,7 @@ DATE_STAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?")
 
 _SAMPLES = re.compile(rf"^samples_(?P<task>.+)_(?P<run>{DATE_STAMP.pattern})\.jsonl$")
 _RESULTS = re.compile(rf"^(?P<stem>.+)_(?P<run>{DATE_STAMP.pattern})\.json$")
+_RESPONSES, _CONTINUATIONS = working("responses"), working("continuations")
 # Python's re "\s" on str = str.isspace(): Unicode White_Space plus U+001C..U+001F.
 WORD_SEPARATOR = r"[\s\x1c-\x1f]+"
 
@@ -130,7 +133,7 @@ def _uses_mutual_info(config: dict[str, Any]) -> bool:
     return "acc_mutual_info" in names
 
 
-def lm_eval_runs(paths: PathsLike | pl.DataFrame) -> pl.DataFrame:
+def read_lm_eval_runs(paths: PathsLike | pl.DataFrame) -> pl.DataFrame:
     """The runs and tasks found under ``paths``: one row per (results file, task).
 
     Parameters
@@ -158,15 +161,15 @@ def lm_eval_runs(paths: PathsLike | pl.DataFrame) -> pl.DataFrame:
 
     Examples
     --------
-    >>> from calib_frames.sources import lm_eval_runs
-    >>> runs = lm_eval_runs("data/lm_eval")  # doctest: +SKIP
+    >>> from calib_frames.sources import read_lm_eval_runs
+    >>> runs = read_lm_eval_runs("data/lm_eval")  # doctest: +SKIP
     """
     if isinstance(paths, pl.DataFrame):
         missing = [c for c in RUN_SCHEMA if c not in paths.columns]
         if missing:
             raise TableError(
                 f"a runs frame needs columns {missing} (pass lm-eval folders, or the frame "
-                f"of lm_eval_runs); available columns: {paths.columns}"
+                f"of read_lm_eval_runs); available columns: {paths.columns}"
             )
         return paths
     files = [file for file, _ in expand_paths(paths, suffixes=(".json", ".jsonl"))]
@@ -341,14 +344,14 @@ def _options_of(run: dict[str, Any]) -> pl.LazyFrame:
         .select(
             pl.col("doc_id").alias("question"),
             "target",
-            pl.col("filtered_resps").list.head(n_options).alias("__cf_resp"),
-            continuations.list.head(n_options).alias("__cf_cont"),
+            pl.col("filtered_resps").list.head(n_options).alias(_RESPONSES),
+            continuations.list.head(n_options).alias(_CONTINUATIONS),
             pl.int_ranges(n_options, dtype=pl.UInt32).alias("option"),
         )
-        .explode(["__cf_resp", "__cf_cont", "option"])
+        .explode([_RESPONSES, _CONTINUATIONS, "option"])
     )
     delimiter = str(run["target_delimiter"] or "")
-    cont = pl.col("__cf_cont")
+    cont = pl.col(_CONTINUATIONS)
     text = (
         pl.when(cont.str.starts_with(delimiter) & pl.lit(bool(delimiter)))
         .then(cont.str.slice(len(delimiter)))
@@ -371,11 +374,11 @@ def _options_of(run: dict[str, Any]) -> pl.LazyFrame:
     out = rows.select(
         "question",
         "option",
-        pl.col("__cf_resp")
+        pl.col(_RESPONSES)
         .list.get(0, null_on_oob=True)
         .cast(pl.Float64, strict=False)
         .alias("loglik"),
-        (pl.col("__cf_resp").list.get(1, null_on_oob=True) == "True").alias("is_greedy"),
+        (pl.col(_RESPONSES).list.get(1, null_on_oob=True) == "True").alias("is_greedy"),
         is_gold.alias("is_gold"),
         text.alias("text"),
         text.str.len_chars().cast(pl.UInt32).alias("chars"),
@@ -392,7 +395,7 @@ def scan_lm_eval_options(paths: PathsLike | pl.DataFrame) -> pl.LazyFrame:
     Parameters
     ----------
     paths
-        lm-eval output folders/files, or the frame of :func:`lm_eval_runs`.
+        lm-eval output folders/files, or the frame of :func:`read_lm_eval_runs`.
 
     Each samples file is read once when this is called, by a line scan that counts the
     options (no JSON parse); the rows are read when the frame is collected. For
@@ -411,7 +414,7 @@ def scan_lm_eval_options(paths: PathsLike | pl.DataFrame) -> pl.LazyFrame:
     Raises
     ------
     ReadError
-        As :func:`lm_eval_runs`; when collected, a malformed samples line (file, line).
+        As :func:`read_lm_eval_runs`; when collected, a malformed samples line (file, line).
 
     Examples
     --------
@@ -419,7 +422,7 @@ def scan_lm_eval_options(paths: PathsLike | pl.DataFrame) -> pl.LazyFrame:
     >>> options = scan_lm_eval_options("data/lm_eval")  # doctest: +SKIP
     """
     runs = (
-        lm_eval_runs(paths)
+        read_lm_eval_runs(paths)
         .filter(pl.col("output_type") == "multiple_choice", pl.col("samples_file").is_not_null())
         .sort(KEYS)
     )
@@ -469,7 +472,7 @@ def scan_lm_eval_documents(paths: PathsLike | pl.DataFrame) -> pl.LazyFrame:
     Parameters
     ----------
     paths
-        lm-eval output folders/files, or the frame of :func:`lm_eval_runs`.
+        lm-eval output folders/files, or the frame of :func:`read_lm_eval_runs`.
 
     Returns
     -------
@@ -491,7 +494,7 @@ def scan_lm_eval_documents(paths: PathsLike | pl.DataFrame) -> pl.LazyFrame:
     >>> documents = scan_lm_eval_documents("data/lm_eval")  # doctest: +SKIP
     """
     runs = (
-        lm_eval_runs(paths)
+        read_lm_eval_runs(paths)
         .filter(
             pl.col("output_type") == "loglikelihood_rolling", pl.col("samples_file").is_not_null()
         )
@@ -511,13 +514,13 @@ def scan_lm_eval_documents(paths: PathsLike | pl.DataFrame) -> pl.LazyFrame:
     return pl.concat(frames, how="vertical")
 
 
-def lm_eval_reported(paths: PathsLike | pl.DataFrame) -> pl.DataFrame:
+def read_lm_eval_reported(paths: PathsLike | pl.DataFrame) -> pl.DataFrame:
     """What lm-eval wrote in its results files, long: one row per (run, task, metric, filter).
 
     Parameters
     ----------
     paths
-        lm-eval output folders/files, or the frame of :func:`lm_eval_runs`.
+        lm-eval output folders/files, or the frame of :func:`read_lm_eval_runs`.
 
     Returns
     -------
@@ -529,14 +532,14 @@ def lm_eval_reported(paths: PathsLike | pl.DataFrame) -> pl.DataFrame:
     Raises
     ------
     ReadError
-        As :func:`lm_eval_runs`.
+        As :func:`read_lm_eval_runs`.
 
     Examples
     --------
-    >>> from calib_frames.sources import lm_eval_reported
-    >>> reported = lm_eval_reported("data/lm_eval")  # doctest: +SKIP
+    >>> from calib_frames.sources import read_lm_eval_reported
+    >>> reported = read_lm_eval_reported("data/lm_eval")  # doctest: +SKIP
     """
-    runs = lm_eval_runs(paths)
+    runs = read_lm_eval_runs(paths)
     rows: list[tuple[str, str, str, str, str, float | None, float | None]] = []
     seen: set[tuple[str, str]] = set()
     for model, run, file in runs.select("model", "run", "results_file").unique().iter_rows():
@@ -566,3 +569,12 @@ def lm_eval_reported(paths: PathsLike | pl.DataFrame) -> pl.DataFrame:
         "stderr": pl.Float64,
     }
     return pl.DataFrame(rows, schema=schema, orient="row").sort(*KEYS, "metric", "filter")
+
+
+__getattr__ = moved(
+    "calib_frames.sources.lm_eval",
+    {
+        "lm_eval_runs": "calib_frames.sources.lm_eval.read_lm_eval_runs",
+        "lm_eval_reported": "calib_frames.sources.lm_eval.read_lm_eval_reported",
+    },
+)

@@ -30,9 +30,8 @@ from typing import Any
 import polars as pl
 
 from calib_frames.exceptions import ArgumentError, ReadError, TableError
-from calib_frames.sources._checks import Check, raise_if_bad
 from calib_frames.sources.files import PathsLike, expand_paths, guarded_scan
-from calib_frames.validation import as_lazy
+from calib_frames.validation import RowCheck, as_lazy, check_rows, working
 
 __all__ = [
     "RESPONSE_KEYS",
@@ -44,13 +43,13 @@ __all__ = [
 RESPONSE_KEYS = ("file", "line", "custom_id", "id", "model", "choice")
 """The columns that identify one choice of one response in the frames of this module."""
 
-_TOP = pl.Struct({"token": pl.String, "logprob": pl.Float64, "bytes": pl.List(pl.Int64)})
+_TOP_LOGPROB = pl.Struct({"token": pl.String, "logprob": pl.Float64, "bytes": pl.List(pl.Int64)})
 _TOKEN = pl.Struct(
     {
         "token": pl.String,
         "logprob": pl.Float64,
         "bytes": pl.List(pl.Int64),
-        "top_logprobs": pl.List(_TOP),
+        "top_logprobs": pl.List(_TOP_LOGPROB),
     }
 )
 _CHOICE = pl.Struct(
@@ -67,6 +66,16 @@ _RESPONSE: dict[str, pl.DataType] = {
     "created": pl.Int64(),
     "choices": pl.List(_CHOICE),
 }
+# working columns: the token entries of a choice; per choice the answer's alternatives,
+# its row-check flags and the example of a bad logprob
+_TOKENS, _TOP, _LOGGED = working("tokens"), working("top"), working("logged")
+_BAD, _EXAMPLE, _MISSING, _NO_LOGPROBS = (
+    working("bad"),
+    working("example"),
+    working("missing"),
+    working("no_logprobs"),
+)
+
 _BATCH: dict[str, pl.DataType] = {
     "custom_id": pl.String(),
     "response": pl.Struct({"status_code": pl.Int64, "body": pl.Struct(_RESPONSE)}),
@@ -264,18 +273,15 @@ def scan_openai_tokens(paths: PathsLike) -> pl.LazyFrame:
                 "id",
                 "model",
                 pl.col("choices").struct.field("index").alias("choice"),
-                pl.col("choices")
-                .struct.field("logprobs")
-                .struct.field("content")
-                .alias("__cf_tokens"),
+                pl.col("choices").struct.field("logprobs").struct.field("content").alias(_TOKENS),
             )
-            .filter(pl.col("__cf_tokens").list.len() > 0)
+            .filter(pl.col(_TOKENS).list.len() > 0)
             .with_columns(
-                pl.int_ranges(pl.col("__cf_tokens").list.len(), dtype=pl.UInt32).alias("position")
+                pl.int_ranges(pl.col(_TOKENS).list.len(), dtype=pl.UInt32).alias("position")
             )
-            .explode(["__cf_tokens", "position"])
+            .explode([_TOKENS, "position"])
         )
-        entry = pl.col("__cf_tokens")
+        entry = pl.col(_TOKENS)
         token = entry.struct.field("token")
         frames.append(
             tokens.select(
@@ -370,7 +376,7 @@ def openai_answer_confidence(
     else:
         frame = scan_openai_tokens(tokens)
         # every choice of the files, so that one logged without logprobs is not just absent
-        logged = scan_openai_choices(tokens).select(*keys, pl.col("tokens").alias("__cf_logged"))
+        logged = scan_openai_choices(tokens).select(*keys, pl.col("tokens").alias(_LOGGED))
     lazy = as_lazy(frame)
     blank = pl.col("token").str.strip_chars().str.len_chars() == 0
     if position is None:
@@ -386,44 +392,44 @@ def openai_answer_confidence(
         pl.col("token").filter(is_answer).first().str.strip_chars().alias("answer"),
         pl.col("position").filter(is_answer).first().alias("position"),
         lp.filter(is_answer).first().alias("log_confidence"),
-        top.filter(is_answer).first().alias("__cf_top"),
+        top.filter(is_answer).first().alias(_TOP),
         pl.len().cast(pl.UInt32).alias("tokens"),
         pl.col("nll").sum().alias("nll_sum"),
-        bad.sum().alias("__cf_bad"),
-        lp.filter(bad).first().alias("__cf_example"),
+        bad.sum().alias(_BAD),
+        lp.filter(bad).first().alias(_EXAMPLE),
     )
     no_logprobs = pl.lit(False)
     if logged is not None:
         answers = logged.join(answers, on=keys, how="left", nulls_equal=True)
-        no_logprobs = pl.col("__cf_logged") == 0
+        no_logprobs = pl.col(_LOGGED) == 0
     answers = answers.with_columns(
-        no_logprobs.alias("__cf_no_logprobs"),
-        (pl.col("answer").is_null() & ~no_logprobs).alias("__cf_missing"),
-        pl.col("__cf_top")
+        no_logprobs.alias(_NO_LOGPROBS),
+        (pl.col("answer").is_null() & ~no_logprobs).alias(_MISSING),
+        pl.col(_TOP)
         .list.eval(pl.element().struct.field("token").str.strip_chars())
         .alias("alternatives"),
-        pl.col("__cf_top")
-        .list.eval(pl.element().struct.field("logprob"))
-        .alias("alternative_logprobs"),
+        pl.col(_TOP).list.eval(pl.element().struct.field("logprob")).alias("alternative_logprobs"),
     ).sort(keys)
     checks = [
-        Check(
-            "__cf_bad",
+        RowCheck(
             "logprob",
             "null, NaN or > 0 (a log-probability is ≤ 0)",
-            "__cf_example",
-            "token rows",
+            pl.col(_BAD),
+            total=pl.col("tokens").sum(),
+            value=_EXAMPLE,
+            unit="token rows",
         ),
-        Check("__cf_missing", "token", _missing_answer(position), None, "choices"),
-        Check(
-            "__cf_no_logprobs",
+        RowCheck("token", _missing_answer(position), pl.col(_MISSING), show_value=False,
+                 unit="choices"),
+        RowCheck(
             "logprobs",
             "without logprobs (request them with logprobs=true, top_logprobs=k)",
-            None,
-            "choices",
+            pl.col(_NO_LOGPROBS),
+            show_value=False,
+            unit="choices",
         ),
-    ]
-    checked = raise_if_bad(answers, checks, keys=keys, count="tokens")
+    ]  # fmt: skip
+    checked = check_rows(answers, checks, keys=keys)
     out = checked.select(
         *keys,
         "answer",

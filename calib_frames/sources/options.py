@@ -65,8 +65,17 @@ from typing import Literal
 import polars as pl
 
 from calib_frames.exceptions import ArgumentError, TableError
-from calib_frames.sources._checks import Check, raise_if_bad
-from calib_frames.validation import Frame, as_lazy, group_keys, return_like
+from calib_frames.schema import BRIER_MULTICLASS, CHOICE_PREDICTIONS, OPTION_PROBABILITIES, Table
+from calib_frames.validation import (
+    Frame,
+    RowCheck,
+    as_lazy,
+    check_rows,
+    group_keys,
+    require_columns,
+    return_like,
+    working,
+)
 
 __all__ = [
     "SCORINGS",
@@ -83,9 +92,28 @@ NoGold = Literal["raise", "wrong", "drop"]
 # first); the outputs carry it as a String.
 _SCORING = pl.Enum(list(SCORINGS))
 
-_S, _LL, _GOLD, _LEN = "__cf_score", "__cf_ll", "__cf_gold", "__cf_len"
-_BAD_LL, _BAD_LEN, _BAD_OPT = "__cf_bad_ll", "__cf_bad_len", "__cf_bad_option"
-_BAD_GOLD = "__cf_bad_gold"
+_S, _LL, _GOLD, _LEN = working("score"), working("ll"), working("gold"), working("len")
+_TOP, _LOGZ, _PICK, _PICK_GOLD, _SQ = (
+    working("top"),
+    working("logz"),
+    working("pick"),
+    working("pick_gold"),
+    working("sq"),
+)
+# the row-check flags and the example value of a bad log-likelihood
+_BAD_LL, _BAD_LEN, _BAD_OPT, _BAD_GOLD = (
+    working("bad_ll"),
+    working("bad_len"),
+    working("bad_option"),
+    working("bad_gold"),
+)
+_DUP, _ALL_INF, _NO_GOLD, _GOLD_VARIES = (
+    working("dup"),
+    working("all_inf"),
+    working("no_gold"),
+    working("gold_varies"),
+)
+_LL_EXAMPLE, _GOLD_COUNT = working("ll_example"), working("gold_count")
 _RAW = pl.col("scoring") == "raw"
 _OUTPUTS = (
     "scoring",
@@ -102,9 +130,14 @@ _OUTPUTS = (
     "count",
     "brier_multiclass",
 )
-_ALL_INF = "without a finite score on any option (−inf everywhere: no softmax)"
-_NO_GOLD = "without a gold option (no_gold='wrong' keeps them as wrong, 'drop' drops them)"
-_GOLD_VARIES = "with a gold id that differs between their rows"
+_ALL_INF_TEXT = "without a finite score on any option (−inf everywhere: no softmax)"
+_NO_GOLD_TEXT = "without a gold option (no_gold='wrong' keeps them as wrong, 'drop' drops them)"
+_GOLD_VARIES_TEXT = "with a gold id that differs between their rows"
+
+
+def _columns(spec: Table, keys: Sequence[str], **names: str) -> list[str]:
+    """The output columns: keys…, then the spec's, the question/option under the caller's names."""
+    return [*keys, *(names.get(column, column) for column in spec.names)]
 
 
 def expm1(x: pl.Expr) -> pl.Expr:
@@ -149,20 +182,14 @@ def _check_roles(
         raise ArgumentError("name the answer: is_gold= (a Boolean column) or gold= (gold ids)")
     for name in lengths:
         roles[f"length {name}"] = name
-    missing = [f"{role}={name!r}" for role, name in roles.items() if name not in schema]
-    missing += [f"by={key!r}" for key in keys if key not in schema]
-    if missing:
-        raise TableError(
-            f"column not found: {', '.join(missing)}; available columns: "
-            f"{', '.join(repr(c) for c in schema.names()) or 'none'}"
-        )
-    clash = [k for k in keys if k in (question, option, *_OUTPUTS)]
-    if clash:
-        raise ArgumentError(
-            f"by= must not name the question/option columns or an output column: {clash}"
-        )
-    if not schema[loglik].is_numeric():
-        raise TableError(f"column {loglik!r} (loglik) must be numeric, got {schema[loglik]}")
+    require_columns(
+        schema,
+        roles,
+        numbers=["loglik"],
+        reserved=_OUTPUTS,
+        keys=keys,
+        inputs_are_not_keys=True,
+    )
     return _gold_flag(schema, option=option, is_gold=is_gold, gold=gold)
 
 
@@ -266,12 +293,12 @@ def _prepare(
 
 _STAT_FLAGS = (
     _BAD_LL,
-    "__cf_ll_example",
+    _LL_EXAMPLE,
     _BAD_LEN,
     _BAD_OPT,
     _BAD_GOLD,
-    "__cf_dup",
-    "__cf_all_inf",
+    _DUP,
+    _ALL_INF,
 )
 
 
@@ -288,9 +315,9 @@ def _question_stats(
     when the two agree.
     """
     score = pl.col(_S)
-    tops = stacked.group_by(group).agg(score.max().alias("__cf_top"))
+    tops = stacked.group_by(group).agg(score.max().alias(_TOP))
     with_top = stacked.join(tops, on=group, how="left", nulls_equal=True)
-    top = pl.col("__cf_top")
+    top = pl.col(_TOP)
     is_top = score == top
     aggs = [
         top.first(),
@@ -301,37 +328,98 @@ def _question_stats(
             + (is_top.sum().cast(pl.Float64) - 1.0)
         )
         .log1p()
-        .alias("__cf_logz"),
-        pl.when(is_top).then(pl.col(option)).min().alias("__cf_pick"),
-        pl.when(is_top & pl.col(_GOLD)).then(pl.col(option)).min().alias("__cf_pick_gold"),
+        .alias(_LOGZ),
+        pl.when(is_top).then(pl.col(option)).min().alias(_PICK),
+        pl.when(is_top & pl.col(_GOLD)).then(pl.col(option)).min().alias(_PICK_GOLD),
         pl.len().cast(pl.UInt32).alias("options"),
         pl.col(_GOLD).sum().cast(pl.UInt32).alias("gold_options"),
         pl.col(_BAD_LL).sum().alias(_BAD_LL),
-        pl.when(pl.col(_BAD_LL)).then(pl.col(_LL)).max().alias("__cf_ll_example"),
+        pl.when(pl.col(_BAD_LL)).then(pl.col(_LL)).max().alias(_LL_EXAMPLE),
         pl.col(_BAD_LEN).sum().alias(_BAD_LEN),
         pl.col(_BAD_OPT).sum().alias(_BAD_OPT),
         pl.col(_BAD_GOLD).sum().alias(_BAD_GOLD),
-        (pl.len() - pl.col(option).n_unique()).cast(pl.UInt32).alias("__cf_dup"),
-        (top.first() == float("-inf")).alias("__cf_all_inf"),
+        (pl.len() - pl.col(option).n_unique()).cast(pl.UInt32).alias(_DUP),
+        (top.first() == float("-inf")).alias(_ALL_INF),
     ]
     if gold is not None:
-        aggs.append((pl.col(gold).n_unique() > 1).alias("__cf_gold_varies"))
+        aggs.append((pl.col(gold).n_unique() > 1).alias(_GOLD_VARIES))
     return with_top.group_by(group).agg(aggs)
+
+
+def _question_checks(
+    *,
+    question: str,
+    option: str,
+    loglik: str,
+    is_gold: str | None,
+    gold: str | None,
+    lengths: dict[str, str],
+    scorings: list[str],
+    per_option: bool,
+) -> tuple[list[RowCheck], list[str]]:
+    """The row checks of the options frame and the working columns they read (to drop).
+
+    On the per-question frame (``per_option=False``) the option-row flags count the bad
+    option rows of each question (out of the ``options`` total); on the long frame every
+    flag marks an option row, the question-level ones as rows "of questions without …".
+    """
+    length_names = ", ".join(lengths[SCORINGS[s] or ""] for s in scorings[1:])
+    counted: pl.Expr | None = None if per_option else pl.col("options").sum()
+
+    def option_rows(flag: str, column: str, problem: str, value: str | None = None) -> RowCheck:
+        return RowCheck(
+            column,
+            problem,
+            pl.col(flag),
+            total=counted,
+            value=value,
+            show_value=value is not None,
+            unit="option rows",
+        )
+
+    def questions(flag: str, column: str, problem: str) -> RowCheck:
+        if per_option:
+            return option_rows(flag, column, f"of questions {problem}")
+        return RowCheck(column, problem, pl.col(flag), show_value=False, unit="questions")
+
+    checks = [
+        option_rows(_BAD_LL, loglik, "null, NaN or > 0 (a log-likelihood is ≤ 0)", _LL_EXAMPLE),
+        option_rows(_BAD_LEN, length_names or "length", "null, non-positive or infinite lengths"),
+        option_rows(_BAD_OPT, option, "null option ids"),
+        option_rows(_BAD_GOLD, is_gold or "is_gold", "neither 0 nor 1 (is_gold is a 0/1 flag)"),
+        option_rows(_DUP, option, "repeated option ids within their question"),
+        questions(_ALL_INF, loglik, _ALL_INF_TEXT),
+        questions(_NO_GOLD, question, _NO_GOLD_TEXT),
+    ]
+    flags: list[str] = [
+        _BAD_LL,
+        _LL_EXAMPLE,
+        _BAD_LEN,
+        _BAD_OPT,
+        _BAD_GOLD,
+        _DUP,
+        _ALL_INF,
+        _NO_GOLD,
+    ]
+    if gold is not None:
+        checks.append(questions(_GOLD_VARIES, gold, _GOLD_VARIES_TEXT))
+        flags.append(_GOLD_VARIES)
+    return checks, flags
 
 
 def choice_predictions(
     options: Frame,
     *,
-    by: str | Sequence[str] | None = None,
     question: str = "question",
     option: str = "option",
     loglik: str = "loglik",
     is_gold: str | None = "is_gold",
     gold: str | None = None,
-    normalize: str | Sequence[str] | None = None,
     chars: str = "chars",
     bytes: str = "bytes",
     tokens: str = "tokens",
+    by: str | Sequence[str] | None = None,
+    normalize: str | Sequence[str] | None = None,
     no_gold: NoGold = "raise",
 ) -> Frame:
     """One prediction per question and scoring: predicted option, confidence, correctness.
@@ -340,19 +428,19 @@ def choice_predictions(
     ----------
     options
         The options frame: one row per (keys…, question, option).
-    by
-        Group keys (model, task, …); questions are identified within them.
     question, option, loglik
         Columns of the question id, the option id and ln p(option | prompt) (≤ 0).
     is_gold
         Boolean (or 0/1) column, True on the gold option(s). Ignored when ``gold`` is given.
     gold
         Column giving the gold option id on every row (a list column for several golds).
+    chars, bytes, tokens
+        Columns with the option's length in characters, UTF-8 bytes and tokens.
+    by
+        Group keys (model, task, …); questions are identified within them.
     normalize
         Length normalisations to add next to ``raw``: ``"char"``, ``"byte"``, ``"token"``
         or a list of them; each needs its length column (``chars``, ``bytes``, ``tokens``).
-    chars, bytes, tokens
-        Columns with the option's length in characters, UTF-8 bytes and tokens.
     no_gold
         What to do with a question without a gold option: ``"raise"``, ``"wrong"`` or
         ``"drop"`` (see the module docstring).
@@ -369,9 +457,10 @@ def choice_predictions(
     Raises
     ------
     TableError
-        A named column is missing or not of a usable dtype.
+        A named column is missing or not of a usable dtype, or ``by=`` names an input
+        column (the question, an option, …) or an output column.
     ArgumentError
-        An unknown normalisation or ``no_gold`` value, or ``by=`` naming the question.
+        An unknown normalisation or ``no_gold`` value, a malformed ``by=``.
     DataError
         At collection: bad log-likelihoods, lengths or option ids, a question with only
         −inf scores, or (``no_gold="raise"``) a question without a gold option.
@@ -426,23 +515,23 @@ def choice_predictions(
             *group,
             "options",
             "gold_options",
-            pl.col("__cf_pick").alias("prediction"),
+            pl.col(_PICK).alias("prediction"),
             # ln p(top) = −ln Σ exp(s − m): exact, finite even when p rounds to 1.
-            (-pl.col("__cf_logz")).alias("log_confidence"),
-            (pl.col("__cf_pick_gold") == pl.col("__cf_pick")).fill_null(False).alias("correct"),
+            (-pl.col(_LOGZ)).alias("log_confidence"),
+            (pl.col(_PICK_GOLD) == pl.col(_PICK)).fill_null(False).alias("correct"),
             *_STAT_FLAGS,
-            *(["__cf_gold_varies"] if gold is not None else []),
+            *([_GOLD_VARIES] if gold is not None else []),
         )
         .sort(group)
     )
     per_question = per_question.with_columns(
-        (pl.col("gold_options") == 0).alias("__cf_no_gold")
+        (pl.col("gold_options") == 0).alias(_NO_GOLD)
         if no_gold == "raise"
-        else pl.lit(False).alias("__cf_no_gold"),
+        else pl.lit(False).alias(_NO_GOLD),
     )
     if no_gold == "drop":
         per_question = per_question.filter(pl.col("gold_options") > 0)
-    checks = _question_checks(
+    checks, flags = _question_checks(
         question=question,
         option=option,
         loglik=loglik,
@@ -450,72 +539,28 @@ def choice_predictions(
         gold=gold,
         lengths=lengths,
         scorings=scorings,
+        per_option=False,
     )
-    checked = raise_if_bad(per_question, checks, keys=group, count="options", scope=_RAW)
+    checked = check_rows(per_question, checks, keys=group, scope=_RAW, drop=flags)
     out = checked.with_columns(
         pl.col("scoring").cast(pl.String), pl.col("log_confidence").exp().alias("confidence")
-    ).select(
-        *group, "options", "gold_options", "prediction", "confidence", "log_confidence", "correct"
-    )
+    ).select(_columns(CHOICE_PREDICTIONS, keys, question=question))
     return return_like(options, out)
-
-
-def _question_checks(
-    *,
-    question: str,
-    option: str,
-    loglik: str,
-    is_gold: str | None,
-    gold: str | None,
-    lengths: dict[str, str],
-    scorings: list[str],
-) -> list[Check]:
-    length_names = ", ".join(lengths[SCORINGS[s] or ""] for s in scorings[1:])
-    checks = [
-        Check(
-            _BAD_LL,
-            loglik,
-            "null, NaN or > 0 (a log-likelihood is ≤ 0)",
-            "__cf_ll_example",
-            "option rows",
-        ),
-        Check(
-            _BAD_LEN,
-            length_names or "length",
-            "null, non-positive or infinite lengths",
-            None,
-            "option rows",
-        ),
-        Check(_BAD_OPT, option, "null option ids", None, "option rows"),
-        Check(
-            _BAD_GOLD,
-            is_gold or "is_gold",
-            "neither 0 nor 1 (is_gold is a 0/1 flag)",
-            None,
-            "option rows",
-        ),
-        Check("__cf_dup", option, "repeated option ids within their question", None, "option rows"),
-        Check("__cf_all_inf", loglik, _ALL_INF, None, "questions"),
-        Check("__cf_no_gold", question, _NO_GOLD, None, "questions"),
-    ]
-    if gold is not None:
-        checks.append(Check("__cf_gold_varies", gold, _GOLD_VARIES, None, "questions"))
-    return checks
 
 
 def option_probabilities(
     options: Frame,
     *,
-    by: str | Sequence[str] | None = None,
     question: str = "question",
     option: str = "option",
     loglik: str = "loglik",
     is_gold: str | None = "is_gold",
     gold: str | None = None,
-    normalize: str | Sequence[str] | None = None,
     chars: str = "chars",
     bytes: str = "bytes",
     tokens: str = "tokens",
+    by: str | Sequence[str] | None = None,
+    normalize: str | Sequence[str] | None = None,
     no_gold: NoGold = "raise",
 ) -> Frame:
     """The all-options long form: every option's softmax probability and whether it is an answer.
@@ -528,7 +573,7 @@ def option_probabilities(
 
     Parameters
     ----------
-    options, by, question, option, loglik, is_gold, gold, normalize, chars, bytes, tokens
+    options, question, option, loglik, is_gold, gold, chars, bytes, tokens, by, normalize
         As :func:`choice_predictions`.
     no_gold
         As :func:`choice_predictions`; ``"wrong"`` keeps the question's options (none of
@@ -588,13 +633,13 @@ def option_probabilities(
     group: list[str] = [*keys, "scoring", question]
     stats = _question_stats(stacked, group=group, option=option, gold=gold)
     question_flags: list[str | pl.Expr] = [
-        (pl.col("__cf_dup") > 0).alias("__cf_dup"),
-        "__cf_all_inf",
-        ((pl.col("gold_options") == 0) & pl.lit(no_gold == "raise")).alias("__cf_no_gold"),
-        *(["__cf_gold_varies"] if gold is not None else []),
+        (pl.col(_DUP) > 0).alias(_DUP),
+        _ALL_INF,
+        ((pl.col("gold_options") == 0) & pl.lit(no_gold == "raise")).alias(_NO_GOLD),
+        *([_GOLD_VARIES] if gold is not None else []),
     ]
     joined = stacked.join(
-        stats.select(*group, "__cf_top", "__cf_logz", "__cf_pick", "gold_options", *question_flags),
+        stats.select(*group, _TOP, _LOGZ, _PICK, "gold_options", *question_flags),
         on=group,
         how="left",
         nulls_equal=True,
@@ -602,74 +647,53 @@ def option_probabilities(
     long = joined.select(
         *group,
         option,
-        (pl.col(_S) - pl.col("__cf_top") - pl.col("__cf_logz")).alias("log_probability"),
+        (pl.col(_S) - pl.col(_TOP) - pl.col(_LOGZ)).alias("log_probability"),
         pl.col(_GOLD).alias("is_answer"),
-        (pl.col(option) == pl.col("__cf_pick")).fill_null(False).alias("is_prediction"),
-        pl.col(_LL).alias("__cf_ll_example"),
-        pl.col("gold_options").alias("__cf_gold_count"),
+        (pl.col(option) == pl.col(_PICK)).fill_null(False).alias("is_prediction"),
+        pl.col(_LL).alias(_LL_EXAMPLE),
+        pl.col("gold_options").alias(_GOLD_COUNT),
         _BAD_LL,
         _BAD_LEN,
         _BAD_OPT,
         _BAD_GOLD,
-        "__cf_dup",
-        "__cf_all_inf",
-        "__cf_no_gold",
-        *(["__cf_gold_varies"] if gold is not None else []),
+        _DUP,
+        _ALL_INF,
+        _NO_GOLD,
+        *([_GOLD_VARIES] if gold is not None else []),
     )
     if no_gold == "drop":
-        long = long.filter(pl.col("__cf_gold_count") > 0)
+        long = long.filter(pl.col(_GOLD_COUNT) > 0)
     long = long.sort([*group, option])
-    checks = [
-        Check(c.flag, c.column, c.problem, c.value, "option rows")
-        for c in _question_checks(
-            question=question,
-            option=option,
-            loglik=loglik,
-            is_gold=is_gold,
-            gold=gold,
-            lengths=lengths,
-            scorings=scorings,
-        )
-    ]
-    checks = [
-        Check(
-            c.flag,
-            c.column,
-            c.problem.replace("without", "of questions without").replace(
-                "with a gold", "of questions with a gold"
-            ),
-            c.value,
-            c.unit,
-        )
-        if c.flag in ("__cf_all_inf", "__cf_no_gold", "__cf_gold_varies")
-        else c
-        for c in checks
-    ]
-    checked = raise_if_bad(long, checks, keys=[*group, option], scope=_RAW)
-    out = checked.with_columns(pl.col("scoring").cast(pl.String)).select(
-        *group,
-        option,
-        pl.col("log_probability").exp().alias("probability"),
-        "log_probability",
-        "is_answer",
-        "is_prediction",
+    checks, flags = _question_checks(
+        question=question,
+        option=option,
+        loglik=loglik,
+        is_gold=is_gold,
+        gold=gold,
+        lengths=lengths,
+        scorings=scorings,
+        per_option=True,
     )
+    checked = check_rows(long, checks, keys=[*group, option], scope=_RAW, drop=flags)
+    out = checked.with_columns(
+        pl.col("scoring").cast(pl.String), pl.col("log_probability").exp().alias("probability")
+    ).select(_columns(OPTION_PROBABILITIES, keys, question=question, option=option))
     return return_like(options, out)
 
 
 def brier_multiclass(
     options: Frame,
     *,
-    by: str | Sequence[str] | None = None,
     question: str = "question",
     option: str = "option",
     loglik: str = "loglik",
     is_gold: str | None = "is_gold",
     gold: str | None = None,
-    normalize: str | Sequence[str] | None = None,
     chars: str = "chars",
     bytes: str = "bytes",
     tokens: str = "tokens",
+    by: str | Sequence[str] | None = None,
+    normalize: str | Sequence[str] | None = None,
     no_gold: NoGold = "raise",
 ) -> Frame:
     r"""The multi-class Brier score per group: mean over questions of Σᵢ (pᵢ − yᵢ)².
@@ -683,7 +707,7 @@ def brier_multiclass(
 
     Parameters
     ----------
-    options, by, question, option, loglik, is_gold, gold, normalize, chars, bytes, tokens
+    options, question, option, loglik, is_gold, gold, chars, bytes, tokens, by, normalize
         As :func:`choice_predictions`.
     no_gold
         As :func:`choice_predictions`; with ``"wrong"`` a question without a gold option
@@ -734,12 +758,13 @@ def brier_multiclass(
     )
     out = (
         long.group_by([*keys, question])
-        .agg((residual * residual).sum().alias("__cf_sq"))
+        .agg((residual * residual).sum().alias(_SQ))
         .group_by(keys)
         .agg(
             pl.len().cast(pl.UInt64).alias("count"),
-            pl.col("__cf_sq").mean().alias("brier_multiclass"),
+            pl.col(_SQ).mean().alias("brier_multiclass"),
         )
         .sort(keys)
+        .select(_columns(BRIER_MULTICLASS, keys[:-1]))
     )
     return return_like(options, out)

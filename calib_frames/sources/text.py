@@ -6,7 +6,9 @@ Three ways to attach a confidence to a generated answer, each a polars transform
   ``confidence = exp((1/n) Σₜ ln p(tokenₜ))``, the geometric mean token probability
   (``log_confidence`` is the exact mean log-probability, ``log_probability`` the sum:
   the probability of the whole answer).
-* :func:`verbalized_confidence` / :func:`with_verbalized_confidence`: a confidence the
+* :func:`verbalized_confidence` / :func:`with_verbalized_confidence` (and
+  :func:`with_verbalized_confidence_skipping`, which drops and counts what does not
+  parse): a confidence the
   model *wrote* ("90%", "0.9", "9/10", "Confidence: 7 out of 10"), parsed by anchored
   regular expressions; words ("very likely") only through a mapping the caller passes
   (:data:`IPCC_WORDS` and :data:`KENT_WORDS` are documented ones). Anything else is
@@ -20,13 +22,23 @@ from __future__ import annotations
 import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Generic, Literal
+from typing import Generic
 
 import polars as pl
 
+from calib_frames._deprecated import keyword_chooses, renamed_keywords
 from calib_frames.exceptions import ArgumentError, TableError
-from calib_frames.sources._checks import Check, raise_if_bad
-from calib_frames.validation import Frame, as_lazy, divide, group_keys, return_like
+from calib_frames.validation import (
+    Frame,
+    RowCheck,
+    as_lazy,
+    check_rows,
+    divide,
+    group_keys,
+    require_columns,
+    return_like,
+    working,
+)
 
 __all__ = [
     "IPCC_WORDS",
@@ -36,6 +48,7 @@ __all__ = [
     "sample_consistency",
     "verbalized_confidence",
     "with_verbalized_confidence",
+    "with_verbalized_confidence_skipping",
 ]
 
 KENT_WORDS: dict[str, float] = {
@@ -77,6 +90,14 @@ _PREFIX = (
     r"\s*(?:[:=]|is)?\s*)?"
 )
 _NUMBER = r"(\d+(?:\.\d*)?|\.\d+)"
+# the working columns of sample_consistency
+_ANSWER, _GOLD, _GOLDS, _VOTES, _GOLD_VARIES = (
+    working("answer"),
+    working("gold"),
+    working("golds"),
+    working("votes"),
+    working("gold_varies"),
+)
 
 
 def verbalized_confidence(
@@ -184,16 +205,6 @@ def verbalized_confidence(
     return pl.when((value >= 0.0) & (value <= 1.0)).then(value).otherwise(None)
 
 
-def _refuse_clashes(keys: Sequence[str], outputs: Sequence[str]) -> None:
-    """A group key named like an output column would be shadowed by it: refuse it."""
-    clashes = [key for key in keys if key in outputs]
-    if clashes:
-        raise ArgumentError(
-            f"by= key(s) {clashes} clash with output columns of the same name; rename them "
-            f"first, e.g. frame.rename({{{clashes[0]!r}: {clashes[0] + '_key'!r}}})"
-        )
-
-
 def _comparable(left: pl.DataType, right: pl.DataType) -> bool:
     """Whether ``==`` between the two dtypes is defined (same kind of values)."""
     if left.is_numeric() and right.is_numeric():
@@ -212,85 +223,130 @@ class Skipped(Generic[Frame]):
     skipped: int
 
 
-def with_verbalized_confidence(
-    data: Frame,
+def _parsed(
+    table: pl.DataFrame | pl.LazyFrame,
+    *,
+    column: str,
+    output: str,
+    scale: float,
+    words: Mapping[str, float] | None,
+    pattern: str | None,
+) -> pl.LazyFrame:
+    """``table`` with the parsed confidence of ``column`` as ``output`` (null: unparsable)."""
+    lazy = as_lazy(table)
+    schema = lazy.collect_schema()
+    require_columns(schema, {"column": column})
+    if schema[column] != pl.String:
+        raise TableError(f"column {column!r} must be String, got {schema[column]}")
+    parsed = verbalized_confidence(pl.col(column), scale=scale, words=words, pattern=pattern)
+    return lazy.with_columns(parsed.alias(output))
+
+
+def with_verbalized_confidence_skipping(
+    table: Frame,
     *,
     column: str = "response",
     output: str = "confidence",
     scale: float = 1.0,
     words: Mapping[str, float] | None = None,
     pattern: str | None = None,
-    on_unparsable: Literal["raise", "skip"] = "raise",
-) -> Frame | Skipped[Frame]:
-    """Add the parsed written confidence of ``column`` as ``output``.
+) -> Skipped[Frame]:
+    """:func:`with_verbalized_confidence`, dropping the rows that do not parse and counting them.
 
     Parameters
     ----------
-    data
-        Frame with a String column of written confidences.
+    table, column, output, scale, words, pattern
+        As :func:`with_verbalized_confidence`.
+
+    Returns
+    -------
+    Skipped
+        ``frame``: the parsed rows with ``output`` added (a DataFrame or LazyFrame like
+        ``table``), ``skipped``: how many rows did not parse (a LazyFrame is scanned
+        once now to count them).
+
+    Raises
+    ------
+    TableError
+        ``column`` is missing or not a String column.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.sources import with_verbalized_confidence_skipping
+    >>> df = pl.DataFrame({"response": ["80%", "no idea", "0.3"]})
+    >>> result = with_verbalized_confidence_skipping(df)
+    >>> result.skipped, result.frame["confidence"].to_list()
+    (1, [0.8, 0.3])
+    """
+    parsed = _parsed(table, column=column, output=output, scale=scale, words=words,
+                     pattern=pattern)  # fmt: skip
+    bad = parsed.select(pl.col(output).is_null().sum()).collect().item()
+    kept = parsed.filter(pl.col(output).is_not_null())
+    return Skipped(return_like(table, kept), int(bad))
+
+
+@renamed_keywords(data="table")
+@keyword_chooses("on_unparsable", {"raise": None, "skip": with_verbalized_confidence_skipping})
+def with_verbalized_confidence(
+    table: Frame,
+    *,
+    column: str = "response",
+    output: str = "confidence",
+    scale: float = 1.0,
+    words: Mapping[str, float] | None = None,
+    pattern: str | None = None,
+) -> Frame:
+    """Add the parsed written confidence of ``column`` as ``output``; unparsable rows raise.
+
+    Parameters
+    ----------
+    table
+        Frame with a String column of written confidences (called ``data`` until 0.2).
     column, output
         The input column and the name of the Float64 output column.
     scale, words, pattern
         As :func:`verbalized_confidence`.
-    on_unparsable
-        ``"raise"``: a DataError (at collection for a LazyFrame) naming how many rows
-        did not parse, with the first one's row number (0-based, in input order) and
-        text. ``"skip"``: drop those rows and return :class:`Skipped` with the frame and
-        their count (a LazyFrame is scanned once now to count them).
 
     Returns
     -------
-    DataFrame or LazyFrame, or Skipped
-        The input with ``output`` added.
+    DataFrame or LazyFrame
+        The input with ``output`` added. To drop and count the rows that do not parse
+        instead, use :func:`with_verbalized_confidence_skipping` (what
+        ``on_unparsable="skip"`` did until 0.2; the keyword still works for one release,
+        with a DeprecationWarning).
 
     Raises
     ------
     TableError
         ``column`` is missing or not a String column.
     DataError
-        Unparsable rows with ``on_unparsable="raise"``.
+        Rows that do not parse (at collection for a LazyFrame), naming how many and the
+        first one's row number (0-based, in input order) and text.
 
     Examples
     --------
     >>> import polars as pl
     >>> from calib_frames.sources import with_verbalized_confidence
-    >>> df = pl.DataFrame({"response": ["80%", "no idea", "0.3"]})
-    >>> result = with_verbalized_confidence(df, on_unparsable="skip")
-    >>> result.skipped, result.frame["confidence"].to_list()
-    (1, [0.8, 0.3])
+    >>> df = pl.DataFrame({"response": ["80%", "0.3"]})
+    >>> with_verbalized_confidence(df)["confidence"].to_list()
+    [0.8, 0.3]
     """
-    if on_unparsable not in ("raise", "skip"):
-        raise ArgumentError(f"on_unparsable= takes 'raise' or 'skip', got {on_unparsable!r}")
-    lazy = as_lazy(data)
-    schema = lazy.collect_schema()
-    if column not in schema:
-        raise TableError(f"column not found: {column!r}; available: {schema.names()}")
-    if schema[column] != pl.String:
-        raise TableError(f"column {column!r} must be String, got {schema[column]}")
-    parsed = lazy.with_columns(
-        verbalized_confidence(pl.col(column), scale=scale, words=words, pattern=pattern).alias(
-            output
-        )
-    )
-    if on_unparsable == "skip":
-        bad = parsed.select(pl.col(output).is_null().sum()).collect().item()
-        kept = parsed.filter(pl.col(output).is_not_null())
-        return Skipped(return_like(data, kept), int(bad))
-    flag, row = "__cf_unparsable", "row"
-    marked = parsed.with_row_index("__cf_row").with_columns(pl.col(output).is_null().alias(flag))
-    if row in schema:
-        row = "__cf_row"
-    marked = marked.rename({"__cf_row": row}) if row != "__cf_row" else marked
-    check = Check(flag, column, "not a confidence this parser reads", column, "rows")
-    checked = raise_if_bad(marked, [check], keys=[row]).drop(row)
-    return return_like(data, checked)
+    parsed = _parsed(table, column=column, output=output, scale=scale, words=words,
+                     pattern=pattern)  # fmt: skip
+    row = "row" if "row" not in parsed.collect_schema() else working("row")
+    unparsable = working("unparsable")
+    marked = parsed.with_row_index(row).with_columns(pl.col(output).is_null().alias(unparsable))
+    check = RowCheck(column, "not a confidence this parser reads", pl.col(unparsable))
+    checked = check_rows(marked, [check], keys=[row], drop=[unparsable, row])
+    return return_like(table, checked)
 
 
 def answer_confidence(
     tokens: Frame,
     *,
-    by: str | Sequence[str],
     logprob: str = "logprob",
+    by: str | Sequence[str],
 ) -> Frame:
     """Per answer: confidence = exp(mean token log-probability).
 
@@ -298,10 +354,10 @@ def answer_confidence(
     ----------
     tokens
         One row per generated token with its log-probability (≤ 0).
-    by
-        The columns that identify one answer (model, question, sample, ...).
     logprob
         The token log-probability column (natural log).
+    by
+        The columns that identify one answer (model, question, sample, ...).
 
     Returns
     -------
@@ -312,9 +368,10 @@ def answer_confidence(
     Raises
     ------
     TableError
-        Missing or non-numeric columns.
+        Missing or non-numeric columns; a key that is also the logprob column or named
+        like an output column.
     ArgumentError
-        ``by`` empty.
+        ``by`` empty or malformed.
     DataError
         At collection: null, NaN or positive log-probabilities.
 
@@ -330,47 +387,55 @@ def answer_confidence(
     if not keys:
         raise ArgumentError("by= must name the columns that identify one answer")
     lazy = as_lazy(tokens)
-    schema = lazy.collect_schema()
-    missing = [c for c in [*keys, logprob] if c not in schema]
-    if missing:
-        raise TableError(f"column not found: {missing}; available: {schema.names()}")
-    if not schema[logprob].is_numeric():
-        raise TableError(f"column {logprob!r} must be numeric, got {schema[logprob]}")
-    _refuse_clashes(keys, ("tokens", "log_probability", "log_confidence", "confidence"))
+    require_columns(
+        lazy.collect_schema(),
+        {"logprob": logprob},
+        numbers=["logprob"],
+        reserved=("tokens", "log_probability", "log_confidence", "confidence"),
+        keys=keys,
+        inputs_are_not_keys=True,
+    )
     lp = pl.col(logprob).cast(pl.Float64)
     bad = (lp.is_nan() | (lp > 0)).fill_null(True)
+    flag, example = working("bad"), working("example")
     out = (
         lazy.group_by(keys)
         .agg(
             pl.len().cast(pl.UInt32).alias("tokens"),
             lp.sum().alias("log_probability"),
             lp.mean().alias("log_confidence"),
-            bad.sum().alias("__cf_bad"),
-            lp.filter(bad).first().alias("__cf_example"),
+            bad.sum().alias(flag),
+            lp.filter(bad).first().alias(example),
         )
         .sort(keys)
     )
-    check = Check(
-        "__cf_bad",
+    check = RowCheck(
         logprob,
         "null, NaN or > 0 (a log-probability is ≤ 0)",
-        "__cf_example",
-        "token rows",
+        pl.col(flag),
+        total=pl.col("tokens").sum(),
+        value=example,
+        unit="token rows",
     )
-    checked = raise_if_bad(out, [check], keys=keys, count="tokens").with_columns(
-        pl.col("log_confidence").exp().alias("confidence")
-    )
+    checked = check_rows(out, [check], keys=keys, drop=[flag, example])
     return return_like(
-        tokens, checked.select(*keys, "tokens", "log_probability", "log_confidence", "confidence")
+        tokens,
+        checked.select(
+            *keys,
+            "tokens",
+            "log_probability",
+            "log_confidence",
+            pl.col("log_confidence").exp().alias("confidence"),
+        ),
     )
 
 
 def sample_consistency(
     samples: Frame,
     *,
-    by: str | Sequence[str],
     answer: str = "answer",
     gold: str | None = None,
+    by: str | Sequence[str],
     normalize: bool = True,
 ) -> Frame:
     """Per question: the majority answer of k samples and the share that agrees with it.
@@ -384,14 +449,14 @@ def sample_consistency(
     ----------
     samples
         One row per (question keys…, sample) with the extracted answer.
-    by
-        The columns that identify a question (model, task, question id, ...).
     answer
         The answer column.
     gold
         Optional column with the reference answer (the same on every sample of the
         question): adds ``correct`` = majority answer equals it (after the same
         normalisation).
+    by
+        The columns that identify a question (model, task, question id, ...).
     normalize
         For String (or Categorical) answers: compare after lower-casing, trimming and
         collapsing whitespace.
@@ -406,9 +471,10 @@ def sample_consistency(
     Raises
     ------
     TableError
-        Missing columns.
+        Missing columns; a key that is also the answer or gold column or named like an
+        output column.
     ArgumentError
-        ``by`` empty.
+        ``by`` empty or malformed.
     DataError
         ``gold`` differs between the samples of a question.
 
@@ -433,11 +499,14 @@ def sample_consistency(
         raise ArgumentError("by= must name the columns that identify a question")
     lazy = as_lazy(samples)
     schema = lazy.collect_schema()
-    missing = [c for c in [*keys, answer, *([gold] if gold else [])] if c not in schema]
-    if missing:
-        raise TableError(f"column not found: {missing}; available: {schema.names()}")
     produced: list[str] = ["samples", "majority_answer", "majority_count", "consistency"]
-    _refuse_clashes(keys, [*produced, *(["correct"] if gold else [])])
+    require_columns(
+        schema,
+        {"answer": answer, **({"gold": gold} if gold else {})},
+        reserved=[*produced, *(["correct"] if gold else [])],
+        keys=keys,
+        inputs_are_not_keys=True,
+    )
     if gold and not _comparable(schema[answer], schema[gold]):
         raise TableError(
             f"column {gold!r} (gold, {schema[gold]}) cannot be compared with column "
@@ -454,57 +523,46 @@ def sample_consistency(
 
     prepared = lazy.select(
         *keys,
-        norm(answer).alias("__cf_answer"),
-        *([norm(gold).alias("__cf_gold")] if gold else []),
+        norm(answer).alias(_ANSWER),
+        *([norm(gold).alias(_GOLD)] if gold else []),
     )
-    votes = prepared.group_by([*keys, "__cf_answer"]).agg(
-        pl.len().cast(pl.UInt32).alias("__cf_votes"),
-        *(
-            [pl.col("__cf_gold").n_unique().alias("__cf_golds"), pl.col("__cf_gold").first()]
-            if gold
-            else []
-        ),
+    votes = prepared.group_by([*keys, _ANSWER]).agg(
+        pl.len().cast(pl.UInt32).alias(_VOTES),
+        *([pl.col(_GOLD).n_unique().alias(_GOLDS), pl.col(_GOLD).first()] if gold else []),
     )
-    voted = pl.col("__cf_answer").is_not_null()
+    voted = pl.col(_ANSWER).is_not_null()
     ranked = (
-        pl.col("__cf_answer")
+        pl.col(_ANSWER)
         .filter(voted)
         .sort_by(
-            [pl.col("__cf_votes").filter(voted), pl.col("__cf_answer").filter(voted)],
+            [pl.col(_VOTES).filter(voted), pl.col(_ANSWER).filter(voted)],
             descending=[True, False],
         )
     )
     aggs = [
-        pl.col("__cf_votes").sum().cast(pl.UInt32).alias("samples"),
+        pl.col(_VOTES).sum().cast(pl.UInt32).alias("samples"),
         ranked.first().alias("majority_answer"),
-        pl.col("__cf_votes")
-        .filter(voted)
-        .max()
-        .fill_null(0)
-        .cast(pl.UInt32)
-        .alias("majority_count"),
+        pl.col(_VOTES).filter(voted).max().fill_null(0).cast(pl.UInt32).alias("majority_count"),
     ]
     if gold:
         aggs += [
-            pl.col("__cf_gold").first().alias("__cf_gold"),
-            ((pl.col("__cf_golds").max() > 1) | (pl.col("__cf_gold").n_unique() > 1)).alias(
-                "__cf_gold_varies"
-            ),
+            pl.col(_GOLD).first().alias(_GOLD),
+            ((pl.col(_GOLDS).max() > 1) | (pl.col(_GOLD).n_unique() > 1)).alias(_GOLD_VARIES),
         ]
     out = votes.group_by(keys).agg(aggs).sort(keys)
     out = out.with_columns((pl.col("majority_count") / pl.col("samples")).alias("consistency"))
     columns = [*keys, "samples", "majority_answer", "majority_count", "consistency"]
     if gold:
         out = out.with_columns(
-            (pl.col("majority_answer") == pl.col("__cf_gold")).fill_null(False).alias("correct")
+            (pl.col("majority_answer") == pl.col(_GOLD)).fill_null(False).alias("correct")
         )
-        check = Check(
-            "__cf_gold_varies",
+        check = RowCheck(
             gold,
             "with a gold answer that differs between samples",
-            None,
-            "questions",
+            pl.col(_GOLD_VARIES),
+            show_value=False,
+            unit="questions",
         )
-        out = raise_if_bad(out, [check], keys=keys)
+        out = check_rows(out, [check], keys=keys, drop=[_GOLD_VARIES])
         columns.append("correct")
     return return_like(samples, out.select(columns))

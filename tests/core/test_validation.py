@@ -577,3 +577,44 @@ def test_input_arrays_are_not_modified() -> None:
     cf.PerplexityResult.from_token_nll(nll, counts)
     np.testing.assert_array_equal(nll, [0.5, 1.5, 2.0])
     np.testing.assert_array_equal(counts, [1, 2, 3])
+
+
+# --- the kernel's own contracts ------------------------------------------------------
+
+
+def test_require_columns_names_the_table_of_a_call_with_several() -> None:
+    from calib_frames.validation import require_columns
+
+    schema = pl.Schema({"query": pl.String, "item": pl.String})
+    with pytest.raises(cf.TableError, match=r"^qrels: column not found: relevance='grade'"):
+        require_columns(schema, {"relevance": "grade"}, table="qrels")
+    with pytest.raises(cf.TableError, match=r"^run: column 'item' \(score\) must be numeric"):
+        require_columns(schema, {"score": "item"}, numeric=["score"], table="run")
+
+
+def test_boolean_number_hints_at_swapped_columns_only_next_to_an_outcome() -> None:
+    from calib_frames.validation import require_columns
+
+    schema = pl.Schema({"p": pl.Boolean, "y": pl.Float64})
+    with pytest.raises(cf.TableError, match=r"is Boolean but must hold numbers \(were the"):
+        require_columns(schema, {"confidence": "p", "correct": "y"}, numbers=["confidence"])
+    with pytest.raises(cf.TableError, match=r"\(loglik\) is Boolean but must hold numbers$"):
+        require_columns(schema, {"loglik": "p"}, numbers=["loglik"])
+
+
+def test_an_example_reads_its_value_column_only_when_it_is_shown() -> None:
+    """A check on an aggregated frame may name a column it does not hold (show_value=False)."""
+    from calib_frames.validation import RowCheck, check_rows
+
+    frame = pl.DataFrame({"question": [1, 2], "flag": [False, True]})
+    check = RowCheck("option", "without options", pl.col("flag"), show_value=False)
+    with pytest.raises(cf.DataError, match=r"column 'option': 1 of 2 rows is without options; "
+                       r"e.g. question=2$"):  # fmt: skip
+        check_rows(frame, [check], keys=["question"])
+
+
+def test_as_expr_takes_a_name_or_an_expression() -> None:
+    from calib_frames.validation import as_expr
+
+    frame = pl.DataFrame({"x": [1, 2]})
+    assert frame.select(as_expr("x")).equals(frame.select(as_expr(pl.col("x"))))

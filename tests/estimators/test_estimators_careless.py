@@ -98,11 +98,11 @@ def test_ece_by_bin_count_with_a_bare_int(preds: pl.DataFrame) -> None:
         E.ece_by_bin_count(preds, bin_counts=5)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("alias", ["g", "p_value"])
-def test_adjust_p_values_does_not_overwrite_a_column(alias: str) -> None:
+@pytest.mark.parametrize("output", ["g", "p_value"])
+def test_adjust_p_values_does_not_overwrite_a_column(output: str) -> None:
     table = pl.DataFrame({"p_value": [0.01, 0.2, 0.5], "g": ["a", "a", "b"]})
-    with pytest.raises(TableError, match=rf"output column '{alias}' exists already"):
-        E.adjust_p_values(table, by="g", alias=alias)
+    with pytest.raises(TableError, match=rf"output column '{output}' exists already"):
+        E.adjust_p_values(table, by="g", output=output)
 
 
 def test_paired_comparison_model_equal_to_item(preds: pl.DataFrame) -> None:
@@ -156,5 +156,5 @@ def test_metrics_table_where_bin_statistics_are_expected(preds: pl.DataFrame) ->
 def test_key_named_like_an_interval_column(preds: pl.DataFrame, resample: str) -> None:
     # used to fail deep inside polars with a DuplicateError
     frame = preds.rename({"model": "ece_ci_low"})
-    with pytest.raises(TableError, match=r"\['ece_ci_low'\] clash with the interval columns"):
+    with pytest.raises(TableError, match=r"\['ece_ci_low'\] clash with output columns"):
         E.calibration_intervals(frame, by="ece_ci_low", replicates=5, resample=resample)  # type: ignore[arg-type]

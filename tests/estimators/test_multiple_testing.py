@@ -62,7 +62,7 @@ def test_multiple_keys_and_empty() -> None:
     frame = pl.DataFrame(
         {"a": [1, 1, 2, 2], "b": ["x", "x", "x", "y"], "p": [0.01, 0.02, 0.03, 0.04]}
     )
-    out = adjust_p_values(frame, p_value="p", by=["a", "b"], method="bh", alias="q")
+    out = adjust_p_values(frame, p_value="p", by=["a", "b"], method="bh", output="q")
     np.testing.assert_allclose(out["q"].to_numpy(), [0.02, 0.02, 0.03, 0.04])
     empty = adjust_p_values(frame.clear(), p_value="p", by="a")
     assert empty.height == 0 and empty.schema["p_value_adjusted"] == pl.Float64

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
 from statsmodels.stats.multitest import multipletests
 
 import calib_frames as cf
@@ -142,7 +143,7 @@ def test_single_model_and_no_keys() -> None:
 def test_bad_input() -> None:
     rows = pl.DataFrame({"model": ["a", "b"], "item": [1, 1], "confidence": [0.5, 0.7],
                          "correct": [True, False]})  # fmt: skip
-    with pytest.raises(DataError, match="repeat an item"):
+    with pytest.raises(DataError, match=r"2 of 4 rows are repeated \(an item the same 'model'"):
         paired_comparison(pl.concat([rows, rows]), replicates=10)
     with pytest.raises(DataError, match="confidence"):
         paired_comparison(rows.with_columns(confidence=pl.lit(1.5)), replicates=10)
@@ -203,3 +204,44 @@ def test_degenerate_pairs() -> None:
     flat = out.row(out["task"].to_list().index("flat"), named=True)
     for m in PAIRED_METRICS:
         assert flat[f"{m}_difference"] == 0.0 and flat[f"{m}_p_value"] == 1.0
+
+
+def test_unit_weights_change_nothing() -> None:
+    df = two_models(2, 300, seed=4, power_b=1.3)
+    for method in ("permutation", "bootstrap"):
+        plain = paired_comparison(df, by="task", replicates=300, seed=7, method=method)
+        weighted = paired_comparison(
+            df.with_columns(w=pl.lit(1.0)), by="task", weight="w", replicates=300, seed=7,
+            method=method,
+        )  # fmt: skip
+        # equal up to the rounding of polars' parallel sums (two plain calls differ there)
+        assert_frame_equal(weighted, plain, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def test_weight_two_equals_a_repeated_item() -> None:
+    """Each model's weighted accuracy, ECE and Brier on the shared items."""
+    df = two_models(1, 200, seed=5, power_b=1.4).drop("task")
+    twice = pl.col("item") % 3 == 0
+    repeated = pl.concat([df, df.filter(twice).with_columns(pl.col("item") + 10_000)])
+    weighted = df.with_columns(w=pl.when(twice).then(2.0).otherwise(1.0))
+    a = paired_comparison(weighted, weight="w", replicates=50)
+    b = paired_comparison(repeated, replicates=50)
+    assert a["shared_items"].item() == 200 and b["shared_items"].item() == 200 + 67
+    for m in PAIRED_METRICS:
+        for column in (f"{m}_a", f"{m}_b", f"{m}_difference"):
+            assert a[column].item() == pytest.approx(b[column].item(), abs=1e-12), column
+    # the weighted point values are those of calibration_metrics with the weights
+    per_model = cf.calibration_metrics(weighted, by="model", weight="w").sort("model")
+    for m in PAIRED_METRICS:
+        assert [a[f"{m}_a"].item(), a[f"{m}_b"].item()] == pytest.approx(
+            per_model[m].to_list(), abs=1e-12
+        )
+
+
+def test_bad_weights() -> None:
+    rows = pl.DataFrame({"model": ["a", "b"], "item": [1, 1], "confidence": [0.5, 0.7],
+                         "correct": [True, False], "w": [1.0, -1.0]})  # fmt: skip
+    with pytest.raises(DataError, match=r"'w': 1 of 2 rows is not a finite weight >= 0"):
+        paired_comparison(rows, weight="w", replicates=10)
+    with pytest.raises(TableError, match=r"'w' \(weight\) is Boolean"):
+        paired_comparison(rows.with_columns(w=pl.lit(True)), weight="w", replicates=10)

@@ -31,7 +31,12 @@ from polars.testing import assert_frame_equal
 from ranking_reference import query_metrics
 
 from calib_frames.exceptions import ArgumentError, DataError, TableError
-from calib_frames.ranking import metric_columns, ranking_metrics, ranking_metrics_per_query
+from calib_frames.ranking import (
+    metric_columns,
+    paired_significance,
+    ranking_metrics,
+    ranking_metrics_per_query,
+)
 from calib_frames.ranking.trec import scan_trec_qrels, scan_trec_run
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "ranking"
@@ -435,11 +440,12 @@ def test_missing_columns_raise_schema_error():
         ),
         (
             lambda r, q: (pl.concat([r, r.head(1)]), q),
-            r"run column 'item': 1 of 4 rows repeat a \(query, item\) pair.*item='a'",
+            r"run column 'item': 1 of 4 rows is repeated \(the same query and item as an earlier "
+            r"row\); e.g. model='m', query='q', item='a'",
         ),
         (
             lambda r, q: (r, pl.concat([q, q.head(1)])),
-            r"qrels column 'item': 1 of 3 rows repeat a judged.*query='q', item='a'",
+            r"qrels column 'item': 1 of 3 rows is repeated \(the same judged.*query='q', item='a'",
         ),
         (
             lambda r, q: (r, q.with_columns(relevance=pl.Series([1, -1]))),
@@ -525,3 +531,20 @@ def test_rank_column_ties_follow_the_policy():
         for ties in ("item_desc", "input", "average")
     }
     assert mrr == {"item_desc": 0.5, "input": 1.0, "average": 0.75}
+
+
+@pytest.mark.parametrize("by", [5, [5], ("model", 5)])
+def test_by_that_is_not_column_names_is_an_argument_error(by):
+    run, qrels = small()
+    for function in (ranking_metrics, ranking_metrics_per_query):
+        with pytest.raises(ArgumentError, match="by="):
+            function(run, qrels, by=by)
+    per_query = ranking_metrics_per_query(run, qrels, by="model")
+    with pytest.raises(ArgumentError, match="by="):
+        paired_significance(per_query.with_columns(pl.lit("x").alias("m")), by=by)
+
+
+def test_by_naming_an_input_column_is_a_table_error():
+    run, qrels = small()
+    with pytest.raises(TableError, match=r"run: group key.*also input columns: item='item'"):
+        ranking_metrics(run, qrels, by="item")

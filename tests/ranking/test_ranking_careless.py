@@ -56,7 +56,7 @@ def test_mismatched_query_dtypes_and_bad_rows() -> None:
             QRELS,
             by="model",
         )
-    with pytest.raises(DataError, match="6 of 12 rows repeat"):
+    with pytest.raises(DataError, match="6 of 12 rows are repeated"):
         ranking.ranking_metrics(pl.concat([RUN, RUN]), QRELS, by="model")
 
 
@@ -65,5 +65,5 @@ def test_paired_significance_infinite_metric() -> None:
     per_query = pl.DataFrame(
         {"model": ["a", "b"], "query": ["q1", "q1"], "ndcg@10": [0.5, float("inf")]}
     )
-    with pytest.raises(DataError, match=r"'ndcg@10': 1 of 2 rows are infinite, null or NaN"):
+    with pytest.raises(DataError, match=r"'ndcg@10': 1 of 2 rows is infinite, null or NaN"):
         ranking.paired_significance(per_query, replicates=10)

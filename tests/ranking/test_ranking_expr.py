@@ -112,3 +112,21 @@ def test_bad_cutoff(bad):
 def test_bad_gain():
     with pytest.raises(ArgumentError, match="gain="):
         expr.dcg(pl.col("r"), gain="log")  # type: ignore[arg-type]
+
+
+def test_column_names_are_taken_like_expressions():
+    """Every column argument takes a name (pl.col(name)) as well as an expression."""
+    lists = pl.DataFrame({"r": [3, 0, 1, 2], "all": [3, 2, 1, 0]})
+    calls = [
+        (expr.reciprocal_rank, {}),
+        (expr.hit, {"k": 2}),
+        (expr.precision, {"k": 2}),
+        (expr.recall, {"k": 2, "relevant_total": 4}),
+        (expr.average_precision, {"relevant_total": 4}),
+        (expr.dcg, {"k": 3}),
+        (expr.ndcg, {"k": 3, "ideal": "all"}),
+    ]
+    for function, kwargs in calls:
+        as_names = lists.select(function("r", **kwargs)).item()
+        as_exprs = {k: pl.col(v) if isinstance(v, str) else v for k, v in kwargs.items()}
+        assert as_names == lists.select(function(pl.col("r"), **as_exprs)).item(), function

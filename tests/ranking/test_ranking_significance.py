@@ -157,7 +157,7 @@ def test_bad_input():
         paired_significance(frame, metric="m", baseline="z")
     with pytest.raises(ArgumentError, match="at least two models"):
         paired_significance(frame.filter(pl.col("model") == "a"), metric="m")
-    with pytest.raises(DataError, match=r"1 of 5 rows repeat a \(model, query\) pair"):
+    with pytest.raises(DataError, match=r"1 of 5 rows is repeated \(the same model and query"):
         paired_significance(pl.concat([frame, frame.head(1)]), metric="m")
     with pytest.raises(DataError, match=r"null or NaN; e\.g\. model='a', query=0"):
         paired_significance(frame.with_columns(m=pl.Series([None, 0.2, 0.3, 0.4])), metric="m")

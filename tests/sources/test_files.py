@@ -9,7 +9,14 @@ import polars as pl
 import pytest
 
 from calib_frames.exceptions import ArgumentError, ReadError, TableError
-from calib_frames.sources import ScanResult, scan_predictions, scan_table, scan_tokens
+from calib_frames.sources import (
+    ScanResult,
+    scan_predictions,
+    scan_predictions_skipping,
+    scan_table,
+    scan_table_skipping,
+    scan_tokens,
+)
 
 
 def write_jsonl(path: Path, records: list[object]) -> Path:
@@ -98,7 +105,7 @@ def test_truncated_jsonl_line_names_file_and_line(tmp_path: Path) -> None:
     file.write_text(f"{good}\n{good}\n" + '{"confidence": 0.6, "corr\n' + f"{good}\n")
     with pytest.raises(ReadError, match=r"preds\.jsonl, line 3: malformed record"):
         scan_predictions(file).collect()
-    result = scan_predictions(file, on_bad_record="skip")
+    result = scan_predictions_skipping(file)
     assert isinstance(result, ScanResult)
     assert (result.skipped_records, result.skipped_files) == (1, 0)
     assert result.problems["line"].to_list() == [3]
@@ -113,9 +120,7 @@ def test_wrong_json_type_under_an_override_is_a_bad_record(tmp_path: Path) -> No
     frame = scan_predictions(file, schema_overrides={"confidence": pl.Float64})
     with pytest.raises(ReadError, match=r"types\.jsonl, line 6: malformed record"):
         frame.collect()
-    skipped = scan_predictions(
-        file, schema_overrides={"confidence": pl.Float64}, on_bad_record="skip"
-    )
+    skipped = scan_predictions_skipping(file, schema_overrides={"confidence": pl.Float64})
     assert skipped.skipped_records == 1
     assert skipped.frame.collect()["confidence"].to_list() == [0.5] * 5
     # Without an override the column is read as what the data hold (String), not guessed.
@@ -127,7 +132,7 @@ def test_ragged_csv_row(tmp_path: Path) -> None:
     file.write_text("confidence,correct\n0.5,1\n0.2,0,7\n0.3,1\n0.4,0,1\n")
     with pytest.raises(ReadError, match=r"r\.csv, line 3: malformed record"):
         scan_predictions(file).collect()
-    result = scan_predictions(file, on_bad_record="skip")
+    result = scan_predictions_skipping(file)
     assert result.skipped_records == 2
     assert result.problems["line"].to_list() == [3, 5]
     assert result.frame.collect()["confidence"].to_list() == [0.5, 0.3]
@@ -139,7 +144,7 @@ def test_file_named_parquet_that_is_not_parquet(tmp_path: Path) -> None:
     (tmp_path / "fake.parquet").write_text("confidence,correct\n0.5,1\n")
     with pytest.raises(ReadError, match=r"fake\.parquet: cannot read it as parquet"):
         scan_predictions(tmp_path)
-    result = scan_predictions(tmp_path, on_bad_record="skip")
+    result = scan_predictions_skipping(tmp_path)
     assert (result.skipped_records, result.skipped_files) == (0, 1)
     assert result.problems["file"].str.ends_with("fake.parquet").all()
     assert result.frame.collect().height == 1
@@ -157,7 +162,7 @@ def test_empty_inputs(tmp_path: Path) -> None:
     (tmp_path / "e.csv").write_text("")
     with pytest.raises(ReadError, match=r"e\.csv: empty file"):
         scan_table(tmp_path / "e.csv")
-    skipped = scan_table(tmp_path / "e.csv", on_bad_record="skip")
+    skipped = scan_table_skipping(tmp_path / "e.csv")
     assert skipped.skipped_files == 1
     assert skipped.frame.collect().height == 0
     with pytest.raises(ArgumentError, match="no input paths"):
@@ -179,8 +184,6 @@ def test_unknown_suffix_and_arguments(tmp_path: Path) -> None:
     assert scan_predictions(file, format="csv").collect().height == 1
     with pytest.raises(ArgumentError, match="format="):
         scan_table(file, format="xlsx")  # type: ignore[arg-type]
-    with pytest.raises(ArgumentError, match="on_bad_record="):
-        scan_table(file, format="csv", on_bad_record="ignore")  # type: ignore[call-overload]
     with pytest.raises(ArgumentError, match="polars dtypes"):
         scan_table(file, format="csv", schema_overrides={"confidence": "float"})  # type: ignore[dict-item]
 
@@ -208,7 +211,7 @@ def test_truncated_parquet_and_projection_through_the_guard(tmp_path: Path) -> N
 def test_skip_mode_counts_an_unreadable_json_file(tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text('{"confidence": [0.5,')
     write_jsonl(tmp_path / "ok.jsonl", [{"confidence": 0.5, "correct": True}])
-    result = scan_predictions(tmp_path, on_bad_record="skip")
+    result = scan_predictions_skipping(tmp_path)
     assert (result.skipped_records, result.skipped_files) == (0, 1)
     assert result.problems["reason"].str.contains("not valid JSON").all()
     assert result.frame.collect().height == 1

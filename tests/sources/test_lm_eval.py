@@ -24,8 +24,8 @@ from calib_frames.comparison import lm_eval_comparison
 from calib_frames.exceptions import DataError, ReadError
 from calib_frames.sources import (
     choice_predictions,
-    lm_eval_reported,
-    lm_eval_runs,
+    read_lm_eval_reported,
+    read_lm_eval_runs,
     scan_lm_eval_documents,
     scan_lm_eval_options,
 )
@@ -53,7 +53,7 @@ def comparison() -> pl.DataFrame:
 
 
 def test_runs_pair_samples_with_results_by_date_stamp() -> None:
-    runs = lm_eval_runs(DATA)
+    runs = read_lm_eval_runs(DATA)
     expected = set()
     for file in results_files():
         document = json.loads(file.read_text(encoding="utf-8"))
@@ -192,7 +192,7 @@ def test_documents_count_words_and_bytes_as_lm_eval() -> None:
     docs = scan_lm_eval_documents(DATA).collect()
     assert docs.columns == ["model", "task", "run", "doc_id", "nll", "tokens", "bytes", "words"]
     assert docs["tokens"].null_count() == docs.height  # lm-eval logs no token counts
-    runs = lm_eval_runs(DATA).filter(pl.col("output_type") == "loglikelihood_rolling")
+    runs = read_lm_eval_runs(DATA).filter(pl.col("output_type") == "loglikelihood_rolling")
     assert runs.height >= 1
     for row in runs.iter_rows(named=True):
         samples = [
@@ -241,7 +241,7 @@ def test_comparison_columns_and_notes(comparison: pl.DataFrame) -> None:
     assert set(comparison["model"]) == {
         json.loads(f.read_text(encoding="utf-8"))["model_name"] for f in results_files()
     }
-    reported = lm_eval_reported(DATA)
+    reported = read_lm_eval_reported(DATA)
     assert reported.columns == ["model", "task", "run", "metric", "filter", "value", "stderr"]
     acc = reported.filter(pl.col("metric") == "acc")
     assert acc["stderr"].is_not_null().all()
@@ -300,18 +300,18 @@ def test_samples_without_results_and_broken_results(copy: Path, tmp_path: Path) 
     orphan = next(copy.glob(f"samples_*_{stamp}.jsonl"))
     orphan.rename(copy / orphan.name.replace(stamp, "2030-01-01T00-00-00.000000"))
     with pytest.raises(ReadError, match=r"no results_2030-01-01T00-00-00\.000000\.json next to it"):
-        lm_eval_runs(copy)
+        read_lm_eval_runs(copy)
     (copy / (orphan.name.replace(stamp, "2030-01-01T00-00-00.000000"))).unlink()
     results[0].write_text('{"results": {"x": 1', encoding="utf-8")
     with pytest.raises(ReadError, match="not a readable lm-eval results file"):
-        lm_eval_runs(copy)
+        read_lm_eval_runs(copy)
     results[0].write_text("[1, 2]", encoding="utf-8")
     with pytest.raises(ReadError, match="not an lm-eval results file"):
-        lm_eval_runs(copy)
+        read_lm_eval_runs(copy)
     empty = tmp_path / "nothing"
     empty.mkdir()
     with pytest.raises(ReadError, match="holds no data file"):
-        lm_eval_runs(empty)
+        read_lm_eval_runs(empty)
 
 
 def test_list_targets_string_targets_and_out_of_range_golds(copy: Path) -> None:
@@ -334,7 +334,7 @@ def test_list_targets_string_targets_and_out_of_range_golds(copy: Path) -> None:
 
 
 def test_output_tables_follow_their_specs(comparison: pl.DataFrame) -> None:
-    from calib_frames.sources.tables import (
+    from calib_frames.schema import (
         BRIER_MULTICLASS,
         CHOICE_PREDICTIONS,
         LM_EVAL_COMPARISON,
@@ -384,7 +384,7 @@ def test_mutual_info_tasks_keep_the_conditional_half(copy: Path) -> None:
             record["arguments"][f"gen_args_{n + i}"] = {"arg_0": "", "arg_1": arg["arg_1"]}
         record["filtered_resps"] += [["-30.0", "False"]] * n
     file.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    runs = lm_eval_runs(copy)
+    runs = read_lm_eval_runs(copy)
     assert runs.filter(pl.col("task") == task, pl.col("run") == stamp)["mutual_info"].item()
     after = lm_eval_comparison(copy)
     # to rounding: polars' parallel float sums may differ in the last bit between runs

@@ -293,9 +293,9 @@ def test_schema_errors() -> None:
         choice_predictions(df.with_columns(pl.col("is_gold").cast(pl.String)))
     with pytest.raises(TableError, match="chars"):
         choice_predictions(df, normalize="char")
-    with pytest.raises(ArgumentError, match="by="):
+    with pytest.raises(TableError, match="also input columns: question='question'"):
         choice_predictions(df, by="question")
-    with pytest.raises(ArgumentError, match="output column"):
+    with pytest.raises(TableError, match=r"\['confidence'\] clash with output columns"):
         choice_predictions(df.with_columns(confidence=pl.lit(1)), by="confidence")
     with pytest.raises(TableError, match="cannot name options"):
         choice_predictions(df.with_columns(g=pl.lit("0")), gold="g")

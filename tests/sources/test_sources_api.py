@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import inspect
 
+import polars as pl
 import pytest
 
 from calib_frames import sources
+from calib_frames.exceptions import ArgumentError
 
 
 def public_functions() -> list[str]:
@@ -34,3 +36,25 @@ def test_every_public_function_documents_each_parameter(name: str) -> None:
     )
     for parameter in inspect.signature(function).parameters:
         assert parameter.lstrip("*") in listed, f"{name}: parameter {parameter!r} undocumented"
+
+
+OPTIONS = pl.DataFrame({"m": "x", "question": [1, 1], "option": [0, 1], "loglik": [-0.5, -1.0],
+                        "is_gold": [True, False]})  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda by: sources.choice_predictions(OPTIONS, by=by),
+        lambda by: sources.option_probabilities(OPTIONS, by=by),
+        lambda by: sources.brier_multiclass(OPTIONS, by=by),
+        lambda by: sources.answer_confidence(OPTIONS.rename({"loglik": "logprob"}), by=by),
+        lambda by: sources.sample_consistency(OPTIONS.rename({"option": "answer"}), by=by),
+    ],
+    ids=["choice_predictions", "option_probabilities", "brier_multiclass", "answer_confidence",
+         "sample_consistency"],
+)  # fmt: skip
+@pytest.mark.parametrize("by", [5, ["m", 5]], ids=["int", "list-with-int"])
+def test_a_malformed_by_is_an_argument_error(call: object, by: object) -> None:
+    with pytest.raises(ArgumentError, match="by="):
+        call(by)  # type: ignore[operator]

@@ -61,7 +61,7 @@ TOKENS = pl.DataFrame({"answer": [1, 1, 2], "logprob": [-0.1, -0.2, -0.3]})
 @pytest.mark.parametrize("key", ["tokens", "confidence", "log_confidence"])
 def test_answer_confidence_key_named_like_an_output(key: str) -> None:
     """by='tokens' gave a polars DuplicateError."""
-    with pytest.raises(ArgumentError, match=rf"\['{key}'\] clash"):
+    with pytest.raises(TableError, match=rf"\['{key}'\] clash"):
         sources.answer_confidence(TOKENS.rename({"answer": key}), by=key)
 
 
@@ -71,7 +71,7 @@ SAMPLES = pl.DataFrame({"question": [1, 1, 1, 2], "answer": ["a", "A ", "b", Non
 @pytest.mark.parametrize("key", ["consistency", "samples"])
 def test_sample_consistency_key_named_like_an_output(key: str) -> None:
     """by='consistency' gave a polars DuplicateError at collection."""
-    with pytest.raises(ArgumentError, match=rf"\['{key}'\] clash"):
+    with pytest.raises(TableError, match=rf"\['{key}'\] clash"):
         sources.sample_consistency(SAMPLES.rename({"question": key}), by=key)
 
 
@@ -271,13 +271,13 @@ def test_columns_that_is_not_a_mapping(tmp_path: Path) -> None:
     [
         sources.scan_lm_eval_options,
         sources.scan_lm_eval_documents,
-        sources.lm_eval_reported,
+        sources.read_lm_eval_reported,
         comparison.lm_eval_comparison,
     ],
 )
 def test_lm_eval_given_a_foreign_frame(entry: object) -> None:
-    """A frame that is not lm_eval_runs' was a polars ColumnNotFoundError."""
-    with pytest.raises(TableError, match="lm_eval_runs"):
+    """A frame that is not read_lm_eval_runs' was a polars ColumnNotFoundError."""
+    with pytest.raises(TableError, match="read_lm_eval_runs"):
         entry(pl.DataFrame({"a": [1]}))  # type: ignore[operator]
 
 

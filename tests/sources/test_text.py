@@ -20,6 +20,7 @@ from calib_frames.sources import (
     sample_consistency,
     verbalized_confidence,
     with_verbalized_confidence,
+    with_verbalized_confidence_skipping,
 )
 
 
@@ -102,7 +103,7 @@ def test_unparsable_rows_raise_with_their_row_or_are_counted() -> None:
     assert isinstance(lazy, pl.LazyFrame)
     with pytest.raises(DataError, match="2 of 4 rows"):
         lazy.collect()
-    skipped = with_verbalized_confidence(df.lazy(), on_unparsable="skip", output="p")
+    skipped = with_verbalized_confidence_skipping(df.lazy(), output="p")
     assert isinstance(skipped, Skipped)
     assert skipped.skipped == 2
     assert skipped.frame.collect()["p"].to_list() == [0.8, 0.3]
@@ -113,8 +114,6 @@ def test_unparsable_rows_raise_with_their_row_or_are_counted() -> None:
         with_verbalized_confidence(pl.DataFrame({"response": [1]}))
     with pytest.raises(TableError, match="not found"):
         with_verbalized_confidence(df, column="text")
-    with pytest.raises(ArgumentError, match="on_unparsable="):
-        with_verbalized_confidence(df, on_unparsable="guess")  # type: ignore[arg-type]
 
 
 def test_answer_confidence_is_the_geometric_mean_token_probability() -> None:

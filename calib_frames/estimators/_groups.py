@@ -1,0 +1,162 @@
+"""Shared plumbing of the in-memory estimators: the checked prediction rows, groups.
+
+The estimators collect the rows of every group (they are not additive).
+:func:`prediction_frame` checks the column roles at once and the rows when they are
+collected (through :mod:`calib_frames.validation`); :func:`grouped` gathers the rows
+group by group and :func:`attach` puts the per-group results next to the key table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+from calib_frames.validation import RowCheck, check_rows, not_true, require_columns, working
+
+__all__ = [
+    "P",
+    "W",
+    "Y",
+    "attach",
+    "grouped",
+    "prediction_checks",
+    "prediction_frame",
+    "require_prediction_columns",
+]
+
+P, Y, W = working("p"), working("y"), working("w")
+"""The working columns of :func:`prediction_frame`: confidence, outcome, weight (Float64)."""
+
+
+def require_prediction_columns(
+    schema: pl.Schema,
+    *,
+    confidence: str,
+    correct: str,
+    weight: str | None,
+    keys: Sequence[str],
+    reserved: Sequence[str],
+    others: Mapping[str, str] | None = None,
+) -> None:
+    """The column roles of prediction rows (:func:`~calib_frames.validation.require_columns`).
+
+    A Boolean confidence or weight, a key that is also an input column (one of
+    ``others`` too: model, item) or is named like an output (``reserved``) is a
+    :class:`~calib_frames.exceptions.TableError`.
+    """
+    roles = {**(others or {}), "confidence": confidence, "correct": correct}
+    if weight is not None:
+        roles["weight"] = weight
+    require_columns(
+        schema,
+        roles,
+        numbers=[role for role in ("confidence", "weight") if role in roles],
+        numeric=["correct"],
+        reserved=reserved,
+        keys=keys,
+        inputs_are_not_keys=True,
+    )
+
+
+def prediction_checks(
+    *,
+    confidence: str,
+    correct: str,
+    weight: str | None,
+    low: float = 0.0,
+    high: float = 1.0,
+    positive_weight: bool = False,
+) -> list[RowCheck]:
+    """The row contracts of prediction rows, over the user's columns.
+
+    A confidence in [low, high], an outcome boolean or 0/1, a finite weight ≥ 0 (> 0 with
+    ``positive_weight``: the in-memory fits divide by a block's weight).
+    """
+    p = pl.col(confidence).cast(pl.Float64)
+    y = pl.col(correct).cast(pl.Float64)
+    checks = [
+        RowCheck(
+            confidence,
+            f"not a probability in [{low:g}, {high:g}] (null, NaN, infinite or out of range)",
+            not_true(p.is_between(low, high)),
+        ),
+        RowCheck(correct, "not boolean or 0/1 (or null)", not_true((y == 0) | (y == 1))),
+    ]
+    if weight is not None:
+        w = pl.col(weight).cast(pl.Float64)
+        valid = w.is_finite() & ((w > 0) if positive_weight else (w >= 0))
+        rule = "> 0" if positive_weight else ">= 0"
+        checks.append(RowCheck(weight, f"not a finite weight {rule}", not_true(valid)))
+    return checks
+
+
+def prediction_frame(
+    source: pl.LazyFrame,
+    *,
+    confidence: str,
+    correct: str,
+    keys: list[str],
+    reserved: Sequence[str],
+    weight: str | None = None,
+) -> pl.LazyFrame:
+    """keys…, ``P`` (confidence as Float64), ``Y`` (outcome as Float64)[, ``W``], checked.
+
+    The columns are checked now (:func:`require_prediction_columns`); the rows when the
+    frame is collected (:func:`prediction_checks`, weights > 0): a
+    :class:`~calib_frames.exceptions.DataError` naming the column, "N of M rows" and an
+    example with its keys.
+    """
+    require_prediction_columns(
+        source.collect_schema(),
+        confidence=confidence,
+        correct=correct,
+        weight=weight,
+        keys=keys,
+        reserved=reserved,
+    )
+    inputs = list(dict.fromkeys([*keys, confidence, correct, *([weight] if weight else [])]))
+    checks = prediction_checks(
+        confidence=confidence, correct=correct, weight=weight, positive_weight=True
+    )
+    return check_rows(source.select(inputs), checks, keys=keys).select(
+        *keys,
+        pl.col(confidence).cast(pl.Float64).alias(P),
+        pl.col(correct).cast(pl.Float64).alias(Y),
+        *([] if weight is None else [pl.col(weight).cast(pl.Float64).alias(W)]),
+    )
+
+
+def attach(table: pl.DataFrame, columns: Sequence[pl.Series]) -> pl.DataFrame:
+    """The key table (possibly without columns) with per-group result columns appended."""
+    if table.width == 0:
+        return pl.DataFrame(list(columns))
+    return table.hstack(list(columns))
+
+
+def grouped(
+    rows: pl.DataFrame, keys: list[str], *, sort_by: str | None = None
+) -> tuple[npt.NDArray[np.int64], pl.DataFrame, int, pl.DataFrame]:
+    """Gather the rows group by group (groups in key order).
+
+    Rows within a group stay in input order or are sorted by ``sort_by``. Returns the
+    group number per row, the key table, the group count and the gathered value
+    columns (every column but the keys).
+
+    One ``group_by`` with a per-group sort and an explode: the groups are sorted in
+    parallel and in cache, several times faster than one sort of all rows by
+    (keys…, value).
+    """
+    values = [c for c in rows.columns if c not in keys]
+    if not keys:
+        ordered = rows.sort(sort_by, maintain_order=True) if sort_by is not None else rows
+        return np.zeros(rows.height, dtype=np.int64), pl.DataFrame(), 1, ordered.select(values)
+    gathered_columns = (
+        pl.col(values) if sort_by is None else pl.col(values).sort_by(sort_by, maintain_order=True)
+    )
+    gathered = rows.group_by(keys).agg(gathered_columns).sort(keys, nulls_last=True)
+    lengths = gathered[values[0]].list.len().to_numpy().astype(np.int64)
+    group = np.repeat(np.arange(gathered.height, dtype=np.int64), lengths)
+    return group, gathered.select(keys), gathered.height, gathered.select(values).explode(values)
