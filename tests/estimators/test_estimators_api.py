@@ -30,7 +30,6 @@ BY: dict[str, Callable[..., object]] = {
     "smooth_reliability_curve": lambda by: E.smooth_reliability_curve(PREDICTIONS, by=by),
     "corp_reliability": lambda by: E.corp_reliability(PREDICTIONS, by=by),
     "corp_decomposition": lambda by: E.corp_decomposition(PREDICTIONS, by=by),
-    "corp_recalibrate": lambda by: E.corp_recalibrate(PREDICTIONS, by=by),
     "adaptive_ece": lambda by: E.adaptive_ece(PREDICTIONS, by=by),
     "ece_by_bin_count": lambda by: E.ece_by_bin_count(PREDICTIONS, by=by),
     "isotonic_blocks": lambda by: E.isotonic_blocks(
