@@ -1,7 +1,9 @@
 """Check the engine's tables and shape them into the small frames the charts draw.
 
 Everything here is polars on tables that are already small (one row per group, or per
-group and bin): no chart ever sees a prediction row. Nothing here imports altair.
+group and bin): no chart ever sees a prediction row. Nothing here imports altair. The
+charts of :mod:`calib_frames.plot` and the report (:mod:`calib_frames.report`) read their
+tables through these functions, so both accept and refuse the same tables.
 
 Column names come from :mod:`calib_frames.schema`; the group keys of a table are the
 columns before the first column of its spec (how the schema records them). The derived
@@ -20,6 +22,8 @@ from calib_frames.schema import METRICS, PERPLEXITY, Table
 
 __all__ = [
     "COLOR",
+    "COMPARISON_COLUMNS",
+    "INTERNAL_COLUMNS",
     "PANEL",
     "Prepared",
     "bin_label",
@@ -29,6 +33,8 @@ __all__ = [
     "key_split",
     "metrics_columns",
     "prepare",
+    "records",
+    "spec_keys",
 ]
 
 # Derived columns of the chart data (never a user's key: they start with "_").
@@ -249,14 +255,6 @@ def metrics_columns(
     if duplicated:
         raise TableError(f"{role}: the metrics table has more than one row for some group")
     return metrics.select(*keys, *columns)
-
-
-def finite_or_null(columns: Sequence[str]) -> list[pl.Expr]:
-    """Float columns with NaN/inf replaced by null (JSON has no NaN)."""
-    return [
-        pl.when(pl.col(c).cast(pl.Float64).is_finite()).then(pl.col(c).cast(pl.Float64)).alias(c)
-        for c in columns
-    ]
 
 
 def records(data: pl.DataFrame) -> list[dict[str, object]]:
