@@ -15,26 +15,28 @@ reach the chart as values, never as field names or expressions.
 =================================  ==============================================
 function                           draws
 =================================  ==============================================
-:mod:`~calib_frames.plot.reliability`: a bin table
 :func:`reliability_diagram`        accuracy vs mean confidence per bin, gaps to the
                                    diagonal, counts per bin under it
 :func:`confidence_histogram`       predictions per confidence bin, per group
-:mod:`~calib_frames.plot.comparison`: a metrics or comparison table
 :func:`metric_scatter`             accuracy vs ECE (or Brier, ...), one point per group
 :func:`brier_decomposition_chart`  reliability vs resolution, diverging bars
 :func:`perplexity_chart`           perplexity and bits per byte side by side
-:mod:`~calib_frames.plot.curves`: an estimator's curve table
 :func:`smooth_reliability_chart`   a smooth reliability curve table (x, y)
 :func:`isotonic_reliability_chart` CORP / isotonic blocks as a step curve
 :func:`ece_bins_chart`             ECE against the number of bins
-:mod:`~calib_frames.plot.ranking`: a ranking-metrics table
-:func:`metric_at_k_chart`          metric@k against k, one line per group
-:mod:`~calib_frames.plot.export`
+:func:`metric_at_k_chart`          metric@k against k for a ranking-metrics table
 :func:`save_chart`                 HTML (Vega inlined), PNG or SVG, offline
 =================================  ==============================================
 
-:mod:`calib_frames.plot.tables` checks the tables and shapes them into the frames the
-charts draw (the report reads its tables through it too).
+One module per family of charts, named after what it draws from:
+:mod:`~calib_frames.plot.reliability` (a bin table), :mod:`~calib_frames.plot.comparison`
+(a metrics or comparison table, one mark per group), :mod:`~calib_frames.plot.curves`
+(an estimator's curve table) and :mod:`~calib_frames.plot.ranking` (a ranking-metrics
+table); :mod:`~calib_frames.plot.export` saves them. :mod:`calib_frames.plot.tables`
+checks the tables and shapes them into the frames the charts draw (the report reads its
+tables through it too), and ``_common`` holds what the families share: colours, the
+palette, highlighting, tooltips, panels and the argument checks. A new family is a new
+module on those two.
 
 altair and vl-convert are imported when a chart is built or saved, so ``import
 calib_frames`` (and this module) stays fast.

@@ -102,6 +102,19 @@ def group_encoding(prepared: Prepared, name: str | None = None) -> tuple[Any, An
     return color, emphasis(highlight, 0.12), highlight
 
 
+def group_lines(line: Any, *, color: Any, opacity: Any, order: str, **channels: Any) -> Any:
+    """``line`` (a line mark) drawn once per colour group, its points joined in ``order``."""
+    import altair as alt
+
+    return line.encode(
+        color=color,
+        detail=alt.Detail(f"{COLOR}:N"),
+        order=alt.Order(order),
+        opacity=opacity,
+        **channels,
+    )
+
+
 def key_tooltips(keys: Sequence[str]) -> list[alt.Tooltip]:
     """A tooltip line per group key."""
     import altair as alt

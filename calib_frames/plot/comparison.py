@@ -207,19 +207,19 @@ def metric_scatter(
     highlight = alt.selection_point(name="highlight_points", fields=[COLOR], bind="legend")
     color = group_color(prepared, alt.Legend(labelLimit=200))
     faded = emphasis(highlight, 0.15)
-    x_enc = alt.X(
-        field=field(x),
-        type="quantitative",
-        title=x_title,
-        scale=alt.Scale(zero=True, nice=True),
-        axis=alt.Axis(tickCount=5),
-    )
-    y_enc = alt.Y(
-        field=field(y),
-        type="quantitative",
-        title=y_title,
-        scale=alt.Scale(zero=False, nice=True),
-        axis=alt.Axis(tickCount=5),
+    # the x metric (a miscalibration) from zero; the y metric fitted to its range
+    x_enc, y_enc = (
+        channel(
+            field=field(name),
+            type="quantitative",
+            title=axis_title,
+            scale=alt.Scale(zero=zero, nice=True),
+            axis=alt.Axis(tickCount=5),
+        )
+        for channel, name, axis_title, zero in (
+            (alt.X, x, x_title, True),
+            (alt.Y, y, y_title, False),
+        )
     )
     layers = _scatter_extras(
         intervals,
@@ -350,13 +350,16 @@ def brier_decomposition_chart(
     >>> import polars as pl
     >>> import calib_frames as cf
     >>> from calib_frames.plot import brier_decomposition_chart
-    >>> preds = pl.DataFrame({
-    ...     "model": ["a", "a", "b", "b"], "confidence": [0.9, 0.8, 0.6, 0.7],
-    ...     "correct": [1, 0, 1, 1],
-    ... })
-    >>> spec = brier_decomposition_chart(cf.calibration_metrics(preds, by="model")).to_dict()
-    >>> spec["mark"]["type"], len(next(iter(spec["datasets"].values())))
-    ('bar', 4)
+    >>> preds = pl.DataFrame({"model": ["a", "b"] * 4, "task": ["x"] * 4 + ["y"] * 4,
+    ...                       "confidence": [0.9, 0.6, 0.8, 0.7, 0.3, 0.6, 0.9, 0.2],
+    ...                       "correct": [1, 1, 0, 1, 0, 1, 1, 0]})
+    >>> metrics = cf.calibration_metrics(preds, by=["model", "task"])
+    >>> spec = brier_decomposition_chart(metrics).to_dict()  # models on the axis, a panel a task
+    >>> spec["facet"]["field"], spec["spec"]["mark"]["type"], spec["columns"]
+    ('_panel', 'bar', 2)
+    >>> rows = next(iter(spec["datasets"].values()))  # two terms per model and task
+    >>> len(rows), sorted({row["_term"] for row in rows})
+    (8, ['reliability (added)', 'resolution (subtracted)'])
     """
     import altair as alt
 

@@ -9,7 +9,7 @@ group; nothing is estimated here.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -17,6 +17,7 @@ from calib_frames.plot._common import (
     diagonal,
     facet_columns,
     group_encoding,
+    group_lines,
     in_panels,
     inline_data,
     key_tooltips,
@@ -66,6 +67,13 @@ def _curve_table(
     keys = key_split(data.schema, frozenset(columns[:1]))
     check_columns(data.schema, list(columns), role=role, built_by="", numeric=list(columns))
     return prepare(data, keys, color=color, facet=facet), keys
+
+
+def _curve(line: Any, groups: tuple[Any, Any, Any], *, order: str, **channels: Any) -> Any:
+    """A line per colour group (``groups``: :func:`group_encoding`), highlighted in the legend."""
+    color, opacity, highlight = groups
+    line = group_lines(line, color=color, opacity=opacity, order=order, **channels)
+    return line if highlight is None else line.add_params(highlight)
 
 
 def smooth_reliability_chart(
@@ -132,27 +140,19 @@ def smooth_reliability_chart(
         .select(*keys, COLOR, PANEL, "x", "y")
         .sort(PANEL, COLOR, "x", maintain_order=True)
     )
-    group_color, opacity, highlight = group_encoding(prepared)
     unit = unit_scale()
-    line = (
-        alt.Chart()
-        .mark_line(strokeWidth=2)
-        .encode(
-            x=alt.X("x:Q", scale=unit, title="confidence"),
-            y=alt.Y("y:Q", scale=unit, title="estimated accuracy"),
-            color=group_color,
-            detail=alt.Detail(f"{COLOR}:N"),
-            order=alt.Order("x:Q"),
-            opacity=opacity,
-            tooltip=[
-                *key_tooltips(keys),
-                alt.Tooltip("x:Q", format=".3f"),
-                alt.Tooltip("y:Q", format=".3f"),
-            ],
-        )
+    line = _curve(
+        alt.Chart().mark_line(strokeWidth=2),
+        group_encoding(prepared),
+        order="x:Q",
+        x=alt.X("x:Q", scale=unit, title="confidence"),
+        y=alt.Y("y:Q", scale=unit, title="estimated accuracy"),
+        tooltip=[
+            *key_tooltips(keys),
+            alt.Tooltip("x:Q", format=".3f"),
+            alt.Tooltip("y:Q", format=".3f"),
+        ],
     )
-    if highlight is not None:
-        line = line.add_params(highlight)
     layer = alt.layer(diagonal(), line).properties(width=width, height=height)
     heading = title if title is not None else "Smooth reliability curve"
     return in_panels(layer, prepared, points, title=heading, columns=columns)
@@ -233,22 +233,16 @@ def isotonic_reliability_chart(
         PANEL, COLOR, "block", maintain_order=True
     )
     steps = _steps(blocks, keys)
-    group_color, opacity, highlight = group_encoding(prepared)
+    groups = group_encoding(prepared)
+    group_color, opacity, _ = groups
     unit = unit_scale()
-    line = (
-        alt.Chart(inline_data(steps))
-        .mark_line(interpolate="step-after", strokeWidth=2)
-        .encode(
-            x=alt.X("_x:Q", scale=unit, title="confidence"),
-            y=alt.Y("recalibrated:Q", scale=unit, title="recalibrated probability (CORP)"),
-            color=group_color,
-            detail=alt.Detail(f"{COLOR}:N"),
-            order=alt.Order("_order:Q"),
-            opacity=opacity,
-        )
+    line = _curve(
+        alt.Chart(inline_data(steps)).mark_line(interpolate="step-after", strokeWidth=2),
+        groups,
+        order="_order:Q",
+        x=alt.X("_x:Q", scale=unit, title="confidence"),
+        y=alt.Y("recalibrated:Q", scale=unit, title="recalibrated probability (CORP)"),
     )
-    if highlight is not None:
-        line = line.add_params(highlight)
     marks = (
         alt.Chart(inline_data(blocks))
         .mark_point(filled=True)
@@ -382,35 +376,25 @@ def ece_bins_chart(
     points = points.select(*keys, COLOR, PANEL, "bins", "ece").sort(
         PANEL, COLOR, "bins", maintain_order=True
     )
-    group_color, opacity, highlight = group_encoding(prepared)
+    groups = group_encoding(prepared)
     low = points.get_column("bins").min()
     high = points.get_column("bins").max()
     spread = isinstance(low, float) and isinstance(high, float) and low > 0 and high / low > 20
     scale = alt.Scale(type="log") if spread else alt.Scale(zero=False)
-    chart = (
-        alt.Chart()
-        .mark_line(point=alt.OverlayMarkDef(filled=True, size=30))
-        .encode(
-            x=alt.X(
-                "bins:Q",
-                title="number of bins",
-                scale=scale,
-                axis=alt.Axis(format="~d", tickMinStep=1),
-            ),
-            y=alt.Y("ece:Q", title="ECE", scale=alt.Scale(zero=True)),
-            color=group_color,
-            detail=alt.Detail(f"{COLOR}:N"),
-            order=alt.Order("bins:Q"),
-            opacity=opacity,
-            tooltip=[
-                *key_tooltips(keys),
-                alt.Tooltip("bins:Q", format="~d"),
-                alt.Tooltip("ece:Q", format=".4f"),
-            ],
-        )
+    chart = _curve(
+        alt.Chart().mark_line(point=alt.OverlayMarkDef(filled=True, size=30)),
+        groups,
+        order="bins:Q",
+        x=alt.X(
+            "bins:Q", title="number of bins", scale=scale, axis=alt.Axis(format="~d", tickMinStep=1)
+        ),
+        y=alt.Y("ece:Q", title="ECE", scale=alt.Scale(zero=True)),
+        tooltip=[
+            *key_tooltips(keys),
+            alt.Tooltip("bins:Q", format="~d"),
+            alt.Tooltip("ece:Q", format=".4f"),
+        ],
     )
-    if highlight is not None:
-        chart = chart.add_params(highlight)
     chart = chart.properties(width=width, height=height)
     heading = title if title is not None else "ECE against the number of bins"
     return in_panels(chart, prepared, points, title=heading, columns=columns)

@@ -24,6 +24,7 @@ from calib_frames.plot._common import (
     facet_columns,
     group_color,
     group_encoding,
+    group_lines,
     header,
     in_panels,
     inline_data,
@@ -537,13 +538,13 @@ def _diagram_layer(
         gap_opacity = (
             alt.when(highlight, empty=not many).then(alt.value(0.7)).otherwise(alt.value(0.0))
         )
-    line = base.mark_line(strokeWidth=1.8, point=alt.OverlayMarkDef(size=28, filled=True)).encode(
+    line = group_lines(
+        base.mark_line(strokeWidth=1.8, point=alt.OverlayMarkDef(size=28, filled=True)),
+        color=colors,
+        opacity=line_opacity,
+        order="bin:Q",
         x=x,
         y=y,
-        color=colors,
-        detail=alt.Detail(f"{COLOR}:N"),
-        order=alt.Order("bin:Q"),
-        opacity=line_opacity,
         tooltip=tooltips,
     )
     if highlight is not None and define:
@@ -612,18 +613,14 @@ def _count_marks(y: alt.Y, tooltips: list[Any], *, color: Any = None, opacity: A
                 tooltip=tooltips,
             )
         )
-    return (
-        alt.Chart()
-        .mark_line(strokeWidth=1.5, point=alt.OverlayMarkDef(size=18, filled=True))
-        .encode(
-            x=alt.X("_bin_mid:Q", scale=unit, title="confidence"),
-            y=y,
-            color=color,
-            detail=alt.Detail(f"{COLOR}:N"),
-            order=alt.Order("bin:Q"),
-            opacity=opacity,
-            tooltip=tooltips,
-        )
+    return group_lines(
+        alt.Chart().mark_line(strokeWidth=1.5, point=alt.OverlayMarkDef(size=18, filled=True)),
+        color=color,
+        opacity=opacity,
+        order="bin:Q",
+        x=alt.X("_bin_mid:Q", scale=unit, title="confidence"),
+        y=y,
+        tooltip=tooltips,
     )
 
 
