@@ -252,9 +252,8 @@ def _write_charts(
         title=args.title,
         inputs=[str(p) for p in (args.inputs or args.from_stats)] + list(args.token_file),
     )
-    keys = BIN_STATISTICS.keys(stats.schema)
     written = [HTML_FILE]
-    for title, _, chart in report_charts(table, with_intervals, keys, ppl):
+    for title, _, chart in report_charts(table, bin_statistics=with_intervals, perplexity=ppl):
         name = re.sub(r"[^a-z0-9]+", "_", title.lower()).strip("_") + ".png"
         save_chart(chart, args.out / name)
         written.append(name)

@@ -1,10 +1,16 @@
 """Altair charts of the engine's tables, and offline export (HTML, PNG, SVG).
 
 Charts are built from the small tables of calib_frames (bin statistics / reliability
-tables, metrics, perplexity and comparison tables, and the estimators' curve tables),
-never from prediction rows: a reliability diagram of 10⁸ predictions carries one point
-per group and bin. Each function returns an altair chart for the caller to compose,
-theme or save; nothing is rendered or written as a side effect.
+tables, metrics, perplexity and comparison tables, the estimators' curve tables and the
+ranking-metrics table), never from prediction rows: a reliability diagram of 10⁸
+predictions carries one point per group and bin. Each function returns an altair chart
+for the caller to compose (``+``, ``|``, ``&``), size (``.properties``), theme or save;
+nothing is rendered or written as a side effect, and no ``configure_*`` is applied.
+
+Group keys decide colour and panels. ``facet=`` names the keys that make small multiples
+(one panel per combination, wrapped after ``columns=``); ``color=`` names the keys told
+apart by colour inside a panel (default: the keys not faceted). Names are data: they
+reach the chart as values, never as field names or expressions.
 
 =================================  ==============================================
 function                           draws
@@ -18,24 +24,33 @@ function                           draws
 :func:`smooth_reliability_chart`   a smooth reliability curve table (x, y)
 :func:`isotonic_reliability_chart` CORP / isotonic blocks as a step curve
 :func:`ece_bins_chart`             ECE against the number of bins
+:func:`metric_at_k_chart`          metric@k against k for a ranking-metrics table
 :func:`save_chart`                 HTML (Vega inlined), PNG or SVG, offline
 =================================  ==============================================
+
+One module per family of charts, named after what it draws from:
+:mod:`~calib_frames.plot.reliability` (a bin table), :mod:`~calib_frames.plot.comparison`
+(a metrics or comparison table, one mark per group), :mod:`~calib_frames.plot.curves`
+(an estimator's curve table) and :mod:`~calib_frames.plot.ranking` (a ranking-metrics
+table); :mod:`~calib_frames.plot.export` saves them. :mod:`calib_frames.plot.tables`
+checks the tables and shapes them into the frames the charts draw (the report reads its
+tables through it too), and ``_common`` holds what the families share: colours, the
+palette, highlighting, tooltips, panels and the argument checks. A new family is a new
+module on those two.
 
 altair and vl-convert are imported when a chart is built or saved, so ``import
 calib_frames`` (and this module) stays fast.
 """
 
-from calib_frames.plot.charts import (
-    brier_decomposition_chart,
-    confidence_histogram,
+from calib_frames.plot.comparison import brier_decomposition_chart, metric_scatter, perplexity_chart
+from calib_frames.plot.curves import (
     ece_bins_chart,
     isotonic_reliability_chart,
-    metric_scatter,
-    perplexity_chart,
-    reliability_diagram,
     smooth_reliability_chart,
 )
 from calib_frames.plot.export import chart_html, embed_json, save_chart
+from calib_frames.plot.ranking import metric_at_k_chart
+from calib_frames.plot.reliability import confidence_histogram, reliability_diagram
 
 __all__ = [
     "brier_decomposition_chart",
@@ -44,6 +59,7 @@ __all__ = [
     "ece_bins_chart",
     "embed_json",
     "isotonic_reliability_chart",
+    "metric_at_k_chart",
     "metric_scatter",
     "perplexity_chart",
     "reliability_diagram",

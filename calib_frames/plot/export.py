@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CSP",
+    "as_path",
     "chart_html",
     "chart_spec",
     "embed_json",

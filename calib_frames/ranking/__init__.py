@@ -9,13 +9,14 @@ tests between models, over polars frames.
 ``ranking_metrics_per_query(run, qrels)``   one row per group × query
 ``paired_significance(per_query, ...)``     permutation / bootstrap tests, Holm and BH
 ``scan_trec_run``, ``scan_trec_qrels``      lazy readers of TREC files
-``metric_at_k_chart(table)``                altair chart of metric@k against k per group
 :mod:`calib_frames.ranking.expr`            reciprocal rank, DCG, ... as ``pl.Expr``
 ==========================================  ===============================================
 
 See :mod:`calib_frames.ranking.metrics` for the definitions and the tie / query policies.
+The chart of a ranking-metrics table is :func:`calib_frames.plot.metric_at_k_chart`.
 """
 
+from calib_frames._deprecated import moved
 from calib_frames.ranking import expr
 from calib_frames.ranking.metrics import (
     RANKING_METRICS,
@@ -24,7 +25,6 @@ from calib_frames.ranking.metrics import (
     ranking_metrics,
     ranking_metrics_per_query,
 )
-from calib_frames.ranking.plot import metric_at_k_chart
 from calib_frames.ranking.significance import SIGNIFICANCE_COLUMNS, paired_significance
 from calib_frames.ranking.trec import scan_trec_qrels, scan_trec_run
 
@@ -33,7 +33,6 @@ __all__ = [
     "RANKING_PER_QUERY",
     "SIGNIFICANCE_COLUMNS",
     "expr",
-    "metric_at_k_chart",
     "metric_columns",
     "paired_significance",
     "ranking_metrics",
@@ -41,3 +40,8 @@ __all__ = [
     "scan_trec_qrels",
     "scan_trec_run",
 ]
+
+# moved in 0.2: the chart lives with the other charts (compute code does not import plot/)
+__getattr__ = moved(
+    "calib_frames.ranking", {"metric_at_k_chart": "calib_frames.plot.metric_at_k_chart"}
+)

@@ -33,7 +33,7 @@ from calib_frames.plot import (
     save_chart,
     smooth_reliability_chart,
 )
-from calib_frames.plot.charts import field
+from calib_frames.plot._common import field
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -103,7 +103,7 @@ def populated(table: pl.DataFrame) -> pl.DataFrame:
 
 def test_one_model_diagram_marks_and_rows(tables: dict[str, pl.DataFrame]) -> None:
     table, metrics = tables["one"], tables["one_metrics"]
-    chart = reliability_diagram(table, metrics)
+    chart = reliability_diagram(table, metrics=metrics)
     spec = chart.to_dict()
     diagram, histogram = spec["vconcat"]
     assert mark_types(diagram) == ["line", "rule", "rule"]  # line, diagonal, gaps
@@ -157,9 +157,9 @@ def test_empty_bins_have_no_rows(tables: dict[str, pl.DataFrame], empty: str) ->
 
 
 def test_lazy_input_and_bin_statistics_table(tables: dict[str, pl.DataFrame]) -> None:
-    eager = reliability_diagram(tables["stats"], tables["metrics"], facet="task").to_dict()
+    eager = reliability_diagram(tables["stats"], metrics=tables["metrics"], facet="task").to_dict()
     lazy = reliability_diagram(
-        tables["stats"].lazy(), tables["metrics"].lazy(), facet="task"
+        tables["stats"].lazy(), metrics=tables["metrics"].lazy(), facet="task"
     ).to_dict()
     assert datasets(eager) == datasets(lazy)
 
@@ -167,7 +167,7 @@ def test_lazy_input_and_bin_statistics_table(tables: dict[str, pl.DataFrame]) ->
 def test_many_models_in_one_panel_have_a_legend_highlight(
     tables: dict[str, pl.DataFrame],
 ) -> None:
-    chart = reliability_diagram(tables["by_model"], tables["by_model_metrics"])
+    chart = reliability_diagram(tables["by_model"], metrics=tables["by_model_metrics"])
     spec = chart.to_dict()
     params = spec["params"]
     assert [p["bind"] for p in params] == ["legend"]
@@ -187,7 +187,9 @@ def test_many_models_in_one_panel_have_a_legend_highlight(
 
 
 def test_small_multiples_by_task(tables: dict[str, pl.DataFrame]) -> None:
-    spec = reliability_diagram(tables["reliability"], tables["metrics"], facet="task").to_dict()
+    spec = reliability_diagram(
+        tables["reliability"], metrics=tables["metrics"], facet="task"
+    ).to_dict()
     [rows] = datasets(spec)  # one dataset for every panel row, split by _part
     parts = {row["_part"] for row in rows}
     assert parts == {"diagram", "histogram", "metrics"}
@@ -205,7 +207,7 @@ def test_small_multiples_by_task(tables: dict[str, pl.DataFrame]) -> None:
 
 def test_grid_by_model_and_task_wraps_by_task(tables: dict[str, pl.DataFrame]) -> None:
     spec = reliability_diagram(
-        tables["reliability"], tables["metrics"], facet=["model", "task"]
+        tables["reliability"], metrics=tables["metrics"], facet=["model", "task"]
     ).to_dict()
     assert len(spec["vconcat"]) == 3  # one row of panels per model, 4 tasks each
     first = spec["vconcat"][0]["vconcat"][0]["facet"]["column"]["sort"]
@@ -233,7 +235,7 @@ def test_twenty_models_by_ten_tasks_builds_and_renders() -> None:
     line = next(u for u in units(spec) if u["mark"]["type"] == "line")
     assert len(line["encoding"]["color"]["scale"]["domain"]) == 20
     assert line["encoding"]["color"]["scale"]["scheme"] == "tableau20"
-    grid = reliability_diagram(table, metrics, facet=["model", "task"]).to_dict()
+    grid = reliability_diagram(table, metrics=metrics, facet=["model", "task"]).to_dict()
     assert len(grid["vconcat"]) == 20
     assert all(len(row["vconcat"][0]["facet"]["column"]["sort"]) == 10 for row in grid["vconcat"])
     assert len(datasets(grid)[0]) == 200 * 10 * 2 + 200
@@ -275,9 +277,9 @@ def test_reliability_diagram_errors(tables: dict[str, pl.DataFrame]) -> None:
     with pytest.raises(TableError, match="must be numeric"):
         reliability_diagram(table.with_columns(pl.col("accuracy").cast(pl.String)))
     with pytest.raises(TableError, match="grouped by"):
-        reliability_diagram(table, tables["by_model_metrics"])
+        reliability_diagram(table, metrics=tables["by_model_metrics"])
     with pytest.raises(TableError, match="missing columns"):
-        reliability_diagram(table, tables["metrics"].drop("mce"))
+        reliability_diagram(table, metrics=tables["metrics"].drop("mce"))
     with pytest.raises(ArgumentError, match="not group keys"):
         reliability_diagram(table, facet="tusk")
     with pytest.raises(ArgumentError, match="both color= and facet="):
@@ -486,7 +488,7 @@ def test_embed_json_escapes_script_breakers() -> None:
 
 
 def test_save_png_svg_html_offline(tables: dict[str, pl.DataFrame], tmp_path: Path) -> None:
-    chart = reliability_diagram(tables["by_model"], tables["by_model_metrics"])
+    chart = reliability_diagram(tables["by_model"], metrics=tables["by_model_metrics"])
     png = save_chart(chart, tmp_path / "diagram.png")
     data = png.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"

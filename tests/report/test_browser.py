@@ -187,7 +187,7 @@ def test_saved_chart_html_renders_offline(
     browser: Any, hostile_tables: dict[str, pl.DataFrame], tmp_path: Path
 ) -> None:
     stats = hostile_tables["stats"]
-    chart = reliability_diagram(stats, hostile_tables["comparison"], facet="task")
+    chart = reliability_diagram(stats, metrics=hostile_tables["comparison"], facet="task")
     path = save_chart(chart, tmp_path / "diagram.html")
     context, page, log = open_offline(browser, path)
     try:

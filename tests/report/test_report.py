@@ -178,3 +178,32 @@ def test_one_group_without_keys() -> None:
     assert len(table_rows(page)) == 1
     assert "3 in 1 group" in page
     assert "(all rows)" in page
+
+
+def test_page_style_and_sort_script_are_the_package_data(tables: dict[str, pl.DataFrame]) -> None:
+    """report.css and report.js ship in the package (pyproject's package-data) and are
+    inlined as they are: the page loads no file."""
+    from importlib import resources
+
+    assets = resources.files("calib_frames.report").joinpath("assets")
+    css = assets.joinpath("report.css").read_text("utf-8")
+    script = assets.joinpath("report.js").read_text("utf-8")
+    assert "table.comparison td.best" in css and "aria-sort" in script
+    page = report_html(tables["metrics"], bin_statistics=tables["stats"])
+    assert f"<style>\n{css}\n</style>" in page
+    assert f"<script>\n{script}</script>" in page
+
+
+def test_report_charts_follow_the_tables(tables: dict[str, pl.DataFrame]) -> None:
+    from calib_frames.report import report_charts
+
+    titles = [t for t, _, _ in report_charts(tables["comparison"], bin_statistics=tables["stats"])]
+    assert titles == [
+        "Reliability diagrams",
+        "Confidence histograms",
+        "Accuracy against ECE",
+        "Brier decomposition",
+        "Perplexity",
+    ]
+    lazy = report_charts(tables["metrics"].lazy(), bin_statistics=tables["stats"].lazy())
+    assert [t for t, _, _ in lazy][-1] == "Brier decomposition"  # no perplexity: no chart

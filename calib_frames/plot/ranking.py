@@ -1,8 +1,9 @@
-"""An altair chart of a ranking-metrics table: metric@k against k, one line per group.
+"""The chart of a ranking-metrics table: metric@k against k, one line per group.
 
 The chart is built from the small table of :func:`~calib_frames.ranking.ranking_metrics`
-(one row per group), never from run rows. altair is imported when a chart is built; save
-it offline with :func:`calib_frames.plot.save_chart`.
+(one row per group), never from run rows. altair (and :mod:`calib_frames.ranking`, for
+the names of its metrics) is imported when a chart is built; save it offline with
+:func:`calib_frames.plot.save_chart`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from typing import Any
 import polars as pl
 
 from calib_frames.exceptions import ArgumentError
-from calib_frames.ranking.metrics import CUT_METRICS, RANKING_METRICS
+from calib_frames.plot._common import check_size
+from calib_frames.plot.tables import frame
 
 __all__ = ["metric_at_k_chart"]
 
@@ -25,8 +27,8 @@ def metric_at_k_chart(
     table: pl.DataFrame | pl.LazyFrame,
     *,
     metrics: str | Sequence[str] = ("ndcg", "precision", "recall"),
-    width: int = 200,
-    height: int = 160,
+    width: float = 200,
+    height: float = 160,
 ) -> Any:
     """Line chart of ``<metric>@<k>`` against k, one panel per metric, one line per group.
 
@@ -61,6 +63,7 @@ def metric_at_k_chart(
     Examples
     --------
     >>> import polars as pl
+    >>> from calib_frames.plot import metric_at_k_chart
     >>> from calib_frames.ranking import ranking_metrics
     >>> run = pl.DataFrame({"model": ["a", "a", "b", "b"], "query": [1, 1, 1, 1],
     ...                     "item": [1, 2, 1, 2], "score": [0.9, 0.1, 0.1, 0.9]})
@@ -71,20 +74,19 @@ def metric_at_k_chart(
     """
     import altair as alt
 
+    from calib_frames.ranking.metrics import CUT_METRICS, RANKING_METRICS
+
     names = [metrics] if isinstance(metrics, str) else list(metrics)
     unknown = [m for m in names if m not in CUT_METRICS]
     if unknown or not names:
         raise ArgumentError(f"metrics= takes names among {list(CUT_METRICS)}, got {names!r}")
-    for name, value in (("width", width), ("height", height)):
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise ArgumentError(f"{name}= must be a positive number of pixels, got {value!r}")
-    if not isinstance(table, pl.DataFrame | pl.LazyFrame):
-        raise ArgumentError(f"table must be a polars frame, got {type(table).__name__}")
-    frame = table.collect() if isinstance(table, pl.LazyFrame) else table
-    keys = RANKING_METRICS.keys(frame.schema)
+    check_size("width", width)
+    check_size("height", height)
+    data = frame(table, "metric_at_k_chart")
+    keys = RANKING_METRICS.keys(data.schema)
     columns = {
         c: (m["metric"], int(m["k"]))
-        for c in frame.columns
+        for c in data.columns
         if (m := _CUT.match(c)) and m["metric"] in names
     }
     absent = [n for n in names if n not in {metric for metric, _ in columns.values()}]
@@ -99,7 +101,7 @@ def metric_at_k_chart(
     else:
         label = pl.lit("all")
     long = (
-        frame.select(label.alias("group"), "queries", *columns)
+        data.select(label.alias("group"), "queries", *columns)
         .unpivot(index=["group", "queries"], variable_name="column", value_name="value")
         .with_columns(
             pl.col("column")

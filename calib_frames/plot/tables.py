@@ -1,7 +1,9 @@
 """Check the engine's tables and shape them into the small frames the charts draw.
 
 Everything here is polars on tables that are already small (one row per group, or per
-group and bin): no chart ever sees a prediction row. Nothing here imports altair.
+group and bin): no chart ever sees a prediction row. Nothing here imports altair. The
+charts of :mod:`calib_frames.plot` and the report (:mod:`calib_frames.report`) read their
+tables through these functions, so both accept and refuse the same tables.
 
 Column names come from :mod:`calib_frames.schema`; the group keys of a table are the
 columns before the first column of its spec (how the schema records them). The derived
@@ -20,6 +22,8 @@ from calib_frames.schema import METRICS, PERPLEXITY, Table
 
 __all__ = [
     "COLOR",
+    "COMPARISON_COLUMNS",
+    "INTERNAL_COLUMNS",
     "PANEL",
     "Prepared",
     "bin_label",
@@ -29,6 +33,8 @@ __all__ = [
     "key_split",
     "metrics_columns",
     "prepare",
+    "records",
+    "spec_keys",
 ]
 
 # Derived columns of the chart data (never a user's key: they start with "_").
@@ -47,7 +53,35 @@ COMPARISON_COLUMNS = frozenset(METRICS.names) | frozenset(PERPLEXITY.names) | {"
 
 
 def frame(table: object, role: str) -> pl.DataFrame:
-    """``table`` as an eager DataFrame (a LazyFrame is collected: it is a small table)."""
+    """``table`` as an eager DataFrame (a LazyFrame is collected: it is a small table).
+
+    Parameters
+    ----------
+    table
+        A polars DataFrame or LazyFrame.
+    role
+        What the table is for, as error messages name it (``"reliability_diagram"``).
+
+    Returns
+    -------
+    polars.DataFrame
+        The table, collected.
+
+    Raises
+    ------
+    ArgumentError
+        If ``table`` is not a polars frame.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.plot.tables import frame
+    >>> frame(pl.LazyFrame({"ece": [0.1]}), "chart").shape
+    (1, 1)
+    >>> frame({"ece": [0.1]}, "chart")
+    Traceback (most recent call last):
+    calib_frames.exceptions.ArgumentError: chart: expected a polars DataFrame or LazyFrame, got dict
+    """
     if isinstance(table, pl.LazyFrame):
         return table.collect()
     if isinstance(table, pl.DataFrame):
@@ -58,7 +92,16 @@ def frame(table: object, role: str) -> pl.DataFrame:
 
 
 def key_split(schema: pl.Schema, first_columns: Sequence[str] | frozenset[str]) -> list[str]:
-    """The keys: the columns before the first one that belongs to the table's spec."""
+    """The keys: the columns before the first one that belongs to the table's spec.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.plot.tables import COMPARISON_COLUMNS, key_split
+    >>> key_split(pl.Schema({"model": pl.String, "task": pl.String, "ece": pl.Float64}),
+    ...           COMPARISON_COLUMNS)
+    ['model', 'task']
+    """
     names = schema.names()
     for position, name in enumerate(names):
         if name in first_columns:
@@ -74,7 +117,23 @@ def check_columns(
     built_by: str,
     numeric: Sequence[str] = (),
 ) -> None:
-    """Raise :class:`TableError` for missing or non-numeric columns, naming them all."""
+    """Raise :class:`TableError` for missing or non-numeric columns, naming them all.
+
+    ``built_by`` names the function that builds such a table (a hint in the message;
+    ``""`` for none).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.plot.tables import check_columns
+    >>> schema = pl.Schema({"model": pl.String, "ece": pl.String})
+    >>> check_columns(schema, ["ece", "mce"], role="metrics table", built_by="")
+    Traceback (most recent call last):
+    calib_frames.exceptions.TableError: not a metrics table: missing columns ['mce']
+    >>> check_columns(schema, ["ece"], role="metrics table", built_by="", numeric=["ece"])
+    Traceback (most recent call last):
+    calib_frames.exceptions.TableError: metrics table: columns ['ece (String)'] must be numeric
+    """
     names = schema.names()
     missing = [name for name in required if name not in names]
     if missing:
@@ -90,7 +149,19 @@ def check_columns(
 
 
 def spec_keys(table: pl.DataFrame, spec: Table, role: str) -> list[str]:
-    """Keys of a table checked against ``spec`` (a TableError names what is missing)."""
+    """Keys of a table checked against ``spec`` (a TableError names what is missing).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import calib_frames as cf
+    >>> from calib_frames.plot.tables import spec_keys
+    >>> from calib_frames.schema import RELIABILITY
+    >>> stats = cf.bin_statistics(pl.DataFrame({"model": ["a"], "confidence": [0.7],
+    ...                                         "correct": [True]}), by="model")
+    >>> spec_keys(stats, RELIABILITY, "bin table")
+    ['model']
+    """
     numeric = [name for name, dtype in spec.columns.items() if dtype.is_numeric()]
     check_columns(
         table.schema,
@@ -103,7 +174,16 @@ def spec_keys(table: pl.DataFrame, spec: Table, role: str) -> list[str]:
 
 
 def group_label(keys: Sequence[str]) -> pl.Expr:
-    """One string naming a group: its key values joined by " · " (nulls spelled out)."""
+    """One string naming a group: its key values joined by " · " (nulls spelled out).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.plot.tables import group_label
+    >>> table = pl.DataFrame({"model": ["a", None], "task": ["x", "y"]})
+    >>> table.select(group_label(["model", "task"])).to_series().to_list()
+    ['a · x', '(null) · y']
+    """
     if not keys:
         return pl.lit("all")
     parts = [pl.col(key).cast(pl.String).fill_null(NULL_KEY) for key in keys]
@@ -111,7 +191,20 @@ def group_label(keys: Sequence[str]) -> pl.Expr:
 
 
 def bin_label(has_closed: bool) -> pl.Expr:
-    """The bin's range as text: ``[0.8, 0.9)`` following its closedness, else ``0.8–0.9``."""
+    """The bin's range as text: ``[0.8, 0.9)`` following its closedness, else ``0.8–0.9``.
+
+    The first and last bin of a group are closed at the outer end. Reads ``bin``,
+    ``bin_lower``, ``bin_upper`` (and ``closed`` with ``has_closed``) of a prepared table.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.plot.tables import bin_label
+    >>> bins = pl.DataFrame({"_panel": "all", "_color": "all", "bin": [0, 1],
+    ...                      "bin_lower": [0.0, 0.5], "bin_upper": [0.5, 1.0], "closed": "left"})
+    >>> bins.select(bin_label(True)).to_series().to_list()
+    ['[0.0, 0.5)', '[0.5, 1.0]']
+    """
     low = pl.col("bin_lower").round(4).cast(pl.String)
     high = pl.col("bin_upper").round(4).cast(pl.String)
     plain = pl.concat_str(low, pl.lit("–"), high)
@@ -178,6 +271,22 @@ def prepare(
     an Enum in its categories' order (``stage``: before, after), a Categorical in
     order of first appearance, numbers numerically, text alphabetically; the legend
     and the panels follow that order, not the order of the labels as text.
+
+    Raises
+    ------
+    TableError
+        If a key carries the name of a column the charts add (:data:`INTERNAL_COLUMNS`).
+    ArgumentError
+        If ``color``/``facet`` name something that is not a key, or the same key.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.plot.tables import prepare
+    >>> table = pl.DataFrame({"model": ["b", "a", "a"], "task": ["x", "y", "x"]})
+    >>> ready = prepare(table, ["model", "task"], color=None, facet="task")
+    >>> ready.color, ready.panels, ready.colors
+    (['model'], ['x', 'y'], ['a', 'b'])
     """
     internal = sorted(key for key in keys if key in INTERNAL_COLUMNS)
     if internal:
@@ -235,6 +344,14 @@ def metrics_columns(
     ------
     TableError
         If the table lacks a column or is not keyed by exactly ``keys``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.plot.tables import metrics_columns
+    >>> metrics = pl.DataFrame({"model": ["a"], "count": [3], "ece": [0.1], "mce": [0.2]})
+    >>> metrics_columns(metrics, ["model"], ["ece"], role="chart").columns
+    ['model', 'ece']
     """
     metric_keys = key_split(metrics.schema, COMPARISON_COLUMNS)
     if sorted(metric_keys) != sorted(keys):
@@ -251,16 +368,19 @@ def metrics_columns(
     return metrics.select(*keys, *columns)
 
 
-def finite_or_null(columns: Sequence[str]) -> list[pl.Expr]:
-    """Float columns with NaN/inf replaced by null (JSON has no NaN)."""
-    return [
-        pl.when(pl.col(c).cast(pl.Float64).is_finite()).then(pl.col(c).cast(pl.Float64)).alias(c)
-        for c in columns
-    ]
-
-
 def records(data: pl.DataFrame) -> list[dict[str, object]]:
-    """Rows as JSON-ready dicts (temporal and other non-JSON dtypes as strings)."""
+    """Rows as JSON-ready dicts (temporal and other non-JSON dtypes as strings).
+
+    NaN and infinities become None (JSON has neither).
+
+    Examples
+    --------
+    >>> import datetime
+    >>> import polars as pl
+    >>> from calib_frames.plot.tables import records
+    >>> records(pl.DataFrame({"day": [datetime.date(2026, 1, 2)], "ece": [float("nan")]}))
+    [{'day': '2026-01-02', 'ece': None}]
+    """
     casts = []
     for name, dtype in data.schema.items():
         if dtype.is_float():

@@ -1,4 +1,4 @@
-"""The metric@k chart: data drawn from the ranking table, offline export, bad input."""
+"""The metric@k chart: data drawn from the ranking table, offline export, bad input, old home."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+import calib_frames.ranking
 from calib_frames.exceptions import ArgumentError, TableError
-from calib_frames.plot import save_chart
+from calib_frames.plot import metric_at_k_chart, save_chart
 from calib_frames.ranking import ranking_metrics
-from calib_frames.ranking.plot import metric_at_k_chart
 from calib_frames.ranking.trec import scan_trec_qrels, scan_trec_run
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "ranking"
@@ -56,3 +56,10 @@ def test_bad_input(table):
         metric_at_k_chart(table.select(pl.exclude("^ndcg@.*$")), metrics="ndcg")
     with pytest.raises(TableError, match="not a ranking-metrics table"):
         metric_at_k_chart(pl.DataFrame({"x": [1]}))
+
+
+def test_old_home_warns_and_is_the_chart():
+    """``calib_frames.ranking.metric_at_k_chart`` moved to ``calib_frames.plot`` in 0.2."""
+    with pytest.warns(DeprecationWarning, match="metric_at_k_chart has moved to"):
+        assert calib_frames.ranking.metric_at_k_chart is metric_at_k_chart  # type: ignore[attr-defined]
+    assert "metric_at_k_chart" not in calib_frames.ranking.__all__

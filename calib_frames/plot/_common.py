@@ -1,0 +1,200 @@
+"""What the chart families share: colours, the palette, field names, tooltips, panels, checks.
+
+Each family module (:mod:`~calib_frames.plot.reliability`,
+:mod:`~calib_frames.plot.comparison`, :mod:`~calib_frames.plot.curves`,
+:mod:`~calib_frames.plot.ranking`) draws from a table prepared by
+:mod:`calib_frames.plot.tables` with these pieces, so that every chart colours, highlights,
+facets and refuses arguments the same way. altair is imported inside each function.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import polars as pl
+
+from calib_frames.exceptions import ArgumentError
+from calib_frames.plot.tables import COLOR, PANEL, Prepared, records
+
+if TYPE_CHECKING:
+    import altair as alt
+
+DIAGONAL = "#9e9e9e"
+"""The perfect-calibration diagonal."""
+SINGLE = "#1f3b73"
+"""Marks of a chart with one group (no colour key)."""
+FACET_SPACING = {"row": 48, "column": 20}
+"""Wrapped facets with flush bounds: room for each row's x axis and the next header."""
+NO_FRAME = {"stroke": None}
+"""A view without its border (text tables beside or under a chart)."""
+
+
+def field(name: str) -> str:
+    """A column name as a Vega-Lite field reference (dots and brackets escaped)."""
+    return re.sub(r"([.\[\]\\])", r"\\\1", name)
+
+
+def inline_data(data: pl.DataFrame) -> alt.InlineData:
+    """Inline rows (altair gathers identical ones into one top-level dataset)."""
+    import altair as alt
+
+    return alt.InlineData(values=records(data))
+
+
+def palette(count: int) -> Literal["dark2", "tableau20"]:
+    """The colour scheme for ``count`` groups."""
+    # dark2 has no pure red or blue, which the gap bars use for over/underconfidence
+    return "dark2" if count <= 8 else "tableau20"
+
+
+def color_scale(prepared: Prepared) -> alt.Scale:
+    """The colour groups of a prepared table, in legend order, on the palette."""
+    import altair as alt
+
+    domain = prepared.colors
+    return alt.Scale(domain=domain, scheme=palette(len(domain)))
+
+
+def unit_scale() -> alt.Scale:
+    """A probability axis: 0 to 1, not rounded out."""
+    import altair as alt
+
+    return alt.Scale(domain=[0, 1], nice=False)
+
+
+def group_color(prepared: Prepared, legend: alt.Legend | None) -> alt.Color:
+    """One colour per colour group, titled by the colour keys."""
+    import altair as alt
+
+    return alt.Color(
+        f"{COLOR}:N",
+        title=" × ".join(prepared.color) or "group",
+        scale=color_scale(prepared),
+        legend=legend,
+    )
+
+
+def emphasis(highlight: Any, dim: float, *, empty: bool | None = None) -> Any:
+    """Opacity 1 for the groups picked in the legend, ``dim`` for the others.
+
+    ``empty`` says whether every group counts as picked while none is (Vega-Lite's
+    default: yes).
+    """
+    import altair as alt
+
+    picked = alt.when(highlight) if empty is None else alt.when(highlight, empty=empty)
+    return picked.then(alt.value(1.0)).otherwise(alt.value(dim))
+
+
+def group_encoding(prepared: Prepared, name: str | None = None) -> tuple[Any, Any, Any]:
+    """Colour, opacity and legend selection of a chart with one line per colour group.
+
+    One group (no colour key): a single colour, full opacity and no selection.
+    """
+    import altair as alt
+
+    if not prepared.color:
+        return alt.value(SINGLE), alt.value(1.0), None
+    highlight = alt.selection_point(name=name, fields=[COLOR], bind="legend")
+    color = group_color(prepared, alt.Legend(labelLimit=200, symbolType="stroke"))
+    return color, emphasis(highlight, 0.12), highlight
+
+
+def group_lines(line: Any, *, color: Any, opacity: Any, order: str, **channels: Any) -> Any:
+    """``line`` (a line mark) drawn once per colour group, its points joined in ``order``."""
+    import altair as alt
+
+    return line.encode(
+        color=color,
+        detail=alt.Detail(f"{COLOR}:N"),
+        order=alt.Order(order),
+        opacity=opacity,
+        **channels,
+    )
+
+
+def key_tooltips(keys: Sequence[str]) -> list[alt.Tooltip]:
+    """A tooltip line per group key."""
+    import altair as alt
+
+    # field=/type= rather than the "name:N" shorthand, which misreads a ':' in a name
+    return [alt.Tooltip(field=field(key), type="nominal", title=key) for key in keys]
+
+
+def diagonal(**mark: Any) -> alt.Chart:
+    """The diagonal from (0, 0) to (1, 1), drawn once per panel."""
+    import altair as alt
+
+    return (  # type: ignore[no-any-return]
+        alt.Chart()
+        .transform_aggregate(_rows="count()")
+        .mark_rule(color=DIAGONAL, strokeDash=[4, 3], **mark)
+        .encode(x=alt.datum(0), y=alt.datum(0), x2=alt.datum(1), y2=alt.datum(1))
+    )
+
+
+def header(labels: bool = True) -> alt.Header:
+    """The panel titles of a faceted chart."""
+    import altair as alt
+
+    return alt.Header(labels=labels, labelLimit=240, labelFontSize=11, labelFontWeight="bold")
+
+
+def facet_columns(
+    panels: int, facet_keys: Sequence[str], data: pl.DataFrame, wanted: int | None
+) -> int:
+    """Panels per row: ``wanted``, else the values of the last of two or more facet keys.
+
+    With one facet key, up to four panels a row.
+    """
+    if wanted is not None:
+        if isinstance(wanted, bool) or not isinstance(wanted, int) or wanted < 1:
+            raise ArgumentError(f"columns= must be a positive integer, got {wanted}")
+        return wanted
+    if len(facet_keys) >= 2:
+        return max(1, data.get_column(facet_keys[-1]).n_unique())
+    return max(1, min(panels, 4))
+
+
+def in_panels(
+    chart: Any,
+    prepared: Prepared,
+    data: pl.DataFrame,
+    *,
+    title: str | alt.Title,
+    columns: int | None,
+    inline: bool = True,
+) -> alt.TopLevelMixin:
+    """``chart`` alone, or one panel per combination of the facet keys.
+
+    ``data`` counts the panels per row (:func:`facet_columns`) and, with ``inline``, is
+    the chart's data; without, the chart carries its own.
+    """
+    import altair as alt
+
+    rows = {"data": inline_data(data)} if inline else {}
+    if not prepared.facet:
+        return chart.properties(**rows, title=title)  # type: ignore[no-any-return]
+    panels = prepared.panels
+    return chart.facet(  # type: ignore[no-any-return]
+        facet=alt.Facet(f"{PANEL}:N", sort=panels, title=None, header=header()),
+        bounds="flush",
+        spacing=FACET_SPACING,
+        columns=facet_columns(len(panels), prepared.facet, data, columns),
+        **rows,
+    ).properties(title=title)
+
+
+def check_flag(name: str, value: bool) -> None:
+    """Refuse anything but True or False."""
+    if not isinstance(value, bool):
+        raise ArgumentError(f"{name}= takes True or False, got {value!r}")
+
+
+def check_size(name: str, value: float | None) -> None:
+    """Refuse a size that is not a positive number of pixels (None: the default)."""
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if value is not None and not (number and value > 0):
+        raise ArgumentError(f"{name}= must be a positive number of pixels, got {value!r}")

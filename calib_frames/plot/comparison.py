@@ -1,0 +1,584 @@
+"""Groups side by side on their metrics: one mark per row of a metrics or comparison table.
+
+:func:`metric_scatter` places each group by two metrics, :func:`brier_decomposition_chart`
+splits its Brier score into reliability and resolution, and :func:`perplexity_chart`
+lines up its perplexity and bits per byte. Every value drawn is read from the table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from calib_frames.exceptions import ArgumentError, TableError
+from calib_frames.plot._common import (
+    SINGLE,
+    check_size,
+    emphasis,
+    field,
+    group_color,
+    in_panels,
+    inline_data,
+    key_tooltips,
+    palette,
+)
+from calib_frames.plot.tables import (
+    COLOR,
+    COMPARISON_COLUMNS,
+    PANEL,
+    Prepared,
+    check_columns,
+    frame,
+    key_split,
+    prepare,
+)
+
+if TYPE_CHECKING:
+    import altair as alt
+
+__all__ = [
+    "LABEL_LIMIT",
+    "brier_decomposition_chart",
+    "metric_scatter",
+    "perplexity_chart",
+]
+
+LABEL_LIMIT = 10
+"""Above this many points in one panel of :func:`metric_scatter`, only the highlighted
+group's points are labelled (the rest overlap); the legend and tooltips name every point."""
+
+_METRIC_TITLES = {
+    "accuracy": "accuracy",
+    "ece": "ECE",
+    "mce": "MCE",
+    "rmsce": "RMSCE",
+    "brier": "Brier score",
+    "log_loss": "log loss",
+    "overconfidence": "overconfidence",
+    "reliability": "reliability",
+    "resolution": "resolution",
+}
+
+
+def _metrics_table(
+    table: object, name: str, columns: list[str], *, role: str, built_by: str
+) -> tuple[pl.DataFrame, list[str]]:
+    """The table and its keys, checked to hold the numeric ``columns``."""
+    data = frame(table, name)
+    keys = key_split(data.schema, COMPARISON_COLUMNS)
+    if len(keys) == len(data.columns):
+        raise TableError(
+            f"not a {role}: no metric column found; build one with "
+            "calib_frames.calibration_metrics or calib_frames.comparison_table"
+        )
+    check_columns(data.schema, columns, role=role, built_by=built_by, numeric=columns)
+    return data, keys
+
+
+def _label_keys(label: str | None, keys: list[str]) -> list[str]:
+    """The key that names the marks: ``label``, else the first key."""
+    if label is not None and label not in keys:
+        raise ArgumentError(f"label= names {label!r}, which is not a group key {keys}")
+    return [label] if label is not None else keys[:1]
+
+
+def _by_label(
+    data: pl.DataFrame, keys: list[str], label: str | None, facet: str | Sequence[str] | None
+) -> Prepared:
+    """One colour per value of the label key, one panel per combination of the others."""
+    label_keys = _label_keys(label, keys)
+    default_facet = [key for key in keys if key not in label_keys]
+    return prepare(data, keys, color=label_keys, facet=facet, default_facet=default_facet)
+
+
+def metric_scatter(
+    metrics: pl.DataFrame | pl.LazyFrame,
+    *,
+    x: str = "ece",
+    y: str = "accuracy",
+    label: str | None = None,
+    facet: str | Sequence[str] | None = None,
+    columns: int | None = None,
+    width: float = 260,
+    height: float = 220,
+    title: str | None = None,
+) -> alt.TopLevelMixin:
+    """One labelled point per group: a calibration metric against accuracy (or another).
+
+    ``x`` and ``y`` are columns of a metrics or comparison table (``ece``, ``brier``,
+    ``log_loss``, ...). When the table has ``<metric>_ci_low`` and ``<metric>_ci_high``
+    they are drawn as error bars; when ``x`` is ``ece`` and the table has
+    ``ece_noise_floor``, a grey tick at the noise floor sits beside each point, joined
+    to it by a thin line (an ECE at its tick is indistinguishable from sampling noise).
+
+    Parameters
+    ----------
+    metrics
+        A metrics table (:func:`~calib_frames.calibration_metrics`) or comparison table.
+    x, y
+        Metric columns for the axes.
+    label
+        The key whose values label the points (default: the first key). The other keys
+        facet (one panel per combination) unless ``facet`` says otherwise.
+    facet
+        Key(s) making panels; ``[]`` draws everything in one panel.
+    columns
+        Panels per row.
+    width, height
+        Size of one panel in pixels.
+    title
+        Chart title (default "<y> against <x>").
+
+    Returns
+    -------
+    altair.TopLevelMixin
+        A ``LayerChart`` or ``FacetChart``.
+
+    Raises
+    ------
+    TableError
+        If ``x``/``y`` are missing or not numeric.
+    ArgumentError
+        If ``label``/``facet`` are not keys.
+
+    See Also
+    --------
+    brier_decomposition_chart : where each group's Brier score comes from.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import calib_frames as cf
+    >>> from calib_frames.plot import metric_scatter
+    >>> preds = pl.DataFrame({
+    ...     "model": ["a", "a", "b", "b"], "confidence": [0.9, 0.8, 0.6, 0.7],
+    ...     "correct": [1, 0, 1, 1],
+    ... })
+    >>> spec = metric_scatter(cf.calibration_metrics(preds, by="model")).to_dict()
+    >>> [layer["mark"]["type"] for layer in spec["layer"]]
+    ['point', 'text']
+    """
+    import altair as alt
+
+    check_size("width", width)
+    check_size("height", height)
+    data, keys = _metrics_table(
+        metrics, "metric_scatter", [x, y], role="metrics table", built_by="calibration_metrics"
+    )
+    prepared = _by_label(data, keys, label, facet)
+    extra = []
+    intervals = {}
+    for name in (x, y):
+        low, high = f"{name}_ci_low", f"{name}_ci_high"
+        if low in data.columns and high in data.columns:
+            check_columns(
+                data.schema, [low, high], role="metrics table", built_by="", numeric=[low, high]
+            )
+            intervals[name] = (low, high)
+            extra += [low, high]
+    floor = x == "ece" and "ece_noise_floor" in data.columns
+    if floor:
+        check_columns(
+            data.schema,
+            ["ece_noise_floor"],
+            role="metrics table",
+            built_by="",
+            numeric=["ece_noise_floor"],
+        )
+        extra.append("ece_noise_floor")
+    other_columns = [c for c in ("ece", "mce", "brier", "accuracy") if c in data.columns]
+    shown = list(dict.fromkeys([x, y, *extra, *other_columns]))
+    points = prepared.data.with_columns([pl.col(c).cast(pl.Float64) for c in shown]).filter(
+        pl.col(x).is_finite(), pl.col(y).is_finite()
+    )
+    points = points.select(*keys, COLOR, PANEL, *shown)
+    x_title, y_title = _METRIC_TITLES.get(x, x), _METRIC_TITLES.get(y, y)
+    tooltips = [
+        *key_tooltips(keys),
+        *[
+            alt.Tooltip(
+                field=field(c), type="quantitative", title=_METRIC_TITLES.get(c, c), format=".4f"
+            )
+            for c in shown
+        ],
+    ]
+    highlight = alt.selection_point(name="highlight_points", fields=[COLOR], bind="legend")
+    color = group_color(prepared, alt.Legend(labelLimit=200))
+    faded = emphasis(highlight, 0.15)
+    # the x metric (a miscalibration) from zero; the y metric fitted to its range
+    x_enc, y_enc = (
+        channel(
+            field=field(name),
+            type="quantitative",
+            title=axis_title,
+            scale=alt.Scale(zero=zero, nice=True),
+            axis=alt.Axis(tickCount=5),
+        )
+        for channel, name, axis_title, zero in (
+            (alt.X, x, x_title, True),
+            (alt.Y, y, y_title, False),
+        )
+    )
+    layers = _scatter_extras(
+        intervals,
+        floor=floor,
+        x=x,
+        y=y,
+        x_enc=x_enc,
+        y_enc=y_enc,
+        color=color,
+        faded=faded,
+        tooltips=tooltips,
+    )
+    layers.append(
+        alt.Chart()
+        .mark_point(filled=True, size=55)
+        .encode(x=x_enc, y=y_enc, color=color, opacity=faded, tooltip=tooltips)
+        .add_params(highlight)
+    )
+    crowded = int(points.group_by(PANEL).len().get_column("len").max() or 0)  # type: ignore[arg-type]
+    # more than ten labels in a panel overlap: then only the highlighted group's show
+    label_opacity = emphasis(highlight, 0.0, empty=False) if crowded > LABEL_LIMIT else faded
+    layers.append(
+        alt.Chart()
+        .mark_text(align="left", dx=6, dy=-4, fontSize=10, limit=140)
+        .encode(
+            x=x_enc,
+            y=y_enc,
+            text=alt.Text(f"{COLOR}:N"),
+            color=color,
+            opacity=label_opacity,
+        )
+    )
+    chart = alt.layer(*layers).properties(width=width, height=height)
+    heading = title if title is not None else f"{y_title} against {x_title}"
+    subtitle = "grey tick: ECE noise floor" if floor else []
+    return in_panels(
+        chart, prepared, points, title=alt.Title(heading, subtitle=subtitle), columns=columns
+    )
+
+
+def _scatter_extras(
+    intervals: dict[str, tuple[str, str]],
+    *,
+    floor: bool,
+    x: str,
+    y: str,
+    x_enc: Any,
+    y_enc: Any,
+    color: Any,
+    faded: Any,
+    tooltips: list[Any],
+) -> list[Any]:
+    """The noise-floor tick and rule, and interval rules, drawn under the points."""
+    import altair as alt
+
+    layers: list[Any] = []
+    if floor:
+        at_floor = alt.X(f"{field('ece_noise_floor')}:Q")
+        layers.append(
+            alt.Chart()
+            .mark_rule(color="#bdbdbd", strokeWidth=1)
+            .encode(
+                x=at_floor, x2=alt.X2(f"{field(x)}:Q"), y=y_enc, opacity=faded, tooltip=tooltips
+            )
+        )
+        layers.append(
+            alt.Chart()
+            .mark_tick(color="#757575", thickness=2, size=12)
+            .encode(x=at_floor, y=y_enc, opacity=faded, tooltip=tooltips)
+        )
+    # an interval along each axis whose metric has one, across the point
+    spans = ((x, "x", alt.X, alt.X2, {"y": y_enc}), (y, "y", alt.Y, alt.Y2, {"x": x_enc}))
+    for name, axis, start, end, across in spans:
+        if name in intervals:
+            low, high = intervals[name]
+            along = {axis: start(f"{field(low)}:Q"), f"{axis}2": end(f"{field(high)}:Q")}
+            layers.append(
+                alt.Chart().mark_rule().encode(**along, **across, color=color, opacity=faded)
+            )
+    return layers
+
+
+def brier_decomposition_chart(
+    metrics: pl.DataFrame | pl.LazyFrame,
+    *,
+    label: str | None = None,
+    facet: str | Sequence[str] | None = None,
+    columns: int | None = None,
+    width: float = 240,
+    title: str | None = None,
+) -> alt.TopLevelMixin:
+    """The Brier decomposition as diverging bars: reliability right, resolution left.
+
+    Per group, ``reliability`` (miscalibration: it adds to the Brier score) is drawn to
+    the right of zero and ``resolution`` (discrimination: it is subtracted) to the left,
+    both read from the table. Tooltips give ``brier``, ``uncertainty`` and the within-bin
+    terms when present: brier = reliability − resolution + uncertainty + within-bin terms.
+
+    Parameters
+    ----------
+    metrics
+        A metrics or comparison table (columns ``reliability``, ``resolution``,
+        ``brier``).
+    label
+        Key on the vertical axis (default: the first key); other keys facet.
+    facet
+        Key(s) making panels (default: the keys other than ``label``).
+    columns
+        Panels per row (default: up to 4 for one facet key, 4 for several).
+    width
+        Width of one panel in pixels; the height follows the number of groups.
+    title
+        Chart title (default "Brier decomposition").
+
+    Returns
+    -------
+    altair.TopLevelMixin
+        A ``Chart`` (every group on one axis) or a ``FacetChart`` (a panel per facet
+        value).
+
+    Raises
+    ------
+    TableError
+        If a decomposition column is missing.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import calib_frames as cf
+    >>> from calib_frames.plot import brier_decomposition_chart
+    >>> preds = pl.DataFrame({"model": ["a", "b"] * 4, "task": ["x"] * 4 + ["y"] * 4,
+    ...                       "confidence": [0.9, 0.6, 0.8, 0.7, 0.3, 0.6, 0.9, 0.2],
+    ...                       "correct": [1, 1, 0, 1, 0, 1, 1, 0]})
+    >>> metrics = cf.calibration_metrics(preds, by=["model", "task"])
+    >>> spec = brier_decomposition_chart(metrics).to_dict()  # models on the axis, a panel a task
+    >>> spec["facet"]["field"], spec["spec"]["mark"]["type"], spec["columns"]
+    ('_panel', 'bar', 2)
+    >>> rows = next(iter(spec["datasets"].values()))  # two terms per model and task
+    >>> len(rows), sorted({row["_term"] for row in rows})
+    (8, ['reliability (added)', 'resolution (subtracted)'])
+    """
+    import altair as alt
+
+    check_size("width", width)
+    terms = ["reliability", "resolution", "brier"]
+    data, keys = _metrics_table(
+        metrics,
+        "brier_decomposition_chart",
+        terms,
+        role="metrics table",
+        built_by="calibration_metrics",
+    )
+    prepared = _by_label(data, keys, label, facet)
+    extra = [
+        c
+        for c in ("uncertainty", "within_bin_variance", "within_bin_covariance")
+        if c in data.columns and data.schema[c].is_numeric()
+    ]
+    wide = prepared.data.select(
+        *keys, COLOR, PANEL, *[pl.col(c).cast(pl.Float64) for c in [*terms, *extra]]
+    )
+    long = (
+        wide.unpivot(
+            on=["reliability", "resolution"],
+            index=[*keys, COLOR, PANEL, "brier", *extra],
+            variable_name="_term",
+            value_name="_value",
+        )
+        .with_columns(
+            pl.when(pl.col("_term") == "resolution")
+            .then(-pl.col("_value"))
+            .otherwise(pl.col("_value"))
+            .alias("_signed"),
+            pl.when(pl.col("_term") == "resolution")
+            .then(pl.lit("resolution (subtracted)"))
+            .otherwise(pl.lit("reliability (added)"))
+            .alias("_term"),
+        )
+        .filter(pl.col("_signed").is_finite())
+    )
+    tooltips = [
+        *key_tooltips(keys),
+        alt.Tooltip("_term:N", title="term"),
+        alt.Tooltip("_value:Q", title="value", format=".5f"),
+        alt.Tooltip("brier:Q", title="Brier score", format=".5f"),
+        *[alt.Tooltip(f"{c}:Q", format=".5f") for c in extra],
+    ]
+    labels = prepared.colors
+    height = max(60, 18 * len(labels))
+    chart = (
+        alt.Chart(inline_data(long))
+        .mark_bar(height={"band": 0.7})
+        .encode(
+            x=alt.X(
+                "_signed:Q",
+                title="← resolution · reliability →",
+                axis=alt.Axis(labelExpr="format(abs(datum.value), '~g')", tickCount=4),
+            ),
+            y=alt.Y(f"{COLOR}:N", title=None, sort=labels, axis=alt.Axis(labelLimit=180)),
+            color=alt.Color(
+                "_term:N",
+                title="Brier term",
+                scale=alt.Scale(
+                    domain=["reliability (added)", "resolution (subtracted)"],
+                    range=["#d6604d", "#4d9221"],
+                ),
+            ),
+            tooltip=tooltips,
+        )
+        .properties(width=width, height=height)
+    )
+    # several facet keys: four panels a row unless columns= says otherwise
+    wanted = columns if columns else (None if len(prepared.facet) < 2 else 4)
+    return in_panels(
+        chart,
+        prepared,
+        long,
+        title=title if title is not None else "Brier decomposition",
+        columns=wanted,
+        inline=False,
+    )
+
+
+def perplexity_chart(
+    metrics: pl.DataFrame | pl.LazyFrame,
+    *,
+    label: str | None = None,
+    color: str | Sequence[str] | None = None,
+    width: float = 240,
+    title: str | None = None,
+) -> alt.TopLevelMixin:
+    """Perplexity and bits per byte side by side, one dot per group.
+
+    A dot plot per measure (``perplexity``, and ``bits_per_byte`` when the table has it
+    with values; else ``bits_per_token``), groups on the vertical axis, other keys as
+    colours (e.g. model on the axis, one colour per task). Values are read from the
+    table. Groups with no perplexity (a comparison table's calibration-only rows) are
+    left out.
+
+    Parameters
+    ----------
+    metrics
+        A perplexity table (:func:`~calib_frames.perplexity`) or comparison table.
+    label
+        Key on the vertical axis (default: the first key).
+    color
+        Key(s) told apart by colour (default: the other keys).
+    width
+        Width of each of the two panels in pixels.
+    title
+        Chart title (default "Perplexity").
+
+    Returns
+    -------
+    altair.TopLevelMixin
+        An ``HConcatChart`` (or a ``Chart`` when there is one measure).
+
+    Raises
+    ------
+    TableError
+        If there is no ``perplexity`` column, or no row has a perplexity.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import calib_frames as cf
+    >>> from calib_frames.plot import perplexity_chart
+    >>> toks = pl.DataFrame({"model": ["a", "b"], "nll": [8.0, 6.0], "tokens": [4, 4],
+    ...                      "bytes": [16, 16]})
+    >>> table = cf.perplexity(toks, by="model", tokens="tokens", bytes="bytes")
+    >>> spec = perplexity_chart(table).to_dict()
+    >>> [panel["encoding"]["x"]["field"] for panel in spec["hconcat"]]
+    ['perplexity', 'bits_per_byte']
+    """
+    import altair as alt
+
+    check_size("width", width)
+    data, keys = _metrics_table(
+        metrics, "perplexity_chart", ["perplexity"], role="perplexity table", built_by="perplexity"
+    )
+    label_keys = _label_keys(label, keys)
+    prepared = prepare(
+        data,
+        keys,
+        color=color if color is not None else [k for k in keys if k not in label_keys],
+        facet=label_keys,
+    )
+    measures = ["perplexity"]
+    for candidate in ("bits_per_byte", "bits_per_token"):
+        if (
+            candidate in data.columns
+            and data.schema[candidate].is_numeric()
+            and data.get_column(candidate).cast(pl.Float64).is_finite().any()
+        ):
+            measures.append(candidate)
+            break
+    dots = prepared.data.with_columns(pl.col(measures).cast(pl.Float64)).filter(
+        pl.col("perplexity").is_finite()
+    )
+    if dots.height == 0 and data.height > 0:
+        raise TableError("perplexity table: no row has a finite perplexity")
+    extra = [c for c in ("tokens", "bytes") if c in data.columns]
+    dots = dots.select(*keys, COLOR, PANEL, *measures, *extra)
+    labels = dots.get_column(PANEL).unique(maintain_order=True).to_list()
+    n_colors = dots.get_column(COLOR).n_unique()
+    tooltips = [
+        *key_tooltips(keys),
+        *[alt.Tooltip(f"{m}:Q", format=".4f") for m in measures],
+        *[alt.Tooltip(f"{c}:Q", format=",") for c in extra],
+    ]
+    titles = {
+        "perplexity": "perplexity (per token)",
+        "bits_per_byte": "bits per byte",
+        "bits_per_token": "bits per token",
+    }
+    if prepared.color:
+        highlight = alt.selection_point(name="highlight_ppl", fields=[COLOR], bind="legend")
+        dot_color: Any = alt.Color(
+            f"{COLOR}:N",
+            title=" × ".join(prepared.color),
+            scale=alt.Scale(
+                domain=[c for c in prepared.colors if c in set(dots.get_column(COLOR))],
+                scheme=palette(n_colors),
+            ),
+            legend=alt.Legend(labelLimit=200),
+        )
+        opacity: Any = emphasis(highlight, 0.15)
+    else:
+        highlight = None
+        dot_color = alt.value(SINGLE)
+        opacity = alt.value(1.0)
+    height = max(60, 20 * len(labels))
+    panels = []
+    for position, measure in enumerate(measures):
+        panel = (
+            alt.Chart(inline_data(dots))
+            .mark_point(filled=True, size=60)
+            .encode(
+                x=alt.X(
+                    f"{measure}:Q", title=titles[measure], scale=alt.Scale(zero=False, nice=True)
+                ),
+                y=alt.Y(
+                    f"{PANEL}:N",
+                    title=None,
+                    sort=labels,
+                    axis=alt.Axis(labelLimit=180, grid=True)
+                    if position == 0
+                    else alt.Axis(labels=False, ticks=False, grid=True),
+                ),
+                color=dot_color,
+                opacity=opacity,
+                tooltip=tooltips,
+            )
+            .properties(width=width, height=height)
+        )
+        if highlight is not None and position == 0:
+            panel = panel.add_params(highlight)
+        panels.append(panel)
+    heading = title if title is not None else "Perplexity"
+    if len(panels) == 1:
+        return panels[0].properties(title=heading)  # type: ignore[no-any-return]
+    return alt.hconcat(*panels, spacing=12, title=alt.Title(heading))

@@ -1,0 +1,400 @@
+"""Curves from the estimators' tables: smooth and isotonic reliability, ECE against bins.
+
+Each chart draws a table an estimator has already computed
+(:func:`~calib_frames.smooth_reliability_curve`, :func:`~calib_frames.corp_reliability`,
+:func:`~calib_frames.ece_by_bin_count`, or any table with the same columns), one line per
+group; nothing is estimated here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from calib_frames.plot._common import (
+    diagonal,
+    facet_columns,
+    group_encoding,
+    group_lines,
+    in_panels,
+    inline_data,
+    key_tooltips,
+    unit_scale,
+)
+from calib_frames.plot.tables import (
+    COLOR,
+    PANEL,
+    Prepared,
+    check_columns,
+    frame,
+    key_split,
+    prepare,
+)
+
+if TYPE_CHECKING:
+    import altair as alt
+
+__all__ = [
+    "CURVE_COLUMNS",
+    "ECE_BINS_COLUMNS",
+    "ISOTONIC_COLUMNS",
+    "ece_bins_chart",
+    "isotonic_reliability_chart",
+    "smooth_reliability_chart",
+]
+
+CURVE_COLUMNS = ("x", "y")
+"""Columns after the keys of a smooth reliability curve table (one row per curve point)."""
+ISOTONIC_COLUMNS = ("block", "confidence_lower", "confidence_upper", "count", "recalibrated")
+"""Columns after the keys of a CORP / isotonic blocks table (one row per PAV block)."""
+ECE_BINS_COLUMNS = ("bins", "ece")
+"""Columns after the keys of an ECE-versus-bin-count table."""
+
+
+def _curve_table(
+    table: object,
+    columns: Sequence[str],
+    role: str,
+    name: str,
+    *,
+    color: str | Sequence[str] | None,
+    facet: str | Sequence[str] | None,
+) -> tuple[Prepared, list[str]]:
+    """The table checked to hold the numeric ``columns`` after its keys, and prepared."""
+    data = frame(table, name)
+    keys = key_split(data.schema, frozenset(columns[:1]))
+    check_columns(data.schema, list(columns), role=role, built_by="", numeric=list(columns))
+    return prepare(data, keys, color=color, facet=facet), keys
+
+
+def _curve(line: Any, groups: tuple[Any, Any, Any], *, order: str, **channels: Any) -> Any:
+    """A line per colour group (``groups``: :func:`group_encoding`), highlighted in the legend."""
+    color, opacity, highlight = groups
+    line = group_lines(line, color=color, opacity=opacity, order=order, **channels)
+    return line if highlight is None else line.add_params(highlight)
+
+
+def smooth_reliability_chart(
+    table: pl.DataFrame | pl.LazyFrame,
+    *,
+    color: str | Sequence[str] | None = None,
+    facet: str | Sequence[str] | None = None,
+    columns: int | None = None,
+    width: float = 260,
+    height: float = 260,
+    title: str | None = None,
+) -> alt.TopLevelMixin:
+    """A smooth reliability curve per group: the table's ``y`` against ``x``, and the diagonal.
+
+    The table (keys…, ``x``, ``y``) holds the points of an already estimated curve (e.g.
+    kernel-smoothed accuracy as a function of confidence); this draws them in ``x``
+    order, one line per group.
+
+    Parameters
+    ----------
+    table
+        keys…, ``x`` (confidence), ``y`` (estimated accuracy), as
+        :func:`~calib_frames.smooth_reliability_curve` returns it.
+    color, facet, columns
+        Colour keys, panel keys and panels per row, as in
+        :func:`~calib_frames.plot.reliability_diagram`.
+    width, height
+        Size of one square panel in pixels (default 260 × 260).
+    title
+        Chart title (default "Smooth reliability curve").
+
+    Returns
+    -------
+    altair.TopLevelMixin
+        A ``LayerChart`` (diagonal and curves), or a ``FacetChart`` of them.
+
+    Raises
+    ------
+    TableError
+        If ``x`` or ``y`` is missing or not numeric.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.plot import smooth_reliability_chart
+    >>> curve = pl.DataFrame({"model": ["a"] * 3, "x": [0.1, 0.5, 0.9], "y": [0.2, 0.5, 0.7]})
+    >>> spec = smooth_reliability_chart(curve).to_dict()
+    >>> [layer["mark"]["type"] for layer in spec["layer"]]
+    ['rule', 'line']
+    """
+    import altair as alt
+
+    prepared, keys = _curve_table(
+        table,
+        CURVE_COLUMNS,
+        "smooth reliability curve table",
+        "smooth_reliability_chart",
+        color=color,
+        facet=facet,
+    )
+    points = (
+        prepared.data.with_columns(pl.col("x", "y").cast(pl.Float64))
+        .filter(pl.col("x").is_finite(), pl.col("y").is_finite())
+        .select(*keys, COLOR, PANEL, "x", "y")
+        .sort(PANEL, COLOR, "x", maintain_order=True)
+    )
+    unit = unit_scale()
+    line = _curve(
+        alt.Chart().mark_line(strokeWidth=2),
+        group_encoding(prepared),
+        order="x:Q",
+        x=alt.X("x:Q", scale=unit, title="confidence"),
+        y=alt.Y("y:Q", scale=unit, title="estimated accuracy"),
+        tooltip=[
+            *key_tooltips(keys),
+            alt.Tooltip("x:Q", format=".3f"),
+            alt.Tooltip("y:Q", format=".3f"),
+        ],
+    )
+    layer = alt.layer(diagonal(), line).properties(width=width, height=height)
+    heading = title if title is not None else "Smooth reliability curve"
+    return in_panels(layer, prepared, points, title=heading, columns=columns)
+
+
+def isotonic_reliability_chart(
+    table: pl.DataFrame | pl.LazyFrame,
+    *,
+    color: str | Sequence[str] | None = None,
+    facet: str | Sequence[str] | None = None,
+    columns: int | None = None,
+    width: float = 260,
+    height: float = 260,
+    title: str | None = None,
+) -> alt.TopLevelMixin:
+    """The CORP (isotonic) reliability curve: a step per PAV block, and the diagonal.
+
+    Each block of the table (keys…, ``block``, ``confidence_lower``,
+    ``confidence_upper``, ``count``, ``recalibrated``) is a horizontal segment at its
+    recalibrated probability over its confidence range; consecutive blocks are joined by
+    vertical steps. Points mark the blocks, sized by ``count``.
+
+    Parameters
+    ----------
+    table
+        The blocks table of :func:`~calib_frames.corp_reliability`, one row per block,
+        ``block`` ordering blocks in a group.
+    color, facet, columns
+        Which keys colour the steps, which make panels, and how many panels a row.
+    width, height
+        Size of one panel in pixels; each panel is its own view.
+    title
+        Chart title (default "Isotonic (CORP) reliability curve").
+
+    Returns
+    -------
+    altair.TopLevelMixin
+        A ``LayerChart`` (one panel) or a ``ConcatChart`` of one layered panel per facet
+        value (layers with their own data cannot be faceted).
+
+    Raises
+    ------
+    TableError
+        If a column is missing or not numeric.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.plot import isotonic_reliability_chart
+    >>> blocks = pl.DataFrame({
+    ...     "block": [0, 1], "confidence_lower": [0.1, 0.6], "confidence_upper": [0.5, 0.9],
+    ...     "count": [3, 5], "recalibrated": [0.2, 0.8],
+    ... })
+    >>> spec = isotonic_reliability_chart(blocks).to_dict()
+    >>> [layer["mark"]["type"] for layer in spec["layer"]]
+    ['rule', 'line', 'point']
+    >>> sorted(len(rows) for rows in spec["datasets"].values())  # 2 blocks, 3 step vertices
+    [2, 3]
+    """
+    import altair as alt
+
+    prepared, keys = _curve_table(
+        table,
+        ISOTONIC_COLUMNS,
+        "isotonic blocks table",
+        "isotonic_reliability_chart",
+        color=color,
+        facet=facet,
+    )
+    blocks = prepared.data.with_columns(
+        pl.col("confidence_lower", "confidence_upper", "recalibrated").cast(pl.Float64),
+        pl.col("count").cast(pl.Float64),
+        ((pl.col("confidence_lower") + pl.col("confidence_upper")) / 2)
+        .cast(pl.Float64)
+        .alias("_mid"),
+    ).filter(pl.col("recalibrated").is_finite(), pl.col("confidence_lower").is_finite())
+    blocks = blocks.select(*keys, COLOR, PANEL, *ISOTONIC_COLUMNS, "_mid").sort(
+        PANEL, COLOR, "block", maintain_order=True
+    )
+    steps = _steps(blocks, keys)
+    groups = group_encoding(prepared)
+    group_color, opacity, _ = groups
+    unit = unit_scale()
+    line = _curve(
+        alt.Chart(inline_data(steps)).mark_line(interpolate="step-after", strokeWidth=2),
+        groups,
+        order="_order:Q",
+        x=alt.X("_x:Q", scale=unit, title="confidence"),
+        y=alt.Y("recalibrated:Q", scale=unit, title="recalibrated probability (CORP)"),
+    )
+    marks = (
+        alt.Chart(inline_data(blocks))
+        .mark_point(filled=True)
+        .encode(
+            x=alt.X("_mid:Q", scale=unit),
+            y=alt.Y("recalibrated:Q", scale=unit),
+            size=alt.Size("count:Q", title="rows in block", scale=alt.Scale(range=[10, 160])),
+            color=group_color,
+            opacity=opacity,
+            tooltip=[
+                *key_tooltips(keys),
+                alt.Tooltip("block:Q"),
+                alt.Tooltip("confidence_lower:Q", title="confidence from", format=".3f"),
+                alt.Tooltip("confidence_upper:Q", title="confidence to", format=".3f"),
+                alt.Tooltip("count:Q", title="rows", format=","),
+                alt.Tooltip("recalibrated:Q", format=".3f"),
+            ],
+        )
+    )
+    rule = diagonal().properties(data=inline_data(blocks))
+    layer = alt.layer(rule, line, marks).properties(width=width, height=height)
+    heading = title if title is not None else "Isotonic (CORP) reliability curve"
+    if not prepared.facet:
+        return layer.properties(title=heading)
+    panels = prepared.panels
+    pick_columns = facet_columns(len(panels), prepared.facet, blocks, columns)
+    # layers with their own data cannot be faceted by Vega-Lite: one panel per group
+    cells = []
+    for name in panels:
+        pick = alt.FieldEqualPredicate(field=PANEL, equal=name)
+        cells.append(
+            alt.layer(
+                rule.transform_filter(pick),
+                line.transform_filter(pick),
+                marks.transform_filter(pick),
+            ).properties(width=width, height=height, title=alt.Title(name, fontSize=11))
+        )
+    return alt.concat(*cells, columns=pick_columns, title=heading)
+
+
+def _steps(blocks: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """The step curve's vertices: each block's left end, and the last block's right end."""
+    left = blocks.select(
+        *keys,
+        COLOR,
+        PANEL,
+        pl.col("block").cast(pl.Float64).alias("_order"),
+        pl.col("confidence_lower").alias("_x"),
+        pl.col("recalibrated"),
+    )
+    last = (
+        blocks.group_by(PANEL, COLOR, maintain_order=True)
+        .agg(
+            *[pl.col(k).last() for k in keys],
+            pl.col("block").max().cast(pl.Float64) + 0.5,
+            pl.col("confidence_upper").last(),
+            pl.col("recalibrated").last(),
+        )
+        .select(
+            *keys,
+            COLOR,
+            PANEL,
+            pl.col("block").alias("_order"),
+            pl.col("confidence_upper").alias("_x"),
+            pl.col("recalibrated"),
+        )
+    )
+    return pl.concat([left, last]).sort(PANEL, COLOR, "_order", maintain_order=True)
+
+
+def ece_bins_chart(
+    table: pl.DataFrame | pl.LazyFrame,
+    *,
+    color: str | Sequence[str] | None = None,
+    facet: str | Sequence[str] | None = None,
+    columns: int | None = None,
+    width: float = 300,
+    height: float = 200,
+    title: str | None = None,
+) -> alt.TopLevelMixin:
+    """ECE as a function of the number of bins, one line of points per group.
+
+    Reads a table (keys…, ``bins``, ``ece``): how much of a group's ECE depends on the
+    binning. The bin-count axis is logarithmic when the counts span more than a factor
+    of 20.
+
+    Parameters
+    ----------
+    table
+        keys…, ``bins`` (number of bins), ``ece``, as
+        :func:`~calib_frames.ece_by_bin_count` returns it.
+    color, facet, columns
+        Keys told apart by colour, keys making panels, and panels per row.
+    width, height
+        Size of one panel in pixels (default 300 × 200).
+    title
+        Chart title (default "ECE against the number of bins").
+
+    Returns
+    -------
+    altair.TopLevelMixin
+        A ``Chart`` of one panel, or a ``FacetChart`` with one panel per facet value.
+
+    Raises
+    ------
+    TableError
+        If ``bins`` or ``ece`` is missing or not numeric.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.plot import ece_bins_chart
+    >>> table = pl.DataFrame({"model": ["a"] * 3, "bins": [5, 10, 20], "ece": [0.02, 0.03, 0.05]})
+    >>> spec = ece_bins_chart(table).to_dict()
+    >>> spec["mark"]["type"], spec["encoding"]["x"]["field"]
+    ('line', 'bins')
+    """
+    import altair as alt
+
+    prepared, keys = _curve_table(
+        table,
+        ECE_BINS_COLUMNS,
+        "ECE-versus-bins table",
+        "ece_bins_chart",
+        color=color,
+        facet=facet,
+    )
+    points = prepared.data.with_columns(
+        pl.col("bins").cast(pl.Float64), pl.col("ece").cast(pl.Float64)
+    ).filter(pl.col("ece").is_finite(), pl.col("bins") > 0)
+    points = points.select(*keys, COLOR, PANEL, "bins", "ece").sort(
+        PANEL, COLOR, "bins", maintain_order=True
+    )
+    groups = group_encoding(prepared)
+    low = points.get_column("bins").min()
+    high = points.get_column("bins").max()
+    spread = isinstance(low, float) and isinstance(high, float) and low > 0 and high / low > 20
+    scale = alt.Scale(type="log") if spread else alt.Scale(zero=False)
+    chart = _curve(
+        alt.Chart().mark_line(point=alt.OverlayMarkDef(filled=True, size=30)),
+        groups,
+        order="bins:Q",
+        x=alt.X(
+            "bins:Q", title="number of bins", scale=scale, axis=alt.Axis(format="~d", tickMinStep=1)
+        ),
+        y=alt.Y("ece:Q", title="ECE", scale=alt.Scale(zero=True)),
+        tooltip=[
+            *key_tooltips(keys),
+            alt.Tooltip("bins:Q", format="~d"),
+            alt.Tooltip("ece:Q", format=".4f"),
+        ],
+    )
+    chart = chart.properties(width=width, height=height)
+    heading = title if title is not None else "ECE against the number of bins"
+    return in_panels(chart, prepared, points, title=heading, columns=columns)

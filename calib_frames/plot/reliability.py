@@ -1,0 +1,764 @@
+"""Charts of a bin table: the reliability diagram and the confidence histogram.
+
+Both read a reliability or bin-statistics table (one row per group and bin). No chart
+computes a metric: the per-bin gap drawn on the diagram is accuracy − mean confidence of
+that bin, which is what the diagram shows, and a group's ECE, MCE and Brier score are
+read from its metrics table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from calib_frames.plot._common import (
+    NO_FRAME,
+    SINGLE,
+    check_flag,
+    check_size,
+    color_scale,
+    diagonal,
+    emphasis,
+    facet_columns,
+    group_color,
+    group_encoding,
+    group_lines,
+    header,
+    in_panels,
+    inline_data,
+    key_tooltips,
+    unit_scale,
+)
+from calib_frames.plot.tables import (
+    COLOR,
+    PANEL,
+    Prepared,
+    bin_label,
+    check_columns,
+    frame,
+    metrics_columns,
+    prepare,
+    spec_keys,
+)
+from calib_frames.schema import RELIABILITY
+
+if TYPE_CHECKING:
+    import altair as alt
+
+__all__ = ["DIRECTION_COLORS", "MANY_COLORS", "confidence_histogram", "reliability_diagram"]
+
+OVER, UNDER = "overconfident", "underconfident"
+DIRECTION_COLORS = {OVER: "#d6604d", UNDER: "#4393c3", "calibrated": "#7f7f7f"}
+"""Colours of a bin's gap to the diagonal, by the direction of the miscalibration."""
+MANY_COLORS = 5
+"""Above this many colour groups in one panel the gaps are drawn for the highlighted group
+only (20 overlaid gap bars are not readable)."""
+
+_DIAGRAM_METRICS = ["ece", "mce", "brier"]
+_COUNT_LABEL = "datum.value == 0 ? '0' : format(datum.value, '~s')"
+_BAR = "#8c9bb5"
+
+
+def reliability_diagram(
+    stats: pl.DataFrame | pl.LazyFrame,
+    *,
+    metrics: pl.DataFrame | pl.LazyFrame | None = None,
+    color: str | Sequence[str] | None = None,
+    facet: str | Sequence[str] | None = None,
+    columns: int | None = None,
+    histogram: bool = True,
+    width: float | None = None,
+    height: float | None = None,
+    title: str | None = None,
+) -> alt.TopLevelMixin:
+    """Reliability diagram: accuracy against mean confidence per bin, with the gaps.
+
+    Per populated bin a point at (mean confidence, accuracy) joined per group by a line;
+    the diagonal (perfect calibration); the gap from each point to the diagonal as a bar
+    coloured by direction (red below the diagonal: overconfident, accuracy < confidence;
+    blue above: underconfident); error bars when the table has ``accuracy_ci_low`` and
+    ``accuracy_ci_high``; and, under it, the number of predictions per bin (bars for one
+    group, lines for several), on the same confidence axis. Empty bins (``count`` 0, or
+    null means) are not drawn. Tooltips give the bin range, count, accuracy, mean
+    confidence, gap and the group's ECE, MCE and Brier score. With ``metrics``, each
+    panel also writes each group's ECE, MCE and Brier score (read from the table, not
+    recomputed).
+
+    Several groups in one panel get one colour each and a legend that highlights the
+    clicked group (shift-click for more). With more than five groups in a panel, the gaps
+    are drawn for the highlighted group only.
+
+    Parameters
+    ----------
+    stats
+        A reliability table (:func:`~calib_frames.reliability_table`) or a bin-statistics
+        table (:func:`~calib_frames.bin_statistics`); extra columns are ignored except
+        ``accuracy_ci_low`` / ``accuracy_ci_high``.
+    metrics
+        Optional metrics or comparison table with the same group keys (columns ``ece``,
+        ``mce``, ``brier``).
+    color
+        Key(s) told apart by colour in a panel; default: every key not in ``facet``.
+    facet
+        Key(s) that make small multiples, one panel per combination.
+    columns
+        Panels per row (default: the number of values of the last facet key when two or
+        more keys facet, else up to 4).
+    histogram
+        Draw the count histogram under the diagram. ``False`` returns a layered chart
+        that the caller may ``.facet(...)`` itself (its data has the columns ``_color``
+        and ``_panel`` with each row's group labels).
+    width, height
+        Size of one panel's diagram in pixels (default 320 alone, 170 in small
+        multiples, 130 beyond 12 panels).
+    title
+        Chart title (default "Reliability diagram").
+
+    Returns
+    -------
+    altair.TopLevelMixin
+        With the histogram: a ``VConcatChart`` (an ``HConcatChart`` when several groups
+        share the panel and ``metrics`` is given: their metrics table sits beside it).
+        Without: a ``LayerChart`` (one panel) or ``FacetChart``.
+
+    Raises
+    ------
+    TableError
+        If ``stats`` is not a reliability/bin-statistics table, or ``metrics`` lacks a
+        column or has other keys.
+    ArgumentError
+        If ``color=``/``facet=`` name something that is not a key, or a size is not
+        positive.
+
+    See Also
+    --------
+    confidence_histogram : the counts alone, one panel per group.
+    save_chart : write a chart to HTML, PNG or SVG with no network.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import calib_frames as cf
+    >>> from calib_frames.plot import reliability_diagram
+    >>> preds = pl.DataFrame({
+    ...     "model": ["a"] * 4 + ["b"] * 4,
+    ...     "confidence": [0.9, 0.8, 0.3, 0.95, 0.6, 0.7, 0.65, 0.2],
+    ...     "correct": [True, False, False, True, True, True, False, False],
+    ... })
+    >>> table = cf.reliability_table(preds, by="model")
+    >>> chart = reliability_diagram(table, metrics=cf.calibration_metrics(preds, by="model"))
+    >>> type(chart).__name__  # diagram over histogram, the metrics table beside
+    'HConcatChart'
+    >>> spec = chart.to_dict()
+    >>> [len(rows) for rows in spec["datasets"].values()]  # populated bins, all bins, models
+    [6, 20, 2]
+    """
+    import altair as alt
+
+    check_size("width", width)
+    check_size("height", height)
+    check_flag("histogram", histogram)
+    data = frame(stats, "reliability_diagram")
+    keys = spec_keys(data, RELIABILITY, "reliability table")
+    has_ci = "accuracy_ci_low" in data.columns and "accuracy_ci_high" in data.columns
+    if has_ci:
+        check_columns(
+            data.schema,
+            ["accuracy_ci_low", "accuracy_ci_high"],
+            role="reliability table",
+            built_by="",
+            numeric=["accuracy_ci_low", "accuracy_ci_high"],
+        )
+    prepared = prepare(data, keys, color=color, facet=facet)
+    populated, hist = _diagram_frames(prepared, keys, metrics, has_ci)
+    panels = prepared.panels
+    several = len(prepared.colors) > 1
+    faceted = bool(prepared.facet)
+    if width is None:
+        width = 320 if not faceted else (170 if len(panels) <= 12 else 130)
+    if height is None:
+        height = width
+    highlight = (
+        alt.selection_point(name="highlight", fields=[COLOR], bind="legend") if several else None
+    )
+    heading = title if title is not None else "Reliability diagram"
+    with_metrics = metrics is not None
+    subtitle: list[str] = []
+    if with_metrics and not several and not faceted and populated.height:
+        first = populated.row(0, named=True)
+        subtitle = [_metrics_line(first)]
+
+    def diagram(define: bool) -> Any:
+        layer = _diagram_layer(
+            prepared,
+            has_ci,
+            highlight,
+            define=define,
+            tooltip_metrics=with_metrics,
+            x_labels=not (faceted and histogram),
+        )
+        return layer.properties(width=width, height=height)
+
+    if not histogram:
+        return in_panels(
+            diagram(True),
+            prepared,
+            populated,
+            title=heading if faceted else alt.Title(heading, subtitle=subtitle),
+            columns=columns,
+        )
+    hist_top = max(int(hist.get_column("count").max() or 0), 1)  # type: ignore[arg-type]
+    bars = _histogram_layer(prepared, highlight, hist_top).properties(
+        width=width, height=max(50.0, 0.3 * height)
+    )
+    if not faceted:
+        parts = [
+            diagram(True).properties(data=inline_data(populated)),
+            bars.properties(data=inline_data(hist)),
+        ]
+        stacked = alt.vconcat(*parts, spacing=6)
+        if with_metrics and several:
+            side = _metrics_table(populated, prepared, highlight, height)
+            return alt.hconcat(stacked, side, spacing=24, title=alt.Title(heading))
+        return stacked.properties(title=alt.Title(heading, subtitle=subtitle))
+    n_cols = facet_columns(len(panels), prepared.facet, populated, columns)
+    return _faceted_diagram(
+        prepared,
+        populated,
+        hist,
+        diagram=diagram,
+        bars=bars,
+        highlight=highlight,
+        n_cols=n_cols,
+        width=width,
+        heading=heading,
+        with_metrics=with_metrics,
+    )
+
+
+def _faceted_diagram(
+    prepared: Prepared,
+    populated: pl.DataFrame,
+    hist: pl.DataFrame,
+    *,
+    diagram: Any,
+    bars: Any,
+    highlight: Any,
+    n_cols: int,
+    width: float,
+    heading: str,
+    with_metrics: bool,
+) -> alt.VConcatChart:
+    """Draw small multiples from one dataset.
+
+    Rows of ``n_cols`` panels, each a diagram over its histogram (over its metric lines).
+    """
+    import altair as alt
+
+    panels = prepared.panels
+    summary = _panel_metrics(populated, prepared, highlight, width) if with_metrics else None
+    # One dataset for every row of panels (facets inside a concat do not share inline
+    # data otherwise): the diagram's bins, the histogram's bins and the metric lines,
+    # told apart by ``_part``.
+    frames = [
+        populated.with_columns(pl.lit("diagram").alias("_part")),
+        hist.with_columns(pl.lit("histogram").alias("_part")),
+    ]
+    if summary is not None:
+        frames.append(summary[1].with_columns(pl.lit("metrics").alias("_part")))
+    combined = pl.concat(frames, how="diagonal_relaxed")
+    last_start = (len(panels) - 1) // n_cols * n_cols
+    rows = []
+    for start in range(0, len(panels), n_cols):
+        chunk = panels[start : start + n_cols]
+
+        def row(chart: Any, part: str, labels: bool, chunk: list[str] = chunk) -> Any:
+            # FacetChart directly: its data comes from the enclosing vconcat
+            column = alt.Column(f"{PANEL}:N", sort=chunk, title=None, header=header(labels))
+            return (
+                alt.FacetChart(
+                    spec=chart, facet=alt.FacetMapping(column=column), spacing=16, bounds="flush"
+                )
+                .transform_filter(alt.FieldEqualPredicate(field="_part", equal=part))
+                .transform_filter(alt.FieldOneOfPredicate(field=PANEL, oneOf=chunk))
+            )
+
+        hist_axis = alt.Axis(title="confidence" if start == last_start else None)
+        parts = [
+            row(diagram(start == 0), "diagram", True),
+            row(
+                bars.encode(x=alt.X(_hist_x(highlight), axis=hist_axis, scale=unit_scale())),
+                "histogram",
+                False,
+            ),
+        ]
+        if summary is not None:
+            parts.append(row(summary[0], "metrics", False))
+        rows.append(alt.vconcat(*parts, spacing=4))
+    return alt.vconcat(*rows, spacing=18, title=alt.Title(heading), data=inline_data(combined))
+
+
+def _hist_x(highlight: Any) -> str:
+    return "bin_lower:Q" if highlight is None else "_bin_mid:Q"
+
+
+def _swatch_color(prepared: Prepared) -> alt.Color:
+    """The colour groups' colours without a title or legend (the chart beside has it)."""
+    import altair as alt
+
+    return alt.Color(f"{COLOR}:N", scale=color_scale(prepared), legend=None)
+
+
+def _panel_metrics(
+    populated: pl.DataFrame, prepared: Prepared, highlight: Any, width: float
+) -> tuple[Any, pl.DataFrame]:
+    """Under each panel: one line per colour group with its ECE, MCE and Brier score."""
+    import altair as alt
+
+    summary = (
+        populated.group_by(PANEL, COLOR, maintain_order=True)
+        .agg(pl.col(_DIAGRAM_METRICS).first())
+        .sort(PANEL, COLOR, maintain_order=True)
+    )
+    lines = summary.group_by(PANEL).len().get_column("len").max() or 1
+    several = highlight is not None
+
+    def short(name: str) -> str:
+        return f"(isValid(datum.{name}) ? replace(format(datum.{name}, '.3f'), '0.', '.') : 'n/a')"
+
+    text = f"'ECE ' + {short('ece')} + '  MCE ' + {short('mce')} + '  Brier ' + {short('brier')}"
+    y = alt.Y(f"{COLOR}:N", sort=prepared.colors, axis=None, title=None)
+    layers = []
+    if several:
+        faded = emphasis(highlight, 0.2)
+        layers.append(
+            alt.Chart()
+            .mark_point(filled=True, shape="square", size=40)
+            .encode(y=y, x=alt.value(4), color=_swatch_color(prepared), opacity=faded)
+        )
+        text_opacity: Any = faded
+    else:
+        text_opacity = alt.value(1.0)
+    layers.append(
+        alt.Chart()
+        .transform_calculate(_summary=text)
+        .mark_text(align="left", fontSize=10 if width >= 160 else 9, limit=width + 12)
+        .encode(y=y, x=alt.value(14 if several else 0), text="_summary:N", opacity=text_opacity)
+    )
+    height = 13 * int(lines)  # type: ignore[arg-type]
+    chart = alt.layer(*layers).properties(width=width, height=height, view=NO_FRAME)
+    return chart, summary
+
+
+def _metrics_line(row: dict[str, Any]) -> str:
+    values = [row.get(name) for name in _DIAGRAM_METRICS]
+    shown = ["n/a" if not isinstance(v, float) else f"{v:.3f}" for v in values]
+    return f"ECE {shown[0]} · MCE {shown[1]} · Brier {shown[2]}"
+
+
+def _metrics_table(
+    populated: pl.DataFrame, prepared: Prepared, highlight: Any, height: float
+) -> Any:
+    """ECE, MCE and Brier per group as a small text table beside the diagram."""
+    import altair as alt
+
+    summary = populated.group_by(COLOR).agg(pl.col(_DIAGRAM_METRICS).first()).sort(COLOR)
+    labels = prepared.colors
+    row_height = max(14.0, min(22.0, height / max(len(labels), 1)))
+    y = alt.Y(
+        f"{COLOR}:N",
+        sort=labels,
+        title=None,
+        axis=alt.Axis(orient="left", labelLimit=170, domain=False, ticks=False, labelPadding=14),
+    )
+    faded = emphasis(highlight, 0.2)
+    swatch = (
+        alt.Chart()
+        .mark_point(filled=True, size=70, shape="square")
+        .encode(y=y, x=alt.value(-8), color=_swatch_color(prepared), opacity=faded)
+    )
+    numbers = (
+        alt.Chart()
+        .transform_fold(["ece", "mce", "brier"], as_=["_metric", "_value"])
+        .transform_calculate(_text="isValid(datum._value) ? format(datum._value, '.3f') : 'n/a'")
+        .mark_text(align="right", fontSize=11)
+        .encode(
+            y=y,
+            x=alt.X(
+                "_metric:N",
+                sort=_DIAGRAM_METRICS,
+                title=None,
+                axis=alt.Axis(
+                    orient="top",
+                    labelAngle=0,
+                    domain=False,
+                    ticks=False,
+                    labelFontWeight="bold",
+                    labelExpr="datum.value == 'brier' ? 'Brier' : upper(datum.value)",
+                ),
+                scale=alt.Scale(paddingInner=0, paddingOuter=0.1, align=1),
+            ),
+            text=alt.Text("_text:N"),
+            opacity=faded,
+        )
+    )
+    return alt.layer(swatch, numbers, data=inline_data(summary)).properties(
+        width=180, height=row_height * len(labels), view=NO_FRAME
+    )
+
+
+def _diagram_frames(
+    prepared: Prepared, keys: list[str], metrics: Any, has_ci: bool
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Split a bin table into the diagram's rows and the histogram's rows.
+
+    The diagram's: populated bins, with gap, direction and the group's metrics; the
+    histogram's: every bin with bounds.
+    """
+    base = prepared.data.with_columns(
+        pl.col("count").cast(pl.Int64),
+        pl.col("mean_confidence", "accuracy", "bin_lower", "bin_upper").cast(pl.Float64),
+    )
+    base = base.with_columns(bin_label("closed" in base.columns).alias("_bin_range"))
+    populated = base.filter(
+        pl.col("count") > 0,
+        pl.col("mean_confidence").is_finite(),
+        pl.col("accuracy").is_finite(),
+    ).with_columns((pl.col("accuracy") - pl.col("mean_confidence")).alias("_gap"))
+    populated = populated.with_columns(
+        pl.when(pl.col("_gap") < 0)
+        .then(pl.lit(OVER))
+        .when(pl.col("_gap") > 0)
+        .then(pl.lit(UNDER))
+        .otherwise(pl.lit("calibrated"))
+        .alias("_direction")
+    )
+    if metrics is None:
+        populated = populated.with_columns(
+            [pl.lit(None, dtype=pl.Float64).alias(name) for name in _DIAGRAM_METRICS]
+        )
+    else:
+        summary = metrics_columns(
+            frame(metrics, "reliability_diagram metrics"), keys, _DIAGRAM_METRICS, role="metrics"
+        )
+        summary = summary.with_columns(pl.col(_DIAGRAM_METRICS).cast(pl.Float64))
+        populated = (
+            populated.join(summary, on=keys, how="left", nulls_equal=True)
+            if keys
+            else populated.join(summary, how="cross")
+        )
+    keep = [
+        *keys,
+        COLOR,
+        PANEL,
+        "bin",
+        "_bin_range",
+        "count",
+        "mean_confidence",
+        "accuracy",
+        "_gap",
+        "_direction",
+    ]
+    if has_ci:
+        keep += ["accuracy_ci_low", "accuracy_ci_high"]
+    populated = populated.select(*keep, *_DIAGRAM_METRICS)
+    hist = base.filter(pl.col("bin_lower").is_not_null(), pl.col("bin_upper").is_not_null())
+    hist = hist.select(
+        *keys, COLOR, PANEL, "bin", "_bin_range", "count", "bin_lower", "bin_upper"
+    ).with_columns(((pl.col("bin_lower") + pl.col("bin_upper")) / 2).alias("_bin_mid"))
+
+    return populated, hist
+
+
+def _bin_tooltips(keys: Sequence[str]) -> list[alt.Tooltip]:
+    """The group's keys, the bin's range and its number of predictions."""
+    import altair as alt
+
+    return [
+        *key_tooltips(keys),
+        alt.Tooltip("_bin_range:N", title="bin"),
+        alt.Tooltip("count:Q", title="predictions", format=","),
+    ]
+
+
+def _diagram_layer(
+    prepared: Prepared,
+    has_ci: bool,
+    highlight: Any,
+    *,
+    define: bool,
+    tooltip_metrics: bool,
+    x_labels: bool,
+) -> alt.LayerChart:
+    """Build the diagram's layers.
+
+    Group lines first (they carry the legend selection), then the diagonal, the gap bars
+    (``stroke`` by direction, a scale of its own) and the intervals.
+    """
+    import altair as alt
+
+    unit = unit_scale()
+    x_axis = alt.Axis() if x_labels else alt.Axis(labels=False, title=None)
+    x = alt.X("mean_confidence:Q", scale=unit, title="mean confidence", axis=x_axis)
+    y = alt.Y("accuracy:Q", scale=unit, title="accuracy")
+    many = len(prepared.colors) > MANY_COLORS
+    tooltips = [
+        *_bin_tooltips(prepared.keys),
+        alt.Tooltip("accuracy:Q", format=".3f"),
+        alt.Tooltip("mean_confidence:Q", title="mean confidence", format=".3f"),
+        alt.Tooltip("_gap:Q", title="gap (accuracy − confidence)", format="+.3f"),
+    ]
+    if has_ci:
+        tooltips += [
+            alt.Tooltip("accuracy_ci_low:Q", title="accuracy CI low", format=".3f"),
+            alt.Tooltip("accuracy_ci_high:Q", title="accuracy CI high", format=".3f"),
+        ]
+    if tooltip_metrics:
+        tooltips += [
+            alt.Tooltip("ece:Q", title="group ECE", format=".4f"),
+            alt.Tooltip("mce:Q", title="group MCE", format=".4f"),
+            alt.Tooltip("brier:Q", title="group Brier", format=".4f"),
+        ]
+    base = alt.Chart()
+    if highlight is None:
+        colors: Any = alt.value(SINGLE)
+        line_opacity: Any = alt.value(1.0)
+        gap_opacity: Any = alt.value(0.75)
+    else:
+        legend = alt.Legend(
+            orient="right",
+            labelLimit=200,
+            symbolType="stroke",
+            columns=2 if len(prepared.colors) > 24 else 1,
+        )
+        colors = group_color(prepared, legend)
+        line_opacity = emphasis(highlight, 0.12)
+        gap_opacity = (
+            alt.when(highlight, empty=not many).then(alt.value(0.7)).otherwise(alt.value(0.0))
+        )
+    line = group_lines(
+        base.mark_line(strokeWidth=1.8, point=alt.OverlayMarkDef(size=28, filled=True)),
+        color=colors,
+        opacity=line_opacity,
+        order="bin:Q",
+        x=x,
+        y=y,
+        tooltip=tooltips,
+    )
+    if highlight is not None and define:
+        line = line.properties(name="reliability_line").add_params(highlight)
+    direction = alt.Stroke(
+        "_direction:N",
+        title="gap to diagonal",
+        scale=alt.Scale(
+            domain=[OVER, UNDER], range=[DIRECTION_COLORS[OVER], DIRECTION_COLORS[UNDER]]
+        ),
+        legend=alt.Legend(
+            orient="right", labelExpr=_direction_labels(), symbolType="stroke", symbolStrokeWidth=4
+        ),
+    )
+    gaps = (
+        base.transform_filter("datum._gap != 0")
+        .mark_rule(strokeWidth=4 if not prepared.facet else 3)
+        .encode(
+            x=x,
+            y=y,
+            y2=alt.Y2("mean_confidence:Q"),
+            stroke=direction,
+            opacity=gap_opacity,
+            tooltip=tooltips,
+        )
+    )
+    layers = [line, diagonal(strokeWidth=1), gaps]
+    if has_ci:
+        layers.append(
+            base.mark_errorbar(ticks=True).encode(
+                x=x,
+                y=alt.Y("accuracy_ci_low:Q", scale=unit, title="accuracy"),
+                y2=alt.Y2("accuracy_ci_high:Q"),
+                color=colors,
+                opacity=line_opacity,
+                tooltip=tooltips,
+            )
+        )
+    return alt.LayerChart(layer=layers)
+
+
+def _direction_labels() -> str:
+    return (
+        "datum.label == 'overconfident' ? 'overconfident (below)' : "
+        "datum.label == 'underconfident' ? 'underconfident (above)' : datum.label"
+    )
+
+
+def _count_marks(y: alt.Y, tooltips: list[Any], *, color: Any = None, opacity: Any = None) -> Any:
+    """Predictions per bin: a bar over each bin's range, or a line per colour group.
+
+    The lines (``color`` given) run through the bins' midpoints.
+    """
+    import altair as alt
+
+    unit = unit_scale()
+    if color is None:
+        return (
+            alt.Chart()
+            .mark_bar(color=_BAR, stroke="white", strokeWidth=0.5)
+            .encode(
+                x=alt.X("bin_lower:Q", scale=unit, title="confidence"),
+                x2="bin_upper:Q",
+                y=y,
+                y2=alt.datum(0),
+                tooltip=tooltips,
+            )
+        )
+    return group_lines(
+        alt.Chart().mark_line(strokeWidth=1.5, point=alt.OverlayMarkDef(size=18, filled=True)),
+        color=color,
+        opacity=opacity,
+        order="bin:Q",
+        x=alt.X("_bin_mid:Q", scale=unit, title="confidence"),
+        y=y,
+        tooltip=tooltips,
+    )
+
+
+def _histogram_layer(prepared: Prepared, highlight: Any, top: int) -> alt.Chart:
+    """The counts under the diagram, on a shared count axis from 0 to ``top``."""
+    import altair as alt
+
+    y = alt.Y(
+        "count:Q",
+        title="predictions",
+        scale=alt.Scale(domain=[0, top], nice=True),
+        axis=alt.Axis(tickCount=3, labelExpr=_COUNT_LABEL),
+    )
+    tooltips = _bin_tooltips(prepared.keys)
+    if highlight is None:
+        return _count_marks(y, tooltips)  # type: ignore[no-any-return]
+    return _count_marks(  # type: ignore[no-any-return]
+        y, tooltips, color=_swatch_color(prepared), opacity=emphasis(highlight, 0.12)
+    )
+
+
+def confidence_histogram(
+    stats: pl.DataFrame | pl.LazyFrame,
+    *,
+    color: str | Sequence[str] | None = None,
+    facet: str | Sequence[str] | None = None,
+    columns: int | None = None,
+    share: bool = False,
+    width: float = 170,
+    height: float = 110,
+    title: str | None = None,
+) -> alt.TopLevelMixin:
+    """How the predictions of each group spread over the confidence bins.
+
+    One bar per bin spanning the bin's range, its height the bin's ``count`` (or, with
+    ``share=True``, the bin's share of its group's predictions). By default every key
+    facets (one panel per group); keys given to ``color=`` are drawn as coloured lines
+    in the same panel instead.
+
+    Parameters
+    ----------
+    stats
+        A bin-statistics or reliability table (the ``count`` per bin is all it reads).
+    color
+        Key(s) drawn as coloured lines in one panel (default: none).
+    facet
+        Key(s) making one panel each (default: every key not in ``color``).
+    columns
+        Panels per row (default as in :func:`reliability_diagram`).
+    share
+        Draw each bin's share of the group's predictions instead of its count.
+    width, height
+        Size of one panel in pixels.
+    title
+        Chart title (default "Predictions per confidence bin").
+
+    Returns
+    -------
+    altair.TopLevelMixin
+        A ``Chart`` (one panel) or ``FacetChart``.
+
+    Raises
+    ------
+    TableError
+        If ``stats`` is not a bin table.
+    ArgumentError
+        If ``facet=``/``color=`` name a column that is not a key.
+
+    See Also
+    --------
+    reliability_diagram : the same counts under the diagram of each panel.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import calib_frames as cf
+    >>> from calib_frames.plot import confidence_histogram
+    >>> preds = pl.DataFrame({"confidence": [0.1, 0.55, 0.58, 0.9], "correct": [0, 1, 0, 1]})
+    >>> chart = confidence_histogram(cf.bin_statistics(preds, bins=5))
+    >>> spec = chart.to_dict()
+    >>> spec["mark"]["type"], len(next(iter(spec["datasets"].values())))
+    ('bar', 5)
+    """
+    import altair as alt
+
+    check_flag("share", share)
+    check_size("width", width)
+    check_size("height", height)
+    data = frame(stats, "confidence_histogram")
+    keys = spec_keys(data, RELIABILITY, "bin table")
+    color_keys = [] if color is None else ([color] if isinstance(color, str) else list(color))
+    default_facet = [key for key in keys if key not in color_keys]
+    prepared = prepare(
+        data,
+        keys,
+        color=color if color is not None else [],
+        facet=facet,
+        default_facet=default_facet,
+    )
+    hist = prepared.data.filter(
+        pl.col("bin_lower").is_not_null(), pl.col("bin_upper").is_not_null()
+    ).with_columns(pl.col("count").cast(pl.Int64))
+    hist = hist.with_columns(
+        bin_label("closed" in hist.columns).alias("_bin_range"),
+        ((pl.col("bin_lower") + pl.col("bin_upper")) / 2).alias("_bin_mid"),
+        (pl.col("count") / pl.col("count").sum().over(PANEL, COLOR)).alias("_share"),
+    ).select(
+        *keys,
+        COLOR,
+        PANEL,
+        "bin",
+        "_bin_range",
+        "bin_lower",
+        "bin_upper",
+        "_bin_mid",
+        "count",
+        "_share",
+    )
+    y = alt.Y(
+        "_share:Q" if share else "count:Q",
+        title="share of predictions" if share else "predictions",
+        axis=alt.Axis(format=".0%" if share else "~s", tickCount=4),
+    )
+    tooltips = [
+        *_bin_tooltips(keys),
+        alt.Tooltip("_share:Q", title="share of group", format=".1%"),
+    ]
+    if prepared.color:
+        colors, opacity, highlight = group_encoding(prepared, "highlight_hist")
+        chart = _count_marks(y, tooltips, color=colors, opacity=opacity).add_params(highlight)
+    else:
+        chart = _count_marks(y, tooltips)
+    chart = chart.properties(data=inline_data(hist), width=width, height=height)
+    return in_panels(
+        chart,
+        prepared,
+        hist,
+        title=title if title is not None else "Predictions per confidence bin",
+        columns=columns,
+        inline=False,
+    )

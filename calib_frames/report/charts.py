@@ -1,0 +1,133 @@
+"""The report's charts: which charts of :mod:`calib_frames.plot` a report shows, and how.
+
+The page (:mod:`calib_frames.report.page`) embeds them, the command line saves each as a
+PNG beside it; both take them from :func:`report_charts`, so the two show the same.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from calib_frames.plot import (
+    brier_decomposition_chart,
+    confidence_histogram,
+    metric_scatter,
+    perplexity_chart,
+    reliability_diagram,
+)
+from calib_frames.plot.tables import COMPARISON_COLUMNS, frame, key_split, spec_keys
+from calib_frames.schema import RELIABILITY
+
+__all__ = ["OVERLAY_LIMIT", "report_charts"]
+
+OVERLAY_LIMIT = 5
+"""Most models drawn together in one reliability panel of the report."""
+
+
+def report_charts(
+    comparison: pl.DataFrame | pl.LazyFrame,
+    *,
+    bin_statistics: pl.DataFrame | pl.LazyFrame,
+    perplexity: pl.DataFrame | pl.LazyFrame | None = None,
+) -> list[tuple[str, str, Any]]:
+    """The report's charts as ``(title, note, chart)``; the command line saves them as PNG.
+
+    Reliability diagrams and confidence histograms of the bin statistics, then, as the
+    comparison table has the columns, accuracy against ECE, the Brier decomposition and
+    perplexity. Up to :data:`OVERLAY_LIMIT` models share a panel (one panel per task);
+    more get a panel each.
+
+    Parameters
+    ----------
+    comparison
+        The comparison (or metrics) table.
+    bin_statistics
+        The bin-statistics table (optionally with ``accuracy_ci_low/_high``).
+    perplexity
+        An optional perplexity table (default: the comparison table's columns).
+
+    Returns
+    -------
+    list of (str, str, altair chart)
+        One entry per chart, in report order.
+
+    Raises
+    ------
+    TableError
+        If ``bin_statistics`` is not a bin-statistics table.
+
+    See Also
+    --------
+    write_report : the page that shows them.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import calib_frames as cf
+    >>> from calib_frames.report import report_charts
+    >>> preds = pl.DataFrame({"model": ["a", "a", "b"], "confidence": [0.9, 0.2, 0.7],
+    ...                       "correct": [True, False, True]})
+    >>> stats = cf.bin_statistics(preds, by="model")
+    >>> table = cf.metrics_from_bin_statistics(stats)
+    >>> [title for title, _, _ in report_charts(table, bin_statistics=stats)]
+    ['Reliability diagrams', 'Confidence histograms', 'Accuracy against ECE', 'Brier decomposition']
+    """
+    table = frame(comparison, "report comparison")
+    bins = frame(bin_statistics, "report bin_statistics")
+    bin_keys = spec_keys(bins, RELIABILITY, "bin-statistics table")
+    metrics = (
+        table if sorted(key_split(table.schema, COMPARISON_COLUMNS)) == sorted(bin_keys) else None
+    )
+    # Up to five models share a panel (one per task); more get a panel each (a grid of
+    # model × task), where twenty overlaid curves would not be readable.
+    many = bool(bin_keys) and bins.get_column(bin_keys[0]).n_unique() > OVERLAY_LIMIT
+    facet = list(bin_keys) if many else bin_keys[1:]
+    panels = bins.select(facet).n_unique() if facet else 1
+    columns = None if many and len(facet) >= 2 else (min(panels, 4) if facet else None)
+    overlay = bool(facet) and not many
+    note = (
+        "Accuracy against mean confidence per bin; bars to the diagonal show each bin's "
+        "gap (red: overconfident, below; blue: underconfident, above); predictions per bin "
+        "below, ECE, MCE and Brier score under each panel."
+    )
+    if overlay:
+        note += " Click a legend entry to highlight a model."
+    built: list[tuple[str, str, Any]] = [
+        (
+            "Reliability diagrams",
+            note,
+            reliability_diagram(bins, metrics=metrics, facet=facet, columns=columns),
+        ),
+        (
+            "Confidence histograms",
+            "Share of each group's predictions per confidence bin."
+            if overlay
+            else "Predictions per confidence bin.",
+            confidence_histogram(
+                bins,
+                color=bin_keys[:1] if overlay else None,
+                facet=facet or None,
+                columns=columns,
+                share=overlay,
+            ),
+        ),
+    ]
+    if "ece" in table.columns and "accuracy" in table.columns:
+        built.append(
+            ("Accuracy against ECE", "One point per group.", metric_scatter(table, columns=columns))
+        )
+    if all(c in table.columns for c in ("reliability", "resolution", "brier")):
+        built.append(
+            (
+                "Brier decomposition",
+                "Reliability (miscalibration, added to the Brier score) to the right; "
+                "resolution (subtracted) to the left.",
+                brier_decomposition_chart(table, columns=columns),
+            )
+        )
+    source = table if perplexity is None else frame(perplexity, "report perplexity")
+    if "perplexity" in source.columns and source.get_column("perplexity").is_not_null().any():
+        built.append(("Perplexity", "Per token, and bits per byte.", perplexity_chart(source)))
+    return built

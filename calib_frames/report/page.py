@@ -1,0 +1,322 @@
+r"""The report's page: the header, the comparison table and the charts in one HTML file.
+
+:func:`report_html` assembles the page from the table (:mod:`calib_frames.report.table`),
+the charts (:mod:`calib_frames.report.charts`) and the page's style and sort script, which
+ship as package data (``assets/report.css``, ``assets/report.js``); :func:`write_report`
+writes it atomically.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import html
+import os
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from calib_frames.exceptions import ArgumentError, TableError
+from calib_frames.plot.export import as_path, chart_spec, page_html, write_atomic
+from calib_frames.plot.tables import COMPARISON_COLUMNS, frame, key_split, spec_keys
+from calib_frames.report.charts import report_charts
+from calib_frames.report.table import table_html
+from calib_frames.schema import RELIABILITY
+
+__all__ = ["report_html", "write_report"]
+
+
+def _asset(name: str) -> str:
+    """A file of the page's ``assets`` folder (package data), as text."""
+    return resources.files("calib_frames.report").joinpath("assets", name).read_text("utf-8")
+
+
+def _versions() -> dict[str, str]:
+    import platform
+    from importlib import metadata
+
+    import altair as alt
+    import vl_convert as vlc
+
+    def version(name: str) -> str:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    return {
+        "calib_frames": version("calib-frames"),
+        "polars": pl.__version__,
+        "altair": alt.__version__,
+        "Vega-Lite": alt.SCHEMA_VERSION.lstrip("v"),
+        "Vega": vlc.get_vega_version(),
+        "vl-convert": version("vl-convert-python"),
+        "Python": platform.python_version(),
+    }
+
+
+def _describe_binning(bins: pl.DataFrame, keys: list[str]) -> str:
+    per_group = bins.group_by(keys).len() if keys else pl.DataFrame({"len": [bins.height]})
+    sizes = sorted(set(per_group.get_column("len").to_list()))
+    count = " or ".join(str(size) for size in sizes) or "0"
+    closed = (
+        sorted(str(c) for c in bins.get_column("closed").drop_nulls().unique().to_list())
+        if "closed" in bins.columns
+        else []
+    )
+    equal_mass = bins.get_column("bin_lower").null_count() > 0 or (
+        "closed" in bins.columns and bins.get_column("closed").null_count() == bins.height
+    )
+    kind = "equal-mass" if equal_mass else "fixed-edge"
+    side = f", {'/'.join(closed)}-closed" if closed else ""
+    return f"{count} {kind} bins per group{side}"
+
+
+def _meta_items(
+    bins: pl.DataFrame,
+    bin_keys: list[str],
+    keys: list[str],
+    *,
+    ppl: pl.DataFrame | None,
+    inputs: Mapping[str, int | None] | Sequence[str] | None,
+    binning: str | None,
+    generated: _dt.datetime,
+) -> list[tuple[str, str]]:
+    """The header's (name, value) lines: inputs, counts, keys, binning, date, versions."""
+    total = int(bins.get_column("count").cast(pl.Int64).sum())
+    groups = bins.select(bin_keys).n_unique() if bin_keys else 1
+    meta: list[tuple[str, str]] = []
+    if inputs:
+        if isinstance(inputs, Mapping):
+            listed = [
+                f"{name} ({rows:,} rows)" if isinstance(rows, int) else str(name)
+                for name, rows in inputs.items()
+            ]
+        elif isinstance(inputs, str):
+            listed = [inputs]
+        elif isinstance(inputs, Sequence):
+            listed = [str(name) for name in inputs]
+        else:
+            raise ArgumentError(
+                "inputs= takes file names, or a mapping of file name to row count, got "
+                f"{type(inputs).__name__}"
+            )
+        meta.append(("Inputs", "; ".join(listed)))
+    meta.append(("Predictions", f"{total:,} in {groups:,} group{'s' if groups != 1 else ''}"))
+    if ppl is not None and "tokens" in ppl.columns:
+        tokens = ppl.get_column("tokens").cast(pl.Int64).sum()
+        meta.append(("Tokens", f"{int(tokens):,}"))
+    meta.append(("Grouped by", " × ".join(keys) if keys else "(all rows)"))
+    meta.append(("Binning", binning if binning is not None else _describe_binning(bins, bin_keys)))
+    meta.append(("Generated", generated.isoformat(timespec="seconds")))
+    meta.append(("Versions", ", ".join(f"{k} {v}" for k, v in _versions().items())))
+    return meta
+
+
+def report_html(
+    comparison: pl.DataFrame | pl.LazyFrame,
+    *,
+    bin_statistics: pl.DataFrame | pl.LazyFrame,
+    perplexity: pl.DataFrame | pl.LazyFrame | None = None,
+    title: str = "Calibration report",
+    inputs: Mapping[str, int | None] | Sequence[str] | None = None,
+    binning: str | None = None,
+    best_within: Sequence[str] | None = None,
+    generated: _dt.datetime | None = None,
+) -> str:
+    """The report as one self-contained HTML string; :func:`write_report` writes it.
+
+    Parameters
+    ----------
+    comparison, bin_statistics, perplexity, title, inputs, binning, best_within
+        The tables and what the page says about them, as in :func:`write_report`.
+    generated
+        The date written in the header (default: now, UTC).
+
+    Returns
+    -------
+    str
+        The HTML page.
+
+    Raises
+    ------
+    TableError
+        If a table is not what its argument needs, or the tables have other keys.
+    ArgumentError
+        If the comparison table is empty or an argument is invalid.
+
+    See Also
+    --------
+    write_report : the same, written atomically to a file.
+
+    Examples
+    --------
+    >>> import datetime
+    >>> import polars as pl
+    >>> import calib_frames as cf
+    >>> from calib_frames.report import report_html
+    >>> preds = pl.DataFrame({"confidence": [0.9, 0.2], "correct": [True, False]})
+    >>> stats = cf.bin_statistics(preds)
+    >>> page = report_html(
+    ...     cf.metrics_from_bin_statistics(stats), bin_statistics=stats,
+    ...     generated=datetime.datetime(2026, 1, 2, tzinfo=datetime.UTC),
+    ... )
+    >>> "<dd>2026-01-02T00:00:00+00:00</dd>" in page
+    True
+    """
+    if not isinstance(title, str):
+        raise ArgumentError(f"title= must be a string, got {type(title).__name__}")
+    if binning is not None and not isinstance(binning, str):
+        raise ArgumentError(f"binning= must be a string (or None), got {type(binning).__name__}")
+    table = frame(comparison, "report comparison")
+    bins = frame(bin_statistics, "report bin_statistics")
+    ppl = None if perplexity is None else frame(perplexity, "report perplexity")
+    keys = key_split(table.schema, COMPARISON_COLUMNS)
+    if len(keys) == len(table.columns) or "ece" not in table.columns:
+        raise TableError(
+            "report: comparison= is not a metrics/comparison table (no ece column); build it "
+            "with calib_frames.comparison_table or calib_frames.calibration_metrics"
+        )
+    if table.height == 0:
+        raise ArgumentError("report: the comparison table has no rows: nothing to report")
+    bin_keys = spec_keys(bins, RELIABILITY, "bin-statistics table")
+    if sorted(bin_keys) != sorted(keys) and not set(bin_keys) <= set(keys):
+        raise TableError(
+            f"report: the bin statistics are grouped by {bin_keys} but the comparison table "
+            f"by {keys}; compute both with the same by="
+        )
+    if ppl is not None and "perplexity" not in ppl.columns:
+        raise TableError(
+            "report: perplexity= has no perplexity column; build it with calib_frames.perplexity"
+        )
+    if isinstance(best_within, str):  # one key, as by= takes it
+        best_within = [best_within]
+    within = list(best_within) if best_within is not None else keys[1:]
+    unknown = [k for k in within if k not in keys]
+    if unknown:
+        raise ArgumentError(f"best_within= names {unknown}, which are not keys {keys}")
+    sorted_table = table.sort(keys, nulls_last=True) if keys else table
+    generated = generated or _dt.datetime.now(_dt.UTC)
+    meta = _meta_items(
+        bins, bin_keys, keys, ppl=ppl, inputs=inputs, binning=binning, generated=generated
+    )
+    header = "\n".join(
+        f"<dt>{html.escape(name)}</dt><dd>{html.escape(value)}</dd>" for name, value in meta
+    )
+    best_note = (
+        f"Bold green: best value of its column among rows with the same {' × '.join(within)}."
+        if within
+        else "Bold green: best value of its column."
+    )
+    sections = [
+        f'<header><h1>{html.escape(title)}</h1>\n<dl class="meta">\n{header}\n</dl></header>',
+        "<section><h2>Comparison</h2>"
+        f'<p class="note">Click a column header to sort. {html.escape(best_note)} '
+        "Intervals in brackets where the table has them.</p>\n"
+        f"{table_html(sorted_table, keys=keys, within=within)}</section>",
+    ]
+    specs: dict[str, dict[str, Any]] = {}
+    charts = report_charts(sorted_table, bin_statistics=bins, perplexity=ppl)
+    for number, (name, note, chart) in enumerate(charts):
+        spec_id = f"chart-spec-{number}"
+        specs[spec_id] = chart_spec(chart)
+        sections.append(
+            f'<section><h2>{html.escape(name)}</h2><p class="note">{html.escape(note)}</p>'
+            f'<div class="chart" id="chart-{number}" data-vega-spec="{spec_id}"></div></section>'
+        )
+    body = "\n".join(sections) + f"\n<script>\n{_asset('report.js')}</script>"
+    return page_html(title, body, specs=specs, style=_asset("report.css"))
+
+
+def write_report(
+    path: str | os.PathLike[str],
+    *,
+    comparison: pl.DataFrame | pl.LazyFrame,
+    bin_statistics: pl.DataFrame | pl.LazyFrame,
+    perplexity: pl.DataFrame | pl.LazyFrame | None = None,
+    title: str = "Calibration report",
+    inputs: Mapping[str, int | None] | Sequence[str] | None = None,
+    binning: str | None = None,
+    best_within: Sequence[str] | None = None,
+) -> Path:
+    """Write a self-contained HTML report of a comparison table and its bin statistics.
+
+    The file has a header (inputs with their row counts, predictions and groups, group
+    keys, binning, date, versions), the comparison table (one row per group, numbers
+    formatted, sortable by clicking a header, the best value of each column marked, and
+    ``<metric>_ci_low``/``_ci_high`` shown as intervals when present) and the charts:
+    reliability diagrams, confidence histograms, accuracy against ECE, the Brier
+    decomposition and, when there is perplexity, perplexity and bits per byte. It opens
+    with no network (Vega inlined, a Content-Security-Policy allowing no request). The
+    file is written atomically (a temporary file in the same folder, then
+    ``os.replace``).
+
+    Parameters
+    ----------
+    path
+        The HTML file to write; its folder must exist.
+    comparison
+        A comparison table (:func:`~calib_frames.comparison_table`) or metrics table
+        (:func:`~calib_frames.calibration_metrics`).
+    bin_statistics
+        The bin-statistics (or reliability) table the metrics were reduced from, grouped
+        by the same keys.
+    perplexity
+        Optional perplexity table for the perplexity chart (default: the comparison
+        table's perplexity columns, if any).
+    title
+        The report's title.
+    inputs
+        What was read: file names, or a mapping of file name to row count.
+    binning
+        How the bins were built, in words (default: described from the table).
+    best_within
+        Keys within which the best value of a column is marked (default: every key but
+        the first, e.g. best model per task).
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+
+    Raises
+    ------
+    TableError
+        If a table is not what its argument needs, or the tables have other keys.
+    ArgumentError
+        If the comparison table is empty or an argument is invalid.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> import polars as pl
+    >>> import calib_frames as cf
+    >>> from calib_frames.report import write_report
+    >>> preds = pl.DataFrame({
+    ...     "model": ["a", "a", "b", "b"], "confidence": [0.9, 0.8, 0.6, 0.7],
+    ...     "correct": [True, False, True, True],
+    ... })
+    >>> stats = cf.bin_statistics(preds, by="model")
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     page = write_report(pathlib.Path(folder) / "report.html",
+    ...                         comparison=cf.metrics_from_bin_statistics(stats),
+    ...                         bin_statistics=stats, inputs={"preds.parquet": 4})
+    ...     text = page.read_text()
+    >>> "preds.parquet (4 rows)" in text, "https://" in text.split("<script>")[0]
+    (True, False)
+    """
+    target = as_path(path)
+    if target.suffix.lower() not in (".html", ".htm"):
+        raise ArgumentError(f"write_report writes HTML: give a .html path, not {target.name!r}")
+    page = report_html(
+        comparison,
+        bin_statistics=bin_statistics,
+        perplexity=perplexity,
+        title=title,
+        inputs=inputs,
+        binning=binning,
+        best_within=best_within,
+    )
+    return write_atomic(target, page)
