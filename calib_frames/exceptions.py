@@ -37,7 +37,7 @@ Examples
 
 from __future__ import annotations
 
-from calib_frames._deprecated import moved
+import warnings
 
 __all__ = [
     "ArgumentError",
@@ -75,6 +75,19 @@ class ArgumentError(CalibFramesError, TypeError):
 
 CalibrationInputError = CalibFramesError
 
-__getattr__ = moved(
-    "calib_frames.exceptions", {"SchemaError": "calib_frames.exceptions.TableError"}
-)
+
+def __getattr__(name: str) -> type[CalibFramesError]:
+    """``SchemaError``, the name of ``TableError`` until 0.2, with a DeprecationWarning.
+
+    (Written out here rather than with :func:`calib_frames._deprecated.moved`, which
+    imports this module.)
+    """
+    if name != "SchemaError":
+        raise AttributeError(f"module 'calib_frames.exceptions' has no attribute {name!r}")
+    warnings.warn(
+        "calib_frames.exceptions.SchemaError has moved to calib_frames.exceptions.TableError; "
+        "the old name will be removed in the next release",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return TableError
