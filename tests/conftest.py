@@ -127,3 +127,11 @@ def spark() -> Iterator[Any]:
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def niamey() -> Any:
+    """The Niamey 2016 forecasts, long: ``date``, ``obs``, ``forecast``, ``p`` (read once)."""
+    from factories import niamey_long
+
+    return niamey_long()

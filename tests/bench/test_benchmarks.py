@@ -25,6 +25,9 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.harness import compare  # noqa: E402
 from benchmarks.peers import METRICS, Result  # noqa: E402
 
+# Each test here starts a heavy component (Spark, a browser, a kernel or a benchmark process).
+pytestmark = pytest.mark.slow
+
 
 def run(*args: str, module: bool = False) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)

@@ -68,6 +68,7 @@ def stats_files(nights: list[Path], folder: Path) -> list[Path]:
     return outs
 
 
+@pytest.mark.slow
 def test_report_end_to_end_reloads_with_the_same_numbers(tmp_path: Path) -> None:
     out = tmp_path / "report"
     result = cli(
@@ -88,6 +89,7 @@ def test_report_end_to_end_reloads_with_the_same_numbers(tmp_path: Path) -> None
     assert table["bits_per_byte"].null_count() == 0
 
 
+@pytest.mark.slow
 def test_stats_then_merge_then_report_equals_one_pass(tmp_path: Path, nightly: list[Path]) -> None:
     parts = stats_files(nightly, tmp_path)
     merged = tmp_path / "running.parquet"

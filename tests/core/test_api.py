@@ -6,19 +6,21 @@ from __future__ import annotations
 import importlib.util
 import math
 from collections.abc import Callable
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 import polars as pl
 import pytest
+from factories import DATA, exact_bin_index
 from polars.testing import assert_frame_equal
-from sklearn.metrics import brier_score_loss, log_loss
 
 import calib_frames as cf
 
-DATA = Path(__file__).resolve().parents[2] / "data"
+# Test-only reference libraries: a missing one skips this module, it does not break collection.
+brier_score_loss = pytest.importorskip("sklearn.metrics").brier_score_loss
+log_loss = pytest.importorskip("sklearn.metrics").log_loss
+
 PREDICTIONS = DATA / "synthetic_predictions.parquet"
 MODELS = ["calibrated", "overconfident", "underconfident"]
 TASKS = ["arithmetic", "code", "reading", "trivia"]
@@ -174,12 +176,6 @@ def test_comparison_table_on_synthetic_files() -> None:
 # -- CalibrationReport --------------------------------------------------------------------
 
 
-def reference_bins(p: np.ndarray, m: int) -> np.ndarray:
-    """Left-closed bins with exact edges k/m (last bin closed at 1), by comparison."""
-    edges = np.array([k / m for k in range(1, m)])
-    return np.searchsorted(edges, p, side="right")
-
-
 @pytest.mark.parametrize("m", [10, 15, 7])
 def test_calibration_report_against_frame_api_and_references(m: int) -> None:
     rng = np.random.default_rng(m)
@@ -209,7 +205,7 @@ def test_calibration_report_against_frame_api_and_references(m: int) -> None:
     # independent references
     assert report.brier == pytest.approx(brier_score_loss(y, p), rel=1e-12, abs=0)
     assert report.log_loss == pytest.approx(log_loss(y, p), rel=1e-12, abs=0)
-    index = reference_bins(p, m)
+    index = exact_bin_index(p, m)
     counts = np.bincount(index, minlength=m)
     sum_p = np.bincount(index, weights=p, minlength=m)
     sum_y = np.bincount(index, weights=y.astype(float), minlength=m)

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import polars as pl
 import pytest
+from factories import assert_frames_close
 
 import calib_frames as cf
 from calib_frames.schema import METRICS
@@ -35,15 +36,8 @@ def random_predictions(seed: int, n: int = 3000, groups: int = 5) -> pl.DataFram
     )
 
 
-def assert_rows_close(got: pl.DataFrame, expected: pl.DataFrame) -> None:
-    assert got.height == expected.height
-    for name in METRICS.names:
-        if expected[name].dtype.is_float():
-            assert got[name].to_list() == pytest.approx(
-                expected[name].to_list(), rel=1e-12, abs=1e-12, nan_ok=True
-            ), name
-        else:
-            assert got[name].to_list() == expected[name].to_list(), name
+def assert_metrics_close(got: pl.DataFrame, expected: pl.DataFrame) -> None:
+    assert_frames_close(got, expected, columns=METRICS.names, abs=1e-12)
 
 
 @pytest.mark.parametrize("bins", BINNINGS, ids=str)
@@ -61,7 +55,7 @@ def test_struct_expression_equals_frame_api_per_group(
         .unnest("binned_metrics")
         .sort("g")
     )
-    assert_rows_close(got, expected)
+    assert_metrics_close(got, expected)
 
 
 @pytest.mark.parametrize("name", ["ece", "mce", "rmsce", "brier", "log_loss"])
@@ -85,7 +79,7 @@ def test_streaming_engine_gives_the_same_numbers() -> None:
     query = frame.lazy().group_by("g").agg(cf.binned_metrics(bins=12)).unnest("binned_metrics")
     streaming = query.collect(engine="streaming").sort("g")
     in_memory = query.collect(engine="in-memory").sort("g")
-    assert_rows_close(streaming, in_memory)
+    assert_metrics_close(streaming, in_memory)
 
 
 def test_edge_cases_follow_the_frame_conventions() -> None:

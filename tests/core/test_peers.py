@@ -13,24 +13,27 @@ The peers are imported at module level on purpose: a missing peer is an error, n
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import netcal.metrics
 import numpy as np
 import polars as pl
 import pytest
-import torch
+from factories import NIAMEY_FORECASTERS, niamey_wide
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sklearn.calibration import calibration_curve
-from sklearn.metrics import brier_score_loss, log_loss
-from torchmetrics.functional.classification import binary_calibration_error
 
 import calib_frames as cf
 from calib_frames import Binning
 
-NIAMEY = Path(__file__).resolve().parents[2] / "data" / "precip_niamey_2016.csv"
-FORECASTERS = ("Logistic", "EMOS", "ENS", "EPC")
+# Test-only reference libraries: a missing one skips this module, it does not break collection.
+netcal = pytest.importorskip("netcal")
+pytest.importorskip("netcal.metrics")
+torch = pytest.importorskip("torch")
+calibration_curve = pytest.importorskip("sklearn.calibration").calibration_curve
+brier_score_loss = pytest.importorskip("sklearn.metrics").brier_score_loss
+log_loss = pytest.importorskip("sklearn.metrics").log_loss
+binary_calibration_error = pytest.importorskip(
+    "torchmetrics.functional.classification"
+).binary_calibration_error
+
 BIN_COUNTS = (5, 10, 13, 15, 22, 49, 100)
 DETERMINISTIC = settings(
     max_examples=60,
@@ -72,10 +75,6 @@ def edge_data(m: int, edges: list[float], seed: int) -> tuple[np.ndarray, np.nda
     p = np.concatenate([pool, rng.choice(pool, size=pool.size)])
     y = rng.integers(0, 2, size=p.size)
     return p, y
-
-
-def niamey() -> pl.DataFrame:
-    return pl.read_csv(NIAMEY)
 
 
 def netcal_edges(m: int) -> list[float]:
@@ -192,9 +191,9 @@ def test_log_loss_matches_sklearn(seed: int) -> None:
     assert got == pytest.approx(log_loss(y, p, sample_weight=w, labels=[0, 1]), rel=1e-12)
 
 
-@pytest.mark.parametrize("forecaster", FORECASTERS)
+@pytest.mark.parametrize("forecaster", NIAMEY_FORECASTERS)
 def test_niamey_brier_and_curve(forecaster: str) -> None:
-    data = niamey()
+    data = niamey_wide()
     p = data[forecaster].to_numpy()
     y = data["obs"].to_numpy()
     got = cf.calibration_metrics(data, confidence=forecaster, correct="obs")
@@ -207,11 +206,15 @@ def test_niamey_brier_and_curve(forecaster: str) -> None:
 
 
 def test_niamey_grouped_brier() -> None:
-    long = niamey().unpivot(index=["date", "obs"], on=list(FORECASTERS), variable_name="model")
+    long = niamey_wide().unpivot(
+        index=["date", "obs"], on=list(NIAMEY_FORECASTERS), variable_name="model"
+    )
     got = cf.calibration_metrics(long, confidence="value", correct="obs", by="model")
-    data = niamey()
-    want = {f: brier_score_loss(data["obs"].to_numpy(), data[f].to_numpy()) for f in FORECASTERS}
-    assert got["model"].to_list() == sorted(FORECASTERS)
+    data = niamey_wide()
+    want = {
+        f: brier_score_loss(data["obs"].to_numpy(), data[f].to_numpy()) for f in NIAMEY_FORECASTERS
+    }
+    assert got["model"].to_list() == sorted(NIAMEY_FORECASTERS)
     for model, brier in got.select("model", "brier").rows():
         assert brier == pytest.approx(want[model], rel=1e-12)
 
@@ -265,9 +268,9 @@ def test_netcal_hypothesis(m: int, data: st.DataObject) -> None:
     assert_matches_netcal(p, y, m)
 
 
-@pytest.mark.parametrize("forecaster", FORECASTERS)
+@pytest.mark.parametrize("forecaster", NIAMEY_FORECASTERS)
 def test_netcal_niamey(forecaster: str) -> None:
-    data = niamey()
+    data = niamey_wide()
     for m in (5, 10, 13, 26):
         assert_matches_netcal(data[forecaster].to_numpy(), data["obs"].to_numpy(), m)
 
@@ -315,9 +318,9 @@ def test_torchmetrics_hypothesis(m: int, data: st.DataObject) -> None:
     assert_matches_torchmetrics(p, y, m)
 
 
-@pytest.mark.parametrize("forecaster", FORECASTERS)
+@pytest.mark.parametrize("forecaster", NIAMEY_FORECASTERS)
 def test_torchmetrics_niamey(forecaster: str) -> None:
-    data = niamey()
+    data = niamey_wide()
     for m in (5, 10, 13, 26):
         assert_matches_torchmetrics(data[forecaster].to_numpy(), data["obs"].to_numpy(), m)
 

@@ -137,6 +137,7 @@ def test_grouped_equals_per_group(case: Case) -> None:
         assert_metric_rows_close(row, alone)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(cases(), st.data())
 def test_merge_equals_stats_of_union(case: Case, data: st.DataObject) -> None:
@@ -159,6 +160,7 @@ def test_merge_equals_stats_of_union(case: Case, data: st.DataObject) -> None:
             assert_metric_rows_close(got, expected)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(cases(), st.randoms(use_true_random=False))
 def test_row_order_does_not_matter(case: Case, random: Any) -> None:

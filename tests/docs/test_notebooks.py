@@ -18,13 +18,18 @@ import json
 import sys
 from pathlib import Path
 
-import nbformat
 import pytest
-from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import AsyncKernelManager
-from nbclient import NotebookClient
-from nbclient.exceptions import CellExecutionError
-from nbformat import NotebookNode
+
+# Each test here starts a heavy component (Spark, a browser, a kernel or a benchmark process).
+pytestmark = pytest.mark.slow
+
+# Test-only reference libraries: a missing one skips this module, it does not break collection.
+nbformat = pytest.importorskip("nbformat")
+KernelSpecManager = pytest.importorskip("jupyter_client.kernelspec").KernelSpecManager
+AsyncKernelManager = pytest.importorskip("jupyter_client.manager").AsyncKernelManager
+NotebookClient = pytest.importorskip("nbclient").NotebookClient
+CellExecutionError = pytest.importorskip("nbclient.exceptions").CellExecutionError
+NotebookNode = pytest.importorskip("nbformat").NotebookNode
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))

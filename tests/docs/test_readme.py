@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 CI = ROOT / ".ci" / "run"
@@ -39,6 +41,7 @@ def test_ci_runs_the_readme_test_command_verbatim() -> None:
     assert any(line.startswith(test_command) for line in lines), test_command
 
 
+@pytest.mark.slow
 def test_readme_run_command_works(tmp_path: Path) -> None:
     """The part of the first command after the install runs, prints the three models and
     writes its outputs (into a temporary folder here, not into the checkout)."""

@@ -13,6 +13,9 @@ from polars.testing import assert_frame_equal
 import calib_frames as cf
 from calib_frames.stats import spark_bin_statistics
 
+# Each test here starts a heavy component (Spark, a browser, a kernel or a benchmark process).
+pytestmark = pytest.mark.slow
+
 
 def predictions(seed: int = 0, n: int = 5000) -> pl.DataFrame:
     rng = np.random.default_rng(seed)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import polars as pl
 import pytest
+from factories import NIAMEY_FORECASTERS, niamey_wide
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,8 +19,6 @@ from calib_frames.estimators.corp import (
 
 scoring = pytest.importorskip("model_diagnostics.scoring")
 
-NIAMEY = Path(__file__).resolve().parents[2] / "data" / "precip_niamey_2016.csv"
-FORECASTS = ["Logistic", "EMOS", "ENS", "EPC"]
 
 # R reliabilitydiag 0.1.4, summary(reliabilitydiag(precip_Niamey_2016[c("Logistic", "EMOS",
 # "ENS", "EPC")], y = precip_Niamey_2016$obs, region.level = NA)): the 'brier' score
@@ -38,14 +35,6 @@ PUBLISHED_BRIER = {
 TERMS = ["mean_score", "miscalibration", "discrimination", "uncertainty"]
 
 
-@pytest.fixture(scope="module")
-def niamey() -> pl.DataFrame:
-    wide = pl.read_csv(NIAMEY)
-    return wide.unpivot(
-        index=["date", "obs"], on=FORECASTS, variable_name="forecast", value_name="p"
-    )
-
-
 def significant(value: float, digits: int = 3) -> float:
     return float(f"{value:.{digits}g}")
 
@@ -60,10 +49,10 @@ def test_niamey_matches_published_reliabilitydiag(niamey: pl.DataFrame) -> None:
 
 @pytest.mark.parametrize("score", ["brier", "log"])
 def test_niamey_matches_model_diagnostics(niamey: pl.DataFrame, score: str) -> None:
-    wide = pl.read_csv(NIAMEY)
+    wide = niamey_wide()
     function = scoring.SquaredError() if score == "brier" else scoring.LogLoss()
     out = corp_decomposition(niamey, confidence="p", correct="obs", by="forecast", score=score)
-    for name in FORECASTS:
+    for name in NIAMEY_FORECASTERS:
         want = scoring.decompose(
             wide["obs"].to_numpy().astype(float), wide[name].to_numpy(), scoring_function=function
         ).row(0, named=True)
@@ -100,7 +89,7 @@ def test_random_groups_match_model_diagnostics_with_weights(score: str) -> None:
 def test_reliability_blocks(niamey: pl.DataFrame) -> None:
     curve = corp_reliability(niamey, confidence="p", correct="obs", by="forecast")
     assert curve.columns == ["forecast", *CORP_RELIABILITY_COLUMNS]
-    for name in FORECASTS:
+    for name in NIAMEY_FORECASTERS:
         rows = niamey.filter(pl.col("forecast") == name)
         blocks = curve.filter(pl.col("forecast") == name)
         assert blocks["count"].sum() == rows.height

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import polars as pl
 import pytest
+from factories import prediction_rows
 
 import calib_frames.estimators as E
 from calib_frames.exceptions import ArgumentError, TableError
@@ -19,16 +19,7 @@ from calib_frames.exceptions import ArgumentError, TableError
 
 @pytest.fixture(scope="module")
 def preds() -> pl.DataFrame:
-    rng = np.random.default_rng(0)
-    n = 200
-    return pl.DataFrame(
-        {
-            "confidence": rng.uniform(0, 1, n),
-            "correct": rng.uniform(0, 1, n) < 0.6,
-            "model": rng.choice(["a", "b"], n),
-            "item": np.arange(n) % 100,
-        }
-    )
+    return prediction_rows(0, 200, items=100)
 
 
 def _ci_columns(frame: pl.DataFrame) -> list[str]:

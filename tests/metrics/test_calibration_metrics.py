@@ -19,6 +19,7 @@ import numpy.typing as npt
 import polars as pl
 import pytest
 from columns import DECOMPOSITION, METRICS, SUM_COLUMNS
+from factories import assert_frames_close, exact_bin_index
 
 import calib_frames as cf
 
@@ -30,22 +31,11 @@ FloatArray = npt.NDArray[np.float64]
 # --------------------------------------------------------------------------------------
 
 
-def reference_bin_index(p: FloatArray, n_bins: int, closed: str = "left") -> npt.NDArray[np.intp]:
-    """Bin of each confidence for M equal-width bins with edges fl(k / M).
-
-    Left-closed: the largest k with edge_k <= p; right-closed: the smallest k with
-    p <= edge_{k+1}. 0.0 and 1.0 are clipped into the first and last bin.
-    """
-    edges = np.array([k / n_bins for k in range(n_bins + 1)])
-    side: Any = "right" if closed == "left" else "left"
-    return np.clip(np.searchsorted(edges, p, side=side) - 1, 0, n_bins - 1)
-
-
 def reference_bins(
     p: FloatArray, y: FloatArray, w: FloatArray, n_bins: int, closed: str
 ) -> dict[str, Any]:
     """Per-bin sums with math.fsum (first pass), as the stats docstring defines them."""
-    idx = reference_bin_index(p, n_bins, closed)
+    idx = exact_bin_index(p, n_bins, closed)
     with np.errstate(divide="ignore"):
         loss = np.where(y == 1.0, -np.log(p), -np.log1p(-p))
     # A zero-weight row contributes nothing (also when its loss is infinite).
@@ -391,7 +381,7 @@ def test_edge_values_land_by_closedness() -> None:
             else:
                 expected[0] = 2  # (k/M, (k+1)/M] and 0.0 in the first bin
             assert stats["count"].to_list() == expected.tolist(), (n_bins, closed)
-            counts = np.bincount(reference_bin_index(p, n_bins, closed), minlength=n_bins)
+            counts = np.bincount(exact_bin_index(p, n_bins, closed), minlength=n_bins)
             assert counts.tolist() == expected.tolist()
 
 
@@ -656,18 +646,7 @@ def test_lazy_in_lazy_out_with_same_numbers() -> None:
         assert isinstance(eager_result, pl.DataFrame), name
         collected = lazy_result.collect()
         assert collected.schema == eager_result.schema, name
-        assert_rows_close(collected, eager_result)
-
-
-def assert_rows_close(left: pl.DataFrame, right: pl.DataFrame, rel: float = 1e-12) -> None:
-    assert left.columns == right.columns
-    assert left.height == right.height
-    for a, b in zip(left.iter_rows(), right.iter_rows(), strict=True):
-        for x, z in zip(a, b, strict=True):
-            if isinstance(x, float):
-                assert x == pytest.approx(z, rel=rel, abs=1e-15, nan_ok=True)
-            else:
-                assert x == z
+        assert_frames_close(collected, eager_result)
 
 
 def test_scan_parquet_gives_the_same_numbers(tmp_path: Path) -> None:
@@ -678,8 +657,8 @@ def test_scan_parquet_gives_the_same_numbers(tmp_path: Path) -> None:
     metrics = cf.calibration_metrics(scanned, by="g", weight="w", bins=12)
     stats = cf.bin_statistics(scanned, by="g", weight="w", bins=12)
     assert isinstance(metrics, pl.LazyFrame)
-    assert_rows_close(metrics.collect(), cf.calibration_metrics(df, by="g", weight="w", bins=12))
-    assert_rows_close(stats.collect(), cf.bin_statistics(df, by="g", weight="w", bins=12))
+    assert_frames_close(metrics.collect(), cf.calibration_metrics(df, by="g", weight="w", bins=12))
+    assert_frames_close(stats.collect(), cf.bin_statistics(df, by="g", weight="w", bins=12))
 
 
 # --------------------------------------------------------------------------------------
@@ -747,8 +726,8 @@ def test_merge_equals_stats_of_union() -> None:
     whole = cf.bin_statistics(df, by="g", weight="w")
     assert merged.columns == whole.columns
     assert merged.select("g", "bin", "count").rows() == whole.select("g", "bin", "count").rows()
-    assert_rows_close(merged, whole)
-    assert_rows_close(
+    assert_frames_close(merged, whole)
+    assert_frames_close(
         cf.metrics_from_bin_statistics(merged), cf.calibration_metrics(df, by="g", weight="w")
     )
 

@@ -215,6 +215,7 @@ def test_grid_by_model_and_task_wraps_by_task(tables: dict[str, pl.DataFrame]) -
     assert "params" not in json.dumps(spec["vconcat"][0]["vconcat"][1])  # one definition
 
 
+@pytest.mark.slow
 def test_twenty_models_by_ten_tasks_builds_and_renders() -> None:
     models = [f"m{i:02d}" for i in range(20)]
     tasks = [f"t{j}" for j in range(10)]

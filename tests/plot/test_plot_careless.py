@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import polars as pl
 import pytest
+from factories import prediction_rows
 
 import calib_frames as cf
 import calib_frames.plot as P
@@ -23,15 +23,7 @@ from calib_frames.report import write_report
 
 @pytest.fixture(scope="module")
 def preds() -> pl.DataFrame:
-    rng = np.random.default_rng(2)
-    n = 240
-    return pl.DataFrame(
-        {
-            "confidence": rng.uniform(0.05, 0.95, n),
-            "correct": rng.uniform(0, 1, n) < 0.6,
-            "model": rng.choice(["a", "b"], n),
-        }
-    )
+    return prediction_rows(2, 240, low=0.05, high=0.95)
 
 
 def _domains(spec: Any) -> list[list[Any]]:

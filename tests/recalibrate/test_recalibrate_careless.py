@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import numpy as np
 import polars as pl
 import pytest
+from factories import prediction_rows
 
 import calib_frames as cf
 import calib_frames.recalibrate as R
@@ -15,17 +15,7 @@ METHODS = ["temperature", "platt", "histogram", "isotonic"]
 
 @pytest.fixture(scope="module")
 def preds() -> pl.DataFrame:
-    rng = np.random.default_rng(1)
-    n = 240
-    return pl.DataFrame(
-        {
-            "confidence": rng.uniform(0.05, 0.95, n),
-            "correct": rng.uniform(0, 1, n) < 0.6,
-            "model": rng.choice(["a", "b"], n),
-            "item": np.arange(n) % 120,
-            "split": np.where(np.arange(n) % 3 == 0, "test", "fit"),
-        }
-    )
+    return prediction_rows(1, 240, low=0.05, high=0.95, items=120, split_every=3)
 
 
 @pytest.mark.parametrize("method", METHODS)

@@ -18,6 +18,9 @@ import calib_frames as cf
 from calib_frames.plot import reliability_diagram, save_chart
 from calib_frames.report import write_report
 
+# Each test here starts a heavy component (Spark, a browser, a kernel or a benchmark process).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = {
     "calibrated": "<script>alert(1)</script>",
