@@ -79,6 +79,7 @@ from calib_frames.validation import working
 __all__ = [
     "BATCH_COLUMNS",
     "CHANGE_METRICS",
+    "VERDICT_TITLES",
     "calibration_change",
     "metrics_over_batches",
 ]
@@ -90,7 +91,8 @@ first), id, time (Datetime UTC, null without a stored time)."""
 CHANGE_METRICS = ("accuracy", "ece", "brier")
 """Metrics whose change :func:`calibration_change` tests."""
 
-_TITLES = {"accuracy": "accuracy", "ece": "ECE", "brier": "Brier"}
+VERDICT_TITLES = {"accuracy": "accuracy", "ece": "ECE", "brier": "Brier"}
+"""How a verdict names each metric of :data:`CHANGE_METRICS`."""
 _REP = "replicate"
 _GROUP = "group"  # the key of a table without keys (no clash possible: it has none)
 _BLOCK = 2_000_000  # (group, bin) rows × replicates drawn at once (bounds the memory)
@@ -477,7 +479,7 @@ def _verdicts(result: pl.DataFrame, *, alpha: float, correction: str) -> pl.Data
         difference = pl.col(f"{m}_difference")
         adjusted = pl.col(f"{m}_p_value_{correction}")
         words = pl.concat_str(
-            pl.lit(f"{_TITLES[m]} "),
+            pl.lit(f"{VERDICT_TITLES[m]} "),
             pl.when(difference > 0).then(pl.lit("up ")).otherwise(pl.lit("down ")),
             difference.abs().round_sig_figs(2).cast(pl.String),
             pl.lit(", p = "),
