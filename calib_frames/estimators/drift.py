@@ -71,7 +71,7 @@ from calib_frames.estimators.noise import uncertainty_from_bin_statistics
 from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.metrics.calibration import metrics_from_bin_statistics
 from calib_frames.metrics.tokens import perplexity_from_nll_sums
-from calib_frames.schema import BIN_STATISTICS
+from calib_frames.schema import BIN_STATISTICS, NLL_SUMS
 from calib_frames.stats import merge_bin_statistics
 from calib_frames.storage import StoredStatistics
 from calib_frames.validation import working
@@ -95,7 +95,7 @@ VERDICT_TITLES = {"accuracy": "accuracy", "ece": "ECE", "brier": "Brier"}
 """How a verdict names each metric of :data:`CHANGE_METRICS`."""
 _REP = "replicate"
 _GROUP = "group"  # the key of a table without keys (no clash possible: it has none)
-_BLOCK = 2_000_000  # (group, bin) rows × replicates drawn at once (bounds the memory)
+_BLOCK = 500_000  # (group, bin) rows × replicates drawn at once (bounds the memory)
 
 
 def _window(stats: StoredStatistics, last: int | None) -> StoredStatistics:
@@ -215,7 +215,7 @@ def metrics_over_batches(
         kept = sums.table.filter(pl.col("batch_id").is_in(window.batch_order))
         ppl = perplexity_from_nll_sums(kept)
         assert isinstance(ppl, pl.DataFrame)
-        missing = [k for k in BIN_STATISTICS.keys(kept.schema) if k not in keys]
+        missing = [k for k in NLL_SUMS.keys(kept.schema) if k not in keys]
         if missing:
             raise TableError(
                 f"the NLL sums have keys {missing} that the bin statistics lack; write both "

@@ -260,3 +260,36 @@ def test_bootstrap_rows_draws_that_many_rows() -> None:
     with pytest.raises(DataError, match="1 of 2 group"):
         bad = pl.when(pl.col("model") == "a").then(2.5).otherwise(3.0)
         bootstrap_bin_statistics(stats.with_columns(draw=bad), rows="draw")
+
+
+def test_perplexity_per_batch_from_the_nll_sums(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    for night in range(3):
+        preds = pl.DataFrame(
+            {
+                "model": ["a", "b"] * 20,
+                "confidence": rng.uniform(0.5, 1, 40),
+                "correct": rng.random(40) < 0.7,
+            }
+        )
+        docs = pl.DataFrame(
+            {
+                "model": ["a", "b"] * 5,
+                "nll": rng.uniform(5, 20, 10),
+                "tokens": rng.integers(5, 15, 10),
+            }
+        )
+        batch = {"batch_id": str(night), "batch_time": f"2026-01-0{night + 1}"}
+        stats = cf.bin_statistics(preds, by="model")
+        cf.write_statistics(stats, tmp_path / f"s{night}.parquet", **batch, binning=BINNING)
+        sums = cf.nll_sums(docs, by="model", tokens="tokens")
+        cf.write_statistics(sums, tmp_path / f"n{night}.parquet", **batch)
+    stored = cf.read_statistics(*tmp_path.glob("s*.parquet"))
+    nll = cf.read_statistics(*tmp_path.glob("n*.parquet"))
+    table = metrics_over_batches(stored, nll, uncertainty=False)
+    expected = cf.perplexity_from_nll_sums(nll.table).sort("batch_id", "model")
+    got = table.sort("batch_id", "model")
+    assert got["perplexity"].to_list() == pytest.approx(expected["perplexity"].to_list(), rel=1e-12)
+    assert got["nll_count"].to_list() == expected["count"].to_list()
+    with pytest.raises(TableError, match="NLL sums"):
+        metrics_over_batches(nll)
