@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -36,6 +37,7 @@ def simulate_nights(
     """
     rng = np.random.default_rng(seed)
     offsets = rng.uniform(-0.05, 0.05, models)
+    offsets[0] = 0.0  # m0 is calibrated until its shift
     paths = []
     for night in rng.permutation(nights) + 1:
         truth = rng.uniform(0.5, 0.95, (models, rows))
@@ -73,7 +75,7 @@ def scan(stored: cf.storage.StoredStatistics, *, replicates: int, seed: int) -> 
 
 def false_positives(
     tmp: Path, *, sims: int, models: int, nights: int, replicates: int
-) -> dict[str, float]:
+) -> dict[str, Any]:
     """Rates over the unchanged models of ``sims`` simulations, and where m0 is first found."""
     rows = []
     for sim in range(sims):
@@ -100,6 +102,7 @@ def false_positives(
         "holm_nights": float(per_night["changed"].mean()),  # type: ignore[arg-type]
         "nights": float(per_night.height),
         "found_at_7": float((found["night"] == 7).sum()),
+        "found_nights": found["night"].sort().to_list(),
     }
 
 
@@ -120,7 +123,7 @@ def test_per_batch_figures_equal_each_nights_own_file(tmp_path: Path) -> None:
 def test_the_shift_is_found_at_its_night_and_not_elsewhere(tmp_path: Path) -> None:
     paths = simulate_nights(tmp_path, models=6, nights=8, shift_night=5)
     stored = cf.read_statistics(*paths)
-    nights = scan(stored, replicates=400, seed=1)
+    nights = scan(stored, replicates=600, seed=1)
     flagged = nights.filter(pl.col("changed"))
     assert flagged.filter(pl.col("model") == "m0")["night"].min() == 5
     first = flagged.filter(pl.col("model") == "m0", pl.col("night") == 5)["verdict"].item()
@@ -142,13 +145,13 @@ def test_false_positive_rate_over_unchanged_models(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_false_positive_rate_measured(tmp_path: Path) -> None:
-    rates = false_positives(tmp_path, sims=40, models=21, nights=10, replicates=1000)
+    rates = false_positives(tmp_path, sims=20, models=21, nights=10, replicates=2000)
     print(rates)
-    assert rates["tests"] == 40 * 20 * 9
+    assert rates["tests"] == 20 * 20 * 9
     for metric in ("accuracy", "ece", "brier"):
         assert 0.02 <= rates[metric] <= 0.08, rates
     assert rates["holm_nights"] <= 0.08
-    assert rates["found_at_7"] >= 38
+    assert rates["found_at_7"] >= 19
 
 
 def test_rolling_window_and_named_batch(tmp_path: Path) -> None:
