@@ -491,6 +491,7 @@ def _draws(
 
 
 def _verdicts(result: pl.DataFrame, *, alpha: float, correction: str) -> pl.DataFrame:
+    """``changed`` and ``verdict``: the metrics whose adjusted p-value is at most alpha."""
     parts = []
     for m in CHANGE_METRICS:
         difference = pl.col(f"{m}_difference")
@@ -504,14 +505,11 @@ def _verdicts(result: pl.DataFrame, *, alpha: float, correction: str) -> pl.Data
         )
         parts.append(pl.when(adjusted <= alpha).then(words))
     said = pl.concat_str(parts, separator="; ", ignore_nulls=True)
-    tested = pl.col(f"{CHANGE_METRICS[0]}_p_value").is_not_null()
     verdict = (
         pl.when(pl.col("count") == 0)
         .then(pl.lit("not in this batch"))
         .when(pl.col("baseline_count") == 0)
         .then(pl.lit("no earlier batch"))
-        .when(~tested)
-        .then(pl.lit("no change beyond noise"))
         .when(said != "")
         .then(said)
         .otherwise(pl.lit("no change beyond noise"))
