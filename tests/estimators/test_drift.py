@@ -136,7 +136,7 @@ def test_the_shift_is_found_at_its_night_and_not_elsewhere(tmp_path: Path) -> No
 
 def test_false_positive_rate_over_unchanged_models(tmp_path: Path) -> None:
     # 2 simulations × 8 unchanged models × 9 tested nights = 144 tests per metric; the
-    # rate with 40 simulations and 1000 replicates is in calib_frames.estimators.drift
+    # rate with 20 simulations and 2000 replicates is in calib_frames.estimators.drift
     rates = false_positives(tmp_path, sims=2, models=9, nights=10, replicates=200)
     assert rates["tests"] == 144
     for metric in ("accuracy", "ece", "brier"):
