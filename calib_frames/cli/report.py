@@ -35,7 +35,8 @@ noise floor per batch), ``changes.parquet``/``.csv`` (per group, the last batch,
 one ``--batch`` names, against the pooled earlier ones: differences in accuracy, ECE and
 Brier, intervals, Holm/BH-corrected p-values from ``--change-replicates`` bootstrap draws,
 a verdict), ``ece_over_batches.png``, ``accuracy_over_batches.png`` and a section of the
-HTML report; the table printed is then the verdicts. The comparison table pools the
+HTML report; the table printed is then the verdicts (with a single batch in the window
+there is nothing to compare yet: no change table). The comparison table pools the
 batches of the window.
 """
 
@@ -209,7 +210,11 @@ def _stored(paths: list[str], last: int | None) -> StoredStatistics:
     return stored if last is None else stored.latest(last)
 
 
-def _over_time(args: argparse.Namespace) -> tuple[pl.DataFrame, pl.DataFrame]:
+OverTime = tuple[pl.DataFrame, pl.DataFrame | None]
+"""The per-batch table and the change table (None for a single batch)."""
+
+
+def _over_time(args: argparse.Namespace) -> OverTime:
     """The per-batch table and the change table of the statistics files."""
     from calib_frames.estimators.drift import calibration_change, metrics_over_batches
 
@@ -223,6 +228,8 @@ def _over_time(args: argparse.Namespace) -> tuple[pl.DataFrame, pl.DataFrame]:
         level=args.level,
         seed=args.seed,
     )
+    if len(stored.batch_order) < 2 and args.batch is None:
+        return over, None  # the first night: nothing to compare with yet
     changes = calibration_change(
         stored, batch=args.batch, replicates=args.change_replicates, level=args.level,
         seed=args.seed,
@@ -313,23 +320,26 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_over_time(over: tuple[pl.DataFrame, pl.DataFrame] | None, out: Path) -> list[str]:
+def _write_over_time(over: OverTime | None, out: Path) -> list[str]:
     """The per-batch and change tables (``--over batch``), their names."""
     if over is None:
         return []
+    written = []
     for name, frame in zip(OVER_TIME, (over[0], over[0], over[1], over[1]), strict=True):
-        common.write_frame(frame, out / name)
-    return list(OVER_TIME)
+        if frame is not None:
+            common.write_frame(frame, out / name)
+            written.append(name)
+    return written
 
 
-def _print_table(
-    table: pl.DataFrame, keys: list[str], over: tuple[pl.DataFrame, pl.DataFrame] | None
-) -> None:
+def _print_table(table: pl.DataFrame, keys: list[str], over: OverTime | None) -> None:
     """The summary of the comparison table, or with ``--over batch`` the verdicts."""
-    if over is None:
+    changes = None if over is None else over[1]
+    if changes is None:
         print_summary(table, keys)
+        if over is not None:
+            print("one batch: no earlier batch to compare it with yet")
         return
-    changes = over[1]
     shown = [*changes.columns[: changes.columns.index("batch_id") + 2], "verdict"]
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=10_000, fmt_str_lengths=200):
         print(changes.sort("changed", descending=True, maintain_order=True).select(shown))
@@ -342,7 +352,7 @@ def _write_charts(
     args: argparse.Namespace,
     files: list[Path],
     *,
-    over: tuple[pl.DataFrame, pl.DataFrame] | None,
+    over: OverTime | None,
 ) -> list[str]:
     from calib_frames.estimators import with_accuracy_intervals
     from calib_frames.plot import save_chart

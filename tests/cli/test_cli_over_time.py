@@ -138,3 +138,16 @@ def test_over_needs_statistics(
     args = ["report", str(nights[0]), "--over", "batch", "--out", str(tmp_path / "r")]
     assert main(args) == 2
     assert "give --from-stats" in capsys.readouterr().err
+
+
+def test_the_first_night_has_figures_and_no_change(
+    tmp_path: Path, nights: list[Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = stats_files(nights[:1], tmp_path)[0]
+    out = tmp_path / "r"
+    args = ["report", "--from-stats", str(first), "--over", "batch", "--no-uncertainty",
+            "--no-charts", "--out", str(out)]  # fmt: skip
+    assert main(args) == 0
+    assert "no earlier batch to compare it with yet" in capsys.readouterr().out
+    assert pl.read_parquet(out / "batches.parquet").height == 2
+    assert not (out / "changes.parquet").exists()
