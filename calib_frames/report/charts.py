@@ -170,7 +170,7 @@ def over_time_charts(
     note = (
         "One panel per group, one point per batch; the band is the bootstrap interval, the "
         "dashed line the ECE noise floor. Red panels (first): the tested batch differs from "
-        "the pooled earlier batches beyond noise (corrected across groups)."
+        "the pooled earlier batches beyond noise (corrected across groups × metrics)."
     )
     built = [("ECE over batches", note, trend_chart(table, changes, metric="ece"))]
     if "accuracy" in table.columns:

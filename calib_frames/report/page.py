@@ -251,9 +251,15 @@ def _changes_section(changes: pl.DataFrame) -> str:
     shown = ["batch_id", "baseline_batches", "verdict"]
     keys = changes.columns[: changes.columns.index("batch_id")]
     rows = changes.sort("changed", descending=True, nulls_last=True, maintain_order=True)
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in [*keys, *shown])
+    left = {*keys, "batch_id", "verdict"}  # text, aligned left as the page's keys are
+
+    def cell(tag: str, column: str, text: str) -> str:
+        style = ' class="key"' if column in left else ""
+        return f"<{tag}{style}>{html.escape(text)}</{tag}>"
+
+    head = "".join(cell("th", c, c) for c in [*keys, *shown])
     body = "\n".join(
-        "<tr>" + "".join(f"<td>{html.escape(str(row[c]))}</td>" for c in [*keys, *shown]) + "</tr>"
+        "<tr>" + "".join(cell("td", c, str(row[c])) for c in [*keys, *shown]) + "</tr>"
         for row in rows.iter_rows(named=True)
     )
     first = changes.get_column("batch_id").drop_nulls()
@@ -261,7 +267,8 @@ def _changes_section(changes: pl.DataFrame) -> str:
     return (
         "<section><h2>Change against the earlier batches</h2>"
         f'<p class="note">Batch {tested} against the pooled earlier batches, per group: '
-        "accuracy, ECE and Brier score, bootstrap p-values corrected across groups.</p>"
+        "accuracy, ECE and Brier score, bootstrap p-values corrected across groups × "
+        "metrics (Holm).</p>"
         f'<div class="scroll"><table class="comparison"><thead><tr>{head}</tr></thead>'
         f"<tbody>\n{body}\n</tbody></table></div></section>"
     )
