@@ -81,6 +81,7 @@ class RowQueries:
     by: list[str]
     tokens_by: list[str]
     binning: Binning
+    predictions: pl.LazyFrame | None = None  # the prediction rows (not from lm-eval folders)
 
 
 def row_queries(args: argparse.Namespace) -> RowQueries:
@@ -155,7 +156,8 @@ def row_queries(args: argparse.Namespace) -> RowQueries:
             words=args.words,
             by=tokens_by,
         )
-    return RowQueries(stats, sums, all_files, files, by, tokens_by, binning)
+    rows = None if common.is_lm_eval(args.inputs, args.format) else predictions
+    return RowQueries(stats, sums, all_files, files, by, tokens_by, binning, rows)
 
 
 def collect_statistics(
