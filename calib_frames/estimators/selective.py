@@ -583,36 +583,45 @@ def _exclusive_cumsum(values: F64Array, first: I64Array, group: I64Array) -> F64
 def _digamma_step(x: F64Array, step: F64Array) -> F64Array:
     """ψ(x + step) − ψ(x) for x ≥ 1, step ≥ 0, without the cancellation of large x.
 
-    For x ≥ 10 from the asymptotic series ψ(x) = ln x − 1/(2x) − Σ B₂ₖ/(2k·x²ᵏ) (terms to
-    x⁻¹⁰, below 1e-17 relative), each term differenced exactly; else scipy's digamma.
+    For x ≥ 20 from the asymptotic series ψ(x) = ln x − 1/(2x) − Σ B₂ₖ/(2k·x²ᵏ) (terms to
+    x⁻¹², the next below 1e-19), differenced term by term (ln(b/a) as log1p); else
+    scipy's digamma (below 20 the difference does not cancel much).
     """
     x, step = np.broadcast_arrays(x, step)
-    large = x >= 10.0
+    large = x >= 20.0
     out = np.empty(x.shape)
     a, b = x[large], x[large] + step[large]
     series = np.log1p(step[large] / a) + step[large] / (2.0 * a * b)
-    for coefficient, power in (
-        (1 / 12, 2),
-        (-1 / 120, 4),
-        (1 / 252, 6),
-        (-1 / 240, 8),
-        (1 / 132, 10),
-    ):
-        series += coefficient * (a**-power - b**-power)
+    series += _tail(1.0 / (a * a)) - _tail(1.0 / (b * b))
     out[large] = series
     small = ~large
     out[small] = digamma(x[small] + step[small]) - digamma(x[small])
     return out
 
 
+def _tail(r2: F64Array) -> F64Array:
+    """Σ B₂ₖ/(2k)·x⁻²ᵏ for k = 1 … 6 at r2 = x⁻² (Horner)."""
+    inner = 1 / 252 + r2 * (-1 / 240 + r2 * (1 / 132 - r2 * 691 / 32760))
+    result: F64Array = r2 * (1 / 12 + r2 * (-1 / 120 + r2 * inner))
+    return result
+
+
 def _locate(seg: _Segments, target: F64Array) -> I64Array:
-    """The segment in which the cumulative weight ``target`` (G, M) of each group ends."""
-    ends = seg.before + seg.weight  # (S, B), B = M or 1
-    below = ends < target[seg.group]  # (S, M)
-    count = np.add.reduceat(below.astype(np.int64), seg.first, axis=0)
+    """The segment in which the cumulative weight ``target`` (G, M) of each group ends.
+
+    One binary search per column over the running weight of all segments (non-decreasing
+    across groups, each group offset by the weight of the groups before it); the weights
+    have B = M columns, or one shared by the M targets.
+    """
+    ends = np.cumsum(seg.weight, axis=0)  # (S, B)
+    offset = ends[seg.first] - seg.weight[seg.first]  # (G, B): the groups before
     last = np.r_[seg.first[1:], seg.group.size] - 1
-    at: I64Array = np.minimum(seg.first[:, None] + count, last[:, None])
-    return at
+    at = np.empty(target.shape, dtype=np.int64)
+    for m in range(target.shape[1]):
+        b = m if ends.shape[1] > 1 else 0
+        at[:, m] = np.searchsorted(ends[:, b], offset[:, b] + target[:, m], side="left")
+    result: I64Array = np.clip(at, seg.first[:, None], last[:, None])
+    return result
 
 
 def _column(values: F64Array, at: I64Array) -> F64Array:

@@ -267,3 +267,16 @@ def test_exported_from_the_package() -> None:
     assert cf.selective_curve is selective_curve
     assert cf.selective_intervals is selective_intervals
     assert math.isfinite(cf.selective_metrics(prediction_rows(0, 20))["aurc"].item())
+
+
+def test_digamma_difference_against_mpmath() -> None:
+    mpmath = pytest.importorskip("mpmath")
+    from calib_frames.estimators.selective import _digamma_step
+
+    mpmath.mp.dps = 40
+    x = np.array([1.0, 3.0, 12.5, 19.9, 20.0, 25.0, 1e3, 1e6, 1e9, 1e12])
+    step = np.array([1.0, 2.0, 7.0, 1.0, 1.0, 3.0, 0.25, 3.0, 1.0, 2.0])
+    got = _digamma_step(x, step)
+    for a, b, value in zip(x, step, got, strict=True):
+        exact = mpmath.digamma(mpmath.mpf(a) + mpmath.mpf(b)) - mpmath.digamma(mpmath.mpf(a))
+        assert value == pytest.approx(float(exact), rel=5e-14)
