@@ -421,8 +421,8 @@ def selective_intervals(
     ]
     rows = _rows(
         predictions, confidence=confidence, correct=correct, keys=keys, weight=weight,
-        reserved=(*names, _ROW),
-    )  # fmt: skip
+        reserved=names,
+    ).with_row_index(_ROW)  # fmt: skip
     schema = {**{k: rows.collect_schema()[k] for k in keys}, **dict.fromkeys(names, pl.Float64())}
     alpha = (1.0 - level) / 2.0
 
@@ -484,7 +484,7 @@ def _rows(
     weight: str | None,
     reserved: Sequence[str],
 ) -> pl.LazyFrame:
-    """The checked rows (keys…, P, Y[, W]) with their input position ``_ROW``."""
+    """The checked rows (keys…, P, Y[, W]); the bootstrap adds their position ``_ROW``."""
     rows = prediction_frame(
         as_lazy(predictions),
         confidence=confidence,
@@ -493,7 +493,7 @@ def _rows(
         keys=keys,
         reserved=reserved,
     )
-    return rows.with_row_index(_ROW)
+    return rows
 
 
 @dataclass(frozen=True)
@@ -506,7 +506,7 @@ class _Ranked:
     p: F64Array
     y: F64Array
     w: F64Array
-    row: npt.NDArray[np.uint32]  # input position (the bootstrap's hash)
+    row: npt.NDArray[np.uint32]  # input position (the bootstrap's hash; empty without)
     tie: I64Array  # segment number of every row
 
 
@@ -516,12 +516,17 @@ def _ranked(frame: pl.DataFrame, keys: list[str], *, weight: str | None, ties: s
     p = frame[P].to_numpy().astype(np.float64)
     y = frame[Y].to_numpy().astype(np.float64)
     w = np.ones_like(p) if weight is None else frame[W].to_numpy().astype(np.float64)
-    row = frame[_ROW].to_numpy().astype(np.uint32)
+    row = (  # the input position, for the bootstrap's hash
+        frame[_ROW].to_numpy().astype(np.uint32)
+        if _ROW in frame.columns
+        else np.zeros(0, np.uint32)
+    )
     if ties != "average" and p.size:
         # within a tie group, wrong rows first (pessimistic) or correct rows first
         tiebreak = y if ties == "pessimistic" else -y
         order = np.lexsort((tiebreak, -p, group))
-        group, p, y, w, row = group[order], p[order], y[order], w[order], row[order]
+        group, p, y, w = group[order], p[order], y[order], w[order]
+        row = row[order] if row.size else row
     new = (
         np.r_[True, (group[1:] != group[:-1]) | (p[1:] != p[:-1])] if p.size else np.zeros(0, bool)
     )

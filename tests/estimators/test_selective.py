@@ -280,3 +280,16 @@ def test_digamma_difference_against_mpmath() -> None:
     for a, b, value in zip(x, step, got, strict=True):
         exact = mpmath.digamma(mpmath.mpf(a) + mpmath.mpf(b)) - mpmath.digamma(mpmath.mpf(a))
         assert value == pytest.approx(float(exact), rel=5e-14)
+
+
+def test_intervals_with_weights_and_tie_bounds_run_per_group() -> None:
+    df = prediction_rows(13, 300, models=("a", "b")).with_columns(
+        pl.col("confidence").round(1), pl.lit(2.0).alias("w")
+    )
+    for ties in ("pessimistic", "optimistic"):
+        point = selective_metrics(df, by="model", weight="w", ties=ties)
+        ci = selective_intervals(df, by="model", weight="w", ties=ties, replicates=100)
+        joined = point.join(ci, on="model")
+        assert (
+            (joined["aurc_ci_low"] <= joined["aurc"]) & (joined["aurc"] <= joined["aurc_ci_high"])
+        ).all()
