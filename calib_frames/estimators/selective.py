@@ -37,7 +37,8 @@ Summary numbers (per group)
   k is not invariant to repeating every row.
 * ``aurc_oracle``: the AURC of the same outcomes ranked perfectly (every correct
   prediction before every wrong one), (1/N)·(F − (N − F)·(ψ(N + 1) − ψ(N − F + 1))) for
-  error weight F; ``e_aurc`` = ``aurc − aurc_oracle`` ≥ 0, the excess AURC.
+  error weight F; ``e_aurc`` = ``aurc − aurc_oracle`` ≥ 0, the excess AURC (clipped at 0
+  against rounding).
 * ``accuracy_at_coverage``: acc(c) at ``coverage=`` c (interpolated as above).
 * ``coverage_at_accuracy``: the largest coverage c whose acc(c) ≥ ``target_accuracy``
   (0.0 when no coverage reaches it).
