@@ -10,6 +10,9 @@
   and count them.
 * :mod:`~calib_frames.sources.lm_eval`: lm-evaluation-harness ``--log_samples`` folders.
 * :mod:`~calib_frames.sources.openai`: OpenAI-style chat completions with logprobs.
+* :mod:`~calib_frames.sources.inspect_ai`: inspect_ai ``.eval``/``.json`` logs.
+* :mod:`~calib_frames.sources.helm`: HELM run folders.
+* :mod:`~calib_frames.sources.lighteval`: lighteval ``--save-details`` parquet files.
 """
 
 from calib_frames._deprecated import moved
@@ -22,6 +25,9 @@ from calib_frames.sources.files import (
     scan_tokens,
     scan_tokens_skipping,
 )
+from calib_frames.sources.helm import read_helm_stats, scan_helm_instances
+from calib_frames.sources.inspect_ai import read_inspect_logs, scan_inspect_samples
+from calib_frames.sources.lighteval import scan_lighteval_options
 from calib_frames.sources.lm_eval import (
     read_lm_eval_reported,
     read_lm_eval_runs,
@@ -55,9 +61,14 @@ __all__ = [
     "choice_predictions",
     "openai_answer_confidence",
     "option_probabilities",
+    "read_helm_stats",
+    "read_inspect_logs",
     "read_lm_eval_reported",
     "read_lm_eval_runs",
     "sample_consistency",
+    "scan_helm_instances",
+    "scan_inspect_samples",
+    "scan_lighteval_options",
     "scan_lm_eval_documents",
     "scan_lm_eval_options",
     "scan_openai_choices",
