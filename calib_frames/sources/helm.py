@@ -85,12 +85,19 @@ def _load(file: Path) -> Any:
         raise ReadError(f"{file}{where}: malformed JSON ({error})") from error
 
 
-def _read_json(file: Path, schema: dict[str, pl.DataType]) -> pl.DataFrame:
-    """A JSON array of objects read by polars with ``schema``; the line of bad JSON named."""
+def _read_json(file: Path, schema: dict[str, pl.DataType], *, array: bool) -> pl.DataFrame:
+    """A JSON document (an array of objects with ``array``) read by polars with ``schema``.
+
+    Malformed JSON is named by line (``json`` finds it, on the error path only).
+    """
     try:
-        return pl.read_json(io.BytesIO(file.read_bytes()), schema=schema)
+        text = file.read_bytes()
     except OSError as error:
         raise ReadError(f"{file}: cannot read it ({error})") from error
+    try:
+        if array and not text.lstrip().startswith(b"["):
+            raise pl.exceptions.ComputeError("HELM writes a JSON array of objects here")
+        return pl.read_json(io.BytesIO(text), schema=schema)
     except pl.exceptions.PolarsError as error:
         document = _load(file)  # error path: json names the line of malformed JSON
         kind = type(document).__name__
@@ -144,7 +151,7 @@ def _stat(name: str) -> pl.Expr:
 
 
 def _instances(folder: Path, spec: dict[str, Any]) -> pl.LazyFrame:
-    stats = _read_json(folder / _STATS, _INSTANCE_STATS).lazy()
+    stats = _read_json(folder / _STATS, _INSTANCE_STATS, array=True).lazy()
     split = pl.col("stats").list.first().struct.field("name").struct.field("split").alias("split")
     rows = stats.select(
         pl.col("instance_id").alias("instance"),
@@ -157,7 +164,7 @@ def _instances(folder: Path, spec: dict[str, Any]) -> pl.LazyFrame:
     )
     state_file = folder / "scenario_state.json"
     if state_file.is_file():
-        states = _read_json(state_file, {"request_states": pl.List(_STATE)}).lazy()
+        states = _read_json(state_file, {"request_states": pl.List(_STATE)}, array=False).lazy()
         completion = (
             pl.col("request_states").struct.field("result").struct.field("completions").list.first()
         )
@@ -291,7 +298,7 @@ def read_helm_stats(paths: PathsLike) -> pl.DataFrame:
         stat = pl.col("name")
         perturbation = stat.struct.field("perturbation")
         frames.append(
-            _read_json(file, schema).select(
+            _read_json(file, schema, array=True).select(
                 *_run_keys(folder, spec),
                 perturbation.struct.field("name").alias("perturbation"),
                 perturbation.struct.field("computed_on").alias("computed_on"),
