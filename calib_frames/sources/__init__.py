@@ -43,6 +43,7 @@ from calib_frames.sources.options import brier_multiclass, choice_predictions, o
 from calib_frames.sources.text import (
     IPCC_WORDS,
     KENT_WORDS,
+    VERBALIZED_PRESETS,
     Skipped,
     answer_confidence,
     sample_consistency,
@@ -54,6 +55,7 @@ from calib_frames.sources.text import (
 __all__ = [
     "IPCC_WORDS",
     "KENT_WORDS",
+    "VERBALIZED_PRESETS",
     "ScanResult",
     "Skipped",
     "answer_confidence",
