@@ -181,7 +181,7 @@ def _instances(folder: Path, spec: dict[str, Any]) -> pl.LazyFrame:
             )
             .unique(_JOIN, keep="first", maintain_order=True)
         )
-        rows = rows.join(answers, on=_JOIN, how="left", nulls_equal=True)
+        rows = rows.join(answers, on=_JOIN, how="left", nulls_equal=True, maintain_order="left")
     else:
         rows = rows.with_columns(
             pl.lit(None, pl.String).alias("answer"),

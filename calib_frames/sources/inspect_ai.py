@@ -85,8 +85,8 @@ _HEADER = pl.Struct(
     }
 )
 _LETTERS = {chr(65 + i): i for i in range(26)}
-_SCORE_VALUES = {"C": 1.0, "P": 0.5, "I": 0.0, "N": 0.0, "yes": 1.0, "true": 1.0}
-_SCORE_VALUES |= {"no": 0.0, "false": 0.0}
+_SCORES = {"C": 1.0, "P": 0.5, "I": 0.0, "N": 0.0}  # inspect's value_to_float: as written
+_WORD_SCORES = {"yes": 1.0, "true": 1.0, "no": 0.0, "false": 0.0}  # ... and in any case
 _ROW, _TOKENS, _POS, _LETTER, _N = (
     working("row"),
     working("tokens"),
@@ -274,13 +274,17 @@ def read_inspect_logs(paths: PathsLike) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=LOG_SCHEMA, orient="row").sort("model", "task", "run")
 
 
-def _sample_rows(header: dict[str, Any], samples: pl.DataFrame) -> pl.LazyFrame:
-    """The rows of one log (see the module docstring)."""
-    lazy = samples.lazy().with_row_index(_ROW)
+def _log_frames(
+    header: dict[str, Any], samples: pl.DataFrame, offset: int
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """One log's samples (keys, row id from ``offset``) and its long score rows."""
+    frame = samples.with_row_index(_ROW, offset=offset)
     content = (
         pl.col("output").struct.field("choices").list.first().struct.field("logprobs")
     ).struct.field("content")
-    base = lazy.select(
+    keys = [pl.lit(header[key], pl.String).alias(key) for key in ("model", "task", "run", "log")]
+    base = frame.select(
+        *keys,
         _ROW,
         pl.col("id").alias("sample"),
         "epoch",
@@ -288,6 +292,23 @@ def _sample_rows(header: dict[str, Any], samples: pl.DataFrame) -> pl.LazyFrame:
         pl.col("output").struct.field("completion").alias("completion"),
         content.alias(_TOKENS),
     )
+    scores = [pl.DataFrame(schema={_ROW: pl.UInt32, "scorer": pl.String, "value": pl.String,
+                                   "answer": pl.String})]  # fmt: skip
+    for scorer in header["scorers"]:  # a loop over the log's scorers (columns)
+        score = pl.col("scores").struct.field(scorer)
+        scores.append(
+            frame.select(
+                _ROW,
+                pl.lit(scorer, pl.String).alias("scorer"),
+                score.struct.field("value").alias("value"),
+                score.struct.field("answer").alias("answer"),
+            ).filter(pl.col("value").is_not_null())
+        )
+    return base, pl.concat(scores, how="vertical")
+
+
+def _rows(base: pl.LazyFrame, scored: pl.LazyFrame) -> pl.LazyFrame:
+    """The prediction rows of every log at once (see the module docstring)."""
     tokens = (
         base.select(_ROW, _N, _TOKENS)
         .filter(pl.col(_TOKENS).list.len() > 0)
@@ -335,6 +356,10 @@ def _sample_rows(header: dict[str, Any], samples: pl.DataFrame) -> pl.LazyFrame:
         .join(letters.select(_ROW, pl.col("logprob").alias("letter_logprob")), on=_ROW, how="left")
         .join(alternatives, on=_ROW, how="left")
         .select(
+            "model",
+            "task",
+            "run",
+            "log",
             _ROW,
             "sample",
             "epoch",
@@ -346,38 +371,23 @@ def _sample_rows(header: dict[str, Any], samples: pl.DataFrame) -> pl.LazyFrame:
             "letters_missing",
         )
     )
-    scores = []
-    for scorer in header["scorers"]:  # a loop over the log's scorers (columns)
-        score = pl.col("scores").struct.field(scorer)
-        value = score.struct.field("value")
-        scores.append(
-            lazy.select(
-                _ROW,
-                pl.lit(scorer, pl.String).alias("scorer"),
-                value.alias("value"),
-                score.struct.field("answer").alias("answer"),
-            ).filter(pl.col("value").is_not_null())
-        )
-    number = pl.col("value").cast(pl.Float64, strict=False)
-    named = (
-        pl.col("value")
-        .str.to_lowercase()
-        .replace_strict(
-            {k.lower(): v for k, v in _SCORE_VALUES.items()}, default=None, return_dtype=pl.Float64
-        )
-    )
-    scored = pl.concat(scores, how="vertical").with_columns(
+    value = pl.col("value")
+    scored = scored.with_columns(
         pl.coalesce(
-            pl.col("value").replace_strict(_SCORE_VALUES, default=None, return_dtype=pl.Float64),
-            named,
-            number,
+            value.replace_strict(_SCORES, default=None, return_dtype=pl.Float64),
+            value.str.to_lowercase().replace_strict(
+                _WORD_SCORES, default=None, return_dtype=pl.Float64
+            ),
+            value.cast(pl.Float64, strict=False),
         ).alias("score")
     )
-    keys = [pl.lit(header[key], pl.String).alias(key) for key in ("model", "task", "run", "log")]
     return (
         scored.join(confident, on=_ROW, how="inner")
         .select(
-            *keys,
+            "model",
+            "task",
+            "run",
+            "log",
             "scorer",
             "sample",
             "epoch",
@@ -392,7 +402,7 @@ def _sample_rows(header: dict[str, Any], samples: pl.DataFrame) -> pl.LazyFrame:
             "letter_mass",
             "letters_missing",
         )
-        .sort("scorer", "sample", "epoch")
+        .sort(*KEYS, "log", "sample", "epoch")
     )
 
 
@@ -446,9 +456,10 @@ def scan_inspect_samples(paths: PathsLike) -> pl.LazyFrame:
     >>> rows.group_by("log", "scorer").agg(pl.col("score").mean()).sort("log", "scorer").row(0)
     ('2026-12-01T21-55-56-00-00_calib-colors-mc_MEdieyqx4JuFjXyJAtZVNc.eval', 'choice', 0.675)
     """
-    frames = []
+    bases, scores, offset = [], [], 0
     for file, _ in expand_paths(paths, suffixes=(".eval", ".json")):  # a loop over files
-        header, samples = _read(file)
-        frames.append(_sample_rows(header, samples))
-    frame = pl.concat(frames, how="vertical")
-    return frame.sort(*KEYS, "log", "sample", "epoch", maintain_order=True)
+        base, scored = _log_frames(*_read(file), offset)
+        bases.append(base)
+        scores.append(scored)
+        offset += base.height
+    return _rows(pl.concat(bases).lazy(), pl.concat(scores).lazy())
