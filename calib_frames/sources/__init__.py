@@ -26,7 +26,11 @@ from calib_frames.sources.files import (
     scan_tokens_skipping,
 )
 from calib_frames.sources.helm import read_helm_stats, scan_helm_instances
-from calib_frames.sources.inspect_ai import read_inspect_logs, scan_inspect_samples
+from calib_frames.sources.inspect_ai import (
+    read_inspect_logs,
+    scan_inspect_options,
+    scan_inspect_samples,
+)
 from calib_frames.sources.lighteval import scan_lighteval_options
 from calib_frames.sources.lm_eval import (
     read_lm_eval_reported,
@@ -69,6 +73,7 @@ __all__ = [
     "read_lm_eval_runs",
     "sample_consistency",
     "scan_helm_instances",
+    "scan_inspect_options",
     "scan_inspect_samples",
     "scan_lighteval_options",
     "scan_lm_eval_documents",

@@ -42,6 +42,12 @@ the answer is empty; inspect then omits the key or writes ``"content": []``), fr
   No letter token (an answer outside the format): null.
 * free answers: the probability of the whole completion, ``confidence`` =
   exp(Σ logprob), ``log_confidence`` = Σ logprob (the letter columns are null).
+
+:func:`scan_inspect_samples` gives the prediction rows (one per sample, epoch and
+scorer); :func:`scan_inspect_options` the options frame of the multiple-choice samples
+(one row per option letter with its probability at the answer token), for
+:func:`~calib_frames.sources.choice_predictions` and
+:func:`~calib_frames.sources.brier_multiclass`.
 """
 
 from __future__ import annotations
@@ -59,7 +65,7 @@ from calib_frames.exceptions import ReadError
 from calib_frames.sources.files import PathsLike, expand_paths
 from calib_frames.validation import working
 
-__all__ = ["KEYS", "read_inspect_logs", "scan_inspect_samples"]
+__all__ = ["KEYS", "read_inspect_logs", "scan_inspect_options", "scan_inspect_samples"]
 
 KEYS = ("model", "task", "run", "scorer")
 """The group keys of the frames read from inspect logs (``run`` is ``eval.created``)."""
@@ -87,6 +93,7 @@ _HEADER = pl.Struct(
 _LETTERS = {chr(65 + i): i for i in range(26)}
 _SCORES = {"C": 1.0, "P": 0.5, "I": 0.0, "N": 0.0}  # inspect's value_to_float: as written
 _WORD_SCORES = {"yes": 1.0, "true": 1.0, "no": 0.0, "false": 0.0}  # ... and in any case
+_GOLDS = working("golds")
 _ROW, _TOKENS, _POS, _LETTER, _N = (
     working("row"),
     working("tokens"),
@@ -111,6 +118,7 @@ def _sample_schema(scorers: list[str]) -> dict[str, pl.DataType]:
         "id": pl.String(),
         "epoch": pl.Int64(),
         "choices": pl.List(pl.String),
+        "target": pl.String(),
         "output": _OUTPUT,
         "scores": pl.Struct({name: _SCORE for name in scorers}),
     }
@@ -289,6 +297,8 @@ def _log_frames(
         pl.col("id").alias("sample"),
         "epoch",
         pl.col("choices").list.len().fill_null(0).alias(_N),
+        "choices",
+        "target",
         pl.col("output").struct.field("completion").alias("completion"),
         content.alias(_TOKENS),
     )
@@ -307,9 +317,9 @@ def _log_frames(
     return base, pl.concat(scores, how="vertical")
 
 
-def _rows(base: pl.LazyFrame, scored: pl.LazyFrame) -> pl.LazyFrame:
-    """The prediction rows of every log at once (see the module docstring)."""
-    tokens = (
+def _tokens(base: pl.LazyFrame) -> pl.LazyFrame:
+    """One row per generated token: its position, logprob, alternatives and option index."""
+    return (
         base.select(_ROW, _N, _TOKENS)
         .filter(pl.col(_TOKENS).list.len() > 0)
         .with_columns(pl.int_ranges(pl.col(_TOKENS).list.len()).alias(_POS))
@@ -323,14 +333,21 @@ def _rows(base: pl.LazyFrame, scored: pl.LazyFrame) -> pl.LazyFrame:
             _letter(pl.col(_TOKENS).struct.field("token")).alias(_LETTER),
         )
     )
-    free = tokens.filter(pl.col(_N) == 0).group_by(_ROW).agg(pl.col("logprob").sum())
-    letters = (
+
+
+def _answer_letters(tokens: pl.LazyFrame) -> pl.LazyFrame:
+    """Per multiple-choice sample its answer token: the last that is an option letter."""
+    return (
         tokens.filter(pl.col(_LETTER) < pl.col(_N))
         .sort(_ROW, _POS)
         .group_by(_ROW)
         .agg(pl.col("logprob", "top", _LETTER, _N).last())
     )
-    alternatives = (
+
+
+def _letter_alternatives(letters: pl.LazyFrame) -> pl.LazyFrame:
+    """The answer token's alternatives that are option letters: row, letter, alt, p."""
+    return (
         letters.select(_ROW, _LETTER, _N, "top")
         .explode("top")
         .select(
@@ -341,6 +358,16 @@ def _rows(base: pl.LazyFrame, scored: pl.LazyFrame) -> pl.LazyFrame:
             pl.col("top").struct.field("logprob").exp().alias("p"),
         )
         .filter(pl.col("alt") < pl.col(_N))
+    )
+
+
+def _rows(base: pl.LazyFrame, scored: pl.LazyFrame) -> pl.LazyFrame:
+    """The prediction rows of every log at once (see the module docstring)."""
+    tokens = _tokens(base)
+    free = tokens.filter(pl.col(_N) == 0).group_by(_ROW).agg(pl.col("logprob").sum())
+    letters = _answer_letters(tokens)
+    alternatives = (
+        _letter_alternatives(letters)
         .group_by(_ROW)
         .agg(
             pl.col("p").sum().alias("letter_mass"),
@@ -456,10 +483,98 @@ def scan_inspect_samples(paths: PathsLike) -> pl.LazyFrame:
     >>> rows.group_by("log", "scorer").agg(pl.col("score").mean()).sort("log", "scorer").row(0)
     ('2026-12-01T21-55-56-00-00_calib-colors-mc_MEdieyqx4JuFjXyJAtZVNc.eval', 'choice', 0.675)
     """
+    base, scored = _logs(paths)
+    return _rows(base, scored)
+
+
+def _logs(paths: PathsLike) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """The samples and the long score rows of every log under ``paths``."""
     bases, scores, offset = [], [], 0
     for file, _ in expand_paths(paths, suffixes=(".eval", ".json")):  # a loop over files
         base, scored = _log_frames(*_read(file), offset)
         bases.append(base)
         scores.append(scored)
         offset += base.height
-    return _rows(pl.concat(bases).lazy(), pl.concat(scores).lazy())
+    return pl.concat(bases).lazy(), pl.concat(scores).lazy()
+
+
+def scan_inspect_options(paths: PathsLike) -> pl.LazyFrame:
+    r"""The option letters' distribution of every multiple-choice sample: an options frame.
+
+    At the answer token (the last generated token that is an option letter, see the
+    module docstring) ``probability`` is Σ exp(logprob) over the ``top_logprobs``
+    alternatives that are that option's letter (``" B"`` and ``"B"``); a letter outside
+    the top k has probability 0 (``loglik`` −inf). The mass the letters leave out is
+    ``1 − Σ probability``; :func:`~calib_frames.sources.choice_predictions` renormalises
+    over the options (a softmax of ``loglik``), so its confidence of the answer letter is
+    ``letter_confidence`` of :func:`scan_inspect_samples`. Its prediction is the most
+    likely letter, which is the generated one at temperature 0 but need not be when the
+    answer was sampled. Samples without logprobs, without a letter token, or whose answer
+    token has no letter among its alternatives have no rows; free-answer samples neither.
+
+    Parameters
+    ----------
+    paths
+        ``.eval``/``.json`` log files, globs or folders of them.
+
+    Returns
+    -------
+    LazyFrame
+        Option rows: ``model``, ``task``, ``run``, ``log``, ``sample``, ``epoch``,
+        ``option`` (UInt32: 0 for A), ``letter``, ``text`` (the choice), ``probability``,
+        ``loglik`` (its log), ``is_gold`` (the letter is the ``target``, or one of a list
+        of targets) and ``is_answer`` (the generated letter); sorted by log keys, sample,
+        epoch, option. Feed it to :func:`~calib_frames.sources.choice_predictions` with
+        ``question="sample"`` and ``by=["model", "task", "run", "log", "epoch"]``.
+
+    Raises
+    ------
+    ReadError
+        As :func:`scan_inspect_samples`.
+
+    Examples
+    --------
+    >>> from calib_frames.sources import scan_inspect_options
+    >>> options = scan_inspect_options("data/inspect_ai/logs").collect()
+    >>> options.filter(sample="colors-banana", log=options["log"][0]).select(
+    ...     "letter", "is_gold", "is_answer").rows()
+    [('A', False, False), ('B', True, True), ('C', False, False), ('D', False, False)]
+    """
+    base, _ = _logs(paths)
+    letters = _answer_letters(_tokens(base))
+    mass = _letter_alternatives(letters).group_by(_ROW, "alt").agg(pl.col("p").sum())
+    target = pl.col("target")
+    golds = (
+        pl.when(target.str.starts_with("["))
+        .then(target.str.extract_all(r"[A-Z]"))
+        .otherwise(pl.concat_list(target))
+    )
+    rows = (
+        base.join(letters.select(_ROW, _LETTER), on=_ROW, how="inner")
+        .join(mass.select(_ROW).unique(), on=_ROW, how="semi")
+        .with_columns(
+            pl.int_ranges(pl.col(_N), dtype=pl.UInt32).alias("option"),
+            golds.alias(_GOLDS),
+        )
+        .explode(["option", "choices"])
+        .join(mass, left_on=[_ROW, "option"], right_on=[_ROW, "alt"], how="left")
+    )
+    letter = pl.col("option").replace_strict(
+        {i: chr(65 + i) for i in range(26)}, return_dtype=pl.String
+    )
+    probability = pl.col("p").fill_null(0.0)
+    return rows.select(
+        "model",
+        "task",
+        "run",
+        "log",
+        "sample",
+        "epoch",
+        "option",
+        letter.alias("letter"),
+        pl.col("choices").alias("text"),
+        probability.alias("probability"),
+        probability.log().alias("loglik"),
+        pl.col(_GOLDS).list.contains(letter).alias("is_gold"),
+        (pl.col("option") == pl.col(_LETTER)).alias("is_answer"),
+    ).sort("model", "task", "run", "log", "sample", "epoch", "option")

@@ -21,7 +21,7 @@ import pytest
 import calib_frames as cf
 from calib_frames.cli import main
 from calib_frames.exceptions import ReadError
-from calib_frames.sources import read_inspect_logs, scan_inspect_samples
+from calib_frames.sources import read_inspect_logs, scan_inspect_options, scan_inspect_samples
 from tests.factories import DATA
 
 LOGS = DATA / "inspect_ai" / "logs"
@@ -286,3 +286,52 @@ def test_cli_bad_log_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: P
     assert main(["compare", str(target)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("calib-frames: error: ") and target.name in err[0]
+
+
+def test_options_are_the_letter_distribution(rows: pl.DataFrame) -> None:
+    """scan_inspect_options against plain Python, and its softmax against letter_confidence."""
+    options = scan_inspect_options(JSON_LOGS[0]).collect()
+    for sample in samples_of(JSON_LOGS[0]):
+        mine = options.filter(pl.col("sample") == sample["id"])
+        tokens = (sample["output"]["choices"][0].get("logprobs") or {}).get("content") or []
+        letters = [chr(65 + i) for i in range(len(sample["choices"]))]
+        answer = [t for t in tokens if t["token"].strip() in letters]
+        if not answer:
+            assert mine.height == 0, sample["id"]
+            continue
+        expected = dict.fromkeys(letters, 0.0)
+        for alt in answer[-1]["top_logprobs"]:
+            if alt["token"].strip() in letters:
+                expected[alt["token"].strip()] += math.exp(alt["logprob"])
+        assert mine["letter"].to_list() == letters
+        assert mine["text"].to_list() == sample["choices"]
+        assert mine["probability"].to_list() == pytest.approx(list(expected.values()), rel=1e-12)
+        assert mine.filter("is_gold")["letter"].to_list() == [sample["target"]]
+        assert mine.filter("is_answer")["letter"].to_list() == [answer[-1]["token"].strip()]
+    keys = ["model", "task", "run", "log", "epoch"]
+    predicted = cf.sources.choice_predictions(options, question="sample", by=keys)
+    # where the most likely letter is the generated one, the softmax is letter_confidence
+    same = predicted.join(
+        options.filter("is_answer").select(*keys, "sample", pl.col("option").alias("generated")),
+        on=[*keys, "sample"],
+    ).filter(pl.col("prediction") == pl.col("generated"))
+    check = same.join(rows.select(*keys, "sample", "letter_confidence"), on=[*keys, "sample"])
+    assert check.height >= 8
+    assert (check["confidence"] - check["letter_confidence"]).abs().max() < 1e-12  # type: ignore[operator]
+
+
+def test_integer_sample_ids_read_as_text(tmp_path: Path) -> None:
+    """inspect allows int ids: they come out as their digits (one dtype for every log)."""
+    document = json.loads(JSON_LOGS[0].read_text())
+    for number, sample in enumerate(document["samples"]):
+        sample["id"] = number
+    target = tmp_path / "ints.json"
+    target.write_text(json.dumps(document))
+    ids = scan_inspect_samples(target).collect()["sample"]
+    assert ids.dtype == pl.String and set(ids) == {str(i) for i in range(11)}
+
+
+def test_cli_detects_a_single_json_log(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", str(JSON_LOGS[0])]) == 0
+    out = capsys.readouterr().out
+    assert "calib_colors_mc" in out and "choice" in out
