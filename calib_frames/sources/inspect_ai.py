@@ -130,28 +130,29 @@ def _member(archive: zipfile.ZipFile, raw: BinaryIO, file: Path, name: str) -> b
         info = archive.getinfo(name)
     except KeyError:
         raise ReadError(f"{file}, member {name}: missing (not a complete inspect log)") from None
-    try:
-        if info.compress_type != _ZSTD:
+    unreadable = f"{file}, member {name}: cannot decompress it"
+    if info.compress_type != _ZSTD:
+        try:
             return archive.read(info)
-        import zstandard
+        except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError) as error:
+            raise ReadError(f"{unreadable} ({error})") from error
+    import zstandard  # imported on the first zstd member, not with the package
 
+    try:
         raw.seek(info.header_offset)
         signature, name_length, extra_length = _LOCAL_HEADER.unpack(raw.read(30))
-        if signature != b"PK\x03\x04":
-            raise ReadError(f"{file}, member {name}: no local file header at its offset")
         raw.seek(name_length + extra_length, io.SEEK_CUR)
         data = raw.read(info.compress_size)
-        if len(data) < info.compress_size:
-            raise ReadError(f"{file}, member {name}: cut short (a truncated archive?)")
+    except (OSError, struct.error) as error:
+        raise ReadError(f"{unreadable} ({error})") from error
+    if signature != b"PK\x03\x04":
+        raise ReadError(f"{file}, member {name}: no local file header at its offset")
+    if len(data) < info.compress_size:
+        raise ReadError(f"{file}, member {name}: cut short (a truncated archive?)")
+    try:
         return zstandard.ZstdDecompressor().decompressobj().decompress(data)
-    except ReadError:
-        raise
-    except (zipfile.BadZipFile, OSError, struct.error, ValueError, EOFError) as error:
-        raise ReadError(f"{file}, member {name}: cannot decompress it ({error})") from error
-    except Exception as error:  # zstandard.ZstdError is not importable before the import
-        if type(error).__name__ == "ZstdError":
-            raise ReadError(f"{file}, member {name}: cannot decompress it ({error})") from error
-        raise
+    except zstandard.ZstdError as error:
+        raise ReadError(f"{unreadable} ({error})") from error
 
 
 def _json_member(file: Path, name: str, data: bytes) -> Any:
