@@ -163,6 +163,8 @@ def test_samples_without_logprobs_have_null_confidence(rows: pl.DataFrame) -> No
     assert got[("mockllm/calib-hedged", "calib_sums_free", "match")] == (26, 32)
     cup = eval_rows.filter(pl.col("sample") == "colors-cup", pl.col("model").str.ends_with("sharp"))
     assert cup["value"].to_list() == ["N"] and cup["confidence"].to_list() == [None]
+    missing = eval_rows.filter(pl.col("letters_missing") > 0).group_by("model").len()
+    assert dict(missing.iter_rows()) == {"mockllm/calib-sharp": 5, "mockllm/calib-hedged": 1}
     sharp = eval_rows.filter(pl.col("task") == "calib_colors_mc").drop_nulls("confidence")
     means = sharp.group_by("model").agg(pl.col("confidence").mean()).sort("model")
     assert means["confidence"].round(4).to_list() == [0.637, 0.7871]  # hedged, sharp
