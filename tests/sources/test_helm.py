@@ -150,3 +150,23 @@ def test_cli_compare_detects_helm_runs(capsys: pytest.CaptureFixture[str], tmp_p
         assert (joined[column] - joined[f"{column}_py"]).abs().max() < 1e-12  # type: ignore[operator]
     assert main(["compare", str(FOLDERS[0]), "--format", "helm", "--by", "perturbation"]) == 0
     assert "typos" in capsys.readouterr().out
+
+
+def test_a_run_without_scenario_state_keeps_its_stats(tmp_path: Path) -> None:
+    """per_instance_stats.json alone gives confidence and correctness (no completions)."""
+    run = copy_run(tmp_path)
+    (run / "scenario_state.json").unlink()
+    rows = scan_helm_instances(run).collect()
+    assert rows.height == 40 and rows["confidence"].null_count() == 0
+    assert rows["answer"].null_count() == rows["log_confidence"].null_count() == 40
+
+
+def test_instances_without_max_prob_are_left_out_by_the_cli(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = copy_run(tmp_path)
+    stats = json.loads((run / "per_instance_stats.json").read_text())
+    stats[0]["stats"] = [s for s in stats[0]["stats"] if s["name"]["name"] != "max_prob"]
+    (run / "per_instance_stats.json").write_text(json.dumps(stats))
+    assert main(["compare", str(run), "--by", "model"]) == 0
+    assert "left out 1 HELM instances without max_prob" in capsys.readouterr().err
