@@ -100,14 +100,19 @@ def row_queries(args: argparse.Namespace) -> RowQueries:
     binning = common.binning_from(args)
     log_confidence = args.log_confidence
     token_format = args.format
-    if common.is_lm_eval(args.inputs, args.format):
+    kind = common.log_format(args.inputs, args.format)
+    if kind is not None:
         if args.engine == "spark":
             raise ArgumentError(
-                "--engine spark reads prediction files; lm-eval folders are read by polars "
+                f"--engine spark reads prediction files; {kind} logs are read by polars "
                 "(use --engine streaming or in-memory)"
             )
-        predictions, files = common.lm_eval_predictions(args.inputs)
-        by = by or list(common.LM_EVAL_KEYS)
+        if kind == "lm-eval":
+            predictions, files = common.lm_eval_predictions(args.inputs)
+            by = by or list(common.LM_EVAL_KEYS)
+        else:
+            predictions, files = common.log_predictions(args.inputs, kind)
+            by = by or list(common.LOG_KEYS[kind])
         log_confidence = log_confidence or "log_confidence"
         token_format = None
     else:

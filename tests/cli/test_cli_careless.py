@@ -251,7 +251,7 @@ def test_stats_outputs_must_be_parquet(
 def test_lm_eval_folders_with_spark(capsys: pytest.CaptureFixture[str]) -> None:
     """Spark was handed the raw samples/results JSON: 'reads inputs of one format at a time'."""
     line = error_of(capsys, 2, "compare", LM_EVAL, "--engine", "spark")
-    assert "lm-eval folders are read by polars" in line
+    assert "lm-eval logs are read by polars" in line
 
 
 @pytest.mark.parametrize(
