@@ -81,7 +81,7 @@ class RowQueries:
     by: list[str]
     tokens_by: list[str]
     binning: Binning
-    predictions: pl.LazyFrame | None = None  # the prediction rows (not from lm-eval folders)
+    predictions: pl.LazyFrame | None = None  # the prediction rows the statistics are of
 
 
 def row_queries(args: argparse.Namespace) -> RowQueries:
@@ -161,8 +161,7 @@ def row_queries(args: argparse.Namespace) -> RowQueries:
             words=args.words,
             by=tokens_by,
         )
-    rows = None if common.is_lm_eval(args.inputs, args.format) else predictions
-    return RowQueries(stats, sums, all_files, files, by, tokens_by, binning, rows)
+    return RowQueries(stats, sums, all_files, files, by, tokens_by, binning, predictions)
 
 
 def collect_statistics(
