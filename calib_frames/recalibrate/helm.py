@@ -129,6 +129,8 @@ def helm_calibration(
 
     See Also
     --------
+    calib_frames.sources.scan_helm_instances : HELM run folders as these rows
+        (``by=["model", "perturbation"]`` gives the runs' ``stats.json`` figures).
     calib_frames.estimators.selective.selective_metrics : AURC with averaged ties.
     calib_frames.recalibrate.fit_platt : the Platt fit, with its diagnostics.
 

@@ -167,3 +167,26 @@ def test_bad_input_raises_the_package_errors() -> None:
         helm_calibration(df, correct="exact_match")
     with pytest.raises(TableError):
         helm_calibration(df.rename({"task": "ece_10_bin"}), by="ece_10_bin")
+
+
+def test_the_helm_reader_to_helm_calibration_gives_stats_json() -> None:
+    """The shipped runs through sources' reader, then this function: HELM's own figures."""
+    from calib_frames.sources import read_helm_stats, scan_helm_instances
+
+    keys = ["model", "perturbation"]
+    ours = helm_calibration(scan_helm_instances(DATA / "helm" / "runs" / "calib"), by=keys)
+    assert isinstance(ours, pl.LazyFrame)
+    theirs = (
+        read_helm_stats(DATA / "helm" / "runs" / "calib")
+        .filter(
+            pl.col("stat").is_in(FIGURES),
+            pl.col("computed_on").is_null() | (pl.col("computed_on") == "perturbed"),
+        )
+        .pivot("stat", index=keys, values="value")
+    )
+    joined = ours.collect().join(theirs, on=keys, nulls_equal=True, suffix="_helm")
+    assert joined.height == 4
+    for name in ("ece_10_bin", "ece_1_bin", "selective_cov_acc_area", "selective_acc@10"):
+        assert joined[name].to_list() == pytest.approx(joined[f"{name}_helm"].to_list(), rel=1e-13)
+    for name in ("platt_coef", "platt_intercept", "platt_ece_10_bin"):
+        assert joined[name].to_list() == pytest.approx(joined[f"{name}_helm"].to_list(), abs=1e-3)
