@@ -17,7 +17,8 @@ file                      content
 ``bin_statistics.parquet`` the additive bin-statistics table
 ``report.html``           the self-contained HTML report (opens offline)
 ``*.png``                 the report's charts (reliability diagrams, confidence
-                          histograms, accuracy against ECE, Brier decomposition, perplexity)
+                          histograms, accuracy against ECE, Brier decomposition, perplexity,
+                          and from prediction files the risk–coverage curves)
 ========================  =================================================================
 
 Inputs are prediction files (parquet/CSV/JSONL, globs, hive folders), lm-evaluation-harness
@@ -167,25 +168,26 @@ def _perplexity_intervals(ppl: pl.DataFrame, args: argparse.Namespace) -> pl.Dat
 
 def _read(
     args: argparse.Namespace, outputs: list[Path]
-) -> tuple[pl.DataFrame, pl.DataFrame | None, pl.DataFrame | None, list[Path]]:
-    """Bin statistics, NLL sums and lm-eval's aggregates of the inputs, and the files read.
+) -> tuple[pl.DataFrame, pl.DataFrame | None, pl.DataFrame | None, list[Path], pl.LazyFrame | None]:
+    """Bin statistics, NLL sums, lm-eval's aggregates, the files read and the rows.
 
-    The outputs are checked against the inputs before anything is computed.
+    The rows are the lazy prediction rows (from prediction files only). The outputs are
+    checked against the inputs before anything is computed.
     """
     if args.from_stats:
         files = [Path(p) for p in (*args.from_stats, *args.nll_stats)]
         common.check_outputs(outputs, files)
         stats = read_statistics(*args.from_stats).merged()
         sums = read_statistics(*args.nll_stats).merged() if args.nll_stats else None
-        return stats, sums, None, files
+        return stats, sums, None, files, None
     if common.is_lm_eval(args.inputs, args.format):
         stats, lm_eval, files = _lm_eval_tables(args)
         common.check_outputs(outputs, files)
-        return stats, None, lm_eval, files
+        return stats, None, lm_eval, files, None
     queries = row_queries(args)
     common.check_outputs(outputs, queries.files)
     stats, sums = collect_statistics(queries, args)
-    return stats, sums, None, queries.files
+    return stats, sums, None, queries.files, queries.predictions
 
 
 def run(args: argparse.Namespace) -> int:
@@ -198,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
         raise ArgumentError("--replicates must be >= 1 and --level in (0, 1)")
     _out_dir(args.out)
     outputs = [args.out / name for name in (*TABLES, STATS_FILE, HTML_FILE)]
-    stats, sums, lm_eval, files = _read(args, outputs)
+    stats, sums, lm_eval, files, predictions = _read(args, outputs)
     if lm_eval is None:
         common.require_rows(stats, files)
         if sums is not None:
@@ -222,7 +224,8 @@ def run(args: argparse.Namespace) -> int:
     common.write_frame(stats, args.out / STATS_FILE)
     written = [p.name for p in outputs[: len(TABLES) + 1]]
     if not args.no_charts:
-        written += _write_charts(table, stats, ppl, args, files)
+        curve = None if predictions is None else _selective_curve(predictions, stats, args, files)
+        written += _write_charts(table, stats, ppl, args, curve)
     keys = BIN_STATISTICS.keys(stats.schema)
     if ppl is not None:
         keys += [k for k in PERPLEXITY.keys(ppl.schema) if k not in keys]
@@ -231,12 +234,31 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _selective_curve(
+    predictions: pl.LazyFrame, stats: pl.DataFrame, args: argparse.Namespace, files: list[Path]
+) -> pl.DataFrame:
+    """The risk–coverage curves of the rows, 100 points per group (a second read)."""
+    from calib_frames.estimators.selective import selective_curve
+
+    query = selective_curve(
+        predictions,
+        confidence=args.confidence,
+        correct=args.correct,
+        by=BIN_STATISTICS.keys(stats.schema),
+        weight=args.weight,
+        points=100,
+    )
+    assert isinstance(query, pl.LazyFrame)
+    engine = "in-memory" if args.engine == "in-memory" else "streaming"
+    return common.collect(query, engine=engine, files=files)
+
+
 def _write_charts(
     table: pl.DataFrame,
     stats: pl.DataFrame,
     ppl: pl.DataFrame | None,
     args: argparse.Namespace,
-    files: list[Path],
+    curve: pl.DataFrame | None,
 ) -> list[str]:
     from calib_frames.estimators import with_accuracy_intervals
     from calib_frames.plot import save_chart
@@ -251,9 +273,11 @@ def _write_charts(
         perplexity=ppl,
         title=args.title,
         inputs=[str(p) for p in (args.inputs or args.from_stats)] + list(args.token_file),
+        selective=curve,
     )
     written = [HTML_FILE]
-    for title, _, chart in report_charts(table, bin_statistics=with_intervals, perplexity=ppl):
+    charts = report_charts(table, bin_statistics=with_intervals, perplexity=ppl, selective=curve)
+    for title, _, chart in charts:
         name = re.sub(r"[^a-z0-9]+", "_", title.lower()).strip("_") + ".png"
         save_chart(chart, args.out / name)
         written.append(name)

@@ -81,6 +81,7 @@ class RowQueries:
     by: list[str]
     tokens_by: list[str]
     binning: Binning
+    predictions: pl.LazyFrame | None = None  # the prediction rows the statistics are of
 
 
 def row_queries(args: argparse.Namespace) -> RowQueries:
@@ -160,7 +161,7 @@ def row_queries(args: argparse.Namespace) -> RowQueries:
             words=args.words,
             by=tokens_by,
         )
-    return RowQueries(stats, sums, all_files, files, by, tokens_by, binning)
+    return RowQueries(stats, sums, all_files, files, by, tokens_by, binning, predictions)
 
 
 def collect_statistics(

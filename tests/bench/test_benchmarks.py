@@ -205,7 +205,7 @@ def test_bench_estimators_quick(tmp_path: Path) -> None:
     proc = run("bench_estimators", "--quick", "--json", str(out))
     assert all(c["ok"] for c in checks_of(out))
     runs = json.loads(out.read_text())["runs"]
-    assert [r["pair"] for r in runs] == ["smooth", "corp", "isotonic", "bins"]
+    assert [r["pair"] for r in runs] == ["smooth", "corp", "isotonic", "bins", "selective", "helm"]
     for r in runs:  # each pair cross-checked, or its peer's library reported missing
         assert r["checks"] or "skipping" in proc.stdout
     assert "cross-check ok" in proc.stdout
