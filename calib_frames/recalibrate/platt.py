@@ -30,7 +30,14 @@ import polars as pl
 
 from calib_frames.exceptions import ArgumentError
 from calib_frames.recalibrate import _core
-from calib_frames.recalibrate._apply import ApplyInput, apply_input, join_params, labelled, param
+from calib_frames.recalibrate._apply import (
+    ApplyInput,
+    apply_input,
+    fit_rows_again,
+    join_params,
+    labelled,
+    param,
+)
 from calib_frames.recalibrate.splits import fit_scheme
 from calib_frames.schema import Table
 from calib_frames.validation import Frame, return_like
@@ -50,6 +57,7 @@ PLATT = Table(
         "clipped": pl.UInt64(),
         "fitted_on": pl.String(),
         "in_sample": pl.Boolean(),
+        "fit_fingerprint": pl.UInt64(),
     },
     built_by="recalibrate.fit_platt",
 )
@@ -338,6 +346,7 @@ def apply_platt(
         joined.with_columns(value.alias(output)),
         split,
         fit_value,
+        again=fit_rows_again(applied, confidence),
         drop=[param("slope"), param("intercept")],
     )
     return return_like(predictions, result)

@@ -161,3 +161,55 @@ def test_invalid_rows_are_named_by_the_users_columns(preds: pl.DataFrame, method
     bad_y = preds.with_columns(correct=pl.when(pl.int_range(pl.len()) == 3).then(2).otherwise(1))
     with pytest.raises(DataError, match=r"column 'correct': 1 of 240 rows is not boolean or 0/1"):
         fit(bad_y, by="model")
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_two_call_route_on_the_fit_rows_is_in_sample(preds: pl.DataFrame, method: str) -> None:
+    # fit_*(df) then apply_*(df) used to label the fit rows in_sample=False, and
+    # recalibration_metrics scored them as held-out (after-ECE 0.1167, in-sample)
+    fit, apply = getattr(R, f"fit_{method}"), getattr(R, f"apply_{method}")
+    params = fit(preds, by="model")
+    assert params["fit_fingerprint"].null_count() == 0
+    assert apply(preds, params)["in_sample"].all()
+    shuffled = apply(preds.sample(fraction=1.0, shuffle=True, seed=3).lazy(), params).collect()
+    assert shuffled["in_sample"].all()  # the same rows in another order
+    with pytest.raises(DataError, match="240 of 240 rows are in-sample"):
+        R.recalibration_metrics(apply(preds, params), by="model")
+    scored = R.recalibration_metrics(apply(preds, params), by="model", in_sample=True)
+    assert scored["in_sample"].all()
+    # other rows of one group: that group is held out, the other still in-sample
+    moved = pl.when(pl.col("model") == "a").then(pl.col("confidence") * 0.999)
+    mixed = apply(preds.with_columns(moved.otherwise(pl.col("confidence"))), params)
+    assert mixed.group_by("model").agg(pl.col("in_sample").all()).sort("model").rows() == [
+        ("a", False),
+        ("b", True),
+    ]
+    assert R.recalibration_metrics(mixed, by="model")["model"].to_list() == ["a"]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_fit_on_one_frame_applied_to_another_is_held_out(preds: pl.DataFrame, method: str) -> None:
+    fit, apply = getattr(R, f"fit_{method}"), getattr(R, f"apply_{method}")
+    train, test = preds.filter(pl.col("split") == "fit"), preds.filter(pl.col("split") == "test")
+    params = fit(train)
+    assert not apply(test, params)["in_sample"].any()
+    assert R.recalibration_metrics(apply(test, params))["count"].item() == test.height
+    # the other schemes label their own fit rows, so they carry no fingerprint
+    assert (
+        fit(preds, split="split")["fit_fingerprint"].null_count()
+        == fit(preds, split="split").height
+    )
+
+
+def test_two_call_route_on_the_fit_options_is_in_sample() -> None:
+    options = pl.DataFrame(
+        {
+            "question": [1, 1, 2, 2, 3, 3],
+            "loglik": [-0.1, -2.0, -1.0, -0.5, -0.3, -0.2],
+            "is_gold": [True, False, True, False, False, True],
+        }
+    )
+    params = R.fit_temperature(options, kind="options")
+    assert R.apply_temperature(options, params, kind="options")["in_sample"].all()
+    other = options.with_columns(pl.col("loglik") - 1.0)
+    assert not R.apply_temperature(other, params, kind="options")["in_sample"].any()
