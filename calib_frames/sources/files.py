@@ -37,6 +37,7 @@ parquet.
 
 from __future__ import annotations
 
+import codecs
 import glob as globbing
 import json
 import re
@@ -394,9 +395,20 @@ def _scan_file(
     return _with_hive(frame, file, base, hive=hive)
 
 
+BOM_PROBLEM = (
+    "the file starts with a UTF-8 byte-order mark (BOM), which JSON Lines does not allow; "
+    "save it without one (e.g. as UTF-8, not UTF-8 with BOM)"
+)
+"""How a read error names a JSON Lines file that starts with a byte-order mark."""
+
+
 def _unreadable(file: Path, fmt: Format, error: BaseException) -> ReadError:
     if isinstance(error, pl.exceptions.NoDataError) or (file.exists() and not file.stat().st_size):
         return ReadError(f"{file}: empty file")
+    if fmt == "jsonl" and file.is_file():
+        with file.open("rb") as handle:
+            if handle.read(len(codecs.BOM_UTF8)) == codecs.BOM_UTF8:
+                return ReadError(f"{file}, line 1: {BOM_PROBLEM}")
     if fmt == "jsonl":
         # Schema inference failed: name the first line polars cannot parse.
         _, lines, first = _split_lines(file, fmt)

@@ -286,3 +286,69 @@ def test_lm_eval_comparison_unknown_filter(name: object) -> None:
     """filter='nope' gave every *_lm_eval column null, silently."""
     with pytest.raises(ArgumentError, match=r"filter= .*\['none'\]"):
         comparison.lm_eval_comparison(LM_EVAL, filter=name)  # type: ignore[arg-type]
+
+
+def _edited_sample(tmp_path: Path, pattern: str, edit: object, line: int = 4) -> Path:
+    """A copy of the tiny-gpt2-m run whose ``pattern`` samples file has one record edited."""
+    folder = tmp_path / "run"
+    shutil.copytree(LM_EVAL / "calib__tiny-gpt2-m", folder)
+    samples = next(folder.glob(pattern))
+    lines = samples.read_text().splitlines()
+    record = json.loads(lines[line])
+    edit(record)  # type: ignore[operator]
+    lines[line] = json.dumps(record)
+    samples.write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def test_lm_eval_sample_with_fewer_responses_than_options(tmp_path: Path) -> None:
+    """Three responses for four choices were read as a 3-option question (acc 0.7133 → 0.7067)."""
+
+    def drop_one(record: dict[str, object]) -> None:
+        for field in ("resps", "filtered_resps"):
+            record[field] = record[field][:3]  # type: ignore[index]
+
+    folder = _edited_sample(tmp_path, "samples_calib_colors_*.jsonl", drop_one)
+    with pytest.raises(
+        ReadError,
+        match=r"colors_.*\.jsonl, line 5: filtered_resps does not hold one response "
+        r"per request .*\(3 responses for 4 requests\)",
+    ):
+        sources.scan_lm_eval_options(folder).collect()
+
+
+@pytest.mark.parametrize("how", ["missing", "null", "both missing"])
+def test_lm_eval_sample_without_filtered_resps(tmp_path: Path, how: str) -> None:
+    """No filtered_resps gave polars' ShapeError (exploded columns ... matching counts)."""
+
+    def edit(record: dict[str, object]) -> None:
+        if how == "null":
+            record["filtered_resps"] = None
+        else:
+            del record["filtered_resps"]
+            if how == "both missing":
+                del record["resps"]
+
+    folder = _edited_sample(tmp_path, "samples_calib_colors_*.jsonl", edit)
+    with pytest.raises(ReadError, match=r"colors_.*\.jsonl, line 5: no filtered_resps"):
+        sources.scan_lm_eval_options(folder).collect()
+    folder = _edited_sample(tmp_path / "ppl", "samples_calib_ppl_*.jsonl", edit)
+    with pytest.raises(ReadError, match=r"ppl_.*\.jsonl, line 5: no filtered_resps"):
+        sources.scan_lm_eval_documents(folder).collect()
+
+
+def test_lm_eval_samples_file_with_a_bom(tmp_path: Path) -> None:
+    """A byte-order mark showed polars' InternalError(TapeError) in the message."""
+    folder = tmp_path / "run"
+    shutil.copytree(LM_EVAL / "calib__tiny-gpt2-m", folder)
+    samples = next(folder.glob("samples_calib_colors_*.jsonl"))
+    samples.write_bytes(b"\xef\xbb\xbf" + samples.read_bytes())
+    with pytest.raises(
+        ReadError, match=r"line 1: the file starts with a UTF-8 byte-order mark"
+    ) as info:
+        sources.scan_lm_eval_options(folder).collect()
+    assert "TapeError" not in str(info.value)
+    plain = tmp_path / "p.jsonl"
+    plain.write_bytes(b'\xef\xbb\xbf{"confidence": 0.5, "correct": true}\n')
+    with pytest.raises(ReadError, match=r"p.jsonl, line 1: the file starts with a UTF-8 byte"):
+        sources.scan_predictions(plain).collect()
