@@ -395,6 +395,33 @@ def _scan_file(
     return _with_hive(frame, file, base, hive=hive)
 
 
+def refuse_records(
+    records: pl.LazyFrame,
+    file: Path,
+    problems: Sequence[tuple[pl.Expr, str]],
+    *,
+    line: Callable[[dict[str, Any]], int],
+    detail: Callable[[dict[str, Any]], str] = lambda _: "",
+) -> pl.LazyFrame:
+    """``records`` (one row per record of ``file``) checked when collected.
+
+    ``problems`` pairs a *good* expression with the wording of its failure; the first
+    record where one is not true raises a ReadError naming the file, the record's
+    ``line`` (computed from its row, on the error path only), the problem and
+    ``detail`` of the row. Lazy stays lazy.
+    """
+
+    def check(frame: pl.DataFrame) -> pl.DataFrame:
+        for good, problem in problems:
+            found = frame.filter(~good.fill_null(False)).head(1)
+            if found.height:
+                row = found.row(0, named=True)
+                raise ReadError(f"{file}, line {line(row)}: {problem}{detail(row)}")
+        return frame
+
+    return records.map_batches(check, schema=records.collect_schema())
+
+
 BOM_PROBLEM = (
     "the file starts with a UTF-8 byte-order mark (BOM), which JSON Lines does not allow; "
     "save it without one (e.g. as UTF-8, not UTF-8 with BOM)"

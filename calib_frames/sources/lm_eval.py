@@ -52,7 +52,8 @@ from __future__ import annotations
 import codecs
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,13 @@ import polars as pl
 
 from calib_frames._deprecated import moved
 from calib_frames.exceptions import ReadError, TableError
-from calib_frames.sources.files import BOM_PROBLEM, PathsLike, expand_paths, guarded_scan
+from calib_frames.sources.files import (
+    BOM_PROBLEM,
+    PathsLike,
+    expand_paths,
+    guarded_scan,
+    refuse_records,
+)
 from calib_frames.validation import working
 
 __all__ = [
@@ -311,30 +318,16 @@ def _line_of(file: Path, record: int) -> int:
     return record + 1
 
 
-def _refuse_samples(
-    samples: pl.LazyFrame, file: Path, problems: Sequence[tuple[pl.Expr, str]]
-) -> pl.LazyFrame:
-    """``samples`` (one row per record, with :data:`_RECORD`) checked when collected.
+def _counts(row: dict[str, Any]) -> str:
+    """The response and request counts of a sample, for a read error."""
+    if row[_N_RESPONSES] is None:
+        return ""
+    return f" ({row[_N_RESPONSES]} responses for {row[_N_ARGUMENTS]} requests)"
 
-    The first record where a problem's ``good`` expression is not true raises a ReadError
-    naming the file, its line, the problem and the record's response and option counts
-    (where read).
-    """
 
-    def check(frame: pl.DataFrame) -> pl.DataFrame:
-        for good, problem in problems:
-            found = frame.filter(~good.fill_null(False))
-            if found.height:
-                row = found.row(0, named=True)
-                responses, options = row.get(_N_RESPONSES), row.get(_N_ARGUMENTS)
-                counts = (
-                    "" if responses is None else f" ({responses} responses for {options} requests)"
-                )
-                line = _line_of(file, int(row[_RECORD]))
-                raise ReadError(f"{file}, line {line}: {problem}{counts}")
-        return frame
-
-    return samples.map_batches(check, schema=samples.collect_schema())
+def _record_line(file: Path, row: dict[str, Any]) -> int:
+    """The line of the record ``row`` (with :data:`_RECORD`) of ``file``."""
+    return _line_of(file, int(row[_RECORD]))
 
 
 def _with_keys(frame: pl.LazyFrame, run: dict[str, Any]) -> pl.LazyFrame:
@@ -389,7 +382,7 @@ def _options_of(run: dict[str, Any]) -> pl.LazyFrame:
     )
     # a sample whose responses do not match its options (lost, or logged for another
     # document) would be read as a smaller question, silently
-    samples = _refuse_samples(
+    samples = refuse_records(
         samples,
         Path(file),
         [
@@ -399,6 +392,8 @@ def _options_of(run: dict[str, Any]) -> pl.LazyFrame:
                 "filtered_resps does not hold one response per request (gen_args_* of arguments)",
             ),
         ],
+        line=partial(_record_line, Path(file)),
+        detail=_counts,
     )
     rows = samples.select(
         pl.col("doc_id").alias("question"),
@@ -517,7 +512,9 @@ def _documents_of(run: dict[str, Any]) -> pl.LazyFrame:
         pl.col("filtered_resps").list.len() > 0,
         "no filtered_resps (missing, null or empty)",
     )
-    out = _refuse_samples(samples, Path(run["samples_file"]), [missing]).select(
+    file = Path(run["samples_file"])
+    line = partial(_record_line, file)
+    out = refuse_records(samples, file, [missing], line=line).select(
         "doc_id",
         (-loglik).alias("nll"),
         pl.lit(None, pl.Int64).alias("tokens"),

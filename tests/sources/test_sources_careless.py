@@ -150,6 +150,83 @@ def test_openai_choices_logged_without_logprobs(tmp_path: Path) -> None:
     assert part["confidence"].equals(whole["confidence"])
 
 
+@pytest.mark.parametrize("choices", [[], None, "missing"])
+def test_openai_response_without_choices(tmp_path: Path, choices: object) -> None:
+    """A response with "choices": [] was dropped silently (49 of 50 answers, no count)."""
+    records = [json.loads(line) for line in RESPONSES.read_text().splitlines()]
+    if choices == "missing":
+        del records[3]["choices"]
+    else:
+        records[3]["choices"] = choices
+    file = tmp_path / "r.jsonl"
+    file.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    for read in (
+        sources.scan_openai_choices,
+        sources.scan_openai_tokens,
+        sources.openai_answer_confidence,
+    ):
+        with pytest.raises(ReadError, match=r"r.jsonl, line 4: a response without choices"):
+            read(file).collect()  # type: ignore[operator]
+
+
+_TOP = pl.List(pl.Struct({"token": pl.String, "logprob": pl.Float64, "bytes": pl.List(pl.Int64)}))
+
+
+def _tokens(tokens: list[str], top: list[list[dict[str, object]]]) -> pl.DataFrame:
+    n = len(tokens)
+    return pl.DataFrame(
+        {
+            "file": "f",
+            "line": 1,
+            "custom_id": None,
+            "id": "r",
+            "model": "m",
+            "choice": 0,
+            "position": list(range(n)),
+            "token": tokens,
+            "logprob": [-0.2] * n,
+            "nll": [0.2] * n,
+            "bytes": [1] * n,
+            "top_logprobs": top,
+        },
+        schema_overrides={"custom_id": pl.String, "top_logprobs": _TOP},
+    )
+
+
+def test_openai_answer_logged_without_alternatives() -> None:
+    """top_logprobs: [] gave top_mass = -0.0 (a probability mass of nothing), not null."""
+    out = sources.openai_answer_confidence(_tokens(["B"], [[]]))
+    assert out["alternatives"].to_list() == [[]]
+    assert out["top_mass"].to_list() == [None]
+
+
+@pytest.mark.parametrize("token", ["B\u200b", "\x00B", "\ufeffB", " Ｂ", "B\u2060\n"])
+def test_openai_answer_with_invisible_characters(token: str) -> None:
+    """Zero-width characters or NUL were kept: "B\u200b" != "B" when graded."""
+    top = [{"token": token, "logprob": -0.2, "bytes": None}]
+    out = sources.openai_answer_confidence(_tokens(["\u200b", token], [[], top]))
+    assert out.select("answer", "position", "alternatives").rows() == [("B", 1, ["B"])]
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("٩٠%", 0.9),  # Arabic-Indic digits
+        ("۹۰٪", 0.9),  # Eastern Arabic-Indic digits, Arabic percent sign
+        ("٠٫٧٥", 0.75),  # Arabic decimal separator
+        ("９０%", 0.9),  # fullwidth digits (NFKC)
+        ("９０％", 0.9),
+        ("9\u200b0%", 0.9),  # a zero-width space
+        ("९०%", None),  # Devanagari digits: unparsable, null as other text
+        ("²/₃", 2 / 3),  # NFKC folds super- and subscripts
+    ],
+)
+def test_verbalized_confidence_in_other_digits(text: str, value: float | None) -> None:
+    """Arabic-Indic or fullwidth digits raised polars' InvalidOperationError."""
+    frame = pl.DataFrame({"t": [text]})
+    assert frame.select(sources.verbalized_confidence("t"))["t"].to_list() == [value]
+
+
 # --- lm-eval ----------------------------------------------------------------------------
 
 
