@@ -213,3 +213,28 @@ def test_two_call_route_on_the_fit_options_is_in_sample() -> None:
     assert R.apply_temperature(options, params, kind="options")["in_sample"].all()
     other = options.with_columns(pl.col("loglik") - 1.0)
     assert not R.apply_temperature(other, params, kind="options")["in_sample"].any()
+
+
+@pytest.mark.parametrize(
+    ("confidence", "correct"),
+    [
+        ([0.2, 0.3, 0.7, 0.8], [0, 0, 1, 1]),  # complete separation: slope 59, NLL 7e-29
+        ([0.2, 0.5, 0.5, 0.8], [0, 0, 1, 1]),  # quasi-complete: the classes touch at 0.5
+        ([0.2, 0.3, 0.7, 0.8], [1, 1, 0, 0]),  # separated the other way round
+    ],
+)
+def test_platt_on_separable_classes_is_not_converged(
+    confidence: list[float], correct: list[int]
+) -> None:
+    """fit_platt reported converged=True where no maximum-likelihood fit exists."""
+    frame = pl.DataFrame({"confidence": confidence, "correct": correct, "model": "s"})
+    mixed = pl.DataFrame(
+        {"confidence": [0.2, 0.3, 0.7, 0.8, 0.75], "correct": [0, 0, 1, 1, 0], "model": "m"}
+    )
+    params = R.fit_platt(pl.concat([frame, mixed]), by="model").sort("model")
+    assert params.select("model", "converged").rows() == [("m", True), ("s", False)]
+    # a wrong row of weight 0 does not undo the separation; Platt's targets do
+    weighted = frame.vstack(pl.DataFrame({"confidence": [0.9], "correct": [0], "model": "s"}))
+    weights = weighted.with_columns(w=pl.Series([1.0] * len(confidence) + [0.0]))
+    assert R.fit_platt(weights, weight="w")["converged"].to_list() == [False]
+    assert R.fit_platt(frame, smoothing=True)["converged"].to_list() == [True]
