@@ -77,8 +77,13 @@ FORMATS: dict[str, Format] = {
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
     ".json": "json",
+    ".csv.gz": "csv",
+    ".tsv.gz": "tsv",
+    ".jsonl.gz": "jsonl",
+    ".ndjson.gz": "jsonl",
 }
-"""File suffix → format."""
+"""File suffix → format (gzip-compressed CSV, TSV and JSON Lines by their inner suffix:
+polars' readers decompress them)."""
 
 PREDICTION_ROLES: dict[str, pl.DataType] = {
     "confidence": pl.Float64(),

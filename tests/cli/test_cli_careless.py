@@ -6,6 +6,8 @@ In-process (``calib_frames.cli.main``), so the file stays fast.
 
 from __future__ import annotations
 
+import gzip
+import json
 import os
 import re
 import shutil
@@ -372,3 +374,47 @@ def test_disk_full_and_read_only_outputs(
         ):
             assert error_of(capsys, 1, *command).endswith(reason)
     assert sorted(p.name for p in full.iterdir()) == ["filler", "rep"]  # no temporary file left
+
+
+def test_compressed_inputs_need_no_format(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """.csv.gz and .jsonl.gz needed --format (the inner format is in the name)."""
+    plain = "model,confidence,correct\na,0.9,true\na,0.6,false\nb,0.8,true\n"
+    csv = tmp_path / "p.csv.gz"
+    csv.write_bytes(gzip.compress(plain.encode()))
+    records = [{"model": m, "confidence": c, "correct": y} for m, c, y in
+               [("a", 0.9, True), ("a", 0.6, False), ("b", 0.8, True)]]  # fmt: skip
+    jsonl = tmp_path / "p.jsonl.gz"
+    jsonl.write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in records).encode()))
+    outputs = []
+    for source in (csv, jsonl):
+        out = tmp_path / f"{source.name}.parquet"
+        status, _, err = run(capsys, "compare", source, "--by", "model", "--output", out)
+        assert status == 0, err
+        outputs.append(pl.read_parquet(out))
+    assert outputs[0].equals(outputs[1])
+    assert outputs[0]["count"].to_list() == [2, 1]
+
+
+def test_markdown_cells_with_line_breaks(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A model name holding a newline broke its row in comparison.md."""
+    rows = tmp_path / "p.jsonl"
+    names = ["line\nbreak", "pipe|name", "=HYPERLINK(1)"]
+    rows.write_text(
+        "".join(json.dumps({"model": m, "confidence": 0.7, "correct": True}) + "\n" for m in names)
+    )
+    md = tmp_path / "c.md"
+    status, _, err = run(capsys, "compare", rows, "--by", "model", "--output", md)
+    assert status == 0, err
+    lines = md.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 2 + len(names)  # header, rule, one line per model
+    assert any(line.startswith("| line<br>break |") for line in lines)
+    assert any(line.startswith("| pipe\\|name |") for line in lines)
+    # CSV keeps names verbatim (documented): a formula-like name round-trips
+    csv = tmp_path / "c.csv"
+    status, _, err = run(capsys, "compare", rows, "--by", "model", "--output", csv)
+    assert status == 0, err
+    assert sorted(pl.read_csv(csv)["model"].to_list()) == sorted(names)
