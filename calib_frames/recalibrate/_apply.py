@@ -89,7 +89,8 @@ def apply_input(
     ArgumentError
         ``params`` is not a frame; ``output`` is not a usable name.
     TableError
-        Not a ``table``; repeated groups; missing or mistyped columns.
+        Not a ``table``; repeated groups; missing or mistyped columns (a
+        ``fit_fingerprint`` that does not hold integers).
     DataError
         Parameter values that break ``values`` (a hand-edited or corrupted table).
     """
@@ -105,6 +106,12 @@ def apply_input(
         for column, (good, problem) in values.items()
     ]
     check_rows(frame, problems, keys=keys)
+    prints = frame.schema.get(FINGERPRINT)
+    if prints is not None and not (prints.is_integer() or prints == pl.Null):
+        raise TableError(
+            f"column {FINGERPRINT!r} of the {table.name} must hold integers (UInt64, as "
+            f"fit_* writes it; a CSV round trip reads Int128), got {prints}"
+        )
     source = as_lazy(predictions)
     schema = source.collect_schema()
     check_new_column(schema, output)

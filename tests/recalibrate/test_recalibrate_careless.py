@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 import pytest
 from factories import prediction_rows
@@ -238,3 +240,20 @@ def test_platt_on_separable_classes_is_not_converged(
     weights = weighted.with_columns(w=pl.Series([1.0] * len(confidence) + [0.0]))
     assert R.fit_platt(weights, weight="w")["converged"].to_list() == [False]
     assert R.fit_platt(frame, smoothing=True)["converged"].to_list() == [True]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_fingerprint_of_a_saved_or_edited_table(
+    preds: pl.DataFrame, method: str, tmp_path: Path
+) -> None:
+    """A fit_fingerprint of text (an edited table) was polars' ComputeError at collection."""
+    fit, apply = getattr(R, f"fit_{method}"), getattr(R, f"apply_{method}")
+    params = fit(preds, by="model")
+    params.write_csv(tmp_path / "p.csv")
+    back = pl.read_csv(tmp_path / "p.csv")  # the UInt64 comes back as Int128
+    assert apply(preds, back)["in_sample"].all()
+    text = params.with_columns(pl.col("fit_fingerprint").cast(pl.String))
+    with pytest.raises(TableError, match=r"'fit_fingerprint' .* must hold integers"):
+        apply(preds, text)
+    # without the column (a table written by hand) nothing is recognised
+    assert not apply(preds, params.drop("fit_fingerprint"))["in_sample"].any()
