@@ -122,7 +122,9 @@ def smooth_ece(
         Group key column(s); ``None`` treats the whole frame as one group.
     weight
         Optional column of row weights > 0: the kernel sums become weighted sums
-        (module docstring, *Weights*); weight 2 counts as the row repeated.
+        (module docstring, *Weights*); weight 2 counts as the row repeated. They are
+        frequency weights: rescale normalised weights (summing to 1) to sum to the
+        row count, or relplot's density floor of 1e-4 rows swamps them.
     bandwidth
         A fixed σ in (0, 1] instead of the fixed-point search (``relplot.smECE_sigma``).
     eps
