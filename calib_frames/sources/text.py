@@ -485,8 +485,9 @@ def sample_consistency(
     by
         The columns that identify a question (model, task, question id, ...).
     normalize
-        For String (or Categorical) answers: compare after lower-casing, trimming and
-        collapsing whitespace.
+        For String (or Categorical) answers: compare after :func:`clean_text` (NFKC,
+        whitespace collapsed, zero-width and control characters removed), trimming and
+        lower-casing.
 
     Returns
     -------
@@ -545,7 +546,7 @@ def sample_consistency(
         if isinstance(schema[name], pl.Categorical | pl.Enum):
             expr = expr.cast(pl.String)  # compared (and normalised) as the text they hold
         if normalize and isinstance(schema[name], pl.String | pl.Categorical | pl.Enum):
-            expr = expr.str.replace_all(r"\s+", " ").str.strip_chars().str.to_lowercase()
+            expr = clean_text(expr).str.strip_chars().str.to_lowercase()
         return expr
 
     prepared = lazy.select(

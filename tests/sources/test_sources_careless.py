@@ -429,3 +429,14 @@ def test_lm_eval_samples_file_with_a_bom(tmp_path: Path) -> None:
     plain.write_bytes(b'\xef\xbb\xbf{"confidence": 0.5, "correct": true}\n')
     with pytest.raises(ReadError, match=r"p.jsonl, line 1: the file starts with a UTF-8 byte"):
         sources.scan_predictions(plain).collect()
+
+
+def test_sample_consistency_answers_with_invisible_characters() -> None:
+    """ "Paris\\u200b" and "ｐａｒｉｓ" were other answers than "Paris" (raw comparison)."""
+    samples = pl.DataFrame(
+        {"question": 1, "answer": ["Paris", "Paris\u200b", "ｐａｒｉｓ", "\x00paris ", "Rome"]}
+    )
+    out = sources.sample_consistency(samples, by="question")
+    assert out["consistency"].to_list() == [0.8]
+    raw = sources.sample_consistency(samples, by="question", normalize=False)
+    assert raw["consistency"].to_list() == [0.2]
