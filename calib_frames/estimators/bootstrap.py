@@ -168,9 +168,10 @@ MEMORY_LIMIT = 8 * 2**30
 """The most memory (bytes) a bootstrap call may plan for, 8 GiB: past it, ArgumentError.
 
 Estimated before the work starts, from groups × bins × replicates resampled cells
-(``resample="bins"``, about 320 bytes each: the replicate table and its metrics) or rows
-× replicates (``resample="rows"``, about 64 bytes each: the crossed rows), so that a
-mistyped ``replicates=10**7`` is refused at once instead of being killed for memory."""
+(``resample="bins"``, about 320 bytes each: the replicate table and its metrics), rows
+× replicates (``resample="rows"``, about 64 bytes each: the crossed rows) or groups ×
+replicates (perplexity: the normal draws and their metrics), so that a mistyped
+``replicates=10**7`` is refused at once instead of being killed for memory."""
 
 _BYTES_PER_CELL = 320  # measured: 1e6 cells (1 group × 10 bins × 1e5 replicates) ≈ 260 MB
 _BYTES_PER_ROW_DRAW = 64  # measured: 1e6 row draws (500 rows × 2000 replicates) ≈ 40 MB
@@ -977,6 +978,12 @@ def _draw_ratios(
     cov = (cov + np.swapaxes(cov, 1, 2)) / 2.0
     eigval, eigvec = np.linalg.eigh(cov)
     root = eigvec * np.sqrt(np.clip(eigval, 0.0, None))[:, None, :]
+    # the normal draws, the drawn sums and about four per-replicate metric arrays
+    check_memory(
+        groups * replicates,
+        (2 * k + 6) * 8,
+        f"{groups:,} groups × {replicates:,} replicates",
+    )
     rng = np.random.default_rng(seed)
     normal = rng.standard_normal((groups, replicates, k))
     drawn = mean[:, None, :] + np.einsum("gij,gbj->gbi", root, normal)

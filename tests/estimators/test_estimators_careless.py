@@ -204,3 +204,10 @@ def test_bootstrap_that_would_not_fit_in_memory(preds: pl.DataFrame, resample: s
     table = cf.bin_statistics(preds, by="model")
     with pytest.raises(ArgumentError, match=r"2 groups × 10 bins × 10,000,000 replicates"):
         E.intervals_from_bin_statistics(table, replicates=10**7)
+
+
+def test_perplexity_bootstrap_that_would_not_fit_in_memory() -> None:
+    """replicates=10**8 for perplexity allocated (groups, replicates, 2) arrays: MemoryError."""
+    losses = pl.DataFrame({"model": ["a", "b"] * 50, "nll": 1.5, "tokens": 10})
+    with pytest.raises(ArgumentError, match=r"2 groups × 100,000,000 replicates"):
+        E.perplexity_intervals(losses, tokens="tokens", by="model", replicates=10**8)
