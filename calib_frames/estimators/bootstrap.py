@@ -170,7 +170,9 @@ MEMORY_LIMIT = 8 * 2**30
 Estimated before the work starts, from groups × bins × replicates resampled cells
 (``resample="bins"``, about 320 bytes each: the replicate table and its metrics), rows
 × replicates (``resample="rows"``, about 64 bytes each: the crossed rows) or groups ×
-replicates (perplexity: the normal draws and their metrics), so that a mistyped
+replicates (perplexity: the normal draws and their metrics); the noise floor
+(:mod:`calib_frames.estimators.noise`) checks its groups × bins × replicates the same
+way. So a mistyped
 ``replicates=10**7`` is refused at once instead of being killed for memory."""
 
 _BYTES_PER_CELL = 320  # measured: 1e6 cells (1 group × 10 bins × 1e5 replicates) ≈ 260 MB
@@ -296,7 +298,7 @@ def check_memory(units: int, bytes_per_unit: int, what: str) -> None:
     planned = units * bytes_per_unit
     if planned > MEMORY_LIMIT:
         raise ArgumentError(
-            f"this bootstrap would need about {planned / 2**30:,.1f} GiB ({what} = {units:,}), "
+            f"this call would need about {planned / 2**30:,.1f} GiB ({what} = {units:,}), "
             f"over the {MEMORY_LIMIT / 2**30:.0f} GiB limit (calib_frames.estimators."
             "bootstrap.MEMORY_LIMIT): pass fewer replicates (1000 is plenty for a 95% "
             "interval) or fewer groups at a time"

@@ -211,3 +211,9 @@ def test_perplexity_bootstrap_that_would_not_fit_in_memory() -> None:
     losses = pl.DataFrame({"model": ["a", "b"] * 50, "nll": 1.5, "tokens": 10})
     with pytest.raises(ArgumentError, match=r"2 groups × 100,000,000 replicates"):
         E.perplexity_intervals(losses, tokens="tokens", by="model", replicates=10**8)
+
+
+def test_noise_floor_that_would_not_fit_in_memory(preds: pl.DataFrame) -> None:
+    """replicates=10**8 for the noise floor was a MemoryError (2 × 1e8 × 10 int64 draws)."""
+    with pytest.raises(ArgumentError, match=r"2 groups × 10 bins × 100,000,000 replicates"):
+        E.calibration_noise_floor(preds, by="model", replicates=10**8)
