@@ -217,3 +217,12 @@ def test_noise_floor_that_would_not_fit_in_memory(preds: pl.DataFrame) -> None:
     """replicates=10**8 for the noise floor was a MemoryError (2 × 1e8 × 10 int64 draws)."""
     with pytest.raises(ArgumentError, match=r"2 groups × 10 bins × 100,000,000 replicates"):
         E.calibration_noise_floor(preds, by="model", replicates=10**8)
+
+
+def test_paired_comparison_that_would_not_fit_in_memory() -> None:
+    """replicates=10**9 was a MemoryError (663 GiB for one pair's multinomial draws)."""
+    frame = prediction_rows(0, 200, items=100).with_columns(
+        item=pl.int_range(pl.len()).over("model")
+    )
+    with pytest.raises(ArgumentError, match=r"cells of one model pair × 1,000,000,001 replicates"):
+        E.paired_comparison(frame, model="model", item="item", replicates=10**9)
