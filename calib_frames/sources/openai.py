@@ -171,9 +171,11 @@ def _responses(file: Path) -> pl.LazyFrame:
             line, pl.lit(None, pl.String).alias("custom_id"), "id", "model", "choices"
         )
     # a response without choices would be dropped by the explode, silently
+    failed = " (a Batch API request that failed has no response body: drop its line)"
     no_choices = (
         pl.col("choices").list.len() > 0,
-        "a response without choices ('choices' is missing, null or empty)",
+        "a response without choices ('choices' is missing, null or empty)"
+        + (failed if batch else ""),
     )
     return refuse_records(responses, file, [no_choices], line=lambda row: int(row["line"]))
 

@@ -440,3 +440,18 @@ def test_sample_consistency_answers_with_invisible_characters() -> None:
     assert out["consistency"].to_list() == [0.8]
     raw = sources.sample_consistency(samples, by="question", normalize=False)
     assert raw["consistency"].to_list() == [0.2]
+
+
+def test_openai_batch_request_that_failed(tmp_path: Path) -> None:
+    """A failed Batch API request (response null) was dropped with no count."""
+    body = json.loads(RESPONSES.read_text().splitlines()[0])
+    records = [
+        {"custom_id": "a", "response": {"status_code": 200, "body": body}},
+        {"custom_id": "b", "response": None, "error": {"code": "x", "message": "failed"}},
+    ]
+    file = tmp_path / "batch.jsonl"
+    file.write_text("".join(json.dumps(r) + "\n" for r in records))
+    with pytest.raises(
+        ReadError, match=r"batch.jsonl, line 2: a response without choices .* a Batch API request"
+    ):
+        sources.openai_answer_confidence(file).collect()  # type: ignore[union-attr]
