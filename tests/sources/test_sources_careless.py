@@ -452,6 +452,6 @@ def test_openai_batch_request_that_failed(tmp_path: Path) -> None:
     file = tmp_path / "batch.jsonl"
     file.write_text("".join(json.dumps(r) + "\n" for r in records))
     with pytest.raises(
-        ReadError, match=r"batch.jsonl, line 2: a response without choices .* a Batch API request"
+        ReadError, match=r"batch.jsonl, line 2: a response without choices .*\(a Batch API request"
     ):
         sources.openai_answer_confidence(file).collect()  # type: ignore[union-attr]
