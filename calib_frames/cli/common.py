@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -201,7 +202,7 @@ def scan_inputs(
             continue
         if not path.exists():
             raise ArgumentError(f"{text}: no such file or directory")
-        if path.is_file() and format is None and path.suffix.lower() not in KNOWN:
+        if path.is_file() and format is None and not path.name.lower().endswith(tuple(KNOWN)):
             raise ArgumentError(
                 f"{text}: unknown file type {path.suffix!r}; use one of {sorted(KNOWN)} "
                 "or say --format"
@@ -460,7 +461,14 @@ def check_output_type(path: Path) -> None:
 
 
 def write_frame(frame: pl.DataFrame, path: Path) -> None:
-    """Write ``frame`` by the extension of ``path`` (.parquet, .csv, .json, .md), atomically."""
+    """Write ``frame`` by the extension of ``path`` (.parquet, .csv, .json, .md), atomically.
+
+    CSV cells are written as they are, also text that begins with ``=``, ``+``, ``-`` or
+    ``@`` (a model named ``=HYPERLINK(…)``): prefixing them, the usual guard against
+    spreadsheet formula injection, would change the names every other reader sees and
+    no longer join with the inputs. A spreadsheet should import the file as text
+    (or open the ``.md``/``.parquet`` outputs instead); the README says so.
+    """
     from calib_frames.storage import atomic_write
 
     writers: dict[str, Callable[[Path], object]] = {
@@ -476,16 +484,22 @@ def write_frame(frame: pl.DataFrame, path: Path) -> None:
 
 
 def markdown(frame: pl.DataFrame, digits: int = 4) -> str:
-    """A GitHub-style markdown table of ``frame`` (floats to ``digits`` significant digits)."""
+    """A GitHub-style markdown table of ``frame`` (floats to ``digits`` significant digits).
+
+    ``|`` is escaped and line breaks become ``<br>``, so every frame row is one table row.
+    """
 
     def cell(value: object) -> str:
         if value is None:
             return ""
         if isinstance(value, float):
             return f"{value:.{digits}g}"
-        return str(value).replace("|", "\\|")
+        # one table row per frame row: a line break in a name becomes <br>, as GitHub
+        # renders it inside a cell (a raw newline would end the row)
+        text = re.sub(r"\r\n|[\r\n\u2028\u2029\x0b\x0c\x85]", "<br>", str(value))
+        return text.replace("|", "\\|")
 
-    header = "| " + " | ".join(frame.columns) + " |"
+    header = "| " + " | ".join(cell(name) for name in frame.columns) + " |"
     rule = "|" + "|".join(" --- " for _ in frame.columns) + "|"
     rows = ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.iter_rows()]
     return "\n".join([header, rule, *rows]) + "\n"

@@ -130,7 +130,15 @@ _PREFIX = (
     r"^(?:(?:my\s+)?(?:confidence|certainty|probability)(?:\s+(?:level|score))?"
     r"\s*(?:[:=]|is)?\s*)?"
 )
-_NUMBER = r"(\d+(?:\.\d*)?|\.\d+)"
+_NUMBER = r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)"  # ASCII digits: others are mapped first
+# Arabic-Indic and Eastern Arabic-Indic (Persian, Urdu) digits, percent sign and decimal
+# separator, which NFKC leaves alone; the digits of other scripts stay unparsable
+_ARABIC = {
+    **{chr(0x0660 + d): str(d) for d in range(10)},
+    **{chr(0x06F0 + d): str(d) for d in range(10)},
+    "\u066a": "%",
+    "\u066b": ".",
+}
 # the working columns of sample_consistency
 _ANSWER, _GOLD, _GOLDS, _VOTES, _GOLD_VARIES = (
     working("answer"),
@@ -139,6 +147,29 @@ _ANSWER, _GOLD, _GOLDS, _VOTES, _GOLD_VARIES = (
     working("votes"),
     working("gold_varies"),
 )
+
+
+def clean_text(text: pl.Expr) -> pl.Expr:
+    r"""Text as it is compared: NFKC, whitespace runs as one space, no invisible characters.
+
+    Unicode NFKC folds compatibility forms (fullwidth ``９０％`` → ``90%``, ligatures,
+    superscripts); every run of whitespace becomes one space; control characters (NUL,
+    escape, …) and format characters (zero-width space and joiners, the byte-order mark,
+    soft hyphen, direction marks: Unicode categories Cc and Cf) are removed. Leading and
+    trailing whitespace is kept (callers strip it).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.sources.text import clean_text
+    >>> pl.select(clean_text(pl.lit("９０％\u200b  sure\x00"))).item()
+    '90% sure'
+    """
+    return (
+        text.str.normalize("NFKC")
+        .str.replace_all(r"\s+", " ")
+        .str.replace_all(r"[\p{Cc}\p{Cf}]", "")
+    )
 
 
 def verbalized_confidence(
@@ -151,8 +182,10 @@ def verbalized_confidence(
 ) -> pl.Expr:
     r"""An expression parsing a written confidence into [0, 1]; null when unparsable.
 
-    After lower-casing, trimming, dropping an optional label ("confidence:",
-    "my certainty is", ...) and trailing ``.``/``!``, the whole text must be one of:
+    After :func:`clean_text` (NFKC: fullwidth ``９０%`` reads as ``90%``; zero-width and
+    control characters removed), Arabic-Indic digits mapped to ASCII (``٩٠٪`` is 90 %),
+    lower-casing, trimming, dropping an optional label ("confidence:", "my certainty
+    is", ...) and trailing ``.``/``!``, the whole text must be one of:
 
     ============================  =====================================  ===========
     form                          example                                value
@@ -164,8 +197,8 @@ def verbalized_confidence(
     ============================  =====================================  ===========
 
     A value outside [0, 1] (``150%``, ``11/10``, ``90`` at ``scale=1``), a zero
-    denominator, several numbers, or any other text gives null. ``scale=100`` reads bare
-    numbers as percentages ("Confidence (0-100): 85").
+    denominator, several numbers, digits of other scripts, or any other text gives
+    null. ``scale=100`` reads bare numbers as percentages ("Confidence (0-100): 85").
 
     Parameters
     ----------
@@ -244,8 +277,9 @@ def verbalized_confidence(
     if pattern is not None:
         text = text.str.extract(pattern, 1)
     t = (
-        text.str.to_lowercase()
-        .str.replace_all(r"\s+", " ")
+        clean_text(text)
+        .str.replace_many(list(_ARABIC), list(_ARABIC.values()))
+        .str.to_lowercase()
         .str.strip_chars()
         .str.replace(_PREFIX, "")
         .str.strip_chars_end(" .!")
@@ -523,8 +557,9 @@ def sample_consistency(
     by
         The columns that identify a question (model, task, question id, ...).
     normalize
-        For String (or Categorical) answers: compare after lower-casing, trimming and
-        collapsing whitespace.
+        For String (or Categorical) answers: compare after :func:`clean_text` (NFKC,
+        whitespace collapsed, zero-width and control characters removed), trimming and
+        lower-casing.
 
     Returns
     -------
@@ -583,7 +618,7 @@ def sample_consistency(
         if isinstance(schema[name], pl.Categorical | pl.Enum):
             expr = expr.cast(pl.String)  # compared (and normalised) as the text they hold
         if normalize and isinstance(schema[name], pl.String | pl.Categorical | pl.Enum):
-            expr = expr.str.replace_all(r"\s+", " ").str.strip_chars().str.to_lowercase()
+            expr = clean_text(expr).str.strip_chars().str.to_lowercase()
         return expr
 
     prepared = lazy.select(
