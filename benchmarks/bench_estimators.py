@@ -26,11 +26,21 @@ isotonic_blocks    ``isotonic_blocks(df, x="confidence", y="correct", by="model"
 sklearn_iso_loop   ``sklearn.isotonic.IsotonicRegression().fit(f, y)`` for each group
 ece_by_bin_count   ``ece_by_bin_count(df, by="model")`` (M = 5 … 30, one pass)
 metrics_loop_m     ``calibration_metrics(df, by="model", bins=M)`` for each M = 5 … 30
+selective          ``selective_metrics(df, by="model")`` (AURC, E-AURC, accuracy at 80%
+                   coverage, coverage at 90% accuracy)
+cal_selective_loop ``calibration.get_selective_stats(f, y)`` (uncertainty-calibration) for
+                   each group: 1 − its area is AURC (continuous confidences: no ties)
+helm               ``helm_calibration(df, by="model")`` (all eight figures, Platt included)
+cal_helm_loop      uncertainty-calibration's ``get_ece_em``, ``get_ece``,
+                   ``get_selective_stats`` and ``get_platt_scaler`` (+ the two Platt ECEs)
+                   for each group, as HELM's ``compute_calibration_metrics`` calls them
 
 Output: one table per pair (seconds, ratio peer / calib_frames: > 1 means calib_frames is
 faster) with the cross-check (not timed, tolerance 1e-9): smooth ECE and bandwidth per group;
 the four CORP terms per group; the isotonic fit at every row (our block value against
-scikit-learn's ``predict``); ECE per (group, bin count). A peer whose library is missing is
+scikit-learn's ``predict``); ECE per (group, bin count); AURC per group; HELM's
+``ece_10_bin``, ``ece_1_bin`` and selective figures per group (the Platt figures differ by
+the lbfgs tolerance, ~1e-4, and are not compared). A peer whose library is missing is
 skipped with a note. A mismatch exits 1. ``--quick``: 2·10^4 rows, 10 groups.
 """
 
@@ -54,8 +64,10 @@ from benchmarks.peers import Registry, Result
 from benchmarks.workload import Source, Spec, frame_source
 from calib_frames.estimators.corp import corp_decomposition
 from calib_frames.estimators.isotonic import isotonic_blocks
+from calib_frames.estimators.selective import selective_metrics
 from calib_frames.estimators.sensitivity import ece_by_bin_count
 from calib_frames.estimators.smooth import smooth_ece
+from calib_frames.recalibrate.helm import helm_calibration
 
 CORP_TERMS = ("mean_score", "miscalibration", "discrimination", "uncertainty")
 BIN_COUNTS = range(5, 31)
@@ -84,6 +96,8 @@ def columns(frame: pl.DataFrame, names: tuple[str, ...], by: tuple[str, ...]) ->
 # the four pairs: one registry each, calib_frames the subject
 
 SMOOTH, CORP, ISOTONIC, BINS = Registry(), Registry(), Registry(), Registry()
+SELECTIVE, HELM = Registry(), Registry()
+HELM_COMPARED = ("ece_10_bin", "ece_1_bin", "selective_cov_acc_area", "selective_acc@10")
 
 
 @SMOOTH.peer(
@@ -200,11 +214,75 @@ def run_metrics_loop(src: Source) -> pl.DataFrame:
     return pl.concat(parts).sort("model", "bins")
 
 
+@SELECTIVE.peer(
+    "selective",
+    role="subject",
+    what='selective_metrics(df, by="model")',
+    normalise=lambda out, src: columns(out, ("aurc",), ("model",)),
+)
+def run_selective(src: Source) -> pl.DataFrame:
+    return selective_metrics(src.table(), by="model")
+
+
+@SELECTIVE.peer(
+    "cal_selective_loop",
+    what="calibration.get_selective_stats(f, y) for each group (AURC = 1 - area)",
+    normalise=lambda out, src: Result({"aurc": 1.0 - out}),
+    needs="calibration",
+)
+def run_cal_selective(src: Source) -> np.ndarray:
+    import calibration
+
+    return np.array(
+        [calibration.get_selective_stats(f, y.astype(np.int64))[0] for f, y in groups_of(src)]
+    )
+
+
+@HELM.peer(
+    "helm",
+    role="subject",
+    what='helm_calibration(df, by="model")',
+    normalise=lambda out, src: columns(out, HELM_COMPARED, ("model",)),
+)
+def run_helm(src: Source) -> pl.DataFrame:
+    return helm_calibration(src.table(), by="model")
+
+
+@HELM.peer(
+    "cal_helm_loop",
+    what="HELM's uncertainty-calibration calls (ECEs, selective stats, Platt) per group",
+    normalise=lambda out, src: Result(dict(zip(HELM_COMPARED, out.T, strict=True))),
+    needs="calibration",
+)
+def run_cal_helm(src: Source) -> np.ndarray:
+    import calibration
+
+    rows = []
+    for f, y in groups_of(src):
+        labels = y.astype(np.int64)
+        area, top = calibration.get_selective_stats(f, labels)
+        scaler = calibration.get_platt_scaler(f, labels)
+        recalibrated = scaler(f)
+        calibration.get_ece_em(recalibrated, labels, num_bins=10)
+        calibration.get_ece(recalibrated, labels, num_bins=1)
+        rows.append(
+            [
+                calibration.get_ece_em(f, labels, num_bins=10),
+                calibration.get_ece(f, labels, num_bins=1),
+                area,
+                top,
+            ]
+        )
+    return np.array(rows)
+
+
 PAIRS = {
     "smooth": (SMOOTH, ("smooth_ece", "bandwidth")),
     "corp": (CORP, ("miscalibration", "discrimination")),
     "isotonic": (ISOTONIC, ("fit_at_rows",)),
     "bins": (BINS, ("ece",)),
+    "selective": (SELECTIVE, ("aurc",)),
+    "helm": (HELM, ("ece_10_bin",)),
 }
 
 
@@ -214,6 +292,7 @@ def warm_up(df: pl.DataFrame) -> None:
     smooth_ece(tiny, by="model"), corp_decomposition(tiny, by="model")
     ece_by_bin_count(tiny, by="model"), cf.calibration_metrics(tiny, by="model")
     isotonic_blocks(tiny, x="confidence", y="correct", by="model")
+    selective_metrics(tiny, by="model"), helm_calibration(tiny, by="model")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,13 +7,20 @@ Peers, from the same run:
   ``ConfigurableTask.process_results`` does) and vs a fully vectorised numpy version on a
   dense (questions × 4) array (the fastest possible when every question has 4 options);
 * ``scan_lm_eval_options(...).collect()`` on a synthetic samples file vs a ``json.loads``
-  loop that builds the same rows in Python.
+  loop that builds the same rows in Python;
+* the readers of the other evaluation tools against a plain Python loop over the same
+  files (``zipfile`` + ``zstandard`` + ``json.loads`` for inspect_ai, ``json.load`` for
+  HELM, ``pyarrow`` ``to_pylist`` for lighteval), building the same rows: inspect's real
+  ``.eval`` fixtures copied until there are about ``--questions`` sample-epochs; a HELM run
+  folder and a lighteval details file made of the real fixtures' records, repeated.
 
 Cross-checks (not timed, ``harness.time_interleaved`` against calib_frames): per question the
 raw prediction (exact), its confidence (1e-9) and correctness under raw and per-character
 scoring (exact; the lm-eval loop gives the raw prediction, confidence and both correctness
 flags, the dense numpy version all four); per option row of the reader (question, option,
-loglik, is_gold, chars). A mismatch exits 1.
+loglik, is_gold, chars); per row of the other readers the numbers they read (score and
+confidence; confidence, exact match and log-probability; option, log-likelihood, gold flag
+and characters). A mismatch exits 1.
 
 Run: ``python -m benchmarks.bench_sources [--questions N]`` (default 20,000 questions; best
 of ``--repeats`` (3) for calib_frames and the dense numpy version, the Python loops once);
@@ -38,10 +45,18 @@ import polars as pl
 from benchmarks import harness, report
 from benchmarks.peers import Registry, Result
 from benchmarks.workload import Source, Spec, frame_source
-from calib_frames.sources import choice_predictions, scan_lm_eval_options
+from calib_frames.sources import (
+    choice_predictions,
+    scan_helm_instances,
+    scan_inspect_samples,
+    scan_lighteval_options,
+    scan_lm_eval_options,
+)
 
 CHOICE, READER = Registry(), Registry()
-ONCE = ("lm_eval_loop", "json_loads_loop")  # the Python loops run once
+INSPECT, HELM, LIGHTEVAL = Registry(), Registry(), Registry()
+ONCE = ("lm_eval_loop", "json_loads_loop", "python_loop")  # the Python loops run once
+FIXTURES = Path(__file__).resolve().parent.parent / "data"
 
 
 def options_data(n: int, k: int = 4) -> tuple[pl.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
@@ -224,9 +239,225 @@ def run_python_reader(src: Source) -> list[tuple]:
     return python_reader(src.extra["file"])
 
 
+# ---- inspect_ai: the real .eval fixtures, copied ---------------------------------------------
+
+INSPECT_FIELDS = ("score", "confidence")
+
+
+def inspect_folder(folder: Path, n: int) -> int:
+    """Copies of the four fixture ``.eval`` logs until about ``n`` sample-epochs; the count."""
+    logs = sorted((FIXTURES / "inspect_ai" / "logs").glob("*.eval"))
+    copies, rows = 0, 0
+    while rows < n:
+        for log in logs:
+            (folder / f"{copies:05d}_{log.name}").write_bytes(log.read_bytes())
+        copies += 1
+        rows += 144  # 40 + 40 + 16 x 2 + 16 x 2 sample-epochs
+    return rows
+
+
+def inspect_loop(folder: Path) -> list[tuple]:
+    """The rows of every log: zip members decompressed one by one, ``json.loads`` each."""
+    import zipfile
+
+    import zstandard
+
+    values = {"C": 1.0, "P": 0.5, "I": 0.0, "N": 0.0}
+    rows = []
+    for file in sorted(folder.glob("*.eval")):
+        raw = file.read_bytes()
+        with zipfile.ZipFile(file) as archive:
+            for info in archive.infolist():
+                if not info.filename.startswith("samples/"):
+                    continue
+                at = info.header_offset
+                start = at + 30 + int.from_bytes(raw[at + 26 : at + 28], "little")
+                start += int.from_bytes(raw[at + 28 : at + 30], "little")
+                data = (
+                    zstandard.ZstdDecompressor()
+                    .decompressobj()
+                    .decompress(raw[start : start + info.compress_size])
+                )
+                sample = json.loads(data)
+                tokens = (sample["output"]["choices"][0].get("logprobs") or {}).get("content") or []
+                letters = [chr(65 + i) for i in range(len(sample.get("choices") or []))]
+                confidence = None
+                if tokens and letters:
+                    answer = [t for t in tokens if t["token"].strip() in letters]
+                    confidence = float(np.exp(answer[-1]["logprob"])) if answer else None
+                elif tokens:
+                    confidence = float(np.exp(sum(t["logprob"] for t in tokens)))
+                for scorer, score in sample["scores"].items():
+                    value = values.get(score["value"], score["value"])
+                    key = (file.name, scorer, sample["id"], sample["epoch"])
+                    rows.append((*key, float(value), confidence))
+    rows.sort(key=lambda row: row[:4])
+    return rows
+
+
+def fields_of(frame: pl.DataFrame, names: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """Numeric columns as float arrays, null as -1 (the cross-check counts NaN as a miss)."""
+    return {n: frame[n].cast(pl.Float64).fill_null(-1.0).to_numpy() for n in names}
+
+
+def tuples_of(rows: list[tuple], names: tuple[str, ...], first: int) -> dict[str, np.ndarray]:
+    columns = list(zip(*rows, strict=True))[first:]
+    return {
+        n: np.array([-1.0 if v is None else float(v) for v in c])
+        for n, c in zip(names, columns, strict=True)
+    }
+
+
+@INSPECT.peer(
+    "calib_frames",
+    role="subject",
+    what="scan_inspect_samples(folder).collect()",
+    normalise=lambda out, src: Result(fields_of(out, INSPECT_FIELDS), exact=("score",)),
+)
+def run_inspect(src: Source) -> pl.DataFrame:
+    return (
+        scan_inspect_samples(src.extra["folder"]).collect().sort("log", "scorer", "sample", "epoch")
+    )
+
+
+@INSPECT.peer(
+    "python_loop",
+    what="zipfile + zstandard + json.loads per member, rows in Python",
+    normalise=lambda out, src: Result(tuples_of(out, INSPECT_FIELDS, 4), exact=("score",)),
+)
+def run_inspect_loop(src: Source) -> list[tuple]:
+    return inspect_loop(src.extra["folder"])
+
+
+# ---- HELM: a run folder of the fixture's records, repeated ------------------------------------
+
+HELM_FIELDS = ("confidence", "exact_match", "log_confidence")
+
+
+def helm_folder(folder: Path, n: int) -> None:
+    """One run folder with about ``n`` (instance, perturbation) entries."""
+    run = sorted(p for p in (FIXTURES / "helm" / "runs" / "calib").iterdir() if p.is_dir())[0]
+    stats = json.loads((run / "per_instance_stats.json").read_text())
+    state = json.loads((run / "scenario_state.json").read_text())
+    copies = max(1, n // len(stats))
+    new_stats, new_states = [], []
+    for copy in range(copies):
+        for entry in stats:
+            new_stats.append({**entry, "instance_id": f"{entry['instance_id']}_{copy}"})
+        for request in state["request_states"]:
+            instance = {**request["instance"], "id": f"{request['instance']['id']}_{copy}"}
+            new_states.append({**request, "instance": instance})
+    target = folder / run.name
+    target.mkdir()
+    (target / "run_spec.json").write_text((run / "run_spec.json").read_text())
+    (target / "per_instance_stats.json").write_text(json.dumps(new_stats, indent=2))
+    (target / "scenario_state.json").write_text(
+        json.dumps({**state, "request_states": new_states}, indent=2)
+    )
+
+
+def helm_loop(folder: Path) -> list[tuple]:
+    """``json.load`` of the two files, joined in a dict, rows in file order."""
+    rows = []
+    for run in sorted(p for p in folder.iterdir() if p.is_dir()):
+        states = json.loads((run / "scenario_state.json").read_text())["request_states"]
+        logprob = {}
+        for request in states:
+            key = (
+                request["instance"]["id"],
+                (request["instance"].get("perturbation") or {}).get("name"),
+            )
+            logprob[key] = request["result"]["completions"][0]["logprob"]
+        for entry in json.loads((run / "per_instance_stats.json").read_text()):
+            stats = {s["name"]["name"]: s.get("mean") for s in entry["stats"]}
+            key = (entry["instance_id"], (entry.get("perturbation") or {}).get("name"))
+            rows.append((*key, stats.get("max_prob"), stats.get("exact_match"), logprob.get(key)))
+    return rows
+
+
+@HELM.peer(
+    "calib_frames",
+    role="subject",
+    what="scan_helm_instances(folder).collect()",
+    normalise=lambda out, src: Result(fields_of(out, HELM_FIELDS), exact=("exact_match",)),
+)
+def run_helm(src: Source) -> pl.DataFrame:
+    return scan_helm_instances(src.extra["folder"]).collect()
+
+
+@HELM.peer(
+    "python_loop",
+    what="json.load of both files, a dict join, rows in Python",
+    normalise=lambda out, src: Result(tuples_of(out, HELM_FIELDS, 2), exact=("exact_match",)),
+)
+def run_helm_loop(src: Source) -> list[tuple]:
+    return helm_loop(src.extra["folder"])
+
+
+# ---- lighteval: a details file of the fixture's rows, repeated --------------------------------
+
+LIGHTEVAL_FIELDS = ("option", "loglik", "is_gold", "chars")
+
+
+def lighteval_folder(folder: Path, n: int) -> None:
+    """A details file (struct layout) with about ``n`` documents."""
+    source = next((FIXTURES / "lighteval" / "current" / "details").rglob("*.parquet"))
+    rows = pl.read_parquet(source)
+    repeated = pl.concat([rows] * max(1, n // rows.height))
+    target = folder / "details" / "bench" / source.parent.name / source.name
+    target.parent.mkdir(parents=True)
+    repeated.write_parquet(target)
+
+
+def lighteval_loop(folder: Path) -> list[tuple]:
+    """``pyarrow`` ``to_pylist`` of each details file, option rows in Python."""
+    import pyarrow.parquet as pq
+
+    rows = []
+    for file in sorted(folder.rglob("details_*.parquet")):
+        for record in pq.read_table(file).to_pylist():
+            doc, response = record["doc"], record["model_response"]
+            gold = doc["gold_index"]
+            golds = gold if isinstance(gold, list) else [gold]
+            for i, (text, loglik) in enumerate(
+                zip(doc["choices"], response["logprobs"], strict=True)
+            ):
+                rows.append((doc["id"], i, loglik, i in golds, len(text)))
+    return rows
+
+
+@LIGHTEVAL.peer(
+    "calib_frames",
+    role="subject",
+    what="scan_lighteval_options(folder).collect()",
+    normalise=lambda out, src: Result(
+        fields_of(out, LIGHTEVAL_FIELDS), exact=("option", "is_gold", "chars")
+    ),
+)
+def run_lighteval(src: Source) -> pl.DataFrame:
+    return scan_lighteval_options(src.extra["folder"]).collect()
+
+
+@LIGHTEVAL.peer(
+    "python_loop",
+    what="pyarrow to_pylist, option rows in Python",
+    normalise=lambda out, src: Result(
+        tuples_of(out, LIGHTEVAL_FIELDS, 1), exact=("option", "is_gold", "chars")
+    ),
+)
+def run_lighteval_loop(src: Source) -> list[tuple]:
+    return lighteval_loop(src.extra["folder"])
+
+
 def timed(src: Source, registry: Registry, title: str, repeats: int) -> dict[str, Any]:
     peers = registry.select([p.name for p in registry])
-    highlight = ("loglik", "chars") if registry is READER else ("prediction", "confidence")
+    highlights = {
+        id(READER): ("loglik", "chars"),
+        id(INSPECT): ("score", "confidence"),
+        id(HELM): ("confidence", "exact_match"),
+        id(LIGHTEVAL): ("loglik", "is_gold"),
+    }
+    highlight = highlights.get(id(registry), ("prediction", "confidence"))
     best, checks, errors = harness.time_interleaved(
         src, peers, repeats, once=ONCE, highlight=highlight
     )
@@ -243,7 +474,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     n, repeats = (500, 1) if args.quick else (args.questions, args.repeats)
     env = harness.environment()
-    report.print_header("Sources: option softmax and the lm-eval reader", env)
+    report.print_header("Sources: option softmax and the evaluation-log readers", env)
     frame, lls, lengths, gold = options_data(n)
     src = frame_source(frame, Spec(frame.height, n, 1), arrays=(lls, lengths, gold))
     runs = [timed(src, CHOICE, f"choice_predictions, {n:,} questions x 4 options", repeats)]
@@ -253,6 +484,18 @@ def main(argv: list[str] | None = None) -> int:
         reader = frame_source(None, Spec(4 * n, 1, 1), folder=tmp, file=file)
         title = f"lm-eval samples reader, {n:,} documents ({size:.1f} MB)"
         runs.append(timed(reader, READER, title, repeats))
+    makers = (
+        (INSPECT, inspect_folder, "inspect_ai reader, {n:,} sample-epochs of .eval logs"),
+        (HELM, helm_folder, "HELM reader, {n:,} instances of one run folder"),
+        (LIGHTEVAL, lighteval_folder, "lighteval reader, {n:,} documents of one details file"),
+    )
+    for registry, make, title in makers:
+        with tempfile.TemporaryDirectory() as tmp:
+            made = make(Path(tmp), n)
+            size = sum(f.stat().st_size for f in Path(tmp).rglob("*") if f.is_file()) / 1e6
+            source = frame_source(None, Spec(n, 1, 1), folder=Path(tmp))
+            label = title.format(n=made if made else n) + f" ({size:.1f} MB)"
+            runs.append(timed(source, registry, label, repeats))
     failed = sum(report.failures(r["checks"], r["errors"]) for r in runs)
     report.save_json(args.json, environment=env, runs=runs)
     print("\ncross-check ok" if not failed else f"\n{failed} check(s) FAILED")

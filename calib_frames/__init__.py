@@ -57,6 +57,9 @@ if TYPE_CHECKING:
         ece_by_bin_count,
         paired_comparison,
         perplexity_intervals,
+        selective_curve,
+        selective_intervals,
+        selective_metrics,
         smooth_ece,
         smooth_reliability_curve,
         with_accuracy_intervals,
@@ -90,6 +93,7 @@ if TYPE_CHECKING:
         scan_trec_qrels,
         scan_trec_run,
     )
+    from calib_frames.recalibrate import helm_calibration
     from calib_frames.report import write_report
     from calib_frames.stats import bin_statistics, merge_bin_statistics, reliability_table
     from calib_frames.storage import read_statistics, write_statistics
@@ -129,10 +133,14 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "ece_by_bin_count",
         "paired_comparison",
         "perplexity_intervals",
+        "selective_curve",
+        "selective_intervals",
+        "selective_metrics",
         "smooth_ece",
         "smooth_reliability_curve",
         "with_accuracy_intervals",
     ),
+    "calib_frames.recalibrate": ("helm_calibration",),
     "calib_frames.multiclass": ("multiclass_calibration",),
     "calib_frames.ranking": (
         "paired_significance",
@@ -222,6 +230,11 @@ __all__ = [  # noqa: RUF022  (grouped by layer, as polars groups its own)
     "multiclass_calibration",
     "smooth_ece",
     "smooth_reliability_curve",
+    # selective prediction, HELM's calibration suite
+    "helm_calibration",
+    "selective_curve",
+    "selective_intervals",
+    "selective_metrics",
     # ranking
     "paired_significance",
     "ranking_metrics",

@@ -34,13 +34,15 @@ written without one: when any batch lacks a time, the order is that of first app
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import json
 import os
+import re
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import polars as pl
 
@@ -163,12 +165,18 @@ def atomic_write(path: str | Path, write: Callable[[Path], object]) -> Path:
     ------
     ArgumentError
         The folder does not exist.
+    OSError
+        The write failed (disk full, read-only folder, no permission), also when
+        polars wrote the file; the temporary file is removed.
     """
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
     if not folder.is_dir():
         raise ArgumentError(f"cannot write {target}: folder {folder} does not exist")
-    handle, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    try:
+        handle, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    except OSError as error:  # a read-only or unwritable folder
+        raise _os_error(error, target) from error
     os.close(handle)
     try:
         write(Path(tmp))
@@ -176,6 +184,10 @@ def atomic_write(path: str | Path, write: Callable[[Path], object]) -> Path:
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, target)
+    except (OSError, pl.exceptions.PolarsError) as error:
+        full = os.statvfs(folder).f_bavail == 0  # before the temporary file frees space
+        Path(tmp).unlink(missing_ok=True)
+        raise _os_error(error, target, full=full) from error
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -218,6 +230,27 @@ def batch_time_of(value: dt.datetime | dt.date | str) -> str:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.UTC)
     return moment.astimezone(dt.UTC).isoformat()
+
+
+def _os_error(
+    error: OSError | pl.exceptions.PolarsError, target: Path, *, full: bool = False
+) -> Exception:
+    """The failed write as an OSError naming ``target`` (not the temporary file).
+
+    polars reports a failed write (disk full, quota) as a ComputeError or an OSError
+    that quotes the operating system's error number ("... (os error 28)"), or, when the
+    disk filled up while its parquet writer flushed, only as "Invalid thrift: transport
+    error"; the caller gets the OSError Python's own writes raise (ENOSPC when the
+    folder's file system had no space left, ``full``). Other polars errors are returned
+    as they are.
+    """
+    number = error.errno if isinstance(error, OSError) else None
+    if number is None:
+        found = re.search(r"\(os error (\d+)\)", str(error))
+        if found is None and not full:
+            return error
+        number = errno.ENOSPC if found is None else int(found.group(1))
+    return OSError(number, os.strerror(number), str(target))
 
 
 def write_statistics(
@@ -412,26 +445,67 @@ def _read_one(path: Path) -> StoredStatistics:
             f"{path}: statistics format version {meta['format']}, this calib_frames reads "
             f"version {FORMAT_VERSION}"
         )
-    kind: Kind = "bin_statistics" if meta.get("table") == "bin_statistics" else "nll_sums"
-    binning_json = json.loads(meta.get("binning", "null"))
-    binning = None if binning_json is None else Binning.from_dict(binning_json)
-    keys = json.loads(meta.get("keys", "[]"))
-    if not isinstance(keys, list) or table.columns[: len(keys) + 1] != ["batch_id", *keys]:
-        raise ReadError(f"{path}: the recorded keys {keys} do not match the columns")
+    if "batch_id" not in table.columns:
+        raise ReadError(f"{path}: a statistics file has a batch_id column; this one has none")
+    try:
+        kind, keys = _kind_and_keys(table.drop("batch_id").schema)
+    except TableError as error:
+        raise ReadError(f"{path}: {error}") from None
+    # the metadata must describe the table (a hand-edited keys= would silently roll up)
+    recorded_kind = _metadata_json(path, meta, "table", kind)
+    if recorded_kind != kind:
+        raise ReadError(
+            f"{path}: the metadata says a {recorded_kind!r} table, the columns {kind!r}"
+        )
+    recorded = _metadata_json(path, meta, "keys", [])
+    if recorded != keys or table.columns[0] != "batch_id":
+        raise ReadError(
+            f"{path}: the recorded keys {recorded} do not match the columns (batch_id, then "
+            f"the keys {keys}); was the metadata edited?"
+        )
+    binning_json = _metadata_json(path, meta, "binning", None)
+    try:
+        binning = None if binning_json is None else Binning.from_dict(binning_json)
+    except (ArgumentError, TypeError, ValueError, AttributeError):
+        raise ReadError(
+            f"{path}: the recorded binning {binning_json!r} is not a binning description"
+        ) from None
+    if kind == "bin_statistics":
+        top = table.select(pl.col("bin").cast(pl.Int64).max()).item()
+        if binning is None or (top is not None and top >= binning.n_bins):
+            raise ReadError(
+                f"{path}: the recorded binning ({binning_json!r}) does not hold the table's "
+                f"bins (up to bin {top})"
+            )
     batches = sorted(str(b) for b in table["batch_id"].unique().to_list())
-    times = json.loads(meta.get("batch_times", "{}"))
+    times = _batch_times(path, meta, batches)
+    order = [str(b) for b in table["batch_id"].unique(maintain_order=True).to_list()]
+    return StoredStatistics(table, kind, keys, binning, batches, times, order)
+
+
+def _batch_times(path: Path, meta: dict[str, str], batches: list[str]) -> dict[str, str]:
+    """The recorded batch times (none in files written before they existed), checked."""
+    times = _metadata_json(path, meta, "batch_times", {})
     if not isinstance(times, dict) or not set(times) <= set(batches):
         raise ReadError(f"{path}: the recorded batch times do not match the batches")
-    order = [str(b) for b in table["batch_id"].unique(maintain_order=True).to_list()]
-    return StoredStatistics(
-        table,
-        kind,
-        [str(k) for k in keys],
-        binning,
-        batches,
-        {str(b): str(t) for b, t in times.items()},
-        order,
-    )
+    try:
+        return {str(batch): batch_time_of(str(time)) for batch, time in times.items()}
+    except ArgumentError as error:
+        raise ReadError(f"{path}: a recorded batch time is not a time ({error})") from None
+
+
+def _metadata_json(path: Path, meta: dict[str, str], field: str, default: object) -> Any:
+    """The JSON value of one metadata field (``default`` when absent); ReadError if not JSON."""
+    if field not in meta:
+        return default
+    if field == "table":
+        return meta[field]  # a plain string
+    try:
+        return json.loads(meta[field])
+    except (json.JSONDecodeError, TypeError) as error:
+        raise ReadError(
+            f"{path}: the metadata field {_PREFIX}{field} is not valid JSON ({error})"
+        ) from None
 
 
 def merge_statistics_files(paths: Sequence[str | Path], out: str | Path) -> StoredStatistics:

@@ -50,6 +50,9 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (0, 1 bad data, 2 usage).
 
+    Errors are one line on stderr: the package's own errors (their exit code) and the
+    operating system's (an OSError: disk full, read-only or missing folder; exit 1).
+
     Parameters
     ----------
     argv
@@ -68,6 +71,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = "; ".join(lines).replace(":; ", ": ")
         print(f"calib-frames: error: {message}", file=sys.stderr)
         return error.exit_code
+    except OSError as error:  # a write or read the system refused: disk full, read-only
+        where = f"{error.filename}: " if error.filename else ""
+        reason = error.strerror or str(error)
+        print(f"calib-frames: error: {where}{reason}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("calib-frames: interrupted; no output was left half-written", file=sys.stderr)
         return 130

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -35,6 +36,8 @@ __all__ = [
     "collect",
     "is_lm_eval",
     "lm_eval_predictions",
+    "log_format",
+    "log_predictions",
     "require_rows",
     "scan_inputs",
 ]
@@ -64,10 +67,22 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--format",
-        choices=["parquet", "csv", "tsv", "jsonl", "json", "lm-eval"],
+        choices=[
+            "parquet",
+            "csv",
+            "tsv",
+            "jsonl",
+            "json",
+            "lm-eval",
+            "inspect",
+            "helm",
+            "lighteval",
+        ],
         default=None,
-        help="input format (default: from the file extension; lm-evaluation-harness "
-        "output folders are recognised by their results_*.json files)",
+        help="input format (default: from the file extension; evaluation logs are "
+        "recognised: lm-evaluation-harness folders by results_*.json, inspect_ai logs by "
+        ".eval (or their .json header), HELM run folders by per_instance_stats.json, "
+        "lighteval output by details_*.parquet)",
     )
     parser.add_argument(
         "--schema",
@@ -187,7 +202,7 @@ def scan_inputs(
             continue
         if not path.exists():
             raise ArgumentError(f"{text}: no such file or directory")
-        if path.is_file() and format is None and path.suffix.lower() not in KNOWN:
+        if path.is_file() and format is None and not path.name.lower().endswith(tuple(KNOWN)):
             raise ArgumentError(
                 f"{text}: unknown file type {path.suffix!r}; use one of {sorted(KNOWN)} "
                 "or say --format"
@@ -214,16 +229,61 @@ def scan_inputs(
 LM_EVAL_KEYS = ["model", "task"]
 
 
+LOG_FORMATS = ("lm-eval", "inspect", "helm", "lighteval")
+"""The ``--format`` names of evaluation logs (read by their own readers)."""
+
+
+def _is_inspect_json(path: Path) -> bool:
+    """A ``.json`` file whose head has inspect's header keys (``status`` and ``eval``)."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return False
+    return b'"status"' in head and b'"eval"' in head
+
+
+def _log_format_of(path: Path) -> str | None:
+    if path.is_file():
+        if path.suffix.lower() == ".eval" or (
+            path.suffix.lower() == ".json" and _is_inspect_json(path)
+        ):
+            return "inspect"
+        return "helm" if path.name == "per_instance_stats.json" else None
+    if not path.is_dir():
+        return None
+    if any(path.rglob("per_instance_stats.json")):
+        return "helm"
+    if any(path.rglob("details_*.parquet")):
+        return "lighteval"  # before lm-eval: lighteval writes results_*.json too
+    if any(path.rglob("*.eval")):
+        return "inspect"
+    if any(path.rglob("results_*.json")):
+        return "lm-eval"
+    if any(_is_inspect_json(file) for file in path.rglob("*.json")):
+        return "inspect"
+    return None
+
+
+def log_format(inputs: Sequence[str], format: str | None) -> str | None:
+    """The evaluation-log format of the inputs, or None for prediction files.
+
+    ``--format NAME`` for one of :data:`LOG_FORMATS`; without ``--format``, the format
+    every input is recognised as (see ``--format``'s help), when they all agree.
+    """
+    if format is not None:
+        return format if format in LOG_FORMATS else None
+    kinds = {_log_format_of(Path(p)) for p in inputs}
+    return kinds.pop() if len(kinds) == 1 and inputs else None
+
+
 def is_lm_eval(inputs: Sequence[str], format: str | None) -> bool:
     """Whether the inputs are lm-evaluation-harness output folders.
 
-    ``--format lm-eval``, or every input a folder holding a ``results_*.json`` file.
+    ``--format lm-eval``, or every input a folder holding a ``results_*.json`` file (and
+    no lighteval ``details_*.parquet``).
     """
-    if format == "lm-eval":
-        return True
-    return bool(inputs) and all(
-        Path(p).is_dir() and any(Path(p).rglob("results_*.json")) for p in inputs
-    )
+    return log_format(inputs, format) == "lm-eval"
 
 
 def lm_eval_predictions(inputs: Sequence[str]) -> tuple[pl.LazyFrame, list[Path]]:
@@ -256,6 +316,56 @@ def lm_eval_predictions(inputs: Sequence[str]) -> tuple[pl.LazyFrame, list[Path]
     predictions = choice_predictions(options, by=LM_EVAL_KEYS)
     assert isinstance(predictions, pl.LazyFrame)
     return predictions, files
+
+
+LOG_KEYS = {
+    "inspect": ["model", "task", "scorer"],
+    "helm": ["model", "task", "perturbation"],
+    "lighteval": ["model", "task"],
+}
+"""The default ``--by`` keys of each log format (``lm-eval``: :data:`LM_EVAL_KEYS`)."""
+
+
+def log_predictions(inputs: Sequence[str], kind: str) -> tuple[pl.LazyFrame, list[Path]]:
+    """The prediction rows of inspect_ai, HELM or lighteval logs, and the files read.
+
+    * ``inspect``: :func:`calib_frames.sources.scan_inspect_samples`, the latest run
+      (``eval.created``) of each model × task; one row per sample, epoch and scorer.
+    * ``helm``: :func:`calib_frames.sources.scan_helm_instances`; one row per instance
+      and perturbation.
+    * ``lighteval``: :func:`calib_frames.sources.scan_lighteval_options` then
+      :func:`calib_frames.sources.choice_predictions` (raw scoring), the latest run of
+      each model × task.
+
+    Rows without a confidence (an inspect sample without logprobs, a HELM instance
+    without ``max_prob``) are left out, and how many is said on stderr.
+
+    Raises
+    ------
+    ReadError
+        As the readers.
+    """
+    from calib_frames import sources
+    from calib_frames.sources.files import expand_paths
+
+    suffixes = {"inspect": (".eval", ".json"), "helm": (".json",), "lighteval": (".parquet",)}
+    files = [file for file, _ in expand_paths(list(inputs), suffixes=suffixes[kind])]
+    latest = pl.col("run") == pl.col("run").max().over("model", "task")
+    if kind == "lighteval":
+        options = sources.scan_lighteval_options(list(inputs)).filter(latest)
+        predictions = sources.choice_predictions(options, by=["model", "task", "run"])
+        assert isinstance(predictions, pl.LazyFrame)
+        return predictions, files
+    if kind == "inspect":
+        rows = sources.scan_inspect_samples(list(inputs)).filter(latest)
+        what = "inspect sample rows without logprobs"
+    else:
+        rows = sources.scan_helm_instances(list(inputs))
+        what = "HELM instances without max_prob"
+    missing = rows.select(pl.col("confidence").is_null().sum()).collect().item()
+    if missing:
+        print(f"calib-frames: left out {missing:,} {what} (no confidence)", file=sys.stderr)
+    return rows.filter(pl.col("confidence").is_not_null()), files
 
 
 def require_rows(
@@ -351,7 +461,14 @@ def check_output_type(path: Path) -> None:
 
 
 def write_frame(frame: pl.DataFrame, path: Path) -> None:
-    """Write ``frame`` by the extension of ``path`` (.parquet, .csv, .json, .md), atomically."""
+    """Write ``frame`` by the extension of ``path`` (.parquet, .csv, .json, .md), atomically.
+
+    CSV cells are written as they are, also text that begins with ``=``, ``+``, ``-`` or
+    ``@`` (a model named ``=HYPERLINK(…)``): prefixing them, the usual guard against
+    spreadsheet formula injection, would change the names every other reader sees and
+    no longer join with the inputs. A spreadsheet should import the file as text
+    (or open the ``.md``/``.parquet`` outputs instead); the README says so.
+    """
     from calib_frames.storage import atomic_write
 
     writers: dict[str, Callable[[Path], object]] = {
@@ -367,16 +484,22 @@ def write_frame(frame: pl.DataFrame, path: Path) -> None:
 
 
 def markdown(frame: pl.DataFrame, digits: int = 4) -> str:
-    """A GitHub-style markdown table of ``frame`` (floats to ``digits`` significant digits)."""
+    """A GitHub-style markdown table of ``frame`` (floats to ``digits`` significant digits).
+
+    ``|`` is escaped and line breaks become ``<br>``, so every frame row is one table row.
+    """
 
     def cell(value: object) -> str:
         if value is None:
             return ""
         if isinstance(value, float):
             return f"{value:.{digits}g}"
-        return str(value).replace("|", "\\|")
+        # one table row per frame row: a line break in a name becomes <br>, as GitHub
+        # renders it inside a cell (a raw newline would end the row)
+        text = re.sub(r"\r\n|[\r\n\u2028\u2029\x0b\x0c\x85]", "<br>", str(value))
+        return text.replace("|", "\\|")
 
-    header = "| " + " | ".join(frame.columns) + " |"
+    header = "| " + " | ".join(cell(name) for name in frame.columns) + " |"
     rule = "|" + "|".join(" --- " for _ in frame.columns) + "|"
     rows = ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.iter_rows()]
     return "\n".join([header, rule, *rows]) + "\n"

@@ -18,7 +18,8 @@ file                      content
 ``bin_statistics.parquet`` the additive bin-statistics table
 ``report.html``           the self-contained HTML report (opens offline)
 ``*.png``                 the report's charts (reliability diagrams, confidence
-                          histograms, accuracy against ECE, Brier decomposition, perplexity)
+                          histograms, accuracy against ECE, Brier decomposition, perplexity,
+                          and from prediction files the risk–coverage curves)
 ========================  =================================================================
 
 Inputs are prediction files (parquet/CSV/JSONL, globs, hive folders), lm-evaluation-harness
@@ -239,25 +240,26 @@ def _over_time(args: argparse.Namespace) -> OverTime:
 
 def _read(
     args: argparse.Namespace, outputs: list[Path]
-) -> tuple[pl.DataFrame, pl.DataFrame | None, pl.DataFrame | None, list[Path]]:
-    """Bin statistics, NLL sums and lm-eval's aggregates of the inputs, and the files read.
+) -> tuple[pl.DataFrame, pl.DataFrame | None, pl.DataFrame | None, list[Path], pl.LazyFrame | None]:
+    """Bin statistics, NLL sums, lm-eval's aggregates, the files read and the rows.
 
-    The outputs are checked against the inputs before anything is computed.
+    The rows are the lazy prediction rows (from prediction files only). The outputs are
+    checked against the inputs before anything is computed.
     """
     if args.from_stats:
         files = [Path(p) for p in (*args.from_stats, *args.nll_stats)]
         common.check_outputs(outputs, files)
         stats = _stored(args.from_stats, args.last).merged()
         sums = _stored(args.nll_stats, args.last).merged() if args.nll_stats else None
-        return stats, sums, None, files
+        return stats, sums, None, files, None
     if common.is_lm_eval(args.inputs, args.format):
         stats, lm_eval, files = _lm_eval_tables(args)
         common.check_outputs(outputs, files)
-        return stats, None, lm_eval, files
+        return stats, None, lm_eval, files, None
     queries = row_queries(args)
     common.check_outputs(outputs, queries.files)
     stats, sums = collect_statistics(queries, args)
-    return stats, sums, None, queries.files
+    return stats, sums, None, queries.files, queries.predictions
 
 
 def _check_arguments(args: argparse.Namespace) -> None:
@@ -285,7 +287,7 @@ def run(args: argparse.Namespace) -> int:
     outputs = [args.out / name for name in (*TABLES, STATS_FILE, HTML_FILE)]
     if args.over:
         outputs += [args.out / name for name in OVER_TIME]
-    stats, sums, lm_eval, files = _read(args, outputs)
+    stats, sums, lm_eval, files, predictions = _read(args, outputs)
     over = _over_time(args) if args.over else None
     if lm_eval is None:
         common.require_rows(stats, files)
@@ -311,7 +313,8 @@ def run(args: argparse.Namespace) -> int:
     written = [p.name for p in outputs[: len(TABLES) + 1]]
     written += _write_over_time(over, args.out)
     if not args.no_charts:
-        written += _write_charts(table, stats, ppl, args, files, over=over)
+        curve = None if predictions is None else _selective_curve(predictions, stats, args, files)
+        written += _write_charts(table, stats, ppl, args, curve, over=over)
     keys = BIN_STATISTICS.keys(stats.schema)
     if ppl is not None:
         keys += [k for k in PERPLEXITY.keys(ppl.schema) if k not in keys]
@@ -345,12 +348,31 @@ def _print_table(table: pl.DataFrame, keys: list[str], over: OverTime | None) ->
         print(changes.sort("changed", descending=True, maintain_order=True).select(shown))
 
 
+def _selective_curve(
+    predictions: pl.LazyFrame, stats: pl.DataFrame, args: argparse.Namespace, files: list[Path]
+) -> pl.DataFrame:
+    """The risk–coverage curves of the rows, 100 points per group (a second read)."""
+    from calib_frames.estimators.selective import selective_curve
+
+    query = selective_curve(
+        predictions,
+        confidence=args.confidence,
+        correct=args.correct,
+        by=BIN_STATISTICS.keys(stats.schema),
+        weight=args.weight,
+        points=100,
+    )
+    assert isinstance(query, pl.LazyFrame)
+    engine = "in-memory" if args.engine == "in-memory" else "streaming"
+    return common.collect(query, engine=engine, files=files)
+
+
 def _write_charts(
     table: pl.DataFrame,
     stats: pl.DataFrame,
     ppl: pl.DataFrame | None,
     args: argparse.Namespace,
-    files: list[Path],
+    curve: pl.DataFrame | None,
     *,
     over: OverTime | None,
 ) -> list[str]:
@@ -368,11 +390,12 @@ def _write_charts(
         perplexity=ppl,
         title=args.title,
         inputs=[str(p) for p in (args.inputs or args.from_stats)] + list(args.token_file),
+        selective=curve,
         over_batches=None if over is None else over[0],
         changes=None if over is None else over[1],
     )
     written = [HTML_FILE]
-    charts = report_charts(table, bin_statistics=with_intervals, perplexity=ppl)
+    charts = report_charts(table, bin_statistics=with_intervals, perplexity=ppl, selective=curve)
     if over is not None:
         charts += over_time_charts(*over)
     for title, _, chart in charts:

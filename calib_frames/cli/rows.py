@@ -81,6 +81,7 @@ class RowQueries:
     by: list[str]
     tokens_by: list[str]
     binning: Binning
+    predictions: pl.LazyFrame | None = None  # the prediction rows the statistics are of
 
 
 def row_queries(args: argparse.Namespace) -> RowQueries:
@@ -99,14 +100,19 @@ def row_queries(args: argparse.Namespace) -> RowQueries:
     binning = common.binning_from(args)
     log_confidence = args.log_confidence
     token_format = args.format
-    if common.is_lm_eval(args.inputs, args.format):
+    kind = common.log_format(args.inputs, args.format)
+    if kind is not None:
         if args.engine == "spark":
             raise ArgumentError(
-                "--engine spark reads prediction files; lm-eval folders are read by polars "
+                f"--engine spark reads prediction files; {kind} logs are read by polars "
                 "(use --engine streaming or in-memory)"
             )
-        predictions, files = common.lm_eval_predictions(args.inputs)
-        by = by or list(common.LM_EVAL_KEYS)
+        if kind == "lm-eval":
+            predictions, files = common.lm_eval_predictions(args.inputs)
+            by = by or list(common.LM_EVAL_KEYS)
+        else:
+            predictions, files = common.log_predictions(args.inputs, kind)
+            by = by or list(common.LOG_KEYS[kind])
         log_confidence = log_confidence or "log_confidence"
         token_format = None
     else:
@@ -155,7 +161,7 @@ def row_queries(args: argparse.Namespace) -> RowQueries:
             words=args.words,
             by=tokens_by,
         )
-    return RowQueries(stats, sums, all_files, files, by, tokens_by, binning)
+    return RowQueries(stats, sums, all_files, files, by, tokens_by, binning, predictions)
 
 
 def collect_statistics(

@@ -12,6 +12,9 @@ function                          output columns (after the group keys)
                                   uncertainty
 :func:`adaptive_ece`              count, bins, adaptive_ece, populated_bins
 :func:`ece_by_bin_count`          bins, ece (one pass over the rows; additive)
+:func:`selective_metrics`         count, weight, accuracy, aurc, aurc_oracle, e_aurc,
+                                  accuracy_at_coverage, coverage_at_accuracy
+:func:`selective_curve`           threshold, coverage, accuracy, risk
 ================================  ===========================================================
 
 How far to trust a number (from the additive tables where possible, so they stay cheap at
@@ -34,6 +37,8 @@ function                                output columns (after the group keys)
 :func:`calibration_change`              per group, a batch against the earlier ones:
                                         differences, intervals, p-values, verdict
 :func:`with_accuracy_intervals`         the table plus ``accuracy_ci_low/_high`` (Wilson)
+:func:`selective_intervals`             ``<metric>_ci_low/_high`` of AURC, E-AURC and the
+                                        selective accuracy/coverage (row bootstrap)
 ======================================  =====================================================
 """
 
@@ -50,6 +55,11 @@ from calib_frames.estimators.isotonic import isotonic_blocks
 from calib_frames.estimators.multiple_testing import adjust_p_values
 from calib_frames.estimators.noise import calibration_noise_floor, uncertainty_from_bin_statistics
 from calib_frames.estimators.paired import paired_comparison
+from calib_frames.estimators.selective import (
+    selective_curve,
+    selective_intervals,
+    selective_metrics,
+)
 from calib_frames.estimators.sensitivity import adaptive_ece, ece_by_bin_count
 from calib_frames.estimators.smooth import smooth_ece, smooth_reliability_curve
 
@@ -67,6 +77,9 @@ __all__ = [
     "metrics_over_batches",
     "paired_comparison",
     "perplexity_intervals",
+    "selective_curve",
+    "selective_intervals",
+    "selective_metrics",
     "smooth_ece",
     "smooth_reliability_curve",
     "uncertainty_from_bin_statistics",

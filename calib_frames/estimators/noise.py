@@ -53,6 +53,7 @@ import polars as pl
 from calib_frames.binning import BinsLike
 from calib_frames.estimators.bootstrap import (
     _grid_shape,
+    check_memory,
     check_replicates,
     check_seed,
     intervals_from_bin_statistics,
@@ -69,6 +70,8 @@ __all__ = [
     "noise_floor_from_bin_statistics",
     "uncertainty_from_bin_statistics",
 ]
+
+_BYTES_PER_NULL_CELL = 96  # the two classes' int64 draws and about ten float64 arrays
 
 NOISE_COLUMNS = ("ece", "ece_null_mean", "ece_noise_floor", "ece_p_value", "reportable")
 """Columns after the keys in the noise-floor table."""
@@ -189,6 +192,11 @@ def _null_ece(
         empty = {name: pl.Series(name, [], dtype=dtype) for name, dtype in _OUT.items()}
         return frame.select(keys).with_columns(**empty)
     groups, bins = _grid_shape(frame, keys)
+    check_memory(
+        groups * bins * replicates,
+        _BYTES_PER_NULL_CELL,
+        f"{groups:,} groups × {bins:,} bins × {replicates:,} replicates",
+    )
 
     def col(name: str) -> np.ndarray:
         return frame[name].cast(pl.Float64).to_numpy().reshape(groups, bins)

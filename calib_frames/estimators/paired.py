@@ -78,6 +78,7 @@ from calib_frames.estimators._groups import prediction_checks, require_predictio
 from calib_frames.estimators.bootstrap import (
     _resample_class,
     _safe_divide,
+    check_memory,
     check_replicates,
     check_seed,
 )
@@ -338,6 +339,7 @@ def _coverage(rows: pl.LazyFrame, joint: pl.LazyFrame, keys: list[str], model: s
 
 
 _CHUNK = 4_000_000  # joint cells × replicates per vectorised block (bounds the memory)
+_BYTES_PER_PAIR_CELL = 192  # the multinomial draws and about twenty float64 arrays per cell
 _CELLS = ("n", "w_a", "r_a", "q_a", "w_b", "r_b", "q_b")
 """The joint cells' sums: items, and per model Σw, Σw·r, Σw·r² (columns ``working(name)``)."""
 _CELL_KEYS = (f"{_BIN}_a", f"{_Y}_a", f"{_BIN}_b", f"{_Y}_b")
@@ -371,6 +373,12 @@ def _paired_draws(
         bounds["bin_upper"].fill_null(1.0).to_numpy() if "bin_upper" in bounds.columns
         else np.ones(n_bins),
     )  # fmt: skip
+    # a block holds at least one whole pair: its cells × replicates must fit
+    check_memory(
+        int(sizes.max()) * (replicates + 1),
+        _BYTES_PER_PAIR_CELL,
+        f"{int(sizes.max()):,} cells of one model pair × {replicates + 1:,} replicates",
+    )
     rng = np.random.default_rng(seed)
     # blocks of whole model pairs with at most _CHUNK cells × replicates (memory bound)
     block = (starts * (replicates + 1)) // _CHUNK

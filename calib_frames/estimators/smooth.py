@@ -44,7 +44,17 @@ relplot's direct ``np.convolve`` to ~1e-15 relative, far below what the comparis
 ``(K * y)/(K * 1 + 1e-4)`` is sensitive to absolute error where there is no data, is
 convolved directly (a batched dot product over sliding windows). Only groups whose
 bandwidth falls below 0.01 need a finer grid; they are evaluated in one batch per grid
-size. Rows carry no weights (the estimator is defined for samples).
+size.
+
+Weights
+-------
+With ``weight=``, every row enters the grid sums with its weight: the kernel sums are
+``K_σ * (w·(f − y))`` and ``K_σ * w`` (the curve's ``K_σ * (w·y)``, its density
+``(K_σ * w)/Σw``): the weighted kernel estimate. Unit weights give the unweighted
+numbers bit for bit, and a row of weight 2 counts as the row twice (to the rounding of
+the sums). The density floor ``1e-4`` is then in units of weight, as it is in rows
+without weights: scaling every weight by c changes the result only where that floor
+matters.
 """
 
 from __future__ import annotations
@@ -56,7 +66,7 @@ import numpy.typing as npt
 import polars as pl
 from numpy.lib.stride_tricks import sliding_window_view
 
-from calib_frames.estimators._groups import P, Y, attach, grouped, prediction_frame
+from calib_frames.estimators._groups import P, W, Y, attach, grouped, prediction_frame
 from calib_frames.exceptions import ArgumentError
 from calib_frames.validation import Frame, as_lazy, group_keys, return_like
 
@@ -91,6 +101,7 @@ def smooth_ece(
     confidence: str = "confidence",
     correct: str = "correct",
     by: str | Sequence[str] | None = None,
+    weight: str | None = None,
     bandwidth: float | None = None,
     eps: float = 0.001,
 ) -> Frame:
@@ -109,6 +120,11 @@ def smooth_ece(
         Column of outcomes: boolean or 0/1.
     by
         Group key column(s); ``None`` treats the whole frame as one group.
+    weight
+        Optional column of row weights > 0: the kernel sums become weighted sums
+        (module docstring, *Weights*); weight 2 counts as the row repeated. They are
+        frequency weights: rescale normalised weights (summing to 1) to sum to the
+        row count, or relplot's density floor of 1e-4 rows swamps them.
     bandwidth
         A fixed σ in (0, 1] instead of the fixed-point search (``relplot.smECE_sigma``).
     eps
@@ -126,7 +142,8 @@ def smooth_ece(
     TableError
         Missing or non-numeric columns, keys clashing with output names.
     DataError
-        Confidences outside [0, 1] (or null/NaN), outcomes not boolean or 0/1.
+        Confidences outside [0, 1] (or null/NaN), outcomes not boolean or 0/1, weights
+        that are not finite and > 0.
     ArgumentError
         ``bandwidth`` not in (0, 1], ``eps`` not in (0, 1).
 
@@ -162,6 +179,7 @@ def smooth_ece(
         correct=correct,
         keys=keys,
         reserved=tuple(SMOOTH_ECE_COLUMNS),
+        weight=weight,
     )
     schema = {**{k: rows.collect_schema()[k] for k in keys}, **SMOOTH_ECE_COLUMNS}
 
@@ -169,14 +187,13 @@ def smooth_ece(
         group, table, n_groups, frame = grouped(frame, keys)
         if frame.height == 0:
             return _empty_result(keys, schema)
-        p = frame[P].to_numpy().astype(np.float64)
-        y = frame[Y].to_numpy().astype(np.float64)
+        p, y, w = _values(frame)
         counts = np.bincount(group, minlength=n_groups).astype(np.uint64)
         if bandwidth is None:
-            value, sigma = _fixed_point(p, y, group, n_groups, eps)
+            value, sigma = _fixed_point(p, y, w, group, n_groups, eps=eps)
         else:
             sigma = np.full(n_groups, float(bandwidth))
-            value = _smece(p, y, group, sigma)
+            value = _smece(p, y, w, group, sigma)
         return attach(
             table,
             [
@@ -195,6 +212,7 @@ def smooth_reliability_curve(
     confidence: str = "confidence",
     correct: str = "correct",
     by: str | Sequence[str] | None = None,
+    weight: str | None = None,
     bandwidth: float | None = None,
     points: int = _MESH,
     eps: float = 0.001,
@@ -216,6 +234,8 @@ def smooth_reliability_curve(
         Column of outcomes: boolean or 0/1.
     by
         Group key column(s); ``None`` treats the whole frame as one group.
+    weight
+        Optional row weights > 0, as in :func:`smooth_ece` (``n`` is then Σw).
     bandwidth
         A fixed σ in (0, 1]; default: the fixed point of :func:`smooth_ece`.
     points
@@ -268,6 +288,7 @@ def smooth_reliability_curve(
         correct=correct,
         keys=keys,
         reserved=tuple(SMOOTH_CURVE_COLUMNS),
+        weight=weight,
     )
     schema = {**{k: rows.collect_schema()[k] for k in keys}, **SMOOTH_CURVE_COLUMNS}
 
@@ -275,14 +296,13 @@ def smooth_reliability_curve(
         group, table, n_groups, frame = grouped(frame, keys)
         if frame.height == 0:
             return pl.DataFrame(schema=schema)
-        p = frame[P].to_numpy().astype(np.float64)
-        y = frame[Y].to_numpy().astype(np.float64)
+        p, y, w = _values(frame)
         if bandwidth is None:
-            sigma = _fixed_point(p, y, group, n_groups, eps)[1]
+            sigma = _fixed_point(p, y, w, group, n_groups, eps=eps)[1]
         else:
             sigma = np.full(n_groups, float(bandwidth))
-        counts = np.bincount(group, minlength=n_groups).astype(np.float64)
-        series = np.stack([y, np.ones_like(y), 1.0 / counts[group]])
+        total = np.bincount(group, weights=w, minlength=n_groups)
+        series = np.stack([w * y, w, w / total[group]])
         mesh = np.full(n_groups, points, dtype=np.int64)
         smoothed = _smoothed_on_mesh(p, series, group, sigma, mesh)
         accuracy = smoothed[0] / (smoothed[1] + _DENSITY_FLOOR)
@@ -315,13 +335,21 @@ def _empty_result(keys: list[str], schema: dict[str, pl.DataType]) -> pl.DataFra
     return pl.DataFrame({"count": [0], "smooth_ece": [0.0], "bandwidth": [None]}, schema=schema)
 
 
+def _values(frame: pl.DataFrame) -> tuple[F64Array, F64Array, F64Array]:
+    """Confidence, outcome and weight (1.0 without a weight column) of the gathered rows."""
+    p = frame[P].to_numpy().astype(np.float64)
+    y = frame[Y].to_numpy().astype(np.float64)
+    w = frame[W].to_numpy().astype(np.float64) if W in frame.columns else np.ones_like(p)
+    return p, y, w
+
+
 def _fixed_point(
-    p: F64Array, y: F64Array, group: I64Array, n_groups: int, eps: float
+    p: F64Array, y: F64Array, w: F64Array, group: I64Array, n_groups: int, *, eps: float
 ) -> tuple[F64Array, F64Array]:
     """As relplot's ``search_param`` bisection, run for every group at once."""
     one = np.ones(n_groups)
     cache: dict[int, F64Array] = {}
-    at_one = _smece(p, y, group, one, exact=False, cache=cache)
+    at_one = _smece(p, y, w, group, one, exact=False, cache=cache)
     found = at_one > 1.0  # predicate(1): 1 < smECE_1 (then σ = 1)
     start, end = one.copy(), np.zeros(n_groups)
     for _ in range(_REFINE):
@@ -329,18 +357,19 @@ def _fixed_point(
         small = mid < eps
         # groups that need no evaluation get σ = 1 (cheap, result unused)
         sigma = np.where(found | small, 1.0, mid)
-        at_mid = _smece(p, y, group, sigma, exact=False, cache=cache)
+        at_mid = _smece(p, y, w, group, sigma, exact=False, cache=cache)
         ok = small | (mid < at_mid)
         move_end = ~found & ok
         end = np.where(move_end, mid, end)
         start = np.where(~found & ~ok, mid, start)
     # the reported value: smECE at the bandwidth found (FFT: ~1e-15 relative to direct sums)
-    return _smece(p, y, group, start, exact=False, cache=cache), start
+    return _smece(p, y, w, group, start, exact=False, cache=cache), start
 
 
 def _smece(
     p: F64Array,
     y: F64Array,
+    w: F64Array,
     group: I64Array,
     sigma: F64Array,
     *,
@@ -353,7 +382,7 @@ def _smece(
     relative, which is all that the bisection's comparisons σ < smECE_σ need.
     """
     mesh = np.maximum(np.round(10.0 / sigma), _MESH).astype(np.int64)
-    series = np.stack([p - y, np.ones_like(p)])
+    series = np.stack([w * (p - y), w])
     smoothed = _smoothed_on_mesh(p, series, group, sigma, mesh, exact=exact, cache=cache)
     density = smoothed[1] + _DENSITY_FLOOR
     residual = smoothed[0] / density

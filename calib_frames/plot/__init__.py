@@ -24,6 +24,7 @@ function                           draws
 :func:`smooth_reliability_chart`   a smooth reliability curve table (x, y)
 :func:`isotonic_reliability_chart` CORP / isotonic blocks as a step curve
 :func:`ece_bins_chart`             ECE against the number of bins
+:func:`risk_coverage_chart`        selective risk against coverage (a selective curve)
 :func:`metric_at_k_chart`          metric@k against k for a ranking-metrics table
 :func:`trend_chart`                a metric per batch (stored nightly statistics),
                                    interval band, noise floor, changed groups marked
@@ -49,6 +50,7 @@ from calib_frames.plot.comparison import brier_decomposition_chart, metric_scatt
 from calib_frames.plot.curves import (
     ece_bins_chart,
     isotonic_reliability_chart,
+    risk_coverage_chart,
     smooth_reliability_chart,
 )
 from calib_frames.plot.export import chart_html, embed_json, save_chart
@@ -67,6 +69,7 @@ __all__ = [
     "metric_scatter",
     "perplexity_chart",
     "reliability_diagram",
+    "risk_coverage_chart",
     "save_chart",
     "smooth_reliability_chart",
     "trend_chart",

@@ -1,9 +1,9 @@
-"""Curves from the estimators' tables: smooth and isotonic reliability, ECE against bins.
+"""Curves from the estimators' tables: smooth and isotonic reliability, ECE against bins, risk.
 
 Each chart draws a table an estimator has already computed
 (:func:`~calib_frames.smooth_reliability_curve`, :func:`~calib_frames.corp_reliability`,
-:func:`~calib_frames.ece_by_bin_count`, or any table with the same columns), one line per
-group; nothing is estimated here.
+:func:`~calib_frames.ece_by_bin_count`, :func:`~calib_frames.selective_curve`, or any table
+with the same columns), one line per group; nothing is estimated here.
 """
 
 from __future__ import annotations
@@ -40,8 +40,10 @@ __all__ = [
     "CURVE_COLUMNS",
     "ECE_BINS_COLUMNS",
     "ISOTONIC_COLUMNS",
+    "RISK_COVERAGE_COLUMNS",
     "ece_bins_chart",
     "isotonic_reliability_chart",
+    "risk_coverage_chart",
     "smooth_reliability_chart",
 ]
 
@@ -51,6 +53,8 @@ ISOTONIC_COLUMNS = ("block", "confidence_lower", "confidence_upper", "count", "r
 """Columns after the keys of a CORP / isotonic blocks table (one row per PAV block)."""
 ECE_BINS_COLUMNS = ("bins", "ece")
 """Columns after the keys of an ECE-versus-bin-count table."""
+RISK_COVERAGE_COLUMNS = ("coverage", "risk")
+"""Columns after the keys (and ``threshold``) of a selective (risk–coverage) curve table."""
 
 
 def _curve_table(
@@ -397,4 +401,98 @@ def ece_bins_chart(
     )
     chart = chart.properties(width=width, height=height)
     heading = title if title is not None else "ECE against the number of bins"
+    return in_panels(chart, prepared, points, title=heading, columns=columns)
+
+
+def risk_coverage_chart(
+    table: pl.DataFrame | pl.LazyFrame,
+    *,
+    color: str | Sequence[str] | None = None,
+    facet: str | Sequence[str] | None = None,
+    columns: int | None = None,
+    width: float = 300,
+    height: float = 220,
+    title: str | None = None,
+) -> alt.TopLevelMixin:
+    """The risk–coverage curve per group: selective risk against the share answered.
+
+    Reads a curve table (keys…, [``threshold``,] ``coverage``, ``risk``): at coverage c
+    the group answers its c most confident predictions and ``risk`` is the error rate
+    among them; the lower the curve, the better the confidence ranks right answers above
+    wrong ones (the area under it is AURC). One line per group, drawn in coverage order.
+
+    Parameters
+    ----------
+    table
+        keys…, ``coverage``, ``risk``, as :func:`~calib_frames.selective_curve` returns
+        it (``points=`` keeps charts of large groups small).
+    color, facet, columns
+        Keys told apart by colour, keys making panels, and panels per row.
+    width, height
+        Size of one panel in pixels (default 300 × 220).
+    title
+        Chart title (default "Risk–coverage curves").
+
+    Returns
+    -------
+    altair.TopLevelMixin
+        A ``Chart`` of one panel, or a ``FacetChart`` with one panel per facet value.
+
+    Raises
+    ------
+    TableError
+        If ``coverage`` or ``risk`` is missing or not numeric.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.plot import risk_coverage_chart
+    >>> curve = pl.DataFrame(
+    ...     {"model": ["a"] * 3, "coverage": [0.2, 0.6, 1.0], "risk": [0.0, 0.1, 0.3]}
+    ... )
+    >>> spec = risk_coverage_chart(curve).to_dict()
+    >>> spec["mark"]["type"], spec["encoding"]["x"]["field"], spec["encoding"]["y"]["field"]
+    ('line', 'coverage', 'risk')
+    """
+    import altair as alt
+
+    data = frame(table, "risk_coverage_chart")
+    skip = frozenset(("threshold", *RISK_COVERAGE_COLUMNS[:1]))
+    keys = key_split(data.schema, skip)
+    check_columns(
+        data.schema,
+        list(RISK_COVERAGE_COLUMNS),
+        role="selective curve table",
+        built_by="",
+        numeric=list(RISK_COVERAGE_COLUMNS),
+    )
+    prepared = prepare(data, keys, color=color, facet=facet)
+    extra = ["threshold"] if "threshold" in data.columns else []
+    points = (
+        prepared.data.with_columns(pl.col(*RISK_COVERAGE_COLUMNS).cast(pl.Float64))
+        .filter(pl.col("coverage").is_finite(), pl.col("risk").is_finite())
+        .select(*keys, COLOR, PANEL, *extra, *RISK_COVERAGE_COLUMNS)
+        .sort(PANEL, COLOR, "coverage", maintain_order=True)
+    )
+    tooltips = [
+        *key_tooltips(keys),
+        *(alt.Tooltip(f"{name}:Q", format=".3f") for name in extra),
+        alt.Tooltip("coverage:Q", format=".3f"),
+        alt.Tooltip("risk:Q", format=".3f"),
+    ]
+    chart = _curve(
+        alt.Chart().mark_line(strokeWidth=2),
+        group_encoding(prepared),
+        order="coverage:Q",
+        x=alt.X(
+            "coverage:Q",
+            scale=unit_scale(),
+            axis=alt.Axis(tickCount=5),
+            title="coverage (share answered)",
+        ),
+        y=alt.Y("risk:Q", scale=alt.Scale(zero=True), title="risk (error rate of answered)"),
+        tooltip=tooltips,
+    )
+    chart = chart.properties(width=width, height=height)
+    heading = title if title is not None else "Risk–coverage curves"
     return in_panels(chart, prepared, points, title=heading, columns=columns)

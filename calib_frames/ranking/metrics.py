@@ -46,8 +46,10 @@ Policies (each one is an argument, and is recorded in the output table):
     ``comp_sim_docno`` sorts by score descending, then ``strcmp`` of the docnos
     descending). Item ids are compared in their own dtype: strings byte-wise like
     ``strcmp``, numbers numerically, so give string ids to reproduce trec_eval exactly.
-  - ``"input"``: in the order of the input rows (ranx's behaviour: a stable sort of the
-    run in insertion order).
+  - ``"input"``: in the order of the input rows, a stable sort. ranx agrees only for
+    queries of up to 15 retrieved items: it sorts with numba's quicksort, which is an
+    insertion sort (stable) on short lists and not stable beyond, so ties in longer
+    lists come out in an order that depends on the other scores.
   - ``"average"``: the expected value of each metric over all orderings of the tied items,
     each equally likely (McSherry & Najork, ECIR 2008). For the metrics linear in the
     relevance at each position (precision, recall, F1, R-precision, DCG) this is

@@ -275,6 +275,9 @@ def _test_pairs(
         observed = diff.sum(axis=1) / n_pair
         mean_a = np.where(present, a, 0.0).sum(axis=1) / n_pair
         mean_b = np.where(present, b, 0.0).sum(axis=1) / n_pair
+    # a pair without shared queries has diff 0 and a NaN p-value below; dividing it by
+    # 1 keeps numpy's "invalid value" warning out of the sign loops
+    per_pair = np.maximum(n_pair, 1.0)
     n = diff.shape[1]
     tol = 1e-12 * np.maximum(1.0, np.abs(np.nan_to_num(observed)))
     extreme = np.zeros(diff.shape[0])
@@ -284,7 +287,7 @@ def _test_pairs(
         for start in range(0, total, max(1, _BLOCK // max(n, 1))):
             codes = np.arange(start, min(total, start + max(1, _BLOCK // max(n, 1))))
             signs = 1.0 - 2.0 * ((codes[:, None] >> np.arange(n)) & 1)
-            means = diff @ signs.T / n_pair[:, None]
+            means = diff @ signs.T / per_pair[:, None]
             extreme += (np.abs(means) >= np.abs(observed)[:, None] - tol[:, None]).sum(axis=1)
         p_value = extreme / total
         used = total
@@ -295,7 +298,7 @@ def _test_pairs(
             size = min(block, replicates - done)
             if method == "permutation":
                 signs = 1.0 - 2.0 * rng.integers(0, 2, size=(size, n)).astype(np.float64)
-                means = diff @ signs.T / n_pair[:, None]
+                means = diff @ signs.T / per_pair[:, None]
                 hit = np.abs(means) >= np.abs(observed)[:, None] - tol[:, None]
             else:
                 counts = rng.multinomial(n, np.full(n, 1.0 / n), size=size).astype(np.float64)

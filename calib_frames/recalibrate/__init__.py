@@ -16,8 +16,10 @@ isotonic (PAV)      isotonic fit of y on p, step or linear       one row per blo
 
 The fitting scheme (fit split, cross-fitting folds, or an explicit ``in_sample=True``)
 is described in :mod:`calib_frames.recalibrate.splits`; the before/after comparison
-tables in :mod:`calib_frames.recalibrate.compare`. :func:`corp_recalibrate` is the
-in-sample isotonic map of CORP in one call (fit and apply on the same rows).
+tables in :mod:`calib_frames.recalibrate.compare`; HELM's calibration suite (in-sample
+Platt scaling among its figures) in :mod:`calib_frames.recalibrate.helm`.
+:func:`corp_recalibrate` is the in-sample isotonic map of CORP in one call (fit and
+apply on the same rows).
 
 Every ``fit_*`` shares one preamble (``_core.fit_rows``: keys, column roles, the
 scheme's fit rows) and every ``apply_*`` another (``_apply.apply_input``); their
@@ -31,6 +33,7 @@ from calib_frames.recalibrate.compare import (
     recalibration_reliability,
     top_option,
 )
+from calib_frames.recalibrate.helm import HELM_CALIBRATION_COLUMNS, helm_calibration
 from calib_frames.recalibrate.histogram import HISTOGRAM, apply_histogram, fit_histogram
 from calib_frames.recalibrate.isotonic import (
     ISOTONIC,
@@ -44,6 +47,7 @@ from calib_frames.recalibrate.temperature import TEMPERATURE, apply_temperature,
 
 __all__ = [
     "COMPARED_METRICS",
+    "HELM_CALIBRATION_COLUMNS",
     "HISTOGRAM",
     "ISOTONIC",
     "PLATT",
@@ -60,6 +64,7 @@ __all__ = [
     "fit_platt",
     "fit_scheme",
     "fit_temperature",
+    "helm_calibration",
     "recalibrate",
     "recalibration_metrics",
     "recalibration_reliability",

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from calib_frames.exceptions import ArgumentError, TableError
+from calib_frames.recalibrate._core import FINGERPRINT, fingerprint
 from calib_frames.recalibrate.splits import check_split
 from calib_frames.schema import Table
 from calib_frames.validation import (
@@ -25,16 +26,19 @@ from calib_frames.validation import (
 )
 
 __all__ = [
+    "FINGERPRINT_PARAM",
     "IN_SAMPLE_PARAM",
     "ApplyInput",
     "apply_input",
     "check_new_column",
+    "fit_rows_again",
     "join_params",
     "labelled",
     "param",
 ]
 
 IN_SAMPLE_PARAM = working("in_sample")
+FINGERPRINT_PARAM = working("fit_fingerprint")
 _ONE = working("one")
 
 
@@ -85,7 +89,8 @@ def apply_input(
     ArgumentError
         ``params`` is not a frame; ``output`` is not a usable name.
     TableError
-        Not a ``table``; repeated groups; missing or mistyped columns.
+        Not a ``table``; repeated groups; missing or mistyped columns (a
+        ``fit_fingerprint`` that does not hold integers).
     DataError
         Parameter values that break ``values`` (a hand-edited or corrupted table).
     """
@@ -101,6 +106,12 @@ def apply_input(
         for column, (good, problem) in values.items()
     ]
     check_rows(frame, problems, keys=keys)
+    prints = frame.schema.get(FINGERPRINT)
+    if prints is not None and not (prints.is_integer() or prints == pl.Null):
+        raise TableError(
+            f"column {FINGERPRINT!r} of the {table.name} must hold integers (UInt64, as "
+            f"fit_* writes it; a CSV round trip reads Int128), got {prints}"
+        )
     source = as_lazy(predictions)
     schema = source.collect_schema()
     check_new_column(schema, output)
@@ -163,15 +174,17 @@ def join_params(
     keys: Sequence[str],
     columns: Sequence[str],
 ) -> pl.LazyFrame:
-    """Left-join the parameter ``columns`` and the in-sample label on ``keys``.
+    """Left-join the parameter ``columns``, the in-sample label and the fingerprint on ``keys``.
 
     The columns arrive as :func:`param` names, so that they never clash with the rows'.
     """
     schema = rows.collect_schema()
+    prints = [FINGERPRINT] if FINGERPRINT in params.collect_schema() else []
     right = params.lazy().select(
         *(pl.col(key).cast(schema[key]) for key in keys),
         *(pl.col(c).alias(param(c)) for c in columns),
         pl.col("in_sample").alias(IN_SAMPLE_PARAM),
+        *(pl.col(c).alias(FINGERPRINT_PARAM) for c in prints),
     )
     if not keys:
         # a left join on a constant: every row kept even when there are no parameters
@@ -188,15 +201,42 @@ def param(name: str) -> str:
     return working(f"param_{name}")
 
 
+def fit_rows_again(applied: ApplyInput, value: str) -> pl.Expr | None:
+    """True on every row of a group whose rows are its map's fit rows (``fitted_on="frame"``).
+
+    A map fitted on a whole frame (no fitting scheme) and applied to the same frame
+    scores its own fit rows; the parameters table holds the fingerprint of each group's
+    fit rows (:func:`calib_frames.recalibrate._core.fingerprint` of ``value``, the
+    confidence or option log-likelihood), and a group of the applied rows with the same
+    fingerprint is labelled in-sample. ``None`` when the table holds no fingerprint
+    (other schemes, or a table written by hand). Rows that add to or leave out some of
+    the fit rows are not recognised.
+    """
+    prints = applied.params.get_column(FINGERPRINT, default=None)
+    if prints is None or prints.null_count() == prints.len():
+        return None
+    same = pl.col(FINGERPRINT_PARAM).max() == fingerprint(pl.col(value))
+    return same.over(applied.keys) if applied.keys else same
+
+
 def labelled(
-    rows: pl.LazyFrame, split: str | None, fit_value: object, *, drop: Sequence[str] = ()
+    rows: pl.LazyFrame,
+    split: str | None,
+    fit_value: object,
+    *,
+    again: pl.Expr | None = None,
+    drop: Sequence[str] = (),
 ) -> pl.LazyFrame:
     """Add the ``in_sample`` label; drop the joined parameter columns.
 
     A row is in-sample if its parameters were fitted with ``in_sample=True``
-    (:data:`IN_SAMPLE_PARAM`) or it is in the fit split (``split == fit_value``).
+    (:data:`IN_SAMPLE_PARAM`), it is in the fit split (``split == fit_value``) or its
+    group's rows are the fit rows again (``again``, from :func:`fit_rows_again`).
     """
     label = pl.col(IN_SAMPLE_PARAM).fill_null(False)
     if split is not None:
         label = label | (pl.col(split) == pl.lit(fit_value)).fill_null(False)
-    return rows.with_columns(label.alias("in_sample")).drop(*drop, IN_SAMPLE_PARAM)
+    if again is not None:
+        label = label | again.fill_null(False)
+    labelled = rows.with_columns(label.alias("in_sample")).drop(*drop, IN_SAMPLE_PARAM)
+    return labelled.drop(FINGERPRINT_PARAM, strict=False)

@@ -39,6 +39,7 @@ from calib_frames.validation import (
 )
 
 __all__ = [
+    "FINGERPRINT",
     "Collected",
     "FitRows",
     "P",
@@ -48,6 +49,7 @@ __all__ = [
     "checked_binary_rows",
     "collect_binary",
     "collect_options",
+    "fingerprint",
     "fit_rows",
     "newton_1d",
     "params_frame",
@@ -59,6 +61,9 @@ _G = working("group")
 P, Y, W = working("p"), working("y"), working("w")
 _L, _GOLD = working("loglik"), working("gold")
 _FLAG = working("flag")
+FINGERPRINT = "fit_fingerprint"
+"""The parameters tables' column that identifies the fit rows of ``fitted_on="frame"``."""
+_FINGERPRINT_SEED = 0x5EED
 
 
 @dataclass(frozen=True)
@@ -523,15 +528,51 @@ def newton_1d(
     return NewtonResult(x, iterations, converged, at_bound, loss, start_loss)
 
 
+def fingerprint(value: pl.Expr) -> pl.Expr:
+    """Σ hash(value) over the rows, wrapping in UInt64: one number per multiset of values.
+
+    Two sets of rows with the same values (in any order) give the same number; others
+    collide with probability about 2⁻⁶⁴. The hash is polars' ``Expr.hash`` with a fixed
+    seed, stable for a given polars version.
+    """
+    return value.cast(pl.Float64).hash(seed=_FINGERPRINT_SEED).sum()
+
+
+def fingerprint_value(columns: Mapping[str, str]) -> pl.Expr:
+    """The column a fingerprint hashes: the option log-likelihood, else the confidence.
+
+    Both are columns that ``apply_*`` reads too, so it can compare the rows it is given
+    with the fit rows.
+    """
+    return pl.col(columns["loglik"] if "loglik" in columns else columns["confidence"])
+
+
+def fingerprinted(table: pl.LazyFrame, fit: FitRows) -> pl.LazyFrame:
+    """``table`` with :data:`FINGERPRINT`: the fit rows' fingerprint per group.
+
+    Only for ``fitted_on="frame"`` (fit on one frame, apply to another), where nothing
+    else tells ``apply_*`` that it was given the fit rows again; null for the other
+    schemes, which label their fit rows themselves.
+    """
+    if fit.scheme.fitted_on != "frame":
+        return table.with_columns(pl.lit(None, dtype=pl.UInt64).alias(FINGERPRINT))
+    value = fingerprint(fingerprint_value(fit.columns)).alias(FINGERPRINT)
+    if not fit.keys:
+        return table.join(fit.rows.select(value), how="cross", maintain_order="left")
+    prints = fit.rows.group_by(fit.keys).agg(value)
+    return table.join(prints, on=fit.keys, how="left", nulls_equal=True, maintain_order="left")
+
+
 def params_frame(
     groups: pl.DataFrame, values: Mapping[str, Any] | None, fit: FitRows, table: Table
 ) -> pl.DataFrame:
-    """Keys…, the ``table``'s columns, then ``fitted_on`` and ``in_sample`` of the scheme.
+    """Keys…, the ``table``'s columns, then ``fitted_on``, ``in_sample`` and the fingerprint.
 
-    ``values`` maps each column of ``table`` (but the two labels) to one value per group
+    ``values`` maps each column of ``table`` (but the labels) to one value per group
     of ``groups`` (cast to the table's dtype); ``None`` gives a table without rows.
     """
-    names = [name for name in table.names if name not in ("fitted_on", "in_sample")]
+    labels = ("fitted_on", "in_sample", FINGERPRINT)
+    names = [name for name in table.names if name not in labels]
     data = pl.DataFrame(
         [
             pl.Series(name, [] if values is None else values[name], dtype=table.columns[name])
@@ -540,7 +581,7 @@ def params_frame(
     )
     if groups.width:
         data = pl.concat([groups, data], how="horizontal")
-    return data.with_columns(*fit.scheme.labels())
+    return fingerprinted(data.lazy().with_columns(*fit.scheme.labels()), fit).collect()
 
 
 def check_bounds(bounds: tuple[float, float]) -> tuple[float, float]:

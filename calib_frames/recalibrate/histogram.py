@@ -28,11 +28,18 @@ import polars as pl
 from calib_frames.binning import Binning, BinsLike, as_binning
 from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.recalibrate import _core
-from calib_frames.recalibrate._apply import ApplyInput, apply_input, join_params, labelled, param
+from calib_frames.recalibrate._apply import (
+    ApplyInput,
+    apply_input,
+    fit_rows_again,
+    join_params,
+    labelled,
+    param,
+)
 from calib_frames.recalibrate.splits import fit_scheme
 from calib_frames.schema import Table
 from calib_frames.stats import bin_statistics
-from calib_frames.validation import Frame, return_like
+from calib_frames.validation import Frame, as_lazy, return_like
 
 __all__ = ["HISTOGRAM", "apply_histogram", "fit_histogram"]
 
@@ -48,8 +55,10 @@ HISTOGRAM = Table(
         "value": pl.Float64(),
         "fitted_on": pl.String(),
         "in_sample": pl.Boolean(),
+        "fit_fingerprint": pl.UInt64(),
     },
     built_by="recalibrate.fit_histogram",
+    optional=("fit_fingerprint",),
 )
 """One row per (group, bin): edges, fit rows, fit weight and the recalibrated value."""
 
@@ -141,7 +150,7 @@ def fit_histogram(
     if not fit.keys:
         # bin_statistics keeps an empty frame's bins; a frame without rows fits nothing
         table = table.filter(pl.col("count").sum() > 0)
-    return return_like(predictions, table)
+    return return_like(predictions, _core.fingerprinted(as_lazy(table), fit))
 
 
 def _fixed(bins: BinsLike) -> Binning:
@@ -227,7 +236,11 @@ def apply_histogram(
     joined = join_params(applied.predictions.with_columns(bin_key), right, keys, ["value"])
     value = pl.col(param("value")).alias(output)
     result = labelled(
-        joined.with_columns(value), split, fit_value, drop=[param("bin"), param("value")]
+        joined.with_columns(value),
+        split,
+        fit_value,
+        again=fit_rows_again(applied, confidence),
+        drop=[param("bin"), param("value")],
     )
     return return_like(predictions, result)
 

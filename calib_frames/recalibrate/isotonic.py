@@ -39,10 +39,12 @@ import polars as pl
 from calib_frames.exceptions import ArgumentError
 from calib_frames.recalibrate import _core
 from calib_frames.recalibrate._apply import (
+    FINGERPRINT_PARAM,
     IN_SAMPLE_PARAM,
     ApplyInput,
     apply_input,
     check_new_column,
+    fit_rows_again,
     labelled,
 )
 from calib_frames.recalibrate.splits import fit_scheme
@@ -64,9 +66,10 @@ ISOTONIC = Table(
         "value": pl.Float64(),
         "fitted_on": pl.String(),
         "in_sample": pl.Boolean(),
+        "fit_fingerprint": pl.UInt64(),
     },
     built_by="recalibrate.fit_isotonic",
-    optional=("count", "weight", "fitted_on"),
+    optional=("count", "weight", "fitted_on", "fit_fingerprint"),
 )
 """One row per (group, block): the block's confidence range, rows, weight and value."""
 
@@ -144,7 +147,7 @@ def fit_isotonic(
     table = blocks.select(
         *fit.keys, *(pl.col(c).cast(ISOTONIC.columns[c]) for c in names), *scheme.labels()
     )
-    return return_like(predictions, table)
+    return return_like(predictions, _core.fingerprinted(table, fit))
 
 
 def apply_isotonic(
@@ -229,7 +232,8 @@ def apply_isotonic(
         output=output,
         interpolation=interpolation,
     )
-    return return_like(predictions, labelled(mapped, split, fit_value))
+    again = fit_rows_again(applied, confidence)
+    return return_like(predictions, labelled(mapped, split, fit_value, again=again))
 
 
 def corp_recalibrate(
@@ -304,7 +308,7 @@ def corp_recalibrate(
         output=output,
         interpolation="step",
     )
-    return return_like(predictions, mapped.drop(IN_SAMPLE_PARAM))
+    return return_like(predictions, mapped.drop(IN_SAMPLE_PARAM, FINGERPRINT_PARAM))
 
 
 def _through_blocks(
@@ -318,15 +322,18 @@ def _through_blocks(
 ) -> pl.LazyFrame:
     """``rows`` with ``output``, the isotonic map of ``confidence`` by its group's blocks.
 
-    Also adds :data:`IN_SAMPLE_PARAM`, whether the row's group was fitted in-sample.
+    Also adds :data:`IN_SAMPLE_PARAM`, whether the row's group was fitted in-sample (and
+    the fit rows' fingerprint, :data:`FINGERPRINT_PARAM`, when the blocks hold one).
     Groups get an integer id (``join_asof``'s ``by=`` does not match null keys), and the
     end points of every block, (x_lower, value) and (x_upper, value), are keyed by it;
     the valid rows, sorted by confidence, are matched to the end point below and above.
     """
     schema = rows.collect_schema()
     blocks = blocks.cache()  # read three times below: fit once
-    label = pl.col("in_sample").fill_null(False).any().alias(IN_SAMPLE_PARAM)
-    groups = (blocks.group_by(keys).agg(label) if keys else blocks.select(label)).with_row_index(
+    labels = [pl.col("in_sample").fill_null(False).any().alias(IN_SAMPLE_PARAM)]
+    if _core.FINGERPRINT in blocks.collect_schema():
+        labels.append(pl.col(_core.FINGERPRINT).max().alias(FINGERPRINT_PARAM))
+    groups = (blocks.group_by(keys).agg(labels) if keys else blocks.select(labels)).with_row_index(
         _GID
     )
     groups = groups.with_columns(pl.col(k).cast(schema[k]) for k in keys).cache()

@@ -17,7 +17,9 @@ closed form per group, with a tiny ridge for groups whose confidences are all eq
 where only a·z + b is identified), from the identity (a, b) = (1, 0), with step halving
 whenever a step would raise a group's loss. A group with only one class has no
 maximum-likelihood (a, b) and is refused unless ``smoothing=True``; classes separated
-by the confidence drive a to infinity and are reported with ``converged`` False.
+by the confidence (every correct prediction at least as confident as every wrong one,
+or the reverse: complete or quasi-complete separation) drive a to infinity and are
+reported with ``converged`` False, whatever the solver's steps did.
 Per group, in memory.
 """
 
@@ -30,7 +32,14 @@ import polars as pl
 
 from calib_frames.exceptions import ArgumentError
 from calib_frames.recalibrate import _core
-from calib_frames.recalibrate._apply import ApplyInput, apply_input, join_params, labelled, param
+from calib_frames.recalibrate._apply import (
+    ApplyInput,
+    apply_input,
+    fit_rows_again,
+    join_params,
+    labelled,
+    param,
+)
 from calib_frames.recalibrate.splits import fit_scheme
 from calib_frames.schema import Table
 from calib_frames.validation import Frame, return_like
@@ -50,6 +59,7 @@ PLATT = Table(
         "clipped": pl.UInt64(),
         "fitted_on": pl.String(),
         "in_sample": pl.Boolean(),
+        "fit_fingerprint": pl.UInt64(),
     },
     built_by="recalibrate.fit_platt",
 )
@@ -169,6 +179,10 @@ def fit_platt(
         )
         t = y
     a, b, iterations, converged = _newton_2d(z, t, w, g, n, rtol=rtol, max_iter=max_iter)
+    if not smoothing:
+        # the loss only approaches its infimum (0 on the separated rows) as |a| → ∞: the
+        # Newton steps shrink relative to it and look converged, but there is no minimum
+        converged &= ~_separated(z, y, w, g, n)
     weight_total = _core.group_sum(g, w, n)
     with np.errstate(divide="ignore", invalid="ignore"):
         before = _loss(np.ones(n), np.zeros(n), z, t=y, w=w, g=g, n=n) / weight_total
@@ -185,6 +199,36 @@ def fit_platt(
         "clipped": clipped,
     }
     return return_like(predictions, _core.params_frame(data.groups, values, fit, PLATT).lazy())
+
+
+def _separated(z: np.ndarray, y: np.ndarray, w: np.ndarray, g: np.ndarray, n: int) -> np.ndarray:
+    """Per group: the logits separate the classes, so no maximum-likelihood (a, b) exists.
+
+    Complete or quasi-complete separation of a logistic regression on one covariate:
+    every positive's logit is ≥ every negative's, or every positive's is ≤ every
+    negative's (rows of weight 0 do not count), unless every row has the same logit.
+    Groups of one class are refused before.
+    """
+    counted = w > 0
+    positive, negative = counted & (y > 0), counted & (y <= 0)
+
+    def extreme(rows: np.ndarray, ufunc: np.ufunc, start: float) -> np.ndarray:
+        out = np.full(n, start)
+        ufunc.at(out, g[rows], z[rows])
+        return out
+
+    low_pos, high_pos = (
+        extreme(positive, np.minimum, np.inf),
+        extreme(positive, np.maximum, -np.inf),
+    )
+    low_neg, high_neg = (
+        extreme(negative, np.minimum, np.inf),
+        extreme(negative, np.maximum, -np.inf),
+    )
+    # every row at one logit: only a·z + b is identified, and its maximum exists
+    one_point = (low_pos == high_pos) & (low_neg == high_neg) & (low_pos == low_neg)
+    separated: np.ndarray = ((low_pos >= high_neg) | (high_pos <= low_neg)) & ~one_point
+    return separated
 
 
 def _loss(
@@ -338,6 +382,7 @@ def apply_platt(
         joined.with_columns(value.alias(output)),
         split,
         fit_value,
+        again=fit_rows_again(applied, confidence),
         drop=[param("slope"), param("intercept")],
     )
     return return_like(predictions, result)

@@ -25,6 +25,16 @@ scheme is written into every output as the columns ``fitted_on`` (String) and
                 on this explicit request
 ==============  ===================================================  ==============
 
+A map fitted on a whole frame (``"frame"``) and applied to that same frame would score
+its own fit rows as if they were new: the parameters table therefore holds, per group,
+``fit_fingerprint`` (a UInt64: the wrapping sum of the hashes of the fit rows'
+confidences, or option log-likelihoods; null under the other schemes), and ``apply_*``
+labels ``in_sample=True`` every row of a group whose rows have the same fingerprint, so
+:func:`~calib_frames.recalibrate.recalibration_metrics` refuses to score them as it
+does for :func:`~calib_frames.recalibrate.recalibrate`. Only the same rows are
+recognised (in any order): a frame that adds rows to the fit rows, or leaves some out, is
+not; the hash is polars' and stable for a given polars version.
+
 Folds are deterministic: :func:`assign_folds` hashes an item-id column with a seed
 (polars' ``Expr.hash``, stable for a given polars version) and takes the remainder, so
 the same item gets the same fold in every run and in every frame that holds it.

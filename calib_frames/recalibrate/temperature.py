@@ -44,7 +44,14 @@ import polars as pl
 
 from calib_frames.exceptions import ArgumentError
 from calib_frames.recalibrate import _core
-from calib_frames.recalibrate._apply import ApplyInput, apply_input, join_params, labelled, param
+from calib_frames.recalibrate._apply import (
+    ApplyInput,
+    apply_input,
+    fit_rows_again,
+    join_params,
+    labelled,
+    param,
+)
 from calib_frames.recalibrate.splits import fit_scheme
 from calib_frames.schema import Table
 from calib_frames.validation import Frame, group_keys, return_like
@@ -78,6 +85,7 @@ TEMPERATURE = Table(
         "clipped": pl.UInt64(),
         "fitted_on": pl.String(),
         "in_sample": pl.Boolean(),
+        "fit_fingerprint": pl.UInt64(),
     },
     built_by="recalibrate.fit_temperature",
 )
@@ -514,8 +522,13 @@ def apply_temperature(
         shifted = (scaled - scaled.max().over(within)).exp()
         value = shifted / shifted.sum().over(within)
     joined = join_params(applied.predictions, applied.params, applied.keys, ["temperature"])
+    again = fit_rows_again(applied, confidence if kind == "confidence" else loglik)
     result = labelled(
-        joined.with_columns(value.alias(output)), split, fit_value, drop=[param("temperature")]
+        joined.with_columns(value.alias(output)),
+        split,
+        fit_value,
+        again=again,
+        drop=[param("temperature")],
     )
     return return_like(predictions, result)
 

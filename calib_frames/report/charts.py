@@ -16,6 +16,7 @@ from calib_frames.plot import (
     metric_scatter,
     perplexity_chart,
     reliability_diagram,
+    risk_coverage_chart,
     trend_chart,
 )
 from calib_frames.plot.tables import COMPARISON_COLUMNS, frame, key_split, spec_keys
@@ -32,13 +33,15 @@ def report_charts(
     *,
     bin_statistics: pl.DataFrame | pl.LazyFrame,
     perplexity: pl.DataFrame | pl.LazyFrame | None = None,
+    selective: pl.DataFrame | pl.LazyFrame | None = None,
 ) -> list[tuple[str, str, Any]]:
     """The report's charts as ``(title, note, chart)``; the command line saves them as PNG.
 
     Reliability diagrams and confidence histograms of the bin statistics, then, as the
-    comparison table has the columns, accuracy against ECE, the Brier decomposition and
-    perplexity. Up to :data:`OVERLAY_LIMIT` models share a panel (one panel per task);
-    more get a panel each.
+    comparison table has the columns, accuracy against ECE, the Brier decomposition,
+    perplexity and, with a selective curve table, the risk–coverage curves. Up to
+    :data:`OVERLAY_LIMIT` models share a panel (one panel per task); more get a panel
+    each.
 
     Parameters
     ----------
@@ -48,6 +51,9 @@ def report_charts(
         The bin-statistics table (optionally with ``accuracy_ci_low/_high``).
     perplexity
         An optional perplexity table (default: the comparison table's columns).
+    selective
+        An optional selective curve table (:func:`~calib_frames.selective_curve`, keyed
+        like the bin statistics) for the risk–coverage chart.
 
     Returns
     -------
@@ -131,6 +137,22 @@ def report_charts(
     source = table if perplexity is None else frame(perplexity, "report perplexity")
     if "perplexity" in source.columns and source.get_column("perplexity").is_not_null().any():
         built.append(("Perplexity", "Per token, and bits per byte.", perplexity_chart(source)))
+    if selective is not None:
+        # one colour per model (the first key), a panel per task (the other keys)
+        curve = frame(selective, "report selective")
+        by_task = bin_keys[1:]
+        built.append(
+            (
+                "Risk–coverage curves",
+                "Error rate among the most confident answers against the share answered "
+                "(lower is better; the area under a curve is its AURC).",
+                risk_coverage_chart(
+                    curve,
+                    facet=by_task or None,
+                    columns=min(curve.select(by_task).n_unique(), 4) if by_task else None,
+                ),
+            )
+        )
     return built
 
 

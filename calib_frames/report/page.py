@@ -127,6 +127,7 @@ def report_html(
     over_batches: pl.DataFrame | pl.LazyFrame | None = None,
     changes: pl.DataFrame | pl.LazyFrame | None = None,
     generated: _dt.datetime | None = None,
+    selective: pl.DataFrame | pl.LazyFrame | None = None,
 ) -> str:
     """The report as one self-contained HTML string; :func:`write_report` writes it.
 
@@ -138,6 +139,8 @@ def report_html(
         The section over time, as in :func:`write_report`.
     generated
         The date written in the header (default: now, UTC).
+    selective
+        An optional selective curve table, as in :func:`write_report`.
 
     Returns
     -------
@@ -222,7 +225,7 @@ def report_html(
         f"{table_html(sorted_table, keys=keys, within=within)}</section>",
     ]
     specs: dict[str, dict[str, Any]] = {}
-    charts = report_charts(sorted_table, bin_statistics=bins, perplexity=ppl)
+    charts = report_charts(sorted_table, bin_statistics=bins, perplexity=ppl, selective=selective)
     for number, (name, note, chart) in enumerate(charts):
         spec_id = f"chart-spec-{number}"
         specs[spec_id] = chart_spec(chart)
@@ -286,6 +289,7 @@ def write_report(
     best_within: Sequence[str] | None = None,
     over_batches: pl.DataFrame | pl.LazyFrame | None = None,
     changes: pl.DataFrame | pl.LazyFrame | None = None,
+    selective: pl.DataFrame | pl.LazyFrame | None = None,
 ) -> Path:
     """Write a self-contained HTML report of a comparison table and its bin statistics.
 
@@ -294,7 +298,8 @@ def write_report(
     formatted, sortable by clicking a header, the best value of each column marked, and
     ``<metric>_ci_low``/``_ci_high`` shown as intervals when present) and the charts:
     reliability diagrams, confidence histograms, accuracy against ECE, the Brier
-    decomposition and, when there is perplexity, perplexity and bits per byte. It opens
+    decomposition, when there is perplexity, perplexity and bits per byte, and with
+    ``selective=`` the risk–coverage curves. It opens
     with no network (Vega inlined, a Content-Security-Policy allowing no request). The
     file is written atomically (a temporary file in the same folder, then
     ``os.replace``).
@@ -327,6 +332,9 @@ def write_report(
     changes
         Optional table of :func:`~calib_frames.estimators.calibration_change`: the
         verdicts, and the changed groups marked in the trend charts.
+    selective
+        Optional selective curve table (:func:`~calib_frames.selective_curve`, grouped
+        by the bin statistics' keys): adds the risk–coverage curves.
 
     Returns
     -------
@@ -372,5 +380,6 @@ def write_report(
         best_within=best_within,
         over_batches=over_batches,
         changes=changes,
+        selective=selective,
     )
     return write_atomic(target, page)

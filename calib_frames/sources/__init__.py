@@ -10,6 +10,9 @@
   and count them.
 * :mod:`~calib_frames.sources.lm_eval`: lm-evaluation-harness ``--log_samples`` folders.
 * :mod:`~calib_frames.sources.openai`: OpenAI-style chat completions with logprobs.
+* :mod:`~calib_frames.sources.inspect_ai`: inspect_ai ``.eval``/``.json`` logs.
+* :mod:`~calib_frames.sources.helm`: HELM run folders.
+* :mod:`~calib_frames.sources.lighteval`: lighteval ``--save-details`` parquet files.
 """
 
 from calib_frames._deprecated import moved
@@ -22,6 +25,13 @@ from calib_frames.sources.files import (
     scan_tokens,
     scan_tokens_skipping,
 )
+from calib_frames.sources.helm import read_helm_stats, scan_helm_instances
+from calib_frames.sources.inspect_ai import (
+    read_inspect_logs,
+    scan_inspect_options,
+    scan_inspect_samples,
+)
+from calib_frames.sources.lighteval import scan_lighteval_options
 from calib_frames.sources.lm_eval import (
     read_lm_eval_reported,
     read_lm_eval_runs,
@@ -37,6 +47,7 @@ from calib_frames.sources.options import brier_multiclass, choice_predictions, o
 from calib_frames.sources.text import (
     IPCC_WORDS,
     KENT_WORDS,
+    VERBALIZED_PRESETS,
     Skipped,
     answer_confidence,
     sample_consistency,
@@ -48,6 +59,7 @@ from calib_frames.sources.text import (
 __all__ = [
     "IPCC_WORDS",
     "KENT_WORDS",
+    "VERBALIZED_PRESETS",
     "ScanResult",
     "Skipped",
     "answer_confidence",
@@ -55,9 +67,15 @@ __all__ = [
     "choice_predictions",
     "openai_answer_confidence",
     "option_probabilities",
+    "read_helm_stats",
+    "read_inspect_logs",
     "read_lm_eval_reported",
     "read_lm_eval_runs",
     "sample_consistency",
+    "scan_helm_instances",
+    "scan_inspect_options",
+    "scan_inspect_samples",
+    "scan_lighteval_options",
     "scan_lm_eval_documents",
     "scan_lm_eval_options",
     "scan_openai_choices",

@@ -37,6 +37,7 @@ parquet.
 
 from __future__ import annotations
 
+import codecs
 import glob as globbing
 import json
 import re
@@ -76,8 +77,13 @@ FORMATS: dict[str, Format] = {
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
     ".json": "json",
+    ".csv.gz": "csv",
+    ".tsv.gz": "tsv",
+    ".jsonl.gz": "jsonl",
+    ".ndjson.gz": "jsonl",
 }
-"""File suffix → format."""
+"""File suffix → format (gzip-compressed CSV, TSV and JSON Lines by their inner suffix:
+polars' readers decompress them)."""
 
 PREDICTION_ROLES: dict[str, pl.DataType] = {
     "confidence": pl.Float64(),
@@ -394,9 +400,47 @@ def _scan_file(
     return _with_hive(frame, file, base, hive=hive)
 
 
+def refuse_records(
+    records: pl.LazyFrame,
+    file: Path,
+    problems: Sequence[tuple[pl.Expr, str]],
+    *,
+    line: Callable[[dict[str, Any]], int],
+    detail: Callable[[dict[str, Any]], str] = lambda _: "",
+) -> pl.LazyFrame:
+    """``records`` (one row per record of ``file``) checked when collected.
+
+    ``problems`` pairs a *good* expression with the wording of its failure; the first
+    record where one is not true raises a ReadError naming the file, the record's
+    ``line`` (computed from its row, on the error path only), the problem and
+    ``detail`` of the row. Lazy stays lazy.
+    """
+
+    def check(frame: pl.DataFrame) -> pl.DataFrame:
+        for good, problem in problems:
+            found = frame.filter(~good.fill_null(False)).head(1)
+            if found.height:
+                row = found.row(0, named=True)
+                raise ReadError(f"{file}, line {line(row)}: {problem}{detail(row)}")
+        return frame
+
+    return records.map_batches(check, schema=records.collect_schema())
+
+
+BOM_PROBLEM = (
+    "the file starts with a UTF-8 byte-order mark (BOM), which JSON Lines does not allow; "
+    "save it without one (e.g. as UTF-8, not UTF-8 with BOM)"
+)
+"""How a read error names a JSON Lines file that starts with a byte-order mark."""
+
+
 def _unreadable(file: Path, fmt: Format, error: BaseException) -> ReadError:
     if isinstance(error, pl.exceptions.NoDataError) or (file.exists() and not file.stat().st_size):
         return ReadError(f"{file}: empty file")
+    if fmt == "jsonl" and file.is_file():
+        with file.open("rb") as handle:
+            if handle.read(len(codecs.BOM_UTF8)) == codecs.BOM_UTF8:
+                return ReadError(f"{file}, line 1: {BOM_PROBLEM}")
     if fmt == "jsonl":
         # Schema inference failed: name the first line polars cannot parse.
         _, lines, first = _split_lines(file, fmt)

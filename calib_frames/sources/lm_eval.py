@@ -49,9 +49,11 @@ relative) and puts them next to the values of the results file.
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +61,13 @@ import polars as pl
 
 from calib_frames._deprecated import moved
 from calib_frames.exceptions import ReadError, TableError
-from calib_frames.sources.files import PathsLike, expand_paths, guarded_scan
+from calib_frames.sources.files import (
+    BOM_PROBLEM,
+    PathsLike,
+    expand_paths,
+    guarded_scan,
+    refuse_records,
+)
 from calib_frames.validation import working
 
 __all__ = [
@@ -80,6 +88,7 @@ DATE_STAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?")
 _SAMPLES = re.compile(rf"^samples_(?P<task>.+)_(?P<run>{DATE_STAMP.pattern})\.jsonl$")
 _RESULTS = re.compile(rf"^(?P<stem>.+)_(?P<run>{DATE_STAMP.pattern})\.json$")
 _RESPONSES, _CONTINUATIONS = working("responses"), working("continuations")
+_RECORD, _N_RESPONSES, _N_ARGUMENTS = working("record"), working("responses_n"), working("args_n")
 # Python's re "\s" on str = str.isspace(): Unicode White_Space plus U+001C..U+001F.
 WORD_SEPARATOR = r"[\s\x1c-\x1f]+"
 
@@ -281,6 +290,9 @@ def _scan_json_lines(
 
 def _locate_sample(file: Path, error: BaseException) -> ReadError:
     """Name the first line of ``file`` that is not valid JSON (error path only)."""
+    with file.open("rb") as handle:
+        if handle.read(len(codecs.BOM_UTF8)) == codecs.BOM_UTF8:
+            return ReadError(f"{file}, line 1: {BOM_PROBLEM}")
     for number, line in enumerate(file.read_bytes().splitlines(), start=1):
         if not line.strip():
             continue
@@ -293,6 +305,29 @@ def _locate_sample(file: Path, error: BaseException) -> ReadError:
     first = str(error).strip().splitlines()
     reason = first[0] if first else type(error).__name__
     return ReadError(f"{file}: not an lm-eval samples file ({reason})")
+
+
+def _line_of(file: Path, record: int) -> int:
+    """The line number of the ``record``-th (0-based) non-blank line of ``file`` (error path)."""
+    seen = -1
+    with file.open("rb") as handle:
+        for number, line in enumerate(handle, start=1):
+            seen += bool(line.strip())
+            if seen == record:
+                return number
+    return record + 1
+
+
+def _counts(row: dict[str, Any]) -> str:
+    """The response and request counts of a sample, for a read error."""
+    if row[_N_RESPONSES] is None:
+        return ""
+    return f" ({row[_N_RESPONSES]} responses for {row[_N_ARGUMENTS]} requests)"
+
+
+def _record_line(file: Path, row: dict[str, Any]) -> int:
+    """The line of the record ``row`` (with :data:`_RECORD`) of ``file``."""
+    return _line_of(file, int(row[_RECORD]))
 
 
 def _with_keys(frame: pl.LazyFrame, run: dict[str, Any]) -> pl.LazyFrame:
@@ -339,17 +374,34 @@ def _options_of(run: dict[str, Any]) -> pl.LazyFrame:
     n_requests = pl.col("filtered_resps").list.len()
     # acc_mutual_info tasks append one unconditional request per option: keep the first half.
     n_options = n_requests // 2 if run["mutual_info"] else n_requests
-    rows = (
+    n_arguments = continuations.list.drop_nulls().list.len()
+    samples = (
         _scan_json_lines(file, schema, run)
-        .select(
-            pl.col("doc_id").alias("question"),
-            "target",
-            pl.col("filtered_resps").list.head(n_options).alias(_RESPONSES),
-            continuations.list.head(n_options).alias(_CONTINUATIONS),
-            pl.int_ranges(n_options, dtype=pl.UInt32).alias("option"),
-        )
-        .explode([_RESPONSES, _CONTINUATIONS, "option"])
+        .with_row_index(_RECORD)
+        .with_columns(n_requests.alias(_N_RESPONSES), n_arguments.alias(_N_ARGUMENTS))
     )
+    # a sample whose responses do not match its options (lost, or logged for another
+    # document) would be read as a smaller question, silently
+    samples = refuse_records(
+        samples,
+        Path(file),
+        [
+            (pl.col("filtered_resps").is_not_null(), "no filtered_resps (missing or null)"),
+            (
+                (pl.col(_N_ARGUMENTS) == 0) | (pl.col(_N_RESPONSES) == pl.col(_N_ARGUMENTS)),
+                "filtered_resps does not hold one response per request (gen_args_* of arguments)",
+            ),
+        ],
+        line=partial(_record_line, Path(file)),
+        detail=_counts,
+    )
+    rows = samples.select(
+        pl.col("doc_id").alias("question"),
+        "target",
+        pl.col("filtered_resps").list.head(n_options).alias(_RESPONSES),
+        continuations.list.head(n_options).alias(_CONTINUATIONS),
+        pl.int_ranges(n_options, dtype=pl.UInt32).alias("option"),
+    ).explode([_RESPONSES, _CONTINUATIONS, "option"])
     delimiter = str(run["target_delimiter"] or "")
     cont = pl.col(_CONTINUATIONS)
     text = (
@@ -455,7 +507,14 @@ def _documents_of(run: dict[str, Any]) -> pl.LazyFrame:
     }
     text = pl.col("target")
     loglik = pl.col("filtered_resps").list.get(0, null_on_oob=True).cast(pl.Float64, strict=False)
-    out = _scan_json_lines(run["samples_file"], schema, run).select(
+    samples = _scan_json_lines(run["samples_file"], schema, run).with_row_index(_RECORD)
+    missing = (
+        pl.col("filtered_resps").list.len() > 0,
+        "no filtered_resps (missing, null or empty)",
+    )
+    file = Path(run["samples_file"])
+    line = partial(_record_line, file)
+    out = refuse_records(samples, file, [missing], line=line).select(
         "doc_id",
         (-loglik).alias("nll"),
         pl.lit(None, pl.Int64).alias("tokens"),

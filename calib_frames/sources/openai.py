@@ -30,7 +30,8 @@ from typing import Any
 import polars as pl
 
 from calib_frames.exceptions import ArgumentError, ReadError, TableError
-from calib_frames.sources.files import PathsLike, expand_paths, guarded_scan
+from calib_frames.sources.files import PathsLike, expand_paths, guarded_scan, refuse_records
+from calib_frames.sources.text import clean_text
 from calib_frames.validation import RowCheck, as_lazy, check_rows, working
 
 __all__ = [
@@ -158,14 +159,25 @@ def _responses(file: Path) -> pl.LazyFrame:
     line = pl.col("line").cast(pl.Int64)
     if batch:
         body = pl.col("response").struct.field("body")
-        return frame.select(
+        responses = frame.select(
             line,
             "custom_id",
             body.struct.field("id").alias("id"),
             body.struct.field("model").alias("model"),
             body.struct.field("choices").alias("choices"),
         )
-    return frame.select(line, pl.lit(None, pl.String).alias("custom_id"), "id", "model", "choices")
+    else:
+        responses = frame.select(
+            line, pl.lit(None, pl.String).alias("custom_id"), "id", "model", "choices"
+        )
+    # a response without choices would be dropped by the explode, silently
+    failed = " (a Batch API request that failed has no response body: drop its line)"
+    no_choices = (
+        pl.col("choices").list.len() > 0,
+        "a response without choices ('choices' is missing, null or empty)"
+        + (failed if batch else ""),
+    )
+    return refuse_records(responses, file, [no_choices], line=lambda row: int(row["line"]))
 
 
 def scan_openai_choices(paths: PathsLike) -> pl.LazyFrame:
@@ -322,11 +334,15 @@ def openai_answer_confidence(
     Returns
     -------
     DataFrame or LazyFrame
-        :data:`RESPONSE_KEYS`, ``answer`` (the token, stripped), ``position``,
+        :data:`RESPONSE_KEYS`, ``answer`` (the token through
+        :func:`~calib_frames.sources.text.clean_text`: NFKC, zero-width and control
+        characters removed, then stripped; so a ``"B\u200b"`` or ``"\x00B"`` token
+        reads ``"B"``, as do the alternatives), ``position``,
         ``confidence`` = exp(logprob), ``log_confidence`` = logprob (exact),
         ``alternatives`` (the top-k tokens, stripped, most likely first),
         ``alternative_logprobs``, ``top_mass`` (Σ exp of the top-k logprobs: the
-        probability the alternatives cover), ``tokens`` (generated tokens of the choice),
+        probability the alternatives cover; null when the token was logged without
+        alternatives, ``top_logprobs: []``), ``tokens`` (generated tokens of the choice),
         ``nll_sum`` and ``perplexity`` = exp(nll_sum / tokens) of the generated text.
         Lazy for a LazyFrame or paths, eager for a DataFrame.
 
@@ -378,7 +394,8 @@ def openai_answer_confidence(
         # every choice of the files, so that one logged without logprobs is not just absent
         logged = scan_openai_choices(tokens).select(*keys, pl.col("tokens").alias(_LOGGED))
     lazy = as_lazy(frame)
-    blank = pl.col("token").str.strip_chars().str.len_chars() == 0
+    token = clean_text(pl.col("token")).str.strip_chars()
+    blank = token.str.len_chars() == 0
     if position is None:
         is_answer = ~blank & (
             pl.col("position") == pl.col("position").filter(~blank).min().over(keys)
@@ -389,7 +406,7 @@ def openai_answer_confidence(
     bad = (lp.is_nan() | (lp > 0)).fill_null(True)
     top = pl.col("top_logprobs")
     answers = lazy.group_by(keys).agg(
-        pl.col("token").filter(is_answer).first().str.strip_chars().alias("answer"),
+        token.filter(is_answer).first().alias("answer"),
         pl.col("position").filter(is_answer).first().alias("position"),
         lp.filter(is_answer).first().alias("log_confidence"),
         top.filter(is_answer).first().alias(_TOP),
@@ -406,7 +423,7 @@ def openai_answer_confidence(
         no_logprobs.alias(_NO_LOGPROBS),
         (pl.col("answer").is_null() & ~no_logprobs).alias(_MISSING),
         pl.col(_TOP)
-        .list.eval(pl.element().struct.field("token").str.strip_chars())
+        .list.eval(clean_text(pl.element().struct.field("token")).str.strip_chars())
         .alias("alternatives"),
         pl.col(_TOP).list.eval(pl.element().struct.field("logprob")).alias("alternative_logprobs"),
     ).sort(keys)
@@ -438,7 +455,9 @@ def openai_answer_confidence(
         "log_confidence",
         "alternatives",
         "alternative_logprobs",
-        pl.col("alternative_logprobs").list.eval(pl.element().exp()).list.sum().alias("top_mass"),
+        pl.when(pl.col("alternative_logprobs").list.len() > 0)
+        .then(pl.col("alternative_logprobs").list.eval(pl.element().exp()).list.sum())
+        .alias("top_mass"),
         "tokens",
         "nll_sum",
         (pl.col("nll_sum") / pl.col("tokens")).exp().alias("perplexity"),

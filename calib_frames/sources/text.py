@@ -11,8 +11,10 @@ Three ways to attach a confidence to a generated answer, each a polars transform
   parse): a confidence the
   model *wrote* ("90%", "0.9", "9/10", "Confidence: 7 out of 10"), parsed by anchored
   regular expressions; words ("very likely") only through a mapping the caller passes
-  (:data:`IPCC_WORDS` and :data:`KENT_WORDS` are documented ones). Anything else is
-  unparsable and reported with its row, never guessed.
+  (:data:`IPCC_WORDS` and :data:`KENT_WORDS` are documented ones). Inside a longer
+  answer the statement is found by a ``pattern``, or by a named ``preset`` for the
+  prompt formats of the verbalised-confidence literature (:data:`VERBALIZED_PRESETS`).
+  Anything else is unparsable and reported with its row, never guessed.
 * :func:`sample_consistency`: the share of k sampled answers that agree with the majority
   answer (self-consistency), a confidence that needs no log-probabilities.
 """
@@ -43,6 +45,7 @@ from calib_frames.validation import (
 __all__ = [
     "IPCC_WORDS",
     "KENT_WORDS",
+    "VERBALIZED_PRESETS",
     "Skipped",
     "answer_confidence",
     "sample_consistency",
@@ -85,11 +88,57 @@ authors): the midpoint of each term's range (virtually certain 99–100 %, extre
 likely as not 33–66 %, unlikely 0–33 %, very unlikely 0–10 %, extremely unlikely 0–5 %,
 exceptionally unlikely 0–1 %)."""
 
+
+@dataclass(frozen=True)
+class VerbalizedPreset:
+    """Where a prompt format puts the confidence: a ``pattern`` and its bare-number ``scale``."""
+
+    pattern: str
+    scale: float
+    source: str
+
+
+VERBALIZED_PRESETS: dict[str, VerbalizedPreset] = {
+    "confidence": VerbalizedPreset(
+        r"(?im)\bconfidence(?:\s+(?:level|score))?\s*:\s*(.+?)\s*$",
+        1.0,
+        "'Confidence: 85%' (or 'Confidence level: 0.85') after the answer, up to the end of "
+        "its line ('Answer: B\\nConfidence: 85%'), the "
+        "verbalised-number format of Lin, Hilton & Evans (2022), 'Teaching models to "
+        "express their uncertainty in words'",
+    ),
+    "probability": VerbalizedPreset(
+        r"(?im)\bprobability\s*:\s*(.+?)\s*$",
+        1.0,
+        "'Probability: 0.85' after 'Guess: …', up to the end of its line, the Verb. 1S/2S "
+        "prompts of Tian et "
+        "al. (2023), 'Just ask for calibration'",
+    ),
+    "answer_and_confidence": VerbalizedPreset(
+        r"(?im)^\s*answer\s+and\s+confidence\s*(?:\(0\s*-\s*100\))?\s*:.*,\s*([^,\n]+?)\s*$",
+        100.0,
+        "'Answer and Confidence (0-100): B, 85%' (the confidence after the last comma; a "
+        "bare number is out of 100, as the prompt asks), the vanilla and CoT formats of "
+        "Xiong et al. (2024), 'Can LLMs express their uncertainty?'",
+    ),
+}
+"""Named prompt formats for :func:`verbalized_confidence` (``preset=``): each sets the
+``pattern`` that finds the confidence statement in the answer and the ``scale`` of a bare
+number; the statement is then parsed as any other (``85%``, ``0.85``, ``17/20``)."""
+
 _PREFIX = (
     r"^(?:(?:my\s+)?(?:confidence|certainty|probability)(?:\s+(?:level|score))?"
     r"\s*(?:[:=]|is)?\s*)?"
 )
-_NUMBER = r"(\d+(?:\.\d*)?|\.\d+)"
+_NUMBER = r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)"  # ASCII digits: others are mapped first
+# Arabic-Indic and Eastern Arabic-Indic (Persian, Urdu) digits, percent sign and decimal
+# separator, which NFKC leaves alone; the digits of other scripts stay unparsable
+_ARABIC = {
+    **{chr(0x0660 + d): str(d) for d in range(10)},
+    **{chr(0x06F0 + d): str(d) for d in range(10)},
+    "\u066a": "%",
+    "\u066b": ".",
+}
 # the working columns of sample_consistency
 _ANSWER, _GOLD, _GOLDS, _VOTES, _GOLD_VARIES = (
     working("answer"),
@@ -100,17 +149,43 @@ _ANSWER, _GOLD, _GOLDS, _VOTES, _GOLD_VARIES = (
 )
 
 
+def clean_text(text: pl.Expr) -> pl.Expr:
+    r"""Text as it is compared: NFKC, whitespace runs as one space, no invisible characters.
+
+    Unicode NFKC folds compatibility forms (fullwidth ``９０％`` → ``90%``, ligatures,
+    superscripts); every run of whitespace becomes one space; control characters (NUL,
+    escape, …) and format characters (zero-width space and joiners, the byte-order mark,
+    soft hyphen, direction marks: Unicode categories Cc and Cf) are removed. Leading and
+    trailing whitespace is kept (callers strip it).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.sources.text import clean_text
+    >>> pl.select(clean_text(pl.lit("９０％\u200b  sure\x00"))).item()
+    '90% sure'
+    """
+    return (
+        text.str.normalize("NFKC")
+        .str.replace_all(r"\s+", " ")
+        .str.replace_all(r"[\p{Cc}\p{Cf}]", "")
+    )
+
+
 def verbalized_confidence(
     text: pl.Expr,
     *,
     scale: float = 1.0,
     words: Mapping[str, float] | None = None,
     pattern: str | None = None,
+    preset: str | None = None,
 ) -> pl.Expr:
-    """An expression parsing a written confidence into [0, 1]; null when unparsable.
+    r"""An expression parsing a written confidence into [0, 1]; null when unparsable.
 
-    After lower-casing, trimming, dropping an optional label ("confidence:",
-    "my certainty is", ...) and trailing ``.``/``!``, the whole text must be one of:
+    After :func:`clean_text` (NFKC: fullwidth ``９０%`` reads as ``90%``; zero-width and
+    control characters removed), Arabic-Indic digits mapped to ASCII (``٩٠٪`` is 90 %),
+    lower-casing, trimming, dropping an optional label ("confidence:", "my certainty
+    is", ...) and trailing ``.``/``!``, the whole text must be one of:
 
     ============================  =====================================  ===========
     form                          example                                value
@@ -122,8 +197,8 @@ def verbalized_confidence(
     ============================  =====================================  ===========
 
     A value outside [0, 1] (``150%``, ``11/10``, ``90`` at ``scale=1``), a zero
-    denominator, several numbers, or any other text gives null. ``scale=100`` reads bare
-    numbers as percentages ("Confidence (0-100): 85").
+    denominator, several numbers, digits of other scripts, or any other text gives
+    null. ``scale=100`` reads bare numbers as percentages ("Confidence (0-100): 85").
 
     Parameters
     ----------
@@ -137,6 +212,12 @@ def verbalized_confidence(
         A regular expression whose first capture group is the confidence statement
         inside a longer answer, e.g. ``r"I am (.+?) sure"`` for "Red. I am 80% sure.";
         the text is null (unparsable) where it does not match.
+    preset
+        A named prompt format of :data:`VERBALIZED_PRESETS` instead of ``pattern`` and
+        ``scale``: ``"confidence"`` ("Answer: B\nConfidence: 85%", Lin et al. 2022),
+        ``"probability"`` ("Guess: Paris\nProbability: 0.85", Tian et al. 2023) or
+        ``"answer_and_confidence"`` ("Answer and Confidence (0-100): B, 85",
+        Xiong et al. 2024; bare numbers out of 100).
 
     Returns
     -------
@@ -146,8 +227,9 @@ def verbalized_confidence(
     Raises
     ------
     ArgumentError
-        ``scale`` not a positive number, a ``words`` value outside [0, 1], or a
-        ``pattern`` that is not a valid regular expression.
+        ``scale`` not a positive number, a ``words`` value outside [0, 1], a
+        ``pattern`` that is not a valid regular expression, an unknown ``preset``, or a
+        ``preset`` with ``pattern`` or a ``scale`` other than 1 (it sets both).
 
     Examples
     --------
@@ -160,7 +242,18 @@ def verbalized_confidence(
     >>> sure = verbalized_confidence(pl.col("t"), pattern=r"I am (.+?) sure")
     >>> answers.select(sure)["t"].to_list()
     [0.8, None]
+    >>> cot = pl.DataFrame({"t": ["Reasoning...\nAnswer: B\nConfidence: 85%", "Answer: C"]})
+    >>> cot.select(verbalized_confidence("t", preset="confidence"))["t"].to_list()
+    [0.85, None]
     """
+    if preset is not None:
+        if preset not in VERBALIZED_PRESETS:
+            raise ArgumentError(
+                f"preset= takes one of {sorted(VERBALIZED_PRESETS)}, got {preset!r}"
+            )
+        if pattern is not None or scale != 1.0:
+            raise ArgumentError("preset= sets the pattern and the scale: pass neither with it")
+        pattern, scale = VERBALIZED_PRESETS[preset].pattern, VERBALIZED_PRESETS[preset].scale
     if isinstance(text, str):
         text = pl.col(text)
     if not isinstance(text, pl.Expr):
@@ -184,8 +277,9 @@ def verbalized_confidence(
     if pattern is not None:
         text = text.str.extract(pattern, 1)
     t = (
-        text.str.to_lowercase()
-        .str.replace_all(r"\s+", " ")
+        clean_text(text)
+        .str.replace_many(list(_ARABIC), list(_ARABIC.values()))
+        .str.to_lowercase()
         .str.strip_chars()
         .str.replace(_PREFIX, "")
         .str.strip_chars_end(" .!")
@@ -231,6 +325,7 @@ def _parsed(
     scale: float,
     words: Mapping[str, float] | None,
     pattern: str | None,
+    preset: str | None,
 ) -> pl.LazyFrame:
     """``table`` with the parsed confidence of ``column`` as ``output`` (null: unparsable)."""
     lazy = as_lazy(table)
@@ -238,7 +333,9 @@ def _parsed(
     require_columns(schema, {"column": column})
     if schema[column] != pl.String:
         raise TableError(f"column {column!r} must be String, got {schema[column]}")
-    parsed = verbalized_confidence(pl.col(column), scale=scale, words=words, pattern=pattern)
+    parsed = verbalized_confidence(
+        pl.col(column), scale=scale, words=words, pattern=pattern, preset=preset
+    )
     return lazy.with_columns(parsed.alias(output))
 
 
@@ -250,12 +347,13 @@ def with_verbalized_confidence_skipping(
     scale: float = 1.0,
     words: Mapping[str, float] | None = None,
     pattern: str | None = None,
+    preset: str | None = None,
 ) -> Skipped[Frame]:
     """:func:`with_verbalized_confidence`, dropping the rows that do not parse and counting them.
 
     Parameters
     ----------
-    table, column, output, scale, words, pattern
+    table, column, output, scale, words, pattern, preset
         As :func:`with_verbalized_confidence`.
 
     Returns
@@ -280,7 +378,7 @@ def with_verbalized_confidence_skipping(
     (1, [0.8, 0.3])
     """
     parsed = _parsed(table, column=column, output=output, scale=scale, words=words,
-                     pattern=pattern)  # fmt: skip
+                     pattern=pattern, preset=preset)  # fmt: skip
     bad = parsed.select(pl.col(output).is_null().sum()).collect().item()
     kept = parsed.filter(pl.col(output).is_not_null())
     return Skipped(return_like(table, kept), int(bad))
@@ -296,6 +394,7 @@ def with_verbalized_confidence(
     scale: float = 1.0,
     words: Mapping[str, float] | None = None,
     pattern: str | None = None,
+    preset: str | None = None,
 ) -> Frame:
     """Add the parsed written confidence of ``column`` as ``output``; unparsable rows raise.
 
@@ -305,7 +404,7 @@ def with_verbalized_confidence(
         Frame with a String column of written confidences (called ``data`` until 0.2).
     column, output
         The input column and the name of the Float64 output column.
-    scale, words, pattern
+    scale, words, pattern, preset
         As :func:`verbalized_confidence`.
 
     Returns
@@ -333,7 +432,7 @@ def with_verbalized_confidence(
     [0.8, 0.3]
     """
     parsed = _parsed(table, column=column, output=output, scale=scale, words=words,
-                     pattern=pattern)  # fmt: skip
+                     pattern=pattern, preset=preset)  # fmt: skip
     row = "row" if "row" not in parsed.collect_schema() else working("row")
     unparsable = working("unparsable")
     marked = parsed.with_row_index(row).with_columns(pl.col(output).is_null().alias(unparsable))
@@ -458,8 +557,9 @@ def sample_consistency(
     by
         The columns that identify a question (model, task, question id, ...).
     normalize
-        For String (or Categorical) answers: compare after lower-casing, trimming and
-        collapsing whitespace.
+        For String (or Categorical) answers: compare after :func:`clean_text` (NFKC,
+        whitespace collapsed, zero-width and control characters removed), trimming and
+        lower-casing.
 
     Returns
     -------
@@ -518,7 +618,7 @@ def sample_consistency(
         if isinstance(schema[name], pl.Categorical | pl.Enum):
             expr = expr.cast(pl.String)  # compared (and normalised) as the text they hold
         if normalize and isinstance(schema[name], pl.String | pl.Categorical | pl.Enum):
-            expr = expr.str.replace_all(r"\s+", " ").str.strip_chars().str.to_lowercase()
+            expr = clean_text(expr).str.strip_chars().str.to_lowercase()
         return expr
 
     prepared = lazy.select(

@@ -205,7 +205,7 @@ def test_bench_estimators_quick(tmp_path: Path) -> None:
     proc = run("bench_estimators", "--quick", "--json", str(out))
     assert all(c["ok"] for c in checks_of(out))
     runs = json.loads(out.read_text())["runs"]
-    assert [r["pair"] for r in runs] == ["smooth", "corp", "isotonic", "bins"]
+    assert [r["pair"] for r in runs] == ["smooth", "corp", "isotonic", "bins", "selective", "helm"]
     for r in runs:  # each pair cross-checked, or its peer's library reported missing
         assert r["checks"] or "skipping" in proc.stdout
     assert "cross-check ok" in proc.stdout
@@ -259,8 +259,9 @@ def test_bench_sources_quick(tmp_path: Path) -> None:
     out = tmp_path / "sources.json"
     proc = run("bench_sources", "--quick", "--json", str(out), module=True)
     checks = checks_of(out)
-    assert len(checks) == 3 and all(c["ok"] for c in checks)
-    assert all(len(c["diffs"]) >= 4 for c in checks)  # every field compared
+    assert len(checks) == 6 and all(c["ok"] for c in checks)
+    # every field compared: choice (x2), lm-eval, inspect_ai, HELM, lighteval
+    assert [len(c["diffs"]) for c in checks] == [4, 4, 5, 2, 3, 4]
     assert "cross-check ok" in proc.stdout
 
 

@@ -311,6 +311,8 @@ def test_report_writes_intervals_html_and_charts(tmp_path: Path) -> None:
     assert "https://" not in html.split("Content-Security-Policy", 1)[0]
     pngs = sorted(p.name for p in out.glob("*.png"))
     assert "reliability_diagrams.png" in pngs
+    assert "risk_coverage_curves.png" in pngs
+    assert "Risk–coverage curves" in html
     for png in out.glob("*.png"):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

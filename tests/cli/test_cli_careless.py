@@ -6,7 +6,13 @@ In-process (``calib_frames.cli.main``), so the file stays fast.
 
 from __future__ import annotations
 
+import gzip
+import json
+import os
+import re
 import shutil
+import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import polars as pl
@@ -251,7 +257,7 @@ def test_stats_outputs_must_be_parquet(
 def test_lm_eval_folders_with_spark(capsys: pytest.CaptureFixture[str]) -> None:
     """Spark was handed the raw samples/results JSON: 'reads inputs of one format at a time'."""
     line = error_of(capsys, 2, "compare", LM_EVAL, "--engine", "spark")
-    assert "lm-eval folders are read by polars" in line
+    assert "lm-eval logs are read by polars" in line
 
 
 @pytest.mark.parametrize(
@@ -265,3 +271,150 @@ def test_token_flags_without_token_files_are_a_usage_error(
     predictions = Path(__file__).resolve().parents[2] / "data" / "synthetic_predictions.parquet"
     assert cli_main(["compare", str(predictions), *flag]) == 2
     assert "--token-file" in capsys.readouterr().err
+
+
+# --- statistics files whose metadata lies; writes the system refuses ----------------------
+
+
+def _stats_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> Path:
+    """A model × task statistics file written by `calib-frames stats`."""
+    rows = tmp_path / "p.csv"
+    rows.write_text(
+        "model,task,confidence,correct\n"
+        + "".join(f"{m},{t},0.{k + 1},{k % 2}\n" for m in "ab" for t in "xyz" for k in range(8))
+    )
+    out = tmp_path / "s.parquet"
+    status, _, err = run(capsys, "stats", rows, "--by", "model,task", "--out", out)
+    assert status == 0, err
+    return out
+
+
+def _edit_metadata(path: Path, field: str, value: str) -> None:
+    metadata = pl.read_parquet_metadata(path)
+    metadata[f"calib_frames.{field}"] = value
+    pl.read_parquet(path).write_parquet(path, metadata=metadata)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("keys", '["model"]', r"recorded keys \['model'\] do not match the columns"),
+        ("keys", "{not json", "calib_frames.keys is not valid JSON"),
+        ("binning", '{"kind": "uniform", "n_bins": 5}', "does not hold the table's bins"),
+        ("binning", "[1]", "is not a binning description"),
+        ("table", "nll_sums", "the metadata says a 'nll_sums' table"),
+    ],
+)
+def test_statistics_metadata_that_does_not_describe_the_table(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, field: str, value: str, problem: str
+) -> None:
+    """A hand-edited keys=["model"] on a model × task table rolled up to 2 rows, silently;
+    metadata that is not JSON was a json.JSONDecodeError traceback (merge)."""
+    stats = _stats_file(capsys, tmp_path)
+    assert cf.read_statistics(stats).keys == ["model", "task"]
+    _edit_metadata(stats, field, value)
+    for command in (
+        ["report", "--from-stats", stats, "--out", tmp_path / "rep"],
+        ["merge", stats, "--out", tmp_path / "m.parquet"],
+    ):
+        line = error_of(capsys, 1, *command)
+        assert re.search(problem, line), line
+    assert not (tmp_path / "m.parquet").exists()
+
+
+def test_output_where_no_file_can_be_created(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """An output folder the system refuses gave an OSError traceback (compare --output)."""
+    rows = tmp_path / "p.csv"
+    rows.write_text("confidence,correct\n0.5,true\n")
+    line = error_of(capsys, 1, "compare", rows, "--output", "/proc/c.csv")
+    assert line.endswith("/proc/c.csv: No such file or directory")
+
+
+@pytest.fixture
+def mounted(tmp_path: Path) -> Iterator[Callable[[str], Path]]:
+    """Mount small tmpfs folders (root only, else the test is skipped): options → folder."""
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a tmpfs needs root")
+    folders: list[Path] = []
+
+    def mount(options: str) -> Path:
+        folder = tmp_path / f"mnt{len(folders)}"
+        folder.mkdir()
+        command = ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)]
+        done = subprocess.run(command, check=False)
+        if done.returncode:
+            pytest.skip("cannot mount a tmpfs here")
+        folders.append(folder)
+        return folder
+
+    yield mount
+    for folder in folders:
+        subprocess.run(["umount", str(folder)], check=False)
+
+
+def test_disk_full_and_read_only_outputs(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, mounted: Callable[[str], Path]
+) -> None:
+    """Disk full (OSError 28 in polars) and read-only folders were tracebacks.
+
+    Root only: a 64 KiB tmpfs almost filled, and a read-only tmpfs (skipped otherwise).
+    """
+    rows = tmp_path / "p.csv"
+    rows.write_text("confidence,correct\n" + "0.5,true\n0.7,false\n" * 50)
+    full = mounted("size=64k")
+    (full / "filler").write_bytes(b"\0" * 60_000)
+    read_only = mounted("ro,size=64k")
+    for folder, reason in ((full, "No space left on device"), (read_only, "Read-only file system")):
+        for command in (
+            ["stats", rows, "--out", folder / "s.parquet"],
+            ["report", rows, "--out", folder / "rep"],
+            ["compare", rows, "--output", folder / "c.parquet"],
+        ):
+            assert error_of(capsys, 1, *command).endswith(reason)
+    assert sorted(p.name for p in full.iterdir()) == ["filler", "rep"]  # no temporary file left
+
+
+def test_compressed_inputs_need_no_format(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """.csv.gz and .jsonl.gz needed --format (the inner format is in the name)."""
+    plain = "model,confidence,correct\na,0.9,true\na,0.6,false\nb,0.8,true\n"
+    csv = tmp_path / "p.csv.gz"
+    csv.write_bytes(gzip.compress(plain.encode()))
+    records = [{"model": m, "confidence": c, "correct": y} for m, c, y in
+               [("a", 0.9, True), ("a", 0.6, False), ("b", 0.8, True)]]  # fmt: skip
+    jsonl = tmp_path / "p.jsonl.gz"
+    jsonl.write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in records).encode()))
+    outputs = []
+    for source in (csv, jsonl):
+        out = tmp_path / f"{source.name}.parquet"
+        status, _, err = run(capsys, "compare", source, "--by", "model", "--output", out)
+        assert status == 0, err
+        outputs.append(pl.read_parquet(out))
+    assert outputs[0].equals(outputs[1])
+    assert outputs[0]["count"].to_list() == [2, 1]
+
+
+def test_markdown_cells_with_line_breaks(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A model name holding a newline broke its row in comparison.md."""
+    rows = tmp_path / "p.jsonl"
+    names = ["line\nbreak", "pipe|name", "=HYPERLINK(1)"]
+    rows.write_text(
+        "".join(json.dumps({"model": m, "confidence": 0.7, "correct": True}) + "\n" for m in names)
+    )
+    md = tmp_path / "c.md"
+    status, _, err = run(capsys, "compare", rows, "--by", "model", "--output", md)
+    assert status == 0, err
+    lines = md.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 2 + len(names)  # header, rule, one line per model
+    assert any(line.startswith("| line<br>break |") for line in lines)
+    assert any(line.startswith("| pipe\\|name |") for line in lines)
+    # CSV keeps names verbatim (documented): a formula-like name round-trips
+    csv = tmp_path / "c.csv"
+    status, _, err = run(capsys, "compare", rows, "--by", "model", "--output", csv)
+    assert status == 0, err
+    assert sorted(pl.read_csv(csv)["model"].to_list()) == sorted(names)

@@ -94,6 +94,10 @@ EXPECTED: dict[str, list[str]] = {
     ],
     "compare_models.ipynb": ["All model-comparison checks passed.\n"],
     "recalibration.ipynb": ["fitted T = ", "All recalibration checks passed.\n"],
+    "inspect_ai_leaderboard.ipynb": [
+        "inspect's accuracy reproduced for 8 (model, task, scorer) groups",
+        "All inspect_ai leaderboard checks passed.\n",
+    ],
 }
 
 

@@ -8,13 +8,16 @@ result or raise the package's own error with a clear message.
 from __future__ import annotations
 
 import math
+import warnings
 
+import numpy as np
 import polars as pl
 import pytest
 from factories import prediction_rows
 
+import calib_frames as cf
 import calib_frames.estimators as E
-from calib_frames.exceptions import ArgumentError, TableError
+from calib_frames.exceptions import ArgumentError, DataError, TableError
 
 
 @pytest.fixture(scope="module")
@@ -149,3 +152,77 @@ def test_key_named_like_an_interval_column(preds: pl.DataFrame, resample: str) -
     frame = preds.rename({"model": "ece_ci_low"})
     with pytest.raises(TableError, match=r"\['ece_ci_low'\] clash with output columns"):
         E.calibration_intervals(frame, by="ece_ci_low", replicates=5, resample=resample)  # type: ignore[arg-type]
+
+
+# --- smooth ECE with weights ------------------------------------------------------------
+
+
+def test_smooth_ece_unit_weights_change_nothing(preds: pl.DataFrame) -> None:
+    """smooth_ece(..., weight=) was a TypeError (smooth ECE took no weights)."""
+    from calib_frames.estimators.smooth import smooth_ece, smooth_reliability_curve
+
+    ones = preds.with_columns(w=pl.lit(1.0))
+    assert smooth_ece(ones, by="model", weight="w").equals(smooth_ece(preds, by="model"))
+    curve = smooth_reliability_curve(ones, by="model", weight="w")
+    assert curve.equals(smooth_reliability_curve(preds, by="model"))
+    relplot = pytest.importorskip("relplot")
+    one = preds.filter(pl.col("model") == "a")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = relplot.smECE(
+            one["confidence"].to_numpy(), one["correct"].cast(pl.Float64).to_numpy()
+        )
+    got = smooth_ece(ones.filter(pl.col("model") == "a"), weight="w")["smooth_ece"].item()
+    assert got == pytest.approx(float(want), rel=1e-12)
+
+
+def test_smooth_ece_weight_two_is_a_repeated_row(preds: pl.DataFrame) -> None:
+    from calib_frames.estimators.smooth import smooth_ece, smooth_reliability_curve
+
+    times = pl.Series("w", [1 + i % 3 for i in range(preds.height)])
+    weighted = preds.with_columns(times.cast(pl.Float64))
+    repeated = weighted.select(pl.all().repeat_by("w").explode()).drop("w")
+    for function in (smooth_ece, smooth_reliability_curve):
+        got = function(weighted, by="model", weight="w")
+        want = function(repeated, by="model")
+        value = "smooth_ece" if function is smooth_ece else "y"
+        assert got[value].to_numpy() == pytest.approx(want[value].to_numpy(), rel=1e-12)
+    # the weighted fit is not the unweighted one: the weights matter
+    plain = smooth_ece(preds, by="model")["smooth_ece"].to_numpy()
+    assert not np.allclose(smooth_ece(weighted, by="model", weight="w")["smooth_ece"], plain)
+    with pytest.raises(DataError, match="'w'"):
+        smooth_ece(weighted.with_columns(w=pl.lit(0.0)), weight="w")
+
+
+@pytest.mark.parametrize("resample", ["bins", "rows"])
+def test_bootstrap_that_would_not_fit_in_memory(preds: pl.DataFrame, resample: str) -> None:
+    """replicates=10**7 on 500 rows was killed for memory (29.8 GiB for the bin draws)."""
+    with pytest.raises(ArgumentError, match=r"about [\d.,]+ GiB .* over the 8 GiB limit"):
+        E.calibration_intervals(preds, replicates=10**7, resample=resample)  # type: ignore[arg-type]
+    with pytest.raises(ArgumentError, match="10,000,000 replicates"):
+        E.calibration_intervals(preds.lazy(), replicates=10**7, resample=resample).collect()  # type: ignore[arg-type]
+    table = cf.bin_statistics(preds, by="model")
+    with pytest.raises(ArgumentError, match=r"2 groups × 10 bins × 10,000,000 replicates"):
+        E.intervals_from_bin_statistics(table, replicates=10**7)
+
+
+def test_perplexity_bootstrap_that_would_not_fit_in_memory() -> None:
+    """replicates=10**8 for perplexity allocated (groups, replicates, 2) arrays: MemoryError."""
+    losses = pl.DataFrame({"model": ["a", "b"] * 50, "nll": 1.5, "tokens": 10})
+    with pytest.raises(ArgumentError, match=r"2 groups × 100,000,000 replicates"):
+        E.perplexity_intervals(losses, tokens="tokens", by="model", replicates=10**8)
+
+
+def test_noise_floor_that_would_not_fit_in_memory(preds: pl.DataFrame) -> None:
+    """replicates=10**8 for the noise floor was a MemoryError (2 × 1e8 × 10 int64 draws)."""
+    with pytest.raises(ArgumentError, match=r"2 groups × 10 bins × 100,000,000 replicates"):
+        E.calibration_noise_floor(preds, by="model", replicates=10**8)
+
+
+def test_paired_comparison_that_would_not_fit_in_memory() -> None:
+    """replicates=10**9 was a MemoryError (663 GiB for one pair's multinomial draws)."""
+    frame = prediction_rows(0, 200, items=100).with_columns(
+        item=pl.int_range(pl.len()).over("model")
+    )
+    with pytest.raises(ArgumentError, match=r"cells of one model pair × 1,000,000,001 replicates"):
+        E.paired_comparison(frame, model="model", item="item", replicates=10**9)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import polars as pl
 import pytest
 
@@ -67,3 +69,15 @@ def test_paired_significance_infinite_metric() -> None:
     )
     with pytest.raises(DataError, match=r"'ndcg@10': 1 of 2 rows is infinite, null or NaN"):
         ranking.paired_significance(per_query, replicates=10)
+
+
+@pytest.mark.parametrize("method", ["permutation", "bootstrap"])
+def test_paired_significance_without_shared_queries_warns_nothing(method: str) -> None:
+    """Two models with no query in common printed numpy's RuntimeWarning (invalid divide)."""
+    per_query = pl.DataFrame(
+        {"model": ["a", "a", "b", "b"], "query": ["q1", "q2", "q3", "q4"], "ndcg@10": 0.5}
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = ranking.paired_significance(per_query, method=method)  # type: ignore[arg-type]
+    assert out.select("queries", "difference", "p_value").rows() == [(0, None, None)]

@@ -166,7 +166,7 @@ def test_temperature_options_matches_scipy_and_keeps_argmax() -> None:
     np.testing.assert_allclose(sums["recalibrated"].to_numpy(), 1.0, rtol=1e-12)
     top = top_option(applied, by="model")
     assert top.height == 400
-    metrics = recalibration_metrics(top, by="model")
+    metrics = recalibration_metrics(top, by="model", in_sample=True)
     np.testing.assert_array_equal(metrics["accuracy_before"], metrics["accuracy_after"])
     assert (metrics["log_loss_after"] <= metrics["log_loss_before"] + 1e-12).all()
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 import pytest
 from factories import prediction_rows
@@ -161,3 +163,97 @@ def test_invalid_rows_are_named_by_the_users_columns(preds: pl.DataFrame, method
     bad_y = preds.with_columns(correct=pl.when(pl.int_range(pl.len()) == 3).then(2).otherwise(1))
     with pytest.raises(DataError, match=r"column 'correct': 1 of 240 rows is not boolean or 0/1"):
         fit(bad_y, by="model")
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_two_call_route_on_the_fit_rows_is_in_sample(preds: pl.DataFrame, method: str) -> None:
+    # fit_*(df) then apply_*(df) used to label the fit rows in_sample=False, and
+    # recalibration_metrics scored them as held-out (after-ECE 0.1167, in-sample)
+    fit, apply = getattr(R, f"fit_{method}"), getattr(R, f"apply_{method}")
+    params = fit(preds, by="model")
+    assert params["fit_fingerprint"].null_count() == 0
+    assert apply(preds, params)["in_sample"].all()
+    shuffled = apply(preds.sample(fraction=1.0, shuffle=True, seed=3).lazy(), params).collect()
+    assert shuffled["in_sample"].all()  # the same rows in another order
+    with pytest.raises(DataError, match="240 of 240 rows are in-sample"):
+        R.recalibration_metrics(apply(preds, params), by="model")
+    scored = R.recalibration_metrics(apply(preds, params), by="model", in_sample=True)
+    assert scored["in_sample"].all()
+    # other rows of one group: that group is held out, the other still in-sample
+    moved = pl.when(pl.col("model") == "a").then(pl.col("confidence") * 0.999)
+    mixed = apply(preds.with_columns(moved.otherwise(pl.col("confidence"))), params)
+    assert mixed.group_by("model").agg(pl.col("in_sample").all()).sort("model").rows() == [
+        ("a", False),
+        ("b", True),
+    ]
+    assert R.recalibration_metrics(mixed, by="model")["model"].to_list() == ["a"]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_fit_on_one_frame_applied_to_another_is_held_out(preds: pl.DataFrame, method: str) -> None:
+    fit, apply = getattr(R, f"fit_{method}"), getattr(R, f"apply_{method}")
+    train, test = preds.filter(pl.col("split") == "fit"), preds.filter(pl.col("split") == "test")
+    params = fit(train)
+    assert not apply(test, params)["in_sample"].any()
+    assert R.recalibration_metrics(apply(test, params))["count"].item() == test.height
+    # the other schemes label their own fit rows, so they carry no fingerprint
+    assert (
+        fit(preds, split="split")["fit_fingerprint"].null_count()
+        == fit(preds, split="split").height
+    )
+
+
+def test_two_call_route_on_the_fit_options_is_in_sample() -> None:
+    options = pl.DataFrame(
+        {
+            "question": [1, 1, 2, 2, 3, 3],
+            "loglik": [-0.1, -2.0, -1.0, -0.5, -0.3, -0.2],
+            "is_gold": [True, False, True, False, False, True],
+        }
+    )
+    params = R.fit_temperature(options, kind="options")
+    assert R.apply_temperature(options, params, kind="options")["in_sample"].all()
+    other = options.with_columns(pl.col("loglik") - 1.0)
+    assert not R.apply_temperature(other, params, kind="options")["in_sample"].any()
+
+
+@pytest.mark.parametrize(
+    ("confidence", "correct"),
+    [
+        ([0.2, 0.3, 0.7, 0.8], [0, 0, 1, 1]),  # complete separation: slope 59, NLL 7e-29
+        ([0.2, 0.5, 0.5, 0.8], [0, 0, 1, 1]),  # quasi-complete: the classes touch at 0.5
+        ([0.2, 0.3, 0.7, 0.8], [1, 1, 0, 0]),  # separated the other way round
+    ],
+)
+def test_platt_on_separable_classes_is_not_converged(
+    confidence: list[float], correct: list[int]
+) -> None:
+    """fit_platt reported converged=True where no maximum-likelihood fit exists."""
+    frame = pl.DataFrame({"confidence": confidence, "correct": correct, "model": "s"})
+    mixed = pl.DataFrame(
+        {"confidence": [0.2, 0.3, 0.7, 0.8, 0.75], "correct": [0, 0, 1, 1, 0], "model": "m"}
+    )
+    params = R.fit_platt(pl.concat([frame, mixed]), by="model").sort("model")
+    assert params.select("model", "converged").rows() == [("m", True), ("s", False)]
+    # a wrong row of weight 0 does not undo the separation; Platt's targets do
+    weighted = frame.vstack(pl.DataFrame({"confidence": [0.9], "correct": [0], "model": "s"}))
+    weights = weighted.with_columns(w=pl.Series([1.0] * len(confidence) + [0.0]))
+    assert R.fit_platt(weights, weight="w")["converged"].to_list() == [False]
+    assert R.fit_platt(frame, smoothing=True)["converged"].to_list() == [True]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_fingerprint_of_a_saved_or_edited_table(
+    preds: pl.DataFrame, method: str, tmp_path: Path
+) -> None:
+    """A fit_fingerprint of text (an edited table) was polars' ComputeError at collection."""
+    fit, apply = getattr(R, f"fit_{method}"), getattr(R, f"apply_{method}")
+    params = fit(preds, by="model")
+    params.write_csv(tmp_path / "p.csv")
+    back = pl.read_csv(tmp_path / "p.csv")  # the UInt64 comes back as Int128
+    assert apply(preds, back)["in_sample"].all()
+    text = params.with_columns(pl.col("fit_fingerprint").cast(pl.String))
+    with pytest.raises(TableError, match=r"'fit_fingerprint' .* must hold integers"):
+        apply(preds, text)
+    # without the column (a table written by hand) nothing is recognised
+    assert not apply(preds, params.drop("fit_fingerprint"))["in_sample"].any()

@@ -207,3 +207,23 @@ def test_report_charts_follow_the_tables(tables: dict[str, pl.DataFrame]) -> Non
     ]
     lazy = report_charts(tables["metrics"].lazy(), bin_statistics=tables["stats"].lazy())
     assert [t for t, _, _ in lazy][-1] == "Brier decomposition"  # no perplexity: no chart
+
+
+def test_report_shows_risk_coverage_curves_from_a_selective_table(
+    tables: dict[str, pl.DataFrame],
+) -> None:
+    from calib_frames.report import report_charts
+
+    predictions = pl.read_parquet(ROOT / "data" / "synthetic_predictions.parquet")
+    curve = cf.selective_curve(predictions, by=["model", "task"], points=50)
+    charts = report_charts(tables["metrics"], bin_statistics=tables["stats"], selective=curve)
+    title, _, chart = charts[-1]
+    assert title == "Risk–coverage curves"
+    spec = chart.to_dict()
+    assert spec["facet"]["field"] and spec["spec"]["encoding"]["y"]["field"] == "risk"
+    # one colour per model, one panel per task
+    (values,) = spec["datasets"].values()
+    assert {row["model"] for row in values} == set(predictions["model"])
+    page = report_html(tables["metrics"], bin_statistics=tables["stats"], selective=curve)
+    assert "<h2>Risk–coverage curves</h2>" in page
+    assert "Risk–coverage" not in report_html(tables["metrics"], bin_statistics=tables["stats"])

@@ -150,6 +150,83 @@ def test_openai_choices_logged_without_logprobs(tmp_path: Path) -> None:
     assert part["confidence"].equals(whole["confidence"])
 
 
+@pytest.mark.parametrize("choices", [[], None, "missing"])
+def test_openai_response_without_choices(tmp_path: Path, choices: object) -> None:
+    """A response with "choices": [] was dropped silently (49 of 50 answers, no count)."""
+    records = [json.loads(line) for line in RESPONSES.read_text().splitlines()]
+    if choices == "missing":
+        del records[3]["choices"]
+    else:
+        records[3]["choices"] = choices
+    file = tmp_path / "r.jsonl"
+    file.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    for read in (
+        sources.scan_openai_choices,
+        sources.scan_openai_tokens,
+        sources.openai_answer_confidence,
+    ):
+        with pytest.raises(ReadError, match=r"r.jsonl, line 4: a response without choices"):
+            read(file).collect()  # type: ignore[operator]
+
+
+_TOP = pl.List(pl.Struct({"token": pl.String, "logprob": pl.Float64, "bytes": pl.List(pl.Int64)}))
+
+
+def _tokens(tokens: list[str], top: list[list[dict[str, object]]]) -> pl.DataFrame:
+    n = len(tokens)
+    return pl.DataFrame(
+        {
+            "file": "f",
+            "line": 1,
+            "custom_id": None,
+            "id": "r",
+            "model": "m",
+            "choice": 0,
+            "position": list(range(n)),
+            "token": tokens,
+            "logprob": [-0.2] * n,
+            "nll": [0.2] * n,
+            "bytes": [1] * n,
+            "top_logprobs": top,
+        },
+        schema_overrides={"custom_id": pl.String, "top_logprobs": _TOP},
+    )
+
+
+def test_openai_answer_logged_without_alternatives() -> None:
+    """top_logprobs: [] gave top_mass = -0.0 (a probability mass of nothing), not null."""
+    out = sources.openai_answer_confidence(_tokens(["B"], [[]]))
+    assert out["alternatives"].to_list() == [[]]
+    assert out["top_mass"].to_list() == [None]
+
+
+@pytest.mark.parametrize("token", ["B\u200b", "\x00B", "\ufeffB", " Ｂ", "B\u2060\n"])
+def test_openai_answer_with_invisible_characters(token: str) -> None:
+    """Zero-width characters or NUL were kept: "B\u200b" != "B" when graded."""
+    top = [{"token": token, "logprob": -0.2, "bytes": None}]
+    out = sources.openai_answer_confidence(_tokens(["\u200b", token], [[], top]))
+    assert out.select("answer", "position", "alternatives").rows() == [("B", 1, ["B"])]
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("٩٠%", 0.9),  # Arabic-Indic digits
+        ("۹۰٪", 0.9),  # Eastern Arabic-Indic digits, Arabic percent sign
+        ("٠٫٧٥", 0.75),  # Arabic decimal separator
+        ("９０%", 0.9),  # fullwidth digits (NFKC)
+        ("９０％", 0.9),
+        ("9\u200b0%", 0.9),  # a zero-width space
+        ("९०%", None),  # Devanagari digits: unparsable, null as other text
+        ("²/₃", 2 / 3),  # NFKC folds super- and subscripts
+    ],
+)
+def test_verbalized_confidence_in_other_digits(text: str, value: float | None) -> None:
+    """Arabic-Indic or fullwidth digits raised polars' InvalidOperationError."""
+    frame = pl.DataFrame({"t": [text]})
+    assert frame.select(sources.verbalized_confidence("t"))["t"].to_list() == [value]
+
+
 # --- lm-eval ----------------------------------------------------------------------------
 
 
@@ -286,3 +363,95 @@ def test_lm_eval_comparison_unknown_filter(name: object) -> None:
     """filter='nope' gave every *_lm_eval column null, silently."""
     with pytest.raises(ArgumentError, match=r"filter= .*\['none'\]"):
         comparison.lm_eval_comparison(LM_EVAL, filter=name)  # type: ignore[arg-type]
+
+
+def _edited_sample(tmp_path: Path, pattern: str, edit: object, line: int = 4) -> Path:
+    """A copy of the tiny-gpt2-m run whose ``pattern`` samples file has one record edited."""
+    folder = tmp_path / "run"
+    shutil.copytree(LM_EVAL / "calib__tiny-gpt2-m", folder)
+    samples = next(folder.glob(pattern))
+    lines = samples.read_text().splitlines()
+    record = json.loads(lines[line])
+    edit(record)  # type: ignore[operator]
+    lines[line] = json.dumps(record)
+    samples.write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def test_lm_eval_sample_with_fewer_responses_than_options(tmp_path: Path) -> None:
+    """Three responses for four choices were read as a 3-option question (acc 0.7133 → 0.7067)."""
+
+    def drop_one(record: dict[str, object]) -> None:
+        for field in ("resps", "filtered_resps"):
+            record[field] = record[field][:3]  # type: ignore[index]
+
+    folder = _edited_sample(tmp_path, "samples_calib_colors_*.jsonl", drop_one)
+    with pytest.raises(
+        ReadError,
+        match=r"colors_.*\.jsonl, line 5: filtered_resps does not hold one response "
+        r"per request .*\(3 responses for 4 requests\)",
+    ):
+        sources.scan_lm_eval_options(folder).collect()
+
+
+@pytest.mark.parametrize("how", ["missing", "null", "both missing"])
+def test_lm_eval_sample_without_filtered_resps(tmp_path: Path, how: str) -> None:
+    """No filtered_resps gave polars' ShapeError (exploded columns ... matching counts)."""
+
+    def edit(record: dict[str, object]) -> None:
+        if how == "null":
+            record["filtered_resps"] = None
+        else:
+            del record["filtered_resps"]
+            if how == "both missing":
+                del record["resps"]
+
+    folder = _edited_sample(tmp_path, "samples_calib_colors_*.jsonl", edit)
+    with pytest.raises(ReadError, match=r"colors_.*\.jsonl, line 5: no filtered_resps"):
+        sources.scan_lm_eval_options(folder).collect()
+    folder = _edited_sample(tmp_path / "ppl", "samples_calib_ppl_*.jsonl", edit)
+    with pytest.raises(ReadError, match=r"ppl_.*\.jsonl, line 5: no filtered_resps"):
+        sources.scan_lm_eval_documents(folder).collect()
+
+
+def test_lm_eval_samples_file_with_a_bom(tmp_path: Path) -> None:
+    """A byte-order mark showed polars' InternalError(TapeError) in the message."""
+    folder = tmp_path / "run"
+    shutil.copytree(LM_EVAL / "calib__tiny-gpt2-m", folder)
+    samples = next(folder.glob("samples_calib_colors_*.jsonl"))
+    samples.write_bytes(b"\xef\xbb\xbf" + samples.read_bytes())
+    with pytest.raises(
+        ReadError, match=r"line 1: the file starts with a UTF-8 byte-order mark"
+    ) as info:
+        sources.scan_lm_eval_options(folder).collect()
+    assert "TapeError" not in str(info.value)
+    plain = tmp_path / "p.jsonl"
+    plain.write_bytes(b'\xef\xbb\xbf{"confidence": 0.5, "correct": true}\n')
+    with pytest.raises(ReadError, match=r"p.jsonl, line 1: the file starts with a UTF-8 byte"):
+        sources.scan_predictions(plain).collect()
+
+
+def test_sample_consistency_answers_with_invisible_characters() -> None:
+    """ "Paris\\u200b" and "ｐａｒｉｓ" were other answers than "Paris" (raw comparison)."""
+    samples = pl.DataFrame(
+        {"question": 1, "answer": ["Paris", "Paris\u200b", "ｐａｒｉｓ", "\x00paris ", "Rome"]}
+    )
+    out = sources.sample_consistency(samples, by="question")
+    assert out["consistency"].to_list() == [0.8]
+    raw = sources.sample_consistency(samples, by="question", normalize=False)
+    assert raw["consistency"].to_list() == [0.2]
+
+
+def test_openai_batch_request_that_failed(tmp_path: Path) -> None:
+    """A failed Batch API request (response null) was dropped with no count."""
+    body = json.loads(RESPONSES.read_text().splitlines()[0])
+    records = [
+        {"custom_id": "a", "response": {"status_code": 200, "body": body}},
+        {"custom_id": "b", "response": None, "error": {"code": "x", "message": "failed"}},
+    ]
+    file = tmp_path / "batch.jsonl"
+    file.write_text("".join(json.dumps(r) + "\n" for r in records))
+    with pytest.raises(
+        ReadError, match=r"batch.jsonl, line 2: a response without choices .*\(a Batch API request"
+    ):
+        sources.openai_answer_confidence(file).collect()  # type: ignore[union-attr]

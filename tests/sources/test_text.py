@@ -15,6 +15,7 @@ from calib_frames.exceptions import ArgumentError, DataError, TableError
 from calib_frames.sources import (
     IPCC_WORDS,
     KENT_WORDS,
+    VERBALIZED_PRESETS,
     Skipped,
     answer_confidence,
     sample_consistency,
@@ -210,3 +211,66 @@ def test_pattern_extracts_the_statement_from_a_longer_answer() -> None:
     df = pl.DataFrame({"response": texts[:2]})
     out = with_verbalized_confidence(df, pattern=r"(?i)I am (.+?) sure")
     assert out["confidence"].to_list() == [0.8, 0.6]
+
+
+# ---- named prompt formats (VERBALIZED_PRESETS) -------------------------------------------
+
+PRESET_CASES = {
+    "confidence": [
+        ("Answer: B\nConfidence: 85%", 0.85),  # Lin et al. 2022
+        ("The capital is Paris.\nConfidence level: 0.7.", 0.7),
+        ("Answer: 897 Confidence: 61%", 0.61),  # on the answer's line
+        ("Answer: B\nConfidence: 85", None),  # a bare 85 is not a probability at scale 1
+        ("Answer: B", None),
+    ],
+    "probability": [
+        ("Guess: Paris\nProbability: 0.85", 0.85),  # Tian et al. 2023, Verb. 1S
+        ("Probability: 0.3", 0.3),  # Verb. 2S: the probability alone
+        ("Guess: Paris\nProbability: high", None),
+    ],
+    "answer_and_confidence": [
+        ("Answer and Confidence (0-100): B, 85%", 0.85),  # Xiong et al. 2024, vanilla
+        ("Explanation: 3 + 4 = 7.\nAnswer and Confidence (0-100): 7, 90", 0.9),  # CoT
+        ("Answer and Confidence (0-100): Paris, France, 60%", 0.6),  # the last comma
+        ("Answer and Confidence (0-100): B", None),  # no confidence given
+    ],
+}
+
+
+@pytest.mark.parametrize("preset", sorted(PRESET_CASES))
+def test_verbalized_presets_find_the_confidence(preset: str) -> None:
+    texts, expected = zip(*PRESET_CASES[preset], strict=True)
+    frame = pl.DataFrame({"t": list(texts)})
+    got = frame.select(verbalized_confidence("t", preset=preset))["t"].to_list()
+    assert got == list(expected)
+
+
+def test_a_preset_is_its_pattern_and_scale() -> None:
+    frame = pl.DataFrame({"t": [text for cases in PRESET_CASES.values() for text, _ in cases]})
+    for name, preset in VERBALIZED_PRESETS.items():
+        by_name = frame.select(verbalized_confidence("t", preset=name))
+        by_hand = frame.select(
+            verbalized_confidence("t", pattern=preset.pattern, scale=preset.scale)
+        )
+        assert by_name.equals(by_hand)
+
+
+def test_presets_through_with_verbalized_confidence() -> None:
+    frame = pl.DataFrame({"response": ["Answer: B\nConfidence: 85%", "Answer: C"]})
+    skipped = with_verbalized_confidence_skipping(frame, preset="confidence")
+    assert skipped.skipped == 1 and skipped.frame["confidence"].to_list() == [0.85]
+    with pytest.raises(DataError, match="1 "):
+        with_verbalized_confidence(frame.lazy(), preset="confidence").collect()
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"preset": "nope"},
+        {"preset": "confidence", "pattern": "(.*)"},
+        {"preset": "confidence", "scale": 100},
+    ],
+)
+def test_preset_misuse_is_an_argument_error(options: dict[str, object]) -> None:
+    with pytest.raises(ArgumentError, match="preset="):
+        verbalized_confidence("t", **options)  # type: ignore[arg-type]

@@ -1,0 +1,339 @@
+"""inspect_ai readers, pinned against the real inspect_ai 0.3.285 logs (data/inspect_ai).
+
+The references are independent of the reader: inspect's own figures from the log headers
+(``results.scores[].metrics``), decoded here with ``zipfile`` and ``zstandard`` directly,
+and per-sample values recomputed with ``json`` and plain Python from the ``.json`` logs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import statistics
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+import calib_frames as cf
+from calib_frames.cli import main
+from calib_frames.exceptions import ReadError
+from calib_frames.sources import read_inspect_logs, scan_inspect_options, scan_inspect_samples
+from tests.factories import DATA
+
+LOGS = DATA / "inspect_ai" / "logs"
+EVAL_LOGS = sorted(LOGS.glob("*.eval"))
+JSON_LOGS = sorted(LOGS.glob("*.json"))
+
+pytestmark = pytest.mark.skipif(not LOGS.is_dir(), reason="data/inspect_ai fixtures not present")
+
+
+def members(file: Path) -> dict[str, Any]:
+    """Every JSON member of an ``.eval`` archive (a reference decoder: zstd frames)."""
+    zstandard = pytest.importorskip("zstandard")
+    out = {}
+    raw = file.read_bytes()
+    with zipfile.ZipFile(file) as archive:
+        for info in archive.infolist():
+            offset = info.header_offset
+            start = offset + 30 + int.from_bytes(raw[offset + 26 : offset + 28], "little")
+            start += int.from_bytes(raw[offset + 28 : offset + 30], "little")
+            data = raw[start : start + info.compress_size]
+            out[info.filename] = json.loads(
+                zstandard.ZstdDecompressor().decompressobj().decompress(data)
+            )
+    return out
+
+
+def header_of(file: Path) -> dict[str, Any]:
+    if file.suffix == ".eval":
+        return members(file)["header.json"]
+    return json.loads(file.read_text())
+
+
+def samples_of(file: Path) -> list[dict[str, Any]]:
+    if file.suffix == ".eval":
+        return [v for k, v in members(file).items() if k.startswith("samples/")]
+    return json.loads(file.read_text())["samples"]
+
+
+@pytest.fixture(scope="module")
+def rows() -> pl.DataFrame:
+    return scan_inspect_samples(LOGS).collect()
+
+
+@pytest.mark.parametrize("file", EVAL_LOGS + JSON_LOGS, ids=lambda f: f.name[-27:])
+def test_inspects_own_metrics_are_reproduced(rows: pl.DataFrame, file: Path) -> None:
+    """accuracy / mean = mean over samples of the epoch mean of score; stderr with n - 1."""
+    header = header_of(file)
+    ours = rows.filter(pl.col("log") == file.name)
+    assert set(ours["model"]) == {header["eval"]["model"]}
+    assert set(ours["task"]) == {header["eval"]["task"]}
+    for score in header["results"]["scores"]:
+        per_sample = (
+            ours.filter(pl.col("scorer") == score["name"])
+            .group_by("sample")
+            .agg(pl.col("score").mean())["score"]
+            .to_list()
+        )
+        assert len(per_sample) == score["scored_samples"]
+        metrics = score["metrics"]
+        value = metrics.get("accuracy", metrics.get("mean"))["value"]
+        assert statistics.fmean(per_sample) == pytest.approx(value, abs=1e-15)
+        stderr = statistics.stdev(per_sample) / math.sqrt(len(per_sample))
+        assert stderr == pytest.approx(metrics["stderr"]["value"], rel=1e-12)
+
+
+def test_the_readme_figures() -> None:
+    """data/README.md: inspect's accuracies of the four .eval logs, worked by hand."""
+    rows = scan_inspect_samples(EVAL_LOGS).collect()
+    accuracy = (
+        rows.group_by("model", "task", "scorer", "sample")
+        .agg(pl.col("score").mean())
+        .group_by("model", "task", "scorer")
+        .agg(pl.col("score").mean())
+    )
+    got = {tuple(r[:3]): r[3] for r in accuracy.iter_rows()}
+    assert got[("mockllm/calib-sharp", "calib_colors_mc", "choice")] == 0.675
+    assert got[("mockllm/calib-hedged", "calib_colors_mc", "choice")] == 0.725
+    assert got[("mockllm/calib-hedged", "calib_sums_free", "match")] == 0.25
+    assert got[("mockllm/calib-hedged", "calib_sums_free", "model_graded_qa")] == 0.34375
+
+
+def reference_confidence(sample: dict[str, Any]) -> dict[str, Any]:
+    """The module docstring's rules, in plain Python."""
+    logprobs = (sample["output"]["choices"][0].get("logprobs") or {}).get("content") or []
+    none = {"confidence": None, "letter_confidence": None, "letters_missing": None}
+    if not logprobs:
+        return none
+    letters = [chr(65 + i) for i in range(len(sample.get("choices") or []))]
+    if not letters:
+        return {**none, "confidence": math.exp(sum(t["logprob"] for t in logprobs))}
+    answer = [t for t in logprobs if t["token"].strip() in letters]
+    if not answer:
+        return none
+    token = answer[-1]
+    mass: dict[str, float] = {}
+    for alt in token["top_logprobs"]:
+        if alt["token"].strip() in letters:
+            key = alt["token"].strip()
+            mass[key] = mass.get(key, 0.0) + math.exp(alt["logprob"])
+    return {
+        "confidence": math.exp(token["logprob"]),
+        "letter_confidence": mass.get(token["token"].strip(), 0.0) / sum(mass.values()),
+        "letters_missing": len(letters) - len(mass),
+    }
+
+
+@pytest.mark.parametrize("file", [EVAL_LOGS[0], *JSON_LOGS], ids=lambda f: f.name[-27:])
+def test_confidences_against_plain_python(rows: pl.DataFrame, file: Path) -> None:
+    ours = rows.filter(pl.col("log") == file.name)
+    for sample in samples_of(file):
+        expected = reference_confidence(sample)
+        mine = ours.filter(pl.col("sample") == sample["id"], pl.col("epoch") == sample["epoch"])
+        assert mine.height == len(sample["scores"])
+        for column, value in expected.items():
+            got = mine[column].unique().to_list()
+            assert len(got) == 1
+            if value is None:
+                assert got == [None], (sample["id"], column)
+            else:
+                assert got[0] == pytest.approx(value, rel=1e-12), (sample["id"], column)
+        for scorer, score in sample["scores"].items():
+            row = mine.filter(pl.col("scorer") == scorer).row(0, named=True)
+            value = {"C": 1.0, "P": 0.5, "I": 0.0, "N": 0.0}.get(score["value"], score["value"])
+            assert row["score"] == float(value)
+            assert row["correct"] is (float(value) == 1.0)  # partial credit is not correct
+            assert row["answer"] == score.get("answer")
+
+
+def test_samples_without_logprobs_have_null_confidence(rows: pl.DataFrame) -> None:
+    """data/README.md: 39 of the sharp and 38 of the hedged MC answers have a confidence;
+    6 of the 32 hedged sum sample-epochs have no logprobs; the empty answer is scored N."""
+    eval_rows = rows.filter(pl.col("log").str.ends_with(".eval"))
+    counted = eval_rows.group_by("model", "task", "scorer").agg(
+        pl.col("confidence").is_not_null().sum().alias("with"), pl.len()
+    )
+    got = {tuple(r[:3]): (r[3], r[4]) for r in counted.iter_rows()}
+    assert got[("mockllm/calib-sharp", "calib_colors_mc", "choice")] == (39, 40)
+    assert got[("mockllm/calib-hedged", "calib_colors_mc", "choice")] == (38, 40)
+    assert got[("mockllm/calib-hedged", "calib_sums_free", "match")] == (26, 32)
+    cup = eval_rows.filter(pl.col("sample") == "colors-cup", pl.col("model").str.ends_with("sharp"))
+    assert cup["value"].to_list() == ["N"] and cup["confidence"].to_list() == [None]
+    missing = eval_rows.filter(pl.col("letters_missing") > 0).group_by("model").len()
+    assert dict(missing.iter_rows()) == {"mockllm/calib-sharp": 5, "mockllm/calib-hedged": 1}
+    sharp = eval_rows.filter(pl.col("task") == "calib_colors_mc").drop_nulls("confidence")
+    means = sharp.group_by("model").agg(pl.col("confidence").mean()).sort("model")
+    assert means["confidence"].round(4).to_list() == [0.637, 0.7871]  # hedged, sharp
+
+
+def test_json_and_eval_logs_agree(rows: pl.DataFrame) -> None:
+    """The .json runs gave the same answers as the .eval runs for the same samples."""
+    columns = ["model", "task", "scorer", "sample", "epoch", "value", "confidence"]
+    json_rows = rows.filter(pl.col("log").str.ends_with(".json")).select(columns)
+    eval_rows = rows.filter(pl.col("log").str.ends_with(".eval")).select(columns)
+    joined = json_rows.join(eval_rows, on=columns[:5], how="left", suffix="_eval")
+    assert joined.height == json_rows.height > 0
+    assert (joined["value"] == joined["value_eval"]).all()
+    both = joined.drop_nulls("confidence")
+    assert ((both["confidence"] - both["confidence_eval"]).abs() < 1e-15).all()
+
+
+def test_read_inspect_logs_lists_every_log() -> None:
+    logs = read_inspect_logs(LOGS)
+    assert logs.height == 6
+    sums = logs.filter(pl.col("task") == "calib_sums_free")
+    assert sums["scorers"].to_list()[0] == ["match", "model_graded_qa", "near_miss"]
+
+
+def copy_eval(tmp_path: Path) -> Path:
+    target = tmp_path / EVAL_LOGS[0].name
+    shutil.copy(EVAL_LOGS[0], target)
+    return target
+
+
+def rewrite(source: Path, target: Path, change: dict[str, bytes | None]) -> None:
+    """A stored (uncompressed) copy of ``source`` with members replaced or removed."""
+    with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_STORED) as out:
+        for name, document in members(source).items():
+            data = change.get(name, json.dumps(document).encode())
+            if data is not None:
+                out.writestr(name, data)
+
+
+def test_a_stored_archive_reads_as_the_zstd_one(tmp_path: Path) -> None:
+    target = tmp_path / "stored.eval"
+    rewrite(EVAL_LOGS[0], target, {})
+    mine = scan_inspect_samples(target).collect().drop("log")
+    theirs = scan_inspect_samples(EVAL_LOGS[0]).collect().drop("log")
+    assert mine.equals(theirs)
+
+
+def test_a_truncated_archive_names_the_file(tmp_path: Path) -> None:
+    target = copy_eval(tmp_path)
+    target.write_bytes(target.read_bytes()[: target.stat().st_size // 2])
+    with pytest.raises(ReadError, match=rf"{target.name}: not a zip archive"):
+        scan_inspect_samples(target)
+
+
+def test_a_missing_header_names_the_member(tmp_path: Path) -> None:
+    target = tmp_path / "live.eval"
+    rewrite(EVAL_LOGS[0], target, {"header.json": None})
+    with pytest.raises(ReadError, match=r"live\.eval, member header\.json: missing"):
+        scan_inspect_samples(target)
+
+
+def test_a_malformed_sample_names_the_member(tmp_path: Path) -> None:
+    target = tmp_path / "bad.eval"
+    name = next(n for n in members(EVAL_LOGS[0]) if n.startswith("samples/"))
+    rewrite(EVAL_LOGS[0], target, {name: b'{"id": "x", "epoch": 1, '})
+    with pytest.raises(ReadError, match=rf"bad\.eval, member {name}: malformed JSON"):
+        scan_inspect_samples(target).collect()
+
+
+def test_a_corrupt_zstd_member_names_the_member(tmp_path: Path) -> None:
+    target = copy_eval(tmp_path)
+    with zipfile.ZipFile(target) as archive:
+        info = archive.getinfo("header.json")
+    data = bytearray(target.read_bytes())
+    start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+    data[start : start + 8] = b"\0" * 8  # the zstd magic number and frame header gone
+    target.write_bytes(bytes(data))
+    with pytest.raises(ReadError, match=r"member header\.json: cannot decompress"):
+        scan_inspect_samples(target)
+
+
+def test_a_malformed_json_log_names_the_line(tmp_path: Path) -> None:
+    target = tmp_path / "log.json"
+    lines = JSON_LOGS[0].read_text().splitlines()
+    lines[40] = lines[40] + ' "oops'
+    target.write_text("\n".join(lines))
+    with pytest.raises(ReadError, match=r"log\.json, line 4\d: malformed JSON"):
+        scan_inspect_samples(target)
+
+
+def test_a_json_file_that_is_not_a_log(tmp_path: Path) -> None:
+    target = tmp_path / "other.json"
+    target.write_text('{"a": 1}')
+    with pytest.raises(ReadError, match="not an inspect log"):
+        scan_inspect_samples(target)
+
+
+def test_cli_compare_detects_inspect_logs(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    out = tmp_path / "t.csv"
+    assert main(["compare", *map(str, EVAL_LOGS), "--output", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "left out 21 inspect sample rows without logprobs" in err
+    table = pl.read_csv(out)
+    assert table.columns[:3] == ["model", "task", "scorer"]
+    rows = scan_inspect_samples(EVAL_LOGS).drop_nulls("confidence")
+    keys = ["model", "task", "scorer"]
+    expected = cf.calibration_metrics(rows, by=keys, log_confidence="log_confidence").collect()
+    joined = table.join(expected, on=keys, suffix="_py")
+    assert joined.height == expected.height == 8
+    for column in ("count", "accuracy", "ece", "brier", "log_loss"):
+        assert (joined[column] - joined[f"{column}_py"]).abs().max() < 1e-12  # type: ignore[operator]
+    assert main(["compare", str(LOGS), "--format", "inspect", "--by", "model"]) == 0
+    assert "calib-sharp" in capsys.readouterr().out
+
+
+def test_cli_bad_log_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    target = copy_eval(tmp_path)
+    target.write_bytes(target.read_bytes()[:100])
+    assert main(["compare", str(target)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("calib-frames: error: ") and target.name in err[0]
+
+
+def test_options_are_the_letter_distribution(rows: pl.DataFrame) -> None:
+    """scan_inspect_options against plain Python, and its softmax against letter_confidence."""
+    options = scan_inspect_options(JSON_LOGS[0]).collect()
+    for sample in samples_of(JSON_LOGS[0]):
+        mine = options.filter(pl.col("sample") == sample["id"])
+        tokens = (sample["output"]["choices"][0].get("logprobs") or {}).get("content") or []
+        letters = [chr(65 + i) for i in range(len(sample["choices"]))]
+        answer = [t for t in tokens if t["token"].strip() in letters]
+        if not answer:
+            assert mine.height == 0, sample["id"]
+            continue
+        expected = dict.fromkeys(letters, 0.0)
+        for alt in answer[-1]["top_logprobs"]:
+            if alt["token"].strip() in letters:
+                expected[alt["token"].strip()] += math.exp(alt["logprob"])
+        assert mine["letter"].to_list() == letters
+        assert mine["text"].to_list() == sample["choices"]
+        assert mine["probability"].to_list() == pytest.approx(list(expected.values()), rel=1e-12)
+        assert mine.filter("is_gold")["letter"].to_list() == [sample["target"]]
+        assert mine.filter("is_answer")["letter"].to_list() == [answer[-1]["token"].strip()]
+    keys = ["model", "task", "run", "log", "epoch"]
+    predicted = cf.sources.choice_predictions(options, question="sample", by=keys)
+    # where the most likely letter is the generated one, the softmax is letter_confidence
+    same = predicted.join(
+        options.filter("is_answer").select(*keys, "sample", pl.col("option").alias("generated")),
+        on=[*keys, "sample"],
+    ).filter(pl.col("prediction") == pl.col("generated"))
+    check = same.join(rows.select(*keys, "sample", "letter_confidence"), on=[*keys, "sample"])
+    assert check.height >= 8
+    assert (check["confidence"] - check["letter_confidence"]).abs().max() < 1e-12  # type: ignore[operator]
+
+
+def test_integer_sample_ids_read_as_text(tmp_path: Path) -> None:
+    """inspect allows int ids: they come out as their digits (one dtype for every log)."""
+    document = json.loads(JSON_LOGS[0].read_text())
+    for number, sample in enumerate(document["samples"]):
+        sample["id"] = number
+    target = tmp_path / "ints.json"
+    target.write_text(json.dumps(document))
+    ids = scan_inspect_samples(target).collect()["sample"]
+    assert ids.dtype == pl.String and set(ids) == {str(i) for i in range(11)}
+
+
+def test_cli_detects_a_single_json_log(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", str(JSON_LOGS[0])]) == 0
+    out = capsys.readouterr().out
+    assert "calib_colors_mc" in out and "choice" in out
