@@ -13,7 +13,7 @@ import pytest
 import calib_frames as cf
 from calib_frames.estimators import calibration_change, metrics_over_batches
 from calib_frames.estimators.bootstrap import bootstrap_bin_statistics
-from calib_frames.exceptions import ArgumentError, DataError, TableError
+from calib_frames.exceptions import ArgumentError, DataError, ReadError, TableError
 from tests.factories import assert_frames_close
 
 BINNING = cf.Binning.uniform(10)
@@ -236,6 +236,12 @@ def test_batch_times_are_checked(tmp_path: Path) -> None:
                             batch_time=f"2026-01-{day}", binning=BINNING)  # fmt: skip
     with pytest.raises(TableError, match="two batch times"):
         cf.read_statistics(tmp_path / "01.parquet", tmp_path / "02.parquet")
+    edited = tmp_path / "edited.parquet"
+    meta = pl.read_parquet_metadata(tmp_path / "01.parquet")
+    meta["calib_frames.batch_times"] = '{"same": "not a time"}'
+    pl.read_parquet(tmp_path / "01.parquet").write_parquet(edited, metadata=meta)
+    with pytest.raises(ReadError, match="recorded batch time is not a time"):
+        cf.read_statistics(edited)
 
 
 def test_bootstrap_rows_draws_that_many_rows() -> None:
