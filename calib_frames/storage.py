@@ -12,6 +12,7 @@ key                            value
 ``calib_frames.keys``          JSON list of the group keys (without batch_id)
 ``calib_frames.binning``       JSON of :meth:`Binning.to_dict` (bin statistics)
 ``calib_frames.batches``       JSON list of the batch ids in the file
+``calib_frames.batch_times``   JSON object: batch id → its time (ISO 8601, UTC)
 ``calib_frames.version``       the calib_frames version that wrote it
 =============================  ===============================================
 
@@ -20,17 +21,26 @@ of several files keeps each batch once (a batch met twice must be identical, or 
 read refuses), and the per-batch rows are only summed when metrics are computed
 (``merge_bin_statistics(table, by=keys)``). Writes are atomic: a temporary file in the
 target directory, then a rename.
+
+Batch order. A batch may carry a time (``batch_time=``, ``calib-frames stats
+--batch-time``; the command's default is the inputs' newest modification time), kept
+beside its id so that ids can stay digests. :attr:`StoredStatistics.batch_order` sorts
+the batches by it (ties by id). Files written before batch times existed, or batches
+written without one: when any batch lacks a time, the order is that of first appearance
+(the files in the order given, each file's batches in its row order), and
+:attr:`StoredStatistics.timed` is False.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import errno
 import json
 import os
 import re
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -45,6 +55,7 @@ from calib_frames.validation import as_lazy
 __all__ = [
     "StoredStatistics",
     "atomic_write",
+    "batch_time_of",
     "merge_statistics_files",
     "read_statistics",
     "write_statistics",
@@ -70,6 +81,11 @@ class StoredStatistics:
         The binning (bin statistics only).
     batches
         The batch ids, sorted.
+    batch_times
+        Batch id → its time (ISO 8601, UTC) for the batches written with one.
+    batch_order
+        The batch ids in batch order (module docstring): by time when every batch has
+        one, else in order of first appearance.
     """
 
     table: pl.DataFrame
@@ -77,6 +93,46 @@ class StoredStatistics:
     keys: list[str]
     binning: Binning | None
     batches: list[str]
+    batch_times: dict[str, str] = field(default_factory=dict)
+    batch_order: list[str] = field(default_factory=list)
+
+    @property
+    def timed(self) -> bool:
+        """Whether every batch has a time (else :attr:`batch_order` is the file order)."""
+        return all(batch in self.batch_times for batch in self.batches)
+
+    def latest(self, last: int) -> StoredStatistics:
+        """The last ``last`` batches in batch order (all of them when there are fewer).
+
+        Raises
+        ------
+        ArgumentError
+            ``last`` is not an integer ≥ 1.
+
+        Examples
+        --------
+        >>> import tempfile, pathlib
+        >>> import polars as pl
+        >>> import calib_frames as cf
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> rows = pl.DataFrame({"confidence": [0.8, 0.6], "correct": [1, 0]})
+        >>> for day in ("2026-12-01", "2026-11-30", "2026-12-02"):
+        ...     cf.write_statistics(cf.bin_statistics(rows), folder / f"{day}.parquet",
+        ...         batch_id=day[-2:], batch_time=day, binning=cf.Binning.uniform(10))
+        >>> stored = cf.read_statistics(*sorted(folder.glob("*.parquet")))
+        >>> stored.batch_order, stored.latest(2).batch_order
+        (['30', '01', '02'], ['01', '02'])
+        """
+        if isinstance(last, bool) or not isinstance(last, int) or last < 1:
+            raise ArgumentError(f"last must be an integer >= 1, got {last!r}")
+        kept = self.batch_order[-last:]
+        return replace(
+            self,
+            table=self.table.filter(pl.col("batch_id").is_in(kept)),
+            batches=sorted(kept),
+            batch_times={b: t for b, t in self.batch_times.items() if b in kept},
+            batch_order=kept,
+        )
 
     def merged(self) -> pl.DataFrame:
         """The batches summed: one table grouped by :attr:`keys` (no ``batch_id``)."""
@@ -138,6 +194,44 @@ def atomic_write(path: str | Path, write: Callable[[Path], object]) -> Path:
     return target
 
 
+def batch_time_of(value: dt.datetime | dt.date | str) -> str:
+    """A batch time as stored: ISO 8601 in UTC, to the second or finer.
+
+    A date is its midnight; a time without a zone is taken as UTC.
+
+    Raises
+    ------
+    ArgumentError
+        ``value`` is not a datetime, a date or an ISO 8601 string.
+
+    Examples
+    --------
+    >>> batch_time_of("2026-12-01")
+    '2026-12-01T00:00:00+00:00'
+    >>> batch_time_of("2026-12-01T03:30:00+02:00")
+    '2026-12-01T01:30:00+00:00'
+    """
+    moment = value
+    if isinstance(moment, str):
+        try:
+            moment = dt.datetime.fromisoformat(moment.strip())
+        except ValueError:
+            raise ArgumentError(
+                f"batch time {value!r} is not an ISO 8601 date or time (e.g. 2026-12-01 or "
+                "2026-12-01T02:00:00+00:00)"
+            ) from None
+    if isinstance(moment, dt.date) and not isinstance(moment, dt.datetime):
+        moment = dt.datetime(moment.year, moment.month, moment.day)
+    if not isinstance(moment, dt.datetime):
+        raise ArgumentError(
+            f"batch_time must be a datetime, a date or an ISO 8601 string, got "
+            f"{type(value).__name__}"
+        )
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    return moment.astimezone(dt.UTC).isoformat()
+
+
 def _os_error(
     error: OSError | pl.exceptions.PolarsError, target: Path, *, full: bool = False
 ) -> Exception:
@@ -164,6 +258,7 @@ def write_statistics(
     path: str | Path,
     *,
     batch_id: str,
+    batch_time: dt.datetime | dt.date | str | None = None,
     binning: Binning | None = None,
 ) -> None:
     """Write a bin-statistics or NLL-sums table as one batch of a statistics file.
@@ -176,6 +271,10 @@ def write_statistics(
         The parquet file to write (atomically).
     batch_id
         Names this batch; reading files that share a batch keeps it once.
+    batch_time
+        When the batch ran (a datetime, a date or an ISO 8601 string; stored in UTC by
+        :func:`batch_time_of`): the batch order of :attr:`StoredStatistics.batch_order`.
+        ``None`` stores none (batches are then ordered as the files are read).
     binning
         The binning of a bin-statistics table (recorded for merging).
 
@@ -184,7 +283,8 @@ def write_statistics(
     TableError
         ``table`` is neither kind of table, or has a ``batch_id`` column.
     ArgumentError
-        ``batch_id`` is empty, or a bin-statistics table comes without ``binning``.
+        ``batch_id`` is empty, ``batch_time`` is not a time, or a bin-statistics table
+        comes without ``binning``.
 
     Examples
     --------
@@ -194,13 +294,17 @@ def write_statistics(
     >>> rows = pl.DataFrame({"model": ["a", "b"], "confidence": [0.9, 0.3], "correct": [1, 0]})
     >>> stats = cf.bin_statistics(rows, by="model")
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "night1.parquet"
-    >>> cf.write_statistics(stats, path, batch_id="2026-12-01", binning=cf.Binning.uniform(10))
+    >>> cf.write_statistics(stats, path, batch_id="2026-12-01", batch_time="2026-12-01",
+    ...                     binning=cf.Binning.uniform(10))
     >>> stored = cf.read_statistics(path)
     >>> stored.keys, stored.batches, stored.merged().height
     (['model'], ['2026-12-01'], 20)
+    >>> stored.batch_times
+    {'2026-12-01': '2026-12-01T00:00:00+00:00'}
     """
     if not isinstance(batch_id, str) or not batch_id:
         raise ArgumentError(f"batch_id must be a non-empty string, got {batch_id!r}")
+    times = {} if batch_time is None else {batch_id: batch_time_of(batch_time)}
     frame = as_lazy(table).collect()
     kind, keys = _kind_and_keys(frame.schema)
     if "batch_id" in keys:
@@ -213,6 +317,7 @@ def write_statistics(
         "keys": json.dumps(keys),
         "binning": json.dumps(None if binning is None else binning.to_dict()),
         "batches": json.dumps([batch_id]),
+        "batch_times": json.dumps(times),
         "version": __version__,
     }
     out = frame.select(pl.lit(batch_id).alias("batch_id"), pl.all())
@@ -284,14 +389,21 @@ def read_statistics(*paths: str | Path) -> StoredStatistics:
     parts = [_read_one(Path(path)) for path in paths]
     first = parts[0]
     for part in parts[1:]:
-        for field in ("kind", "keys", "binning"):
-            if getattr(part, field) != getattr(first, field):
+        for name in ("kind", "keys", "binning"):
+            if getattr(part, name) != getattr(first, name):
                 raise TableError(
-                    f"cannot merge statistics with different {field}: "
-                    f"{getattr(first, field)!r} vs {getattr(part, field)!r}"
+                    f"cannot merge statistics with different {name}: "
+                    f"{getattr(first, name)!r} vs {getattr(part, name)!r}"
                 )
-    tables: dict[str, pl.DataFrame] = {}
+    tables: dict[str, pl.DataFrame] = {}  # in order of first appearance
+    times: dict[str, str] = {}
     for part in parts:
+        for timed, time in part.batch_times.items():
+            if times.setdefault(timed, time) != time:
+                raise TableError(
+                    f"batch {timed!r} has two batch times, {times[timed]} and {time}; a batch "
+                    "id must name one run"
+                )
         for batch, batch_rows in part.table.partition_by("batch_id", as_dict=True).items():
             name = str(batch[0])
             rows = batch_rows.sort(pl.all())
@@ -302,13 +414,16 @@ def read_statistics(*paths: str | Path) -> StoredStatistics:
                 )
             tables[name] = rows
     batches = sorted(tables)
+    order = list(tables)
+    if all(batch in times for batch in order):
+        order.sort(key=lambda batch: (dt.datetime.fromisoformat(times[batch]), batch))
     columns = first.table.columns
     table = (
         pl.concat([tables[name].select(columns) for name in batches], how="vertical_relaxed")
         if batches
         else first.table
     )
-    return StoredStatistics(table, first.kind, first.keys, first.binning, batches)
+    return StoredStatistics(table, first.kind, first.keys, first.binning, batches, times, order)
 
 
 def _read_one(path: Path) -> StoredStatistics:
@@ -363,7 +478,20 @@ def _read_one(path: Path) -> StoredStatistics:
                 f"bins (up to bin {top})"
             )
     batches = sorted(str(b) for b in table["batch_id"].unique().to_list())
-    return StoredStatistics(table, kind, keys, binning, batches)
+    times = _batch_times(path, meta, batches)
+    order = [str(b) for b in table["batch_id"].unique(maintain_order=True).to_list()]
+    return StoredStatistics(table, kind, keys, binning, batches, times, order)
+
+
+def _batch_times(path: Path, meta: dict[str, str], batches: list[str]) -> dict[str, str]:
+    """The recorded batch times (none in files written before they existed), checked."""
+    times = _metadata_json(path, meta, "batch_times", {})
+    if not isinstance(times, dict) or not set(times) <= set(batches):
+        raise ReadError(f"{path}: the recorded batch times do not match the batches")
+    try:
+        return {str(batch): batch_time_of(str(time)) for batch, time in times.items()}
+    except ArgumentError as error:
+        raise ReadError(f"{path}: a recorded batch time is not a time ({error})") from None
 
 
 def _metadata_json(path: Path, meta: dict[str, str], field: str, default: object) -> Any:
@@ -402,6 +530,7 @@ def merge_statistics_files(paths: Sequence[str | Path], out: str | Path) -> Stor
         "keys": json.dumps(stored.keys),
         "binning": json.dumps(None if stored.binning is None else stored.binning.to_dict()),
         "batches": json.dumps(stored.batches),
+        "batch_times": json.dumps(stored.batch_times),
         "version": __version__,
     }
     _write(stored.table, out, metadata)

@@ -3,6 +3,7 @@
     calib-frames report PREDICTIONS… --by model,task --out DIR [--token-file TOKENS…]
     calib-frames report LM_EVAL_OUTPUT_DIR… --out DIR
     calib-frames report --from-stats STATS… [--nll-stats NLL…] --out DIR
+                        [--over batch [--batch ID]] [--last N]
 
 Prints the summary table and writes into DIR (created if its parent exists), each file
 atomically:
@@ -27,6 +28,17 @@ Inputs are prediction files (parquet/CSV/JSONL, globs, hive folders), lm-evaluat
 (``--from-stats``: no raw row is read). From lm-eval folders the table has one row per
 model × task (its latest run, named in the ``run`` column), lm-eval's own aggregates
 beside calib_frames' (``*_lm_eval``).
+
+From statistics, ``--last N`` keeps the N latest batches (by the batch time ``stats``
+stored) and ``--over batch`` adds the figures over time, still reading no raw row:
+``batches.parquet``/``.csv`` (one row per batch × group: every metric, intervals and the
+noise floor per batch), ``changes.parquet``/``.csv`` (per group, the last batch, or the
+one ``--batch`` names, against the pooled earlier ones: differences in accuracy, ECE and
+Brier, intervals, Holm/BH-corrected p-values from ``--change-replicates`` bootstrap draws,
+a verdict), ``ece_over_batches.png``, ``accuracy_over_batches.png`` and a section of the
+HTML report; the table printed is then the verdicts (with a single batch in the window
+there is nothing to compare yet: no change table). The comparison table pools the
+batches of the window.
 """
 
 from __future__ import annotations
@@ -46,7 +58,7 @@ from calib_frames.exceptions import ArgumentError
 from calib_frames.metrics.calibration import metrics_from_bin_statistics
 from calib_frames.metrics.tokens import perplexity_from_nll_sums
 from calib_frames.schema import BIN_STATISTICS, PERPLEXITY
-from calib_frames.storage import read_statistics
+from calib_frames.storage import StoredStatistics, read_statistics
 from calib_frames.validation import as_lazy
 
 __all__ = ["add_parser", "run"]
@@ -54,6 +66,7 @@ __all__ = ["add_parser", "run"]
 TABLES = ("comparison.parquet", "comparison.csv", "comparison.json", "comparison.md")
 STATS_FILE = "bin_statistics.parquet"
 HTML_FILE = "report.html"
+OVER_TIME = ("batches.parquet", "batches.csv", "changes.parquet", "changes.csv")
 LM_EVAL_KEYS = ["model", "task"]
 
 
@@ -80,6 +93,32 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--replicates", type=int, default=200, help="bootstrap replicates")
     parser.add_argument("--level", type=float, default=0.95, help="interval level")
     parser.add_argument("--seed", type=int, default=0, help="seed of the resampling")
+    parser.add_argument(
+        "--over",
+        choices=["batch"],
+        default=None,
+        help="with --from-stats: the figures per batch and the change of the last batch",
+    )
+    parser.add_argument(
+        "--last",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --from-stats: the N latest batches",
+    )
+    parser.add_argument(
+        "--batch",
+        default=None,
+        metavar="ID",
+        help="with --over batch: the batch tested (default: the last)",
+    )
+    parser.add_argument(
+        "--change-replicates",
+        type=int,
+        default=10_000,
+        help="bootstrap replicates of the change test (default 10000: its p-values are "
+        "corrected across groups)",
+    )
     parser.add_argument("--no-charts", action="store_true", help="skip report.html and PNGs")
     parser.add_argument("--title", default="Calibration report", help="the report's title")
     parser.set_defaults(run=run)
@@ -166,6 +205,39 @@ def _perplexity_intervals(ppl: pl.DataFrame, args: argparse.Namespace) -> pl.Dat
     return ppl.join(collected, on=keys, how="left", nulls_equal=True)
 
 
+def _stored(paths: list[str], last: int | None) -> StoredStatistics:
+    """The statistics files read, the ``last`` latest batches kept."""
+    stored = read_statistics(*paths)
+    return stored if last is None else stored.latest(last)
+
+
+OverTime = tuple[pl.DataFrame, pl.DataFrame | None]
+"""The per-batch table and the change table (None for a single batch)."""
+
+
+def _over_time(args: argparse.Namespace) -> OverTime:
+    """The per-batch table and the change table of the statistics files."""
+    from calib_frames.estimators.drift import calibration_change, metrics_over_batches
+
+    stored = _stored(args.from_stats, args.last)
+    sums = _stored(args.nll_stats, args.last) if args.nll_stats else None
+    over = metrics_over_batches(
+        stored,
+        sums,
+        uncertainty=not args.no_uncertainty,
+        replicates=args.replicates,
+        level=args.level,
+        seed=args.seed,
+    )
+    if len(stored.batch_order) < 2 and args.batch is None:
+        return over, None  # the first night: nothing to compare with yet
+    changes = calibration_change(
+        stored, batch=args.batch, replicates=args.change_replicates, level=args.level,
+        seed=args.seed,
+    )  # fmt: skip
+    return over, changes
+
+
 def _read(
     args: argparse.Namespace, outputs: list[Path]
 ) -> tuple[pl.DataFrame, pl.DataFrame | None, pl.DataFrame | None, list[Path], pl.LazyFrame | None]:
@@ -177,8 +249,8 @@ def _read(
     if args.from_stats:
         files = [Path(p) for p in (*args.from_stats, *args.nll_stats)]
         common.check_outputs(outputs, files)
-        stats = read_statistics(*args.from_stats).merged()
-        sums = read_statistics(*args.nll_stats).merged() if args.nll_stats else None
+        stats = _stored(args.from_stats, args.last).merged()
+        sums = _stored(args.nll_stats, args.last).merged() if args.nll_stats else None
         return stats, sums, None, files, None
     if common.is_lm_eval(args.inputs, args.format):
         stats, lm_eval, files = _lm_eval_tables(args)
@@ -190,17 +262,33 @@ def _read(
     return stats, sums, None, queries.files, queries.predictions
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run ``report``."""
+def _check_arguments(args: argparse.Namespace) -> None:
+    """Refuse what does not go together, before anything is read."""
     if args.from_stats and (args.inputs or args.token_file):
         raise ArgumentError("--from-stats reports from statistics; give no row inputs")
     if not args.from_stats and not args.inputs:
         raise ArgumentError("report needs prediction inputs, lm-eval folders or --from-stats")
-    if args.replicates < 1 or not 0 < args.level < 1:
-        raise ArgumentError("--replicates must be >= 1 and --level in (0, 1)")
+    if args.replicates < 1 or args.change_replicates < 1 or not 0 < args.level < 1:
+        raise ArgumentError(
+            "--replicates and --change-replicates must be >= 1 and --level in (0, 1)"
+        )
+    if (args.over or args.last is not None) and not args.from_stats:
+        raise ArgumentError("--over and --last read statistics files: give --from-stats")
+    if args.batch is not None and not args.over:
+        raise ArgumentError("--batch names the batch tested by --over batch")
+    if args.last is not None and args.last < 1:
+        raise ArgumentError(f"--last must be >= 1, got {args.last}")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``report``."""
+    _check_arguments(args)
     _out_dir(args.out)
     outputs = [args.out / name for name in (*TABLES, STATS_FILE, HTML_FILE)]
+    if args.over:
+        outputs += [args.out / name for name in OVER_TIME]
     stats, sums, lm_eval, files, predictions = _read(args, outputs)
+    over = _over_time(args) if args.over else None
     if lm_eval is None:
         common.require_rows(stats, files)
         if sums is not None:
@@ -223,15 +311,41 @@ def run(args: argparse.Namespace) -> int:
         common.write_frame(table, path)
     common.write_frame(stats, args.out / STATS_FILE)
     written = [p.name for p in outputs[: len(TABLES) + 1]]
+    written += _write_over_time(over, args.out)
     if not args.no_charts:
         curve = None if predictions is None else _selective_curve(predictions, stats, args, files)
-        written += _write_charts(table, stats, ppl, args, curve)
+        written += _write_charts(table, stats, ppl, args, curve, over=over)
     keys = BIN_STATISTICS.keys(stats.schema)
     if ppl is not None:
         keys += [k for k in PERPLEXITY.keys(ppl.schema) if k not in keys]
-    print_summary(table, keys)
+    _print_table(table, keys, over)
     print(f"wrote {table.height} groups to {args.out}: {', '.join(written)}")
     return 0
+
+
+def _write_over_time(over: OverTime | None, out: Path) -> list[str]:
+    """The per-batch and change tables (``--over batch``), their names."""
+    if over is None:
+        return []
+    written = []
+    for name, frame in zip(OVER_TIME, (over[0], over[0], over[1], over[1]), strict=True):
+        if frame is not None:
+            common.write_frame(frame, out / name)
+            written.append(name)
+    return written
+
+
+def _print_table(table: pl.DataFrame, keys: list[str], over: OverTime | None) -> None:
+    """The summary of the comparison table, or with ``--over batch`` the verdicts."""
+    changes = None if over is None else over[1]
+    if changes is None:
+        print_summary(table, keys)
+        if over is not None:
+            print("one batch: no earlier batch to compare it with yet")
+        return
+    shown = [*changes.columns[: changes.columns.index("batch_id") + 2], "verdict"]
+    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=10_000, fmt_str_lengths=200):
+        print(changes.sort("changed", descending=True, maintain_order=True).select(shown))
 
 
 def _selective_curve(
@@ -259,10 +373,13 @@ def _write_charts(
     ppl: pl.DataFrame | None,
     args: argparse.Namespace,
     curve: pl.DataFrame | None,
+    *,
+    over: OverTime | None,
 ) -> list[str]:
     from calib_frames.estimators import with_accuracy_intervals
     from calib_frames.plot import save_chart
     from calib_frames.report import report_charts, write_report
+    from calib_frames.report.charts import over_time_charts
 
     with_intervals = with_accuracy_intervals(stats)
     assert isinstance(with_intervals, pl.DataFrame)
@@ -274,9 +391,13 @@ def _write_charts(
         title=args.title,
         inputs=[str(p) for p in (args.inputs or args.from_stats)] + list(args.token_file),
         selective=curve,
+        over_batches=None if over is None else over[0],
+        changes=None if over is None else over[1],
     )
     written = [HTML_FILE]
     charts = report_charts(table, bin_statistics=with_intervals, perplexity=ppl, selective=curve)
+    if over is not None:
+        charts += over_time_charts(*over)
     for title, _, chart in charts:
         name = re.sub(r"[^a-z0-9]+", "_", title.lower()).strip("_") + ".png"
         save_chart(chart, args.out / name)

@@ -1,15 +1,19 @@
 """``calib-frames stats``: the mergeable statistics of the inputs, as one batch.
 
     calib-frames stats PREDICTIONS… --by model,task --out STATS.parquet [--batch-id ID]
-                       [--token-file TOKENS… --nll-out NLL.parquet]
+                       [--batch-time ISO] [--token-file TOKENS… --nll-out NLL.parquet]
 
 The batch id defaults to a digest of the inputs' names, sizes and modification times, so
-that the same input gives the same id and merging it twice counts it once.
+that the same input gives the same id and merging it twice counts it once. The batch
+time (``--batch-time 2026-12-01`` or a full ISO 8601 time) orders the batches of
+``report --from-stats … --over batch``; it defaults to the inputs' newest modification
+time (UTC).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import hashlib
 from pathlib import Path
 from typing import Any
@@ -17,9 +21,9 @@ from typing import Any
 from calib_frames.cli import common
 from calib_frames.cli.rows import add_prediction_arguments, collect_statistics, row_queries
 from calib_frames.exceptions import ArgumentError
-from calib_frames.storage import write_statistics
+from calib_frames.storage import batch_time_of, write_statistics
 
-__all__ = ["add_parser", "batch_id_of", "run"]
+__all__ = ["add_parser", "batch_id_of", "batch_time_from", "run"]
 
 
 def add_parser(commands: Any) -> None:
@@ -29,6 +33,13 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--out", type=Path, required=True, help="bin-statistics parquet file")
     parser.add_argument("--nll-out", type=Path, default=None, help="NLL-sums parquet file")
     parser.add_argument("--batch-id", default=None, help="batch id (default: from the inputs)")
+    parser.add_argument(
+        "--batch-time",
+        default=None,
+        metavar="ISO",
+        help="when the batch ran, an ISO 8601 date or time (default: the inputs' newest "
+        "modification time)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -39,6 +50,12 @@ def batch_id_of(files: list[Path]) -> str:
         info = path.stat()
         digest.update(f"{path.resolve()}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
     return digest.hexdigest()[:16]
+
+
+def batch_time_from(files: list[Path]) -> str:
+    """The default batch time: the newest modification time of the inputs, in UTC."""
+    newest = max(path.stat().st_mtime for path in files)
+    return batch_time_of(dt.datetime.fromtimestamp(newest, dt.UTC))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,10 +73,11 @@ def run(args: argparse.Namespace) -> int:
     files = queries.files
     common.check_outputs([args.out, args.nll_out], files)
     batch = args.batch_id or batch_id_of(files)
+    when = batch_time_of(args.batch_time) if args.batch_time else batch_time_from(files)
     stats, sums = collect_statistics(queries, args)
-    write_statistics(stats, args.out, batch_id=batch, binning=queries.binning)
+    write_statistics(stats, args.out, batch_id=batch, batch_time=when, binning=queries.binning)
     print(f"wrote {stats.height} (group, bin) rows of batch {batch} to {args.out}")
     if sums is not None:
-        write_statistics(sums, args.nll_out, batch_id=batch)
+        write_statistics(sums, args.nll_out, batch_id=batch, batch_time=when)
         print(f"wrote {sums.height} NLL-sum rows of batch {batch} to {args.nll_out}")
     return 0

@@ -32,6 +32,10 @@ function                                output columns (after the group keys)
 :func:`paired_comparison`               one row per (keys, model_a, model_b): differences,
                                         intervals, raw and adjusted p-values
 :func:`adjust_p_values`                 the table plus ``p_value_adjusted`` (Holm or BH)
+:func:`metrics_over_batches`            per batch × group of stored statistics: metrics,
+                                        intervals, noise floor (batch, batch_id, batch_time)
+:func:`calibration_change`              per group, a batch against the earlier ones:
+                                        differences, intervals, p-values, verdict
 :func:`with_accuracy_intervals`         the table plus ``accuracy_ci_low/_high`` (Wilson)
 :func:`selective_intervals`             ``<metric>_ci_low/_high`` of AURC, E-AURC and the
                                         selective accuracy/coverage (row bootstrap)
@@ -45,6 +49,7 @@ from calib_frames.estimators.bootstrap import (
     perplexity_intervals,
 )
 from calib_frames.estimators.corp import corp_decomposition, corp_reliability
+from calib_frames.estimators.drift import calibration_change, metrics_over_batches
 from calib_frames.estimators.intervals import with_accuracy_intervals
 from calib_frames.estimators.isotonic import isotonic_blocks
 from calib_frames.estimators.multiple_testing import adjust_p_values
@@ -61,6 +66,7 @@ from calib_frames.estimators.smooth import smooth_ece, smooth_reliability_curve
 __all__ = [
     "adaptive_ece",
     "adjust_p_values",
+    "calibration_change",
     "calibration_intervals",
     "calibration_noise_floor",
     "corp_decomposition",
@@ -68,6 +74,7 @@ __all__ = [
     "ece_by_bin_count",
     "intervals_from_bin_statistics",
     "isotonic_blocks",
+    "metrics_over_batches",
     "paired_comparison",
     "perplexity_intervals",
     "selective_curve",

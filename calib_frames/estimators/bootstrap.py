@@ -106,7 +106,7 @@ import polars as pl
 from calib_frames._deprecated import renamed_keywords
 from calib_frames.binning import BinsLike
 from calib_frames.estimators.intervals import check_level
-from calib_frames.exceptions import ArgumentError, TableError
+from calib_frames.exceptions import ArgumentError, DataError, TableError
 from calib_frames.metrics.calibration import metrics_from_bin_statistics
 from calib_frames.schema import BIN_STATISTICS
 from calib_frames.stats import bin_statistics
@@ -179,6 +179,7 @@ _BYTES_PER_CELL = 320  # measured: 1e6 cells (1 group × 10 bins × 1e5 replicat
 _BYTES_PER_ROW_DRAW = 64  # measured: 1e6 row draws (500 rows × 2000 replicates) ≈ 40 MB
 
 _ROW = working("row")
+_DRAWN_ROWS = working("drawn_rows")
 _BOOT_W = working("boot_w")
 _POISSON_TAIL = 16  # P(Poisson(1) > 16) < 1e-14
 
@@ -232,18 +233,27 @@ def _stat_keys(schema: pl.Schema) -> list[str]:
     return keys
 
 
-def bootstrap_bin_statistics(stats: Frame, *, replicates: int = 1000, seed: int = 0) -> Frame:
+def bootstrap_bin_statistics(
+    stats: Frame, *, rows: str | None = None, replicates: int = 1000, seed: int = 0
+) -> Frame:
     """Bootstrap replicates of a bin-statistics table, drawn per group from its cells.
 
     Per group, replicate and (bin, outcome) cell: a Multinomial row count and the cell's
     sums scaled to it (module docstring: exact for counts and class means, a normal
     approximation for the within-cell mean confidence). Costs groups × bins × replicates.
+    With ``rows=`` each replicate draws that many rows from the group's cells instead of
+    the group's own count (a sample of another size from the same cells: the two sides
+    of a two-sample test drawn from their pooled table).
 
     Parameters
     ----------
     stats
         A bin-statistics table (:func:`~calib_frames.bin_statistics`), one complete set
         of bins per group. Lazy in, lazy out (the draw runs at collect time).
+    rows
+        Optional column of ``stats`` holding, per group (the same on each of its bin
+        rows), the number of rows a replicate draws (an integer ≥ 0); ``None``: the
+        group's count.
     replicates
         Number of bootstrap replicates (≥ 1).
     seed
@@ -276,6 +286,10 @@ def bootstrap_bin_statistics(stats: Frame, *, replicates: int = 1000, seed: int 
     >>> boot = bootstrap_bin_statistics(cf.bin_statistics(df), replicates=3)
     >>> boot.group_by("replicate").agg(pl.col("count").sum()).sort("replicate").rows()
     [(0, 4), (1, 4), (2, 4)]
+    >>> larger = cf.bin_statistics(df).with_columns(draw=pl.lit(10))
+    >>> boot = bootstrap_bin_statistics(larger, rows="draw", replicates=2)
+    >>> boot.group_by("replicate").agg(pl.col("count").sum()).sort("replicate").rows()
+    [(0, 10), (1, 10)]
     """
     check_replicates(replicates)
     check_seed(seed)
@@ -285,6 +299,10 @@ def bootstrap_bin_statistics(stats: Frame, *, replicates: int = 1000, seed: int 
     names = [*keys, *BIN_STATISTICS.names]
     if COUNT_CORRECT in schema:  # rows per outcome class, when the table carries them
         names.append(COUNT_CORRECT)
+    if rows is not None:
+        require_columns(schema, {"rows": rows}, numeric=["rows"])
+        lazy = lazy.with_columns(pl.col(rows).alias(_DRAWN_ROWS))
+        names.append(_DRAWN_ROWS)
     out_schema = {key: schema[key] for key in keys}
     out_schema[REPLICATE] = pl.UInt32()
     out_schema.update({name: BIN_STATISTICS.columns[name] for name in BIN_STATISTICS.names})
@@ -323,15 +341,23 @@ def _grid_shape(frame: pl.DataFrame, keys: list[str]) -> tuple[int, int]:
 
 
 def _draw_counts(
-    rng: np.random.Generator, n1: np.ndarray, n0: np.ndarray, replicates: int
+    rng: np.random.Generator,
+    n1: np.ndarray,
+    n0: np.ndarray,
+    replicates: int,
+    sizes: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Multinomial rows per (group, replicate, bin, class) with the group's row total."""
+    """Multinomial rows per (group, replicate, bin, class), ``sizes`` rows per group.
+
+    ``sizes`` defaults to each group's own row total.
+    """
     groups, _, bins = n1.shape
     cells = np.stack([n1[:, 0], n0[:, 0]], axis=-1).reshape(groups, 2 * bins).astype(np.int64)
     total = cells.sum(axis=1)
     pvals = cells / np.maximum(total, 1)[:, None]
     pvals[total == 0, 0] = 1.0
-    drawn = rng.multinomial(total[:, None], pvals[:, None, :], size=(groups, replicates))
+    drawn_total = total if sizes is None else np.where(total > 0, sizes, 0)
+    drawn = rng.multinomial(drawn_total[:, None], pvals[:, None, :], size=(groups, replicates))
     return drawn.reshape(groups, replicates, bins, 2).astype(np.float64)
 
 
@@ -390,8 +416,20 @@ def _draw(frame: pl.DataFrame, *, keys: list[str], replicates: int, seed: int) -
     else:
         n1 = np.rint(count * _safe_divide(col("weight_correct"), col("weight")))
     n0 = count - n1
+    sizes = None
+    if _DRAWN_ROWS in frame.columns:
+        per_group = frame[_DRAWN_ROWS].cast(pl.Float64).to_numpy().reshape(groups, bins)[:, 0]
+        bad = ~(np.isfinite(per_group) & (per_group >= 0) & (np.rint(per_group) == per_group))
+        if bad.any():
+            first = int(np.flatnonzero(bad)[0])
+            example = dict(zip(keys, frame.select(keys).row(first * bins), strict=True))
+            raise DataError(
+                f"rows= column: {int(bad.sum())} of {groups} group(s) draw a number of rows "
+                f"that is not an integer >= 0, e.g. {per_group[first]!r} in group {example}"
+            )
+        sizes = np.rint(per_group).astype(np.int64)
     rng = np.random.default_rng(seed)
-    drawn = _draw_counts(rng, n1, n0, replicates)
+    drawn = _draw_counts(rng, n1, n0, replicates, sizes)
     lower, upper = col("bin_lower"), col("bin_upper", 1.0)
     w1s, r1s, q1s = _resample_class(
         rng,

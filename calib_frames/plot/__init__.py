@@ -26,14 +26,17 @@ function                           draws
 :func:`ece_bins_chart`             ECE against the number of bins
 :func:`risk_coverage_chart`        selective risk against coverage (a selective curve)
 :func:`metric_at_k_chart`          metric@k against k for a ranking-metrics table
+:func:`trend_chart`                a metric per batch (stored nightly statistics),
+                                   interval band, noise floor, changed groups marked
 :func:`save_chart`                 HTML (Vega inlined), PNG or SVG, offline
 =================================  ==============================================
 
 One module per family of charts, named after what it draws from:
 :mod:`~calib_frames.plot.reliability` (a bin table), :mod:`~calib_frames.plot.comparison`
 (a metrics or comparison table, one mark per group), :mod:`~calib_frames.plot.curves`
-(an estimator's curve table) and :mod:`~calib_frames.plot.ranking` (a ranking-metrics
-table); :mod:`~calib_frames.plot.export` saves them. :mod:`calib_frames.plot.tables`
+(an estimator's curve table), :mod:`~calib_frames.plot.ranking` (a ranking-metrics
+table) and :mod:`~calib_frames.plot.over_time` (a table of batches);
+:mod:`~calib_frames.plot.export` saves them. :mod:`calib_frames.plot.tables`
 checks the tables and shapes them into the frames the charts draw (the report reads its
 tables through it too), and ``_common`` holds what the families share: colours, the
 palette, highlighting, tooltips, panels and the argument checks. A new family is a new
@@ -51,6 +54,7 @@ from calib_frames.plot.curves import (
     smooth_reliability_chart,
 )
 from calib_frames.plot.export import chart_html, embed_json, save_chart
+from calib_frames.plot.over_time import trend_chart
 from calib_frames.plot.ranking import metric_at_k_chart
 from calib_frames.plot.reliability import confidence_histogram, reliability_diagram
 
@@ -68,4 +72,5 @@ __all__ = [
     "risk_coverage_chart",
     "save_chart",
     "smooth_reliability_chart",
+    "trend_chart",
 ]

@@ -44,6 +44,7 @@ NULL_KEY = "(null)"
 INTERNAL_COLUMNS = frozenset(
     {COLOR, PANEL, "_bin_mid", "_bin_range", "_direction", "_gap", "_metric", "_mid", "_order"}
     | {"_part", "_share", "_signed", "_term", "_value", "_x"}
+    | {"_status", "_tested", "_verdict"}
 )
 """Helper columns the charts add to a table; a group key may not carry one of these names."""
 

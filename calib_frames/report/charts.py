@@ -17,11 +17,12 @@ from calib_frames.plot import (
     perplexity_chart,
     reliability_diagram,
     risk_coverage_chart,
+    trend_chart,
 )
 from calib_frames.plot.tables import COMPARISON_COLUMNS, frame, key_split, spec_keys
 from calib_frames.schema import RELIABILITY
 
-__all__ = ["OVERLAY_LIMIT", "report_charts"]
+__all__ = ["OVERLAY_LIMIT", "over_time_charts", "report_charts"]
 
 OVERLAY_LIMIT = 5
 """Most models drawn together in one reliability panel of the report."""
@@ -150,6 +151,56 @@ def report_charts(
                     facet=by_task or None,
                     columns=min(curve.select(by_task).n_unique(), 4) if by_task else None,
                 ),
+            )
+        )
+    return built
+
+
+def over_time_charts(
+    over_batches: pl.DataFrame | pl.LazyFrame,
+    changes: pl.DataFrame | pl.LazyFrame | None = None,
+) -> list[tuple[str, str, Any]]:
+    """The report's section over time, as ``(title, note, chart)``: none for one batch.
+
+    The trend chart (:func:`~calib_frames.plot.trend_chart`) of the ECE per batch, and of
+    accuracy, with the changed groups of ``changes`` marked.
+
+    Parameters
+    ----------
+    over_batches
+        A table of :func:`~calib_frames.estimators.metrics_over_batches`.
+    changes
+        Optional table of :func:`~calib_frames.estimators.calibration_change`.
+
+    Returns
+    -------
+    list of (str, str, altair chart)
+        Empty when the table holds fewer than two batches.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.report.charts import over_time_charts
+    >>> one = pl.DataFrame({"batch": [0], "batch_id": ["x"], "batch_time": [None],
+    ...                     "count": [10], "accuracy": [0.5], "ece": [0.1]})
+    >>> over_time_charts(one)
+    []
+    """
+    table = frame(over_batches, "report over_batches")
+    if "batch_id" not in table.columns or table.get_column("batch_id").n_unique() < 2:
+        return []
+    note = (
+        "One panel per group, one point per batch; the band is the bootstrap interval, the "
+        "dashed line the ECE noise floor. Red panels (first): the tested batch differs from "
+        "the pooled earlier batches beyond noise (corrected across groups × metrics)."
+    )
+    built = [("ECE over batches", note, trend_chart(table, changes, metric="ece"))]
+    if "accuracy" in table.columns:
+        built.append(
+            (
+                "Accuracy over batches",
+                "The same panels for accuracy.",
+                trend_chart(table, changes, metric="accuracy"),
             )
         )
     return built

@@ -21,7 +21,7 @@ import polars as pl
 from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.plot.export import as_path, chart_spec, page_html, write_atomic
 from calib_frames.plot.tables import COMPARISON_COLUMNS, frame, key_split, spec_keys
-from calib_frames.report.charts import report_charts
+from calib_frames.report.charts import over_time_charts, report_charts
 from calib_frames.report.table import table_html
 from calib_frames.schema import RELIABILITY
 
@@ -124,6 +124,8 @@ def report_html(
     inputs: Mapping[str, int | None] | Sequence[str] | None = None,
     binning: str | None = None,
     best_within: Sequence[str] | None = None,
+    over_batches: pl.DataFrame | pl.LazyFrame | None = None,
+    changes: pl.DataFrame | pl.LazyFrame | None = None,
     generated: _dt.datetime | None = None,
     selective: pl.DataFrame | pl.LazyFrame | None = None,
 ) -> str:
@@ -133,6 +135,8 @@ def report_html(
     ----------
     comparison, bin_statistics, perplexity, title, inputs, binning, best_within
         The tables and what the page says about them, as in :func:`write_report`.
+    over_batches, changes
+        The section over time, as in :func:`write_report`.
     generated
         The date written in the header (default: now, UTC).
     selective
@@ -229,8 +233,48 @@ def report_html(
             f'<section><h2>{html.escape(name)}</h2><p class="note">{html.escape(note)}</p>'
             f'<div class="chart" id="chart-{number}" data-vega-spec="{spec_id}"></div></section>'
         )
+    if over_batches is not None:
+        charts = over_time_charts(over_batches, changes)
+        if charts and changes is not None:
+            sections.append(_changes_section(frame(changes, "report changes")))
+        for number, (name, note, chart) in enumerate(charts, start=len(specs)):
+            spec_id = f"chart-spec-{number}"
+            specs[spec_id] = chart_spec(chart)
+            sections.append(
+                f'<section><h2>{html.escape(name)}</h2><p class="note">{html.escape(note)}</p>'
+                f'<div class="chart" id="chart-{number}" data-vega-spec="{spec_id}"></div>'
+                "</section>"
+            )
     body = "\n".join(sections) + f"\n<script>\n{_asset('report.js')}</script>"
     return page_html(title, body, specs=specs, style=_asset("report.css"))
+
+
+def _changes_section(changes: pl.DataFrame) -> str:
+    """The verdict of each group: changed groups first, names escaped."""
+    shown = ["batch_id", "baseline_batches", "verdict"]
+    keys = changes.columns[: changes.columns.index("batch_id")]
+    rows = changes.sort("changed", descending=True, nulls_last=True, maintain_order=True)
+    left = {*keys, "batch_id", "verdict"}  # text, aligned left as the page's keys are
+
+    def cell(tag: str, column: str, text: str) -> str:
+        style = ' class="key"' if column in left else ""
+        return f"<{tag}{style}>{html.escape(text)}</{tag}>"
+
+    head = "".join(cell("th", c, c) for c in [*keys, *shown])
+    body = "\n".join(
+        "<tr>" + "".join(cell("td", c, str(row[c])) for c in [*keys, *shown]) + "</tr>"
+        for row in rows.iter_rows(named=True)
+    )
+    first = changes.get_column("batch_id").drop_nulls()
+    tested = html.escape(str(first[0])) if first.len() else ""
+    return (
+        "<section><h2>Change against the earlier batches</h2>"
+        f'<p class="note">Batch {tested} against the pooled earlier batches, per group: '
+        "accuracy, ECE and Brier score, bootstrap p-values corrected across groups × "
+        "metrics (Holm).</p>"
+        f'<div class="scroll"><table class="comparison"><thead><tr>{head}</tr></thead>'
+        f"<tbody>\n{body}\n</tbody></table></div></section>"
+    )
 
 
 def write_report(
@@ -243,6 +287,8 @@ def write_report(
     inputs: Mapping[str, int | None] | Sequence[str] | None = None,
     binning: str | None = None,
     best_within: Sequence[str] | None = None,
+    over_batches: pl.DataFrame | pl.LazyFrame | None = None,
+    changes: pl.DataFrame | pl.LazyFrame | None = None,
     selective: pl.DataFrame | pl.LazyFrame | None = None,
 ) -> Path:
     """Write a self-contained HTML report of a comparison table and its bin statistics.
@@ -280,6 +326,12 @@ def write_report(
     best_within
         Keys within which the best value of a column is marked (default: every key but
         the first, e.g. best model per task).
+    over_batches
+        Optional table of :func:`~calib_frames.estimators.metrics_over_batches`: with two
+        batches or more, a section of trend charts over the batches.
+    changes
+        Optional table of :func:`~calib_frames.estimators.calibration_change`: the
+        verdicts, and the changed groups marked in the trend charts.
     selective
         Optional selective curve table (:func:`~calib_frames.selective_curve`, grouped
         by the bin statistics' keys): adds the risk–coverage curves.
@@ -326,6 +378,8 @@ def write_report(
         inputs=inputs,
         binning=binning,
         best_within=best_within,
+        over_batches=over_batches,
+        changes=changes,
         selective=selective,
     )
     return write_atomic(target, page)

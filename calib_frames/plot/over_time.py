@@ -1,0 +1,275 @@
+"""A metric over batches: one small panel per group, its interval band and the noise floor.
+
+:func:`trend_chart` draws the table of :func:`~calib_frames.estimators.metrics_over_batches`
+(one row per batch × group); given the table of :func:`~calib_frames.estimators.
+calibration_change` it marks the groups whose tested batch changed (red line, a point at
+that batch, the verdict in the panel title) and puts their panels first, so that at 50
+models × 60 nights the changed ones are found without scanning the grid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from calib_frames.estimators.drift import VERDICT_TITLES
+from calib_frames.exceptions import TableError
+from calib_frames.plot._common import SINGLE, check_size, field, in_panels, key_tooltips
+from calib_frames.plot.tables import (
+    COMPARISON_COLUMNS,
+    PANEL,
+    Prepared,
+    check_columns,
+    frame,
+    key_split,
+    prepare,
+)
+
+if TYPE_CHECKING:
+    import altair as alt
+
+__all__ = ["CHANGED", "trend_chart"]
+
+CHANGED = "#c0392b"
+"""Line, band and mark of a group whose tested batch changed."""
+
+_BATCH_KEYS = ("batch", "batch_id", "batch_time")
+_TITLES = {"ece": "ECE", "accuracy": "accuracy", "brier": "Brier score", "mce": "MCE"}
+_STATUS = "_status"
+_X = "_x"
+
+
+def trend_chart(
+    metrics: pl.DataFrame | pl.LazyFrame,
+    changes: pl.DataFrame | pl.LazyFrame | None = None,
+    *,
+    metric: str = "ece",
+    facet: str | Sequence[str] | None = None,
+    columns: int | None = None,
+    width: float = 170,
+    height: float = 70,
+    title: str | None = None,
+) -> alt.TopLevelMixin:
+    """A metric per batch, one small panel per group: line, interval band, noise floor.
+
+    Per group (panel), the metric of each batch as a line over the batch time (or the
+    batch number when a batch has no stored time), its ``<metric>_ci_low/high`` as a band
+    where the table has them, and for ECE the noise floor ``ece_noise_floor`` as a dashed
+    grey line (an ECE under it is indistinguishable from a calibrated model's noise).
+    With ``changes``, the groups whose ``changed`` is true are drawn in red, with a point
+    at the tested batch and the verdict in the panel title, and their panels come first.
+    Every panel shares one y axis.
+
+    Parameters
+    ----------
+    metrics
+        A table of :func:`~calib_frames.estimators.metrics_over_batches`.
+    changes
+        Optional table of :func:`~calib_frames.estimators.calibration_change` of the same
+        groups.
+    metric
+        The metric drawn (a column of ``metrics``).
+    facet
+        The group keys that make panels (default: every group key); the other keys share
+        a panel.
+    columns
+        Panels per row (default: up to five).
+    width, height
+        Size of one panel in pixels.
+    title
+        Chart title (default "<metric> per batch").
+
+    Returns
+    -------
+    altair.TopLevelMixin
+        A ``LayerChart`` or ``FacetChart``.
+
+    Raises
+    ------
+    TableError
+        ``metrics`` has no batch columns or no ``metric`` column, or ``changes`` lacks
+        the group keys, ``changed`` or ``verdict``.
+    ArgumentError
+        ``facet`` names something that is not a group key; a bad size.
+
+    See Also
+    --------
+    calib_frames.estimators.metrics_over_batches : the table drawn.
+
+    Examples
+    --------
+    >>> import datetime
+    >>> import polars as pl
+    >>> from calib_frames.plot import trend_chart
+    >>> table = pl.DataFrame({
+    ...     "batch": [0, 1, 0, 1], "batch_id": ["x", "y", "x", "y"],
+    ...     "batch_time": [datetime.datetime(2026, 12, d) for d in (1, 2, 1, 2)],
+    ...     "model": ["a", "a", "b", "b"], "count": [100] * 4, "ece": [0.02, 0.03, 0.05, 0.12],
+    ... })
+    >>> changes = pl.DataFrame({"model": ["a", "b"], "changed": [False, True],
+    ...                         "verdict": ["no change beyond noise", "ECE up 0.07, p = 0.001"]})
+    >>> spec = trend_chart(table, changes).to_dict()
+    >>> [layer["mark"]["type"] for layer in spec["spec"]["layer"]]
+    ['line', 'point']
+    """
+    import altair as alt
+
+    check_size("width", width)
+    check_size("height", height)
+    data = frame(metrics, "trend_chart")
+    all_keys = key_split(data.schema, COMPARISON_COLUMNS)
+    if not all_keys or all_keys[: len(_BATCH_KEYS)] != list(_BATCH_KEYS):
+        raise TableError(
+            "trend_chart: not a table of batches (its first columns are not batch, batch_id, "
+            "batch_time); build one with calib_frames.estimators.metrics_over_batches"
+        )
+    keys = all_keys[len(_BATCH_KEYS) :]
+    check_columns(data.schema, [metric], role="metrics table", built_by="", numeric=[metric])
+    low, high = f"{metric}_ci_low", f"{metric}_ci_high"
+    band = low in data.columns and high in data.columns
+    floor = metric == "ece" and "ece_noise_floor" in data.columns
+    shown = [metric, *([low, high] if band else []), *(["ece_noise_floor"] if floor else [])]
+    timed = data.get_column("batch_time").null_count() == 0
+    data = data.select(
+        *all_keys,
+        pl.col("batch_time" if timed else "batch").alias(_X),
+        *[pl.col(c).cast(pl.Float64) for c in shown],
+    )
+    data, status = _with_changes(data, changes, keys)
+    prepared = prepare(data, keys, color=[], facet=facet, default_facet=keys)
+    prepared = _changed_first(prepared, metric)
+    x = (
+        alt.X(f"{_X}:T", title=None, axis=alt.Axis(format="%b %d", tickCount=4, labelAngle=0))
+        if timed
+        else alt.X(f"{_X}:Q", title="batch", axis=alt.Axis(tickMinStep=1, tickCount=4))
+    )
+    metric_title = _TITLES.get(metric, metric)
+    # a miscalibration from zero; accuracy and the like fitted to their range
+    zero = metric in ("ece", "mce", "rmsce", "reliability")
+    y = alt.Y(
+        field(metric),
+        type="quantitative",
+        title=metric_title,
+        scale=alt.Scale(zero=zero),
+        axis=alt.Axis(tickCount=3),
+    )
+    color = alt.Color(
+        f"{_STATUS}:N",
+        scale=alt.Scale(domain=["no change", "changed"], range=[SINGLE, CHANGED]),
+        legend=alt.Legend(title=None, orient="top", symbolType="stroke", symbolOpacity=1)
+        if status
+        else None,
+    )
+    tooltips = [
+        *key_tooltips(["batch_id", *keys]),
+        alt.Tooltip(field="_verdict", type="nominal", title="change"),
+        alt.Tooltip(
+            field="batch_time", type="temporal", title="batch time", format="%Y-%m-%d %H:%M"
+        ),
+        *[alt.Tooltip(field=field(c), type="quantitative", title=c, format=".4f") for c in shown],
+    ]
+    base = alt.Chart()
+    layers = []
+    if band:
+        layers.append(
+            base.mark_area(opacity=0.22).encode(
+                x=x,
+                y=alt.Y(field(low), type="quantitative", title=metric_title),
+                y2=alt.Y2(field(high)),
+                color=color,
+                detail=alt.Detail(f"{_STATUS}:N"),
+            )
+        )
+    if floor:
+        layers.append(
+            base.mark_line(color="#8a8a8a", strokeDash=[3, 2], strokeWidth=1).encode(
+                x=x, y=alt.Y(field("ece_noise_floor"), type="quantitative", title=metric_title)
+            )
+        )
+    layers.append(base.mark_line(strokeWidth=1.5).encode(x=x, y=y, color=color, tooltip=tooltips))
+    layers.append(
+        base.transform_filter(alt.datum["_tested"])
+        .mark_point(filled=True, size=30, color=CHANGED)
+        .encode(x=x, y=y, tooltip=tooltips)
+    )
+    chart = alt.layer(*layers).properties(width=width, height=height)
+    heading = title if title is not None else f"{metric_title} per batch"
+    notes = ["band: bootstrap interval"] if band else []
+    notes += ["dashed: ECE noise floor"] if floor else []
+    notes += (
+        ["red: changed against the earlier batches (point: the batch tested)"] if status else []
+    )
+    wrap = columns if columns is not None else min(5, max(1, len(prepared.panels)))
+    return in_panels(
+        chart,
+        prepared,
+        prepared.data,
+        title=alt.Title(heading, subtitle="; ".join(notes) or []),
+        columns=wrap,
+    )
+
+
+def _with_changes(
+    data: pl.DataFrame, changes: pl.DataFrame | pl.LazyFrame | None, keys: list[str]
+) -> tuple[pl.DataFrame, bool]:
+    """``_status`` (changed / no change), ``_tested`` (the changed group's tested batch)."""
+    if changes is None:
+        return data.with_columns(
+            pl.lit("no change").alias(_STATUS), pl.lit(False).alias("_tested"),
+            pl.lit("").alias("_verdict"),
+        ), False  # fmt: skip
+    table = frame(changes, "trend_chart changes")
+    check_columns(
+        table.schema, [*keys, "changed", "verdict"], role="change table",
+        built_by="estimators.calibration_change",
+    )  # fmt: skip
+    tested = "batch_id" in table.columns
+    marks = table.select(
+        *keys,
+        pl.col("changed").fill_null(False).alias("_changed"),
+        pl.col("verdict").alias("_verdict"),
+        *([pl.col("batch_id").alias("_tested_batch")] if tested else []),
+    )
+    joined = data.join(marks, on=keys, how="left", nulls_equal=True) if keys else (
+        data.with_columns(marks.row(0, named=True)) if marks.height else data
+    )  # fmt: skip
+    changed = pl.col("_changed").fill_null(False)
+    at_batch = pl.col("batch_id") == pl.col("_tested_batch") if tested else pl.lit(False)
+    return joined.with_columns(
+        pl.when(changed).then(pl.lit("changed")).otherwise(pl.lit("no change")).alias(_STATUS),
+        (changed & at_batch).alias("_tested"),
+        pl.when(changed).then(pl.col("_verdict")).otherwise(pl.lit("")).alias("_verdict"),
+    ).drop([c for c in ("_changed", "_tested_batch") if c in joined.columns]), True
+
+
+def _short_verdict(metric: str) -> pl.Expr:
+    """The verdict's clause of ``metric`` (else its first), as "ECE +0.12"."""
+    clauses = pl.col("_verdict").str.split("; ")
+    title = VERDICT_TITLES.get(metric, metric)
+    own = clauses.list.eval(pl.element().filter(pl.element().str.starts_with(title)))
+    clause = pl.coalesce(own.list.first(), clauses.list.first())
+    return (
+        clause.str.replace(r",\s*p = .*$", "")
+        .str.replace(" up ", " +", literal=True)
+        .str.replace(" down ", " −", literal=True)
+    )
+
+
+def _changed_first(prepared: Prepared, metric: str) -> Prepared:
+    """Panels of changed groups first, titled with their change in short."""
+    data = prepared.data
+    changed = pl.col(_STATUS) == "changed"
+    first = changed.any().over(PANEL)
+    short = _short_verdict(metric).max().over(PANEL)
+    label = (
+        pl.when(first)
+        .then(pl.concat_str(pl.lit("▲ "), pl.col(PANEL), pl.lit(": "), short))
+        .otherwise(pl.col(PANEL))
+    )
+    data = data.with_columns(first.alias("_first")).sort(
+        "_first", descending=True, maintain_order=True
+    )
+    data = data.with_columns(label.alias(PANEL)).drop("_first")
+    return Prepared(data, prepared.keys, prepared.color, prepared.facet, prepared.color_order)
