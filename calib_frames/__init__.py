@@ -50,11 +50,13 @@ if TYPE_CHECKING:
     from calib_frames.estimators import (
         adaptive_ece,
         adjust_p_values,
+        calibration_change,
         calibration_intervals,
         calibration_noise_floor,
         corp_decomposition,
         corp_reliability,
         ece_by_bin_count,
+        metrics_over_batches,
         paired_comparison,
         perplexity_intervals,
         selective_curve,
@@ -126,11 +128,13 @@ _HOMES: dict[str, tuple[str, ...]] = {
     "calib_frames.estimators": (
         "adaptive_ece",
         "adjust_p_values",
+        "calibration_change",
         "calibration_intervals",
         "calibration_noise_floor",
         "corp_decomposition",
         "corp_reliability",
         "ece_by_bin_count",
+        "metrics_over_batches",
         "paired_comparison",
         "perplexity_intervals",
         "selective_curve",
@@ -235,6 +239,9 @@ __all__ = [  # noqa: RUF022  (grouped by layer, as polars groups its own)
     "selective_curve",
     "selective_intervals",
     "selective_metrics",
+    # calibration over time (nightly statistics)
+    "calibration_change",
+    "metrics_over_batches",
     # ranking
     "paired_significance",
     "ranking_metrics",
