@@ -28,7 +28,7 @@ SUMMARY = (
     "ece_ci_low",
     "ece_ci_high",
     "ece_noise_floor",
-    "reportable",
+    "verdict",
     "mce",
     "brier",
     "log_loss",

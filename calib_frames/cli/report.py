@@ -13,7 +13,7 @@ file                      content
 ``comparison.*``          the per-group table as parquet, CSV, JSON and markdown: metrics,
                           perplexity, and (unless ``--no-uncertainty``) bootstrap intervals
                           ``<metric>_ci_low/_high``, the ECE noise floor, its p-value and
-                          the ``reportable`` verdict
+                          ``ece_beyond_noise`` and its ``verdict`` in words
 ``bin_statistics.parquet`` the additive bin-statistics table
 ``report.html``           the self-contained HTML report (opens offline)
 ``*.png``                 the report's charts (reliability diagrams, confidence

@@ -302,10 +302,10 @@ def test_report_writes_intervals_html_and_charts(tmp_path: Path) -> None:
     for name in ("ece", "brier", "accuracy"):
         low, high = table[f"{name}_ci_low"], table[f"{name}_ci_high"]
         assert ((low <= table[name]) & (table[name] <= high)).all(), name
-    assert {"ece_noise_floor", "ece_p_value", "reportable"} <= set(table.columns)
+    assert {"ece_noise_floor", "ece_p_value", "ece_beyond_noise"} <= set(table.columns)
     # the overconfident model's ECE is far above its noise floor on every task
     over = table.filter(pl.col("model") == "overconfident")
-    assert over["reportable"].all()
+    assert over["ece_beyond_noise"].all()
     html = (out / "report.html").read_text(encoding="utf-8")
     assert "<svg" in html or "vegaEmbed" in html or "vega" in html
     assert "https://" not in html.split("Content-Security-Policy", 1)[0]
