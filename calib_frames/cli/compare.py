@@ -7,6 +7,7 @@ calib-frames compare PREDICTIONS… [--token-file TOKENS…] --by model,task [--
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -67,12 +68,18 @@ def build_table(args: argparse.Namespace) -> tuple[pl.DataFrame, list[str], list
     return table, keys, queries.files
 
 
-def print_summary(result: pl.DataFrame, keys: list[str], *, all_columns: bool = False) -> None:
-    """Print the keys and the summary columns (every column with ``all_columns``)."""
+def print_summary(
+    result: pl.DataFrame,
+    keys: list[str],
+    *,
+    all_columns: bool = False,
+    columns: Sequence[str] = SUMMARY,
+) -> None:
+    """Print the keys and the summary ``columns`` it has (every column with ``all_columns``)."""
     shown = (
         result
         if all_columns
-        else result.select(*keys, *(name for name in SUMMARY if name in result.columns))
+        else result.select(*keys, *(name for name in columns if name in result.columns))
     )
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=10_000, float_precision=4):
         print(shown)

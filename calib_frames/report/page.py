@@ -57,6 +57,23 @@ def _versions() -> dict[str, str]:
     }
 
 
+def _leaderboard_section(board: pl.DataFrame | pl.LazyFrame | None) -> list[str]:
+    """The leaderboard's section (one row per model), or nothing without one."""
+    if board is None:
+        return []
+    table = frame(board, "report leaderboard")
+    model = table.columns[0]
+    note = (
+        "One row per model across its tasks, best pooled ECE first; click a header to sort. "
+        "Pooled: all the model's predictions together; mean over tasks: every task counts "
+        "once. Miscalibrated tasks: ECE beyond the noise floor of a calibrated model."
+    )
+    return [
+        f'<section><h2>Leaderboard</h2><p class="note">{html.escape(note)}</p>\n'
+        f"{table_html(table, keys=[model], within=[])}</section>"
+    ]
+
+
 def _describe_binning(bins: pl.DataFrame, keys: list[str]) -> str:
     per_group = bins.group_by(keys).len() if keys else pl.DataFrame({"len": [bins.height]})
     sizes = sorted(set(per_group.get_column("len").to_list()))
@@ -124,6 +141,7 @@ def report_html(
     inputs: Mapping[str, int | None] | Sequence[str] | None = None,
     binning: str | None = None,
     best_within: Sequence[str] | None = None,
+    leaderboard: pl.DataFrame | pl.LazyFrame | None = None,
     generated: _dt.datetime | None = None,
 ) -> str:
     """The report as one self-contained HTML string; :func:`write_report` writes it.
@@ -212,6 +230,7 @@ def report_html(
     )
     sections = [
         f'<header><h1>{html.escape(title)}</h1>\n<dl class="meta">\n{header}\n</dl></header>',
+        *_leaderboard_section(leaderboard),
         "<section><h2>Comparison</h2>"
         f'<p class="note">Click a column header to sort. {html.escape(best_note)} '
         "Intervals in brackets where the table has them.</p>\n"
@@ -240,6 +259,7 @@ def write_report(
     inputs: Mapping[str, int | None] | Sequence[str] | None = None,
     binning: str | None = None,
     best_within: Sequence[str] | None = None,
+    leaderboard: pl.DataFrame | pl.LazyFrame | None = None,
 ) -> Path:
     """Write a self-contained HTML report of a comparison table and its bin statistics.
 
@@ -275,6 +295,8 @@ def write_report(
     best_within
         Keys within which the best value of a column is marked (default: every key but
         the first, e.g. best model per task).
+    leaderboard
+        Optional leaderboard (:func:`~calib_frames.leaderboard`), shown first.
 
     Returns
     -------
@@ -318,5 +340,6 @@ def write_report(
         inputs=inputs,
         binning=binning,
         best_within=best_within,
+        leaderboard=leaderboard,
     )
     return write_atomic(target, page)
