@@ -140,7 +140,9 @@ def compare(
     :func:`~calib_frames.nll_sums`, plus (with ``uncertainty`` and ``losses``) the
     perplexity intervals of :func:`~calib_frames.estimators.perplexity_intervals`: the
     numbers of ``comparison.parquet`` to the last digit for the same inputs and flags
-    (``--replicates``, ``--level``, ``--seed``, ``--bins`` have these defaults).
+    (``--replicates``, ``--level``, ``--seed``, ``--bins`` have these defaults) when the
+    frames are eager (lazy frames run as one fused query, whose sums may differ in the
+    last bit).
 
     Parameters
     ----------
@@ -187,7 +189,8 @@ def compare(
     (12, 'within noise, p = 0.77')
     """
     keys = group_keys(by)
-    stats = bin_statistics(
+    eager = isinstance(predictions, pl.DataFrame)
+    query = bin_statistics(
         as_lazy(predictions),
         confidence=confidence,
         correct=correct,
@@ -196,22 +199,27 @@ def compare(
         weight=weight,
         log_confidence=log_confidence,
     )
-    table = comparison_from_statistics(
-        stats,
-        mce_min_count=mce_min_count,
-        uncertainty=uncertainty,
-        replicates=replicates,
-        level=level,
-        seed=seed,
+    # eager in: materialised first on the streaming engine, as the CLI does (the same sums)
+    stats: Frame = as_lazy(query).collect(engine="streaming") if eager else query
+    table = as_lazy(
+        comparison_from_statistics(
+            stats,
+            mce_min_count=mce_min_count,
+            uncertainty=uncertainty,
+            replicates=replicates,
+            level=level,
+            seed=seed,
+        )
     )
     if losses is not None:
         names = as_lazy(losses).collect_schema().names()
         loss_keys = (
             group_keys(tokens_by) if tokens_by is not None else [k for k in keys if k in names]
         )
-        sums = nll_sums(
+        summed = nll_sums(
             as_lazy(losses), nll=nll, tokens=tokens, bytes=bytes, words=words, by=loss_keys
         )
+        sums: Frame = as_lazy(summed).collect(engine="streaming") if eager else summed
         ppl = as_lazy(perplexity_from_nll_sums(sums))
         if uncertainty:
             from calib_frames.estimators import perplexity_intervals
@@ -227,5 +235,5 @@ def compare(
                 seed=seed,
             )
             ppl = with_columns_of(ppl, as_lazy(intervals), loss_keys)
-        table = comparison_table(table, ppl)
+        table = as_lazy(comparison_table(table, ppl))
     return return_like(predictions, table)

@@ -241,9 +241,19 @@ def test_usage_errors_are_found_before_any_computing(tmp_path: Path) -> None:
     assert "not mergeable" in one_line_error(result, 2)
 
 
-def test_tokens_column_must_be_stated_on_the_command_line(tmp_path: Path) -> None:
-    result = cli("compare", PREDICTIONS, "--token-file", TOKENS, "--by", "model")
-    assert "--tokens" in one_line_error(result, 2) or "tokens=" in result.stderr
+def test_token_columns_named_like_their_roles_need_no_flag() -> None:
+    bare = cli("compare", PREDICTIONS, "--token-file", TOKENS, "--by", "model", "--all-columns")
+    flags = ("--tokens", "tokens", "--bytes", "bytes", "--words", "words")
+    stated = cli(
+        "compare", PREDICTIONS, "--token-file", TOKENS, "--by", "model", "--all-columns", *flags
+    )
+    assert bare.returncode == 0, bare.stderr
+    assert bare.stdout == stated.stdout
+    assert "word_perplexity" in bare.stdout and "bits_per_byte" in bare.stdout
+    # --token-level overrides the column: each row is one token, another perplexity
+    rows = cli("compare", PREDICTIONS, "--token-file", TOKENS, "--by", "model", "--token-level")
+    assert rows.returncode == 0, rows.stderr
+    assert rows.stdout != bare.stdout
 
 
 def test_gpu_engine_falls_back_with_one_message() -> None:
