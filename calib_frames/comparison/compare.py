@@ -200,7 +200,9 @@ def compare(
         log_confidence=log_confidence,
     )
     # eager in: materialised first on the streaming engine, as the CLI does (the same sums)
-    stats: Frame = as_lazy(query).collect(engine="streaming") if eager else query
+    stats = as_lazy(query)
+    if eager:
+        stats = stats.collect(engine="streaming").lazy()
     table = as_lazy(
         comparison_from_statistics(
             stats,
@@ -219,7 +221,9 @@ def compare(
         summed = nll_sums(
             as_lazy(losses), nll=nll, tokens=tokens, bytes=bytes, words=words, by=loss_keys
         )
-        sums: Frame = as_lazy(summed).collect(engine="streaming") if eager else summed
+        sums = as_lazy(summed)
+        if eager:
+            sums = sums.collect(engine="streaming").lazy()
         ppl = as_lazy(perplexity_from_nll_sums(sums))
         if uncertainty:
             from calib_frames.estimators import perplexity_intervals
