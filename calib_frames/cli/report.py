@@ -4,8 +4,9 @@
     calib-frames report LM_EVAL_OUTPUT_DIR… --out DIR
     calib-frames report --from-stats STATS… [--nll-stats NLL…] --out DIR
 
-Prints the summary table and writes into DIR (created if its parent exists), each file
-atomically:
+Prints the leaderboard and the summary table and writes into DIR (created if its parent
+exists; built in a hidden temporary sibling and swapped in whole, so DIR only ever holds
+one run's files, listed in its ``.calib-frames-report``):
 
 ========================  =================================================================
 file                      content
@@ -16,8 +17,11 @@ file                      content
                           ``ece_beyond_noise`` and its ``verdict`` in words
 ``bin_statistics.parquet`` the additive bin-statistics table
 ``report.html``           the self-contained HTML report (opens offline)
-``*.png``                 the report's charts (reliability diagrams, confidence
-                          histograms, accuracy against ECE, Brier decomposition, perplexity)
+``leaderboard.*``         one row per model across its tasks (with a ``model`` key and
+                          another), as parquet, CSV and markdown
+``*.png``                 with ``--png``: the report's charts (reliability diagrams,
+                          confidence histograms, accuracy against ECE, Brier
+                          decomposition, perplexity); bounded at 12 groups
 ========================  =================================================================
 
 Inputs are prediction files (parquet/CSV/JSONL, globs, hive folders), lm-evaluation-harness
@@ -36,7 +40,6 @@ import os
 import re
 import shutil
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +113,12 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--level", type=float, default=0.95, help="interval level")
     parser.add_argument("--seed", type=int, default=0, help="seed of the resampling")
     parser.add_argument("--no-charts", action="store_true", help="skip report.html and PNGs")
+    parser.add_argument(
+        "--png",
+        action="store_true",
+        help="also save each chart as a PNG (about half a second per chart; the HTML page "
+        "draws them in the browser from its embedded specs)",
+    )
     parser.add_argument("--title", default="Calibration report", help="the report's title")
     parser.set_defaults(run=run)
 
@@ -178,11 +187,13 @@ def _read(
     if args.from_stats:
         files = [Path(p) for p in (*args.from_stats, *args.nll_stats)]
         common.check_outputs(outputs, files)
-        stats = read_statistics(*args.from_stats).merged()
-        sums = read_statistics(*args.nll_stats).merged() if args.nll_stats else None
+        with common.stage(args, f"read {len(files)} statistics file(s)"):
+            stats = read_statistics(*args.from_stats).merged()
+            sums = read_statistics(*args.nll_stats).merged() if args.nll_stats else None
         return stats, sums, None, files, None
     if common.is_lm_eval(args.inputs, args.format):
-        stats, lm_eval, files = _lm_eval_tables(args)
+        with common.stage(args, "read the lm-evaluation-harness folders"):
+            stats, lm_eval, files = _lm_eval_tables(args)
         common.check_outputs(outputs, files)
         return stats, None, lm_eval, files, None
     queries = row_queries(args)
@@ -259,8 +270,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _build(args: argparse.Namespace, outputs: list[Path], staging: Path) -> list[str]:
     """Compute the tables, write every file into ``staging``; the names written."""
-    with common.stage(args, "read the inputs"):
-        stats, sums, lm_eval, files, queries = _read(args, outputs)
+    stats, sums, lm_eval, files, queries = _read(args, outputs)
     if lm_eval is None:
         common.require_rows(stats, files)
         if sums is not None:
@@ -348,6 +358,8 @@ def _write_charts(
 
     with_intervals = with_accuracy_intervals(stats)
     assert isinstance(with_intervals, pl.DataFrame)
+    with common.stage(args, "built the charts"):
+        charts = report_charts(table, bin_statistics=with_intervals, perplexity=ppl)
     with common.stage(args, "wrote report.html"):
         write_report(
             staging / HTML_FILE,
@@ -355,23 +367,16 @@ def _write_charts(
             bin_statistics=with_intervals,
             perplexity=ppl,
             leaderboard=board,
+            charts=charts,
             title=args.title,
             inputs=[str(p) for p in (args.inputs or args.from_stats)] + list(args.token_file),
         )
-    charts = report_charts(table, bin_statistics=with_intervals, perplexity=ppl)
+    if not args.png:
+        return [HTML_FILE]
     names = [
         re.sub(r"[^a-z0-9]+", "_", title.lower()).strip("_") + ".png" for title, _, _ in charts
     ]
-    workers = min(len(charts), os.cpu_count() or 1) or 1
-    # vl-convert renders each chart on its own thread
-    with (
-        common.stage(args, f"rendered {len(charts)} PNG charts"),
-        ThreadPoolExecutor(workers) as pool,
-    ):
-        list(
-            pool.map(
-                lambda job: save_chart(job[1][2], staging / job[0]),
-                zip(names, charts, strict=True),
-            )
-        )
+    with common.stage(args, f"rendered {len(charts)} PNG charts"):
+        for name, (_, _, chart) in zip(names, charts, strict=True):
+            save_chart(chart, staging / name)
     return [HTML_FILE, *names]

@@ -18,6 +18,7 @@ import functools
 import html
 import json
 import os
+from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -132,13 +133,34 @@ def vega_bundle() -> str:
     r"""The Vega + Vega-Lite + vega-embed JavaScript bundle, for an inline ``<script>``.
 
     From vl-convert (offline); it defines ``vegaEmbed``, ``vegaLite`` and ``vega`` on
-    ``window``. Any ``</script`` inside it is written ``<\/script`` (same meaning in
+    ``window``. Building it takes vl-convert about three seconds, so it is kept in
+    ``$XDG_CACHE_HOME/calib_frames/`` (default ``~/.cache``), named by the vl-convert and
+    Vega-Lite versions (built anew when either changes, or when the folder is not
+    writable). Any ``</script`` inside it is written ``<\/script`` (same meaning in
     JavaScript, cannot close the element).
     """
     import vl_convert as vlc
 
-    bundle: str = vlc.javascript_bundle(vl_version=_vl_version())  # type: ignore[call-arg]
-    return bundle.replace("</script", "<\\/script").replace("</SCRIPT", "<\\/SCRIPT")
+    vl_version = _vl_version()
+    cached = _cache_dir() / f"vega-bundle-{metadata.version('vl-convert-python')}-{vl_version}.js"
+    try:
+        return cached.read_text(encoding="utf-8")
+    except OSError:
+        pass
+    bundle: str = vlc.javascript_bundle(vl_version=vl_version)  # type: ignore[call-arg]
+    bundle = bundle.replace("</script", "<\\/script").replace("</SCRIPT", "<\\/SCRIPT")
+    try:  # building it takes seconds: keep it for the next report (same versions only)
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(cached, bundle)
+    except OSError:
+        pass
+    return bundle
+
+
+def _cache_dir() -> Path:
+    """Where the Vega bundle is kept: ``$XDG_CACHE_HOME/calib_frames`` (``~/.cache``)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "calib_frames"
 
 
 def page_html(title: str, body: str, *, specs: dict[str, dict[str, Any]], style: str = "") -> str:

@@ -10,6 +10,7 @@ from typing import Any
 
 import polars as pl
 
+from calib_frames.exceptions import ArgumentError
 from calib_frames.plot import (
     brier_decomposition_chart,
     confidence_histogram,
@@ -20,10 +21,32 @@ from calib_frames.plot import (
 from calib_frames.plot.tables import COMPARISON_COLUMNS, frame, key_split, spec_keys
 from calib_frames.schema import RELIABILITY
 
-__all__ = ["OVERLAY_LIMIT", "report_charts"]
+__all__ = ["CHART_GROUP_LIMIT", "OVERLAY_LIMIT", "report_charts"]
 
 OVERLAY_LIMIT = 5
 """Most models drawn together in one reliability panel of the report."""
+
+CHART_GROUP_LIMIT = 12
+"""Most groups the report's charts draw: beyond it, the best and the worst by ECE."""
+
+
+def _extremes(
+    table: pl.DataFrame, keys: list[str], column: str, limit: int
+) -> tuple[pl.DataFrame, int]:
+    """The keys of the ``limit // 2`` lowest and the rest highest ``column``; the group count.
+
+    All the groups when there are at most ``limit``.
+    """
+    ranked = table.select(*keys, column).unique(subset=keys, keep="first", maintain_order=True)
+    if ranked.height <= limit:
+        return ranked.select(keys), ranked.height
+    ranked = ranked.sort(column, *keys, nulls_last=True)
+    low = limit // 2
+    return pl.concat([ranked.head(low), ranked.tail(limit - low)]).select(keys), ranked.height
+
+
+def _kept(frame_: pl.DataFrame, chosen: pl.DataFrame) -> pl.DataFrame:
+    return frame_.join(chosen, on=chosen.columns, how="semi", nulls_equal=True)
 
 
 def report_charts(
@@ -31,13 +54,17 @@ def report_charts(
     *,
     bin_statistics: pl.DataFrame | pl.LazyFrame,
     perplexity: pl.DataFrame | pl.LazyFrame | None = None,
+    limit: int = CHART_GROUP_LIMIT,
 ) -> list[tuple[str, str, Any]]:
     """The report's charts as ``(title, note, chart)``; the command line saves them as PNG.
 
     Reliability diagrams and confidence histograms of the bin statistics, then, as the
     comparison table has the columns, accuracy against ECE, the Brier decomposition and
     perplexity. Up to :data:`OVERLAY_LIMIT` models share a panel (one panel per task);
-    more get a panel each.
+    more get a panel each. Charts stay bounded whatever the number of groups: beyond
+    ``limit`` groups they summarise, drawing the ``limit // 2`` groups of lowest ECE and
+    the rest of highest (perplexity: lowest and highest perplexity), and each chart's
+    note says how many it left out.
 
     Parameters
     ----------
@@ -47,6 +74,8 @@ def report_charts(
         The bin-statistics table (optionally with ``accuracy_ci_low/_high``).
     perplexity
         An optional perplexity table (default: the comparison table's columns).
+    limit
+        Most groups drawn (default 12, at least 2).
 
     Returns
     -------
@@ -74,9 +103,21 @@ def report_charts(
     >>> [title for title, _, _ in report_charts(table, bin_statistics=stats)]
     ['Reliability diagrams', 'Confidence histograms', 'Accuracy against ECE', 'Brier decomposition']
     """
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 2:
+        raise ArgumentError(f"limit= must be an integer >= 2, got {limit!r}")
     table = frame(comparison, "report comparison")
     bins = frame(bin_statistics, "report bin_statistics")
     bin_keys = spec_keys(bins, RELIABILITY, "bin-statistics table")
+    left_out = ""
+    if bin_keys and "ece" in table.columns and set(bin_keys) <= set(table.columns):
+        chosen, groups = _extremes(table, bin_keys, "ece", limit)
+        if groups > limit:
+            table, bins = _kept(table, chosen), _kept(bins, chosen)
+            left_out = (
+                f" Drawn: the {limit // 2} groups of lowest ECE and the {limit - limit // 2} of "
+                f"highest; {groups - limit:,} of {groups:,} groups are left out here (the "
+                "tables have them all)."
+            )
     metrics = (
         table if sorted(key_split(table.schema, COMPARISON_COLUMNS)) == sorted(bin_keys) else None
     )
@@ -94,6 +135,7 @@ def report_charts(
     )
     if overlay:
         note += " Click a legend entry to highlight a model."
+    note += left_out
     built: list[tuple[str, str, Any]] = [
         (
             "Reliability diagrams",
@@ -102,9 +144,12 @@ def report_charts(
         ),
         (
             "Confidence histograms",
-            "Share of each group's predictions per confidence bin."
-            if overlay
-            else "Predictions per confidence bin.",
+            (
+                "Share of each group's predictions per confidence bin."
+                if overlay
+                else "Predictions per confidence bin."
+            )
+            + left_out,
             confidence_histogram(
                 bins,
                 color=bin_keys[:1] if overlay else None,
@@ -116,18 +161,33 @@ def report_charts(
     ]
     if "ece" in table.columns and "accuracy" in table.columns:
         built.append(
-            ("Accuracy against ECE", "One point per group.", metric_scatter(table, columns=columns))
+            (
+                "Accuracy against ECE",
+                "One point per group." + left_out,
+                metric_scatter(table, columns=columns),
+            )
         )
     if all(c in table.columns for c in ("reliability", "resolution", "brier")):
         built.append(
             (
                 "Brier decomposition",
                 "Reliability (miscalibration, added to the Brier score) to the right; "
-                "resolution (subtracted) to the left.",
+                "resolution (subtracted) to the left." + left_out,
                 brier_decomposition_chart(table, columns=columns),
             )
         )
     source = table if perplexity is None else frame(perplexity, "report perplexity")
     if "perplexity" in source.columns and source.get_column("perplexity").is_not_null().any():
-        built.append(("Perplexity", "Per token, and bits per byte.", perplexity_chart(source)))
+        ppl_keys = key_split(source.schema, COMPARISON_COLUMNS)
+        ppl_note = "Per token, and bits per byte."
+        if ppl_keys:
+            chosen, groups = _extremes(source, ppl_keys, "perplexity", limit)
+            if groups > limit:
+                source = _kept(source, chosen)
+                ppl_note += (
+                    f" Drawn: the {limit // 2} groups of lowest perplexity and the "
+                    f"{limit - limit // 2} of highest; {groups - limit:,} of {groups:,} are "
+                    "left out."
+                )
+        built.append(("Perplexity", ppl_note, perplexity_chart(source)))
     return built

@@ -142,6 +142,7 @@ def report_html(
     binning: str | None = None,
     best_within: Sequence[str] | None = None,
     leaderboard: pl.DataFrame | pl.LazyFrame | None = None,
+    charts: Sequence[tuple[str, str, Any]] | None = None,
     generated: _dt.datetime | None = None,
 ) -> str:
     """The report as one self-contained HTML string; :func:`write_report` writes it.
@@ -237,7 +238,8 @@ def report_html(
         f"{table_html(sorted_table, keys=keys, within=within)}</section>",
     ]
     specs: dict[str, dict[str, Any]] = {}
-    charts = report_charts(sorted_table, bin_statistics=bins, perplexity=ppl)
+    if charts is None:
+        charts = report_charts(sorted_table, bin_statistics=bins, perplexity=ppl)
     for number, (name, note, chart) in enumerate(charts):
         spec_id = f"chart-spec-{number}"
         specs[spec_id] = chart_spec(chart)
@@ -260,6 +262,7 @@ def write_report(
     binning: str | None = None,
     best_within: Sequence[str] | None = None,
     leaderboard: pl.DataFrame | pl.LazyFrame | None = None,
+    charts: Sequence[tuple[str, str, Any]] | None = None,
 ) -> Path:
     """Write a self-contained HTML report of a comparison table and its bin statistics.
 
@@ -297,6 +300,9 @@ def write_report(
         the first, e.g. best model per task).
     leaderboard
         Optional leaderboard (:func:`~calib_frames.leaderboard`), shown first.
+    charts
+        The charts as :func:`~calib_frames.report.report_charts` returns them (default:
+        built here; pass them when they are also saved as PNG, to build them once).
 
     Returns
     -------
@@ -341,5 +347,6 @@ def write_report(
         binning=binning,
         best_within=best_within,
         leaderboard=leaderboard,
+        charts=charts,
     )
     return write_atomic(target, page)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -307,7 +309,8 @@ def test_combinations_of_partials_cover_all_rows(partials: list[Path]) -> None:
 
 def test_report_writes_intervals_html_and_charts(tmp_path: Path) -> None:
     out = tmp_path / "report"
-    assert main(["report", str(PREDICTIONS), "--by", "model,task", "--out", str(out)]) == 0
+    argv = ["report", str(PREDICTIONS), "--by", "model,task", "--out", str(out), "--png"]
+    assert main(argv) == 0
     table = pl.read_parquet(out / "comparison.parquet")
     for name in ("ece", "brier", "accuracy"):
         low, high = table[f"{name}_ci_low"], table[f"{name}_ci_high"]
@@ -319,10 +322,55 @@ def test_report_writes_intervals_html_and_charts(tmp_path: Path) -> None:
     html = (out / "report.html").read_text(encoding="utf-8")
     assert "<svg" in html or "vegaEmbed" in html or "vega" in html
     assert "https://" not in html.split("Content-Security-Policy", 1)[0]
+    # the verdict in words, in the page's table; the leaderboard first
+    assert "within noise, p = " in html and "overconfident, p = 0.001" in html
+    assert html.index("<h2>Leaderboard</h2>") < html.index("<h2>Comparison</h2>")
     pngs = sorted(p.name for p in out.glob("*.png"))
     assert "reliability_diagrams.png" in pngs
     for png in out.glob("*.png"):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_rerun_replaces_the_report_folder_whole(tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    first = ["report", str(PREDICTIONS), "--by", "model,task", "--out", str(out), "--quiet"]
+    assert main([*first, "--no-uncertainty"]) == 0
+    (out / "report.html").write_text("the first run's page")
+    assert main([*first, "--no-uncertainty", "--no-charts"]) == 0
+    assert not (out / "report.html").exists()  # not left beside the new tables
+    listed = set(json.loads((out / ".calib-frames-report").read_text())["files"])
+    assert {p.name for p in out.iterdir()} == listed | {".calib-frames-report"}
+    assert not [p for p in tmp_path.iterdir() if p.name != "report"]  # no staging left
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    # a failed run (bad data) leaves the previous report whole, and no folder beside it
+    bad = tmp_path / "bad.csv"
+    bad.write_text("model,task,confidence,correct\na,t,1.5,1\n")
+    assert main(["report", str(bad), "--by", "model,task", "--out", str(out)]) == 1
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.csv", "report"]
+
+
+def test_report_refuses_a_folder_of_other_files(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("mine")
+    result = cli("report", PREDICTIONS, "--by", "model", "--out", tmp_path, "--no-charts")
+    assert "holds files no calib-frames report wrote" in one_line_error(result, 2)
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_progress_lines_per_stage_whatever_the_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from calib_frames.cli import common
+
+    monkeypatch.setattr(common, "PROGRESS_SECONDS", -1.0)  # every stage "takes long"
+    argv = ["report", str(PREDICTIONS), "--by", "model,task", "--out", str(tmp_path / "r")]
+    assert main([*argv, "--no-charts"]) == 0
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 3, lines  # read, metrics, tables; stderr is not a terminal here
+    assert all(re.fullmatch(r"calib-frames: .+ in \d+\.\d s.*", line) for line in lines)
+    assert lines[0].startswith("calib-frames: read 1 file(s)")
+    assert main([*argv, "--no-charts", "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
 
 
 def test_report_without_uncertainty_or_charts(tmp_path: Path) -> None:
