@@ -21,7 +21,7 @@ file                      content
                           another), as parquet, CSV and markdown
 ``*.png``                 with ``--png``: the report's charts (reliability diagrams,
                           confidence histograms, accuracy against ECE, Brier
-                          decomposition, perplexity); bounded at 12 groups
+                          decomposition, perplexity); bounded at 8 groups
 ========================  =================================================================
 
 Inputs are prediction files (parquet/CSV/JSONL, globs, hive folders), lm-evaluation-harness

@@ -111,10 +111,15 @@ def embed_json(value: object) -> str:
     return text.translate(_JSON_ESCAPES)
 
 
-def chart_spec(chart: alt.TopLevelMixin) -> dict[str, Any]:
-    """The chart's Vega-Lite spec as a dict (validated by altair)."""
+def chart_spec(chart: alt.TopLevelMixin, *, validate: bool = True) -> dict[str, Any]:
+    """The chart's Vega-Lite spec as a dict (validated by altair unless ``validate=False``).
+
+    Validation against the Vega-Lite JSON schema costs most of the time of a large
+    chart (three quarters of a 12-panel diagram's); the report skips it for the charts
+    of :func:`calib_frames.report.report_charts`, whose specs the tests validate.
+    """
     try:
-        spec = chart.to_dict()
+        spec = chart.to_dict(validate=validate)
     except Exception as error:  # altair's schema validation: report it as ours
         raise ArgumentError(f"not a valid chart: {error}") from None
     return spec

@@ -26,7 +26,7 @@ __all__ = ["CHART_GROUP_LIMIT", "OVERLAY_LIMIT", "report_charts"]
 OVERLAY_LIMIT = 5
 """Most models drawn together in one reliability panel of the report."""
 
-CHART_GROUP_LIMIT = 12
+CHART_GROUP_LIMIT = 8
 """Most groups the report's charts draw: beyond it, the best and the worst by ECE."""
 
 
@@ -75,7 +75,7 @@ def report_charts(
     perplexity
         An optional perplexity table (default: the comparison table's columns).
     limit
-        Most groups drawn (default 12, at least 2).
+        Most groups drawn (default 8, at least 2).
 
     Returns
     -------

@@ -242,7 +242,7 @@ def report_html(
         charts = report_charts(sorted_table, bin_statistics=bins, perplexity=ppl)
     for number, (name, note, chart) in enumerate(charts):
         spec_id = f"chart-spec-{number}"
-        specs[spec_id] = chart_spec(chart)
+        specs[spec_id] = chart_spec(chart, validate=False)  # tests/plot validate them
         sections.append(
             f'<section><h2>{html.escape(name)}</h2><p class="note">{html.escape(note)}</p>'
             f'<div class="chart" id="chart-{number}" data-vega-spec="{spec_id}"></div></section>'
