@@ -40,7 +40,15 @@ SUMMARY = (
 
 def add_parser(commands: Any) -> None:
     """Register the subcommand."""
-    parser = commands.add_parser("compare", help="print the per-group comparison table")
+    parser = commands.add_parser(
+        "compare",
+        help="print the per-group comparison table",
+        description="print the per-group comparison table",
+        epilog=(
+            "example:\n  calib-frames compare data/synthetic_predictions.parquet \\\n    "
+            "--token-file data/synthetic_tokens.parquet --by model,task"
+        ),
+    )
     add_prediction_arguments(parser)
     parser.add_argument("--output", type=Path, help="write the table (.csv, .parquet, .json, .md)")
     parser.add_argument(

@@ -91,7 +91,16 @@ LM_EVAL_KEYS = ["model", "task"]
 
 def add_parser(commands: Any) -> None:
     """Register the subcommand."""
-    parser = commands.add_parser("report", help="write tables, HTML report and charts")
+    parser = commands.add_parser(
+        "report",
+        help="write tables, HTML report and charts",
+        description="write tables, HTML report and charts",
+        epilog=(
+            "example:\n  calib-frames report data/synthetic_predictions.parquet \\\n    "
+            "--token-file data/synthetic_tokens.parquet --by model,task \\\n    "
+            "--out report"
+        ),
+    )
     add_prediction_arguments(parser, inputs_required=False)
     parser.add_argument("--out", type=Path, required=True, help="output directory")
     parser.add_argument(

@@ -223,7 +223,7 @@ def test_bad_inputs_give_one_line_and_the_right_exit_code(
 
 def test_missing_column_names_the_column(tmp_path: Path) -> None:
     result = cli("report", PREDICTIONS, "--confidence", "prob", "--out", tmp_path / "o")
-    assert "'prob'" in one_line_error(result, 1)
+    assert "--confidence prob" in one_line_error(result, 1)
 
 
 @pytest.mark.parametrize(
@@ -395,3 +395,26 @@ def test_report_reads_lm_eval_folders_and_reproduces_lm_eval(tmp_path: Path) -> 
         assert table[ours].filter(present).to_list() == pytest.approx(
             theirs.filter(present).to_list(), rel=1e-12
         ), ours
+
+
+def test_messages_name_the_fix_in_the_interface_in_use() -> None:
+    result = cli("compare", PREDICTIONS, "--by", "model", "--confidence", "prob")
+    line = one_line_error(result, 1)
+    assert "--confidence prob" in line and "--confidence COL" in line and "=" not in line
+    frame = pl.read_parquet(PREDICTIONS)
+    with pytest.raises(cf.TableError, match=r"confidence='prob'.*confidence=\"COL\""):
+        cf.calibration_metrics(frame, confidence="prob")
+    with pytest.raises(cf.ArgumentError, match=r"pass a list: by=\['model', 'task'\]"):
+        cf.calibration_metrics(frame, by="model,task")
+
+
+@pytest.mark.parametrize("command", ["compare", "report", "stats", "merge"])
+def test_help_shows_the_defaults_and_an_example(command: str) -> None:
+    result = cli(command, "--help")
+    assert result.returncode == 0, result.stderr
+    assert f"example:\n  calib-frames {command} " in result.stdout
+    if command != "merge":
+        assert "number of bins (default 10)" in result.stdout
+        assert "(default: streaming)" in result.stdout  # --engine
+    if command == "report":
+        assert "(default: 200)" in result.stdout and "(default: 0.95)" in result.stdout
