@@ -11,6 +11,7 @@ from typing import Any
 import polars as pl
 
 from calib_frames.exceptions import ArgumentError
+from calib_frames.metrics.calibration import MCE_MIN_COUNT
 from calib_frames.plot import (
     brier_decomposition_chart,
     confidence_histogram,
@@ -130,8 +131,9 @@ def report_charts(
     overlay = bool(facet) and not many
     note = (
         "Accuracy against mean confidence per bin; bars to the diagonal show each bin's "
-        "gap (red: overconfident, below; blue: underconfident, above); predictions per bin "
-        "below, ECE, MCE and Brier score under each panel."
+        "gap (red: overconfident, below; blue: underconfident, above), dashed and faint "
+        f"for bins of fewer than {MCE_MIN_COUNT} predictions (which MCE leaves out); "
+        "predictions per bin below, ECE, MCE and Brier score under each panel."
     )
     if overlay:
         note += " Click a legend entry to highlight a model."

@@ -524,3 +524,21 @@ def test_import_calib_frames_does_not_import_altair() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_small_bins_are_drawn_faint_not_as_the_tallest_gap() -> None:
+    # 200 calibrated predictions at 0.75 and 2 wrong ones at 0.95: a 0.95 gap in a bin of 2
+    rows = pl.DataFrame(
+        {
+            "confidence": [0.75] * 200 + [0.95] * 2,
+            "correct": [True] * 150 + [False] * 50 + [False] * 2,
+        }
+    )
+    stats = cf.bin_statistics(rows)
+    metrics = cf.metrics_from_bin_statistics(stats)
+    assert metrics["mce"].item() == pytest.approx(0.0, abs=1e-12)  # the 2-prediction bin is out
+    assert metrics["mce_raw"].item() == pytest.approx(0.95, abs=1e-12)
+    spec = reliability_diagram(stats, metrics=metrics).to_dict()
+    text = json.dumps(spec)
+    assert '"datum._gap != 0 && datum.count < 10"' in text  # the faint layer
+    assert '"datum._gap != 0 && !(datum.count < 10)"' in text  # the full-strength gaps
