@@ -106,7 +106,8 @@ def test_one_model_diagram_marks_and_rows(tables: dict[str, pl.DataFrame]) -> No
     chart = reliability_diagram(table, metrics=metrics)
     spec = chart.to_dict()
     diagram, histogram = spec["vconcat"]
-    assert mark_types(diagram) == ["line", "rule", "rule"]  # line, diagonal, gaps
+    # line, diagonal, faint gaps of small bins, gaps
+    assert mark_types(diagram) == ["line", "rule", "rule", "rule"]
     assert mark_types(histogram) == ["bar"]
     rows_diagram, rows_hist = datasets(spec)
     assert len(rows_diagram) == populated(table).height < table.height
@@ -136,9 +137,11 @@ def test_gap_direction_follows_the_diagonal(tables: dict[str, pl.DataFrame]) -> 
         elif gap > 0:
             assert row["_direction"] == "underconfident"
     gaps = [u for u in units(spec) if u["encoding"].get("stroke", {}).get("field") == "_direction"]
-    assert len(gaps) == 1
-    assert gaps[0]["encoding"]["y2"]["field"] == "mean_confidence"
-    assert gaps[0]["encoding"]["stroke"]["scale"]["domain"] == ["overconfident", "underconfident"]
+    assert len(gaps) == 2  # the faint ones of small bins, then the others
+    for gap_rules in gaps:
+        assert gap_rules["encoding"]["y2"]["field"] == "mean_confidence"
+        domain = gap_rules["encoding"]["stroke"]["scale"]["domain"]
+        assert domain == ["overconfident", "underconfident"]
 
 
 @pytest.mark.parametrize("empty", ["zero", "null"])
