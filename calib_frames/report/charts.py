@@ -111,12 +111,21 @@ def report_charts(
     bin_keys = spec_keys(bins, RELIABILITY, "bin-statistics table")
     left_out = ""
     if bin_keys and "ece" in table.columns and set(bin_keys) <= set(table.columns):
-        chosen, groups = _extremes(table, bin_keys, "ece", limit)
-        if groups > limit:
+        overlaid = table.get_column(bin_keys[0]).n_unique() <= OVERLAY_LIMIT
+        # overlaid models share a panel per task: bound the panels (tasks by their worst
+        # ECE); else one panel per group: bound the groups
+        unit, what = (bin_keys[1:], "tasks") if overlaid else (bin_keys, "groups")
+        ranked = (
+            table.group_by(unit, maintain_order=True).agg(pl.col("ece").max())
+            if overlaid and unit
+            else table
+        )
+        chosen, groups = _extremes(ranked, unit, "ece", limit) if unit else (None, 1)
+        if chosen is not None and groups > limit:
             table, bins = _kept(table, chosen), _kept(bins, chosen)
             left_out = (
-                f" Drawn: the {limit // 2} groups of lowest ECE and the {limit - limit // 2} of "
-                f"highest; {groups - limit:,} of {groups:,} groups are left out here (the "
+                f" Drawn: the {limit // 2} {what} of lowest ECE and the {limit - limit // 2} "
+                f"of highest; {groups - limit:,} of {groups:,} {what} are left out here (the "
                 "tables have them all)."
             )
     metrics = (
