@@ -10,7 +10,8 @@ row per model. Two summaries answer different questions, and the leaderboard giv
   predictions (by its tokens for perplexity). Its interval is the bin-table bootstrap
   of the pooled table (:func:`~calib_frames.estimators.intervals_from_bin_statistics`).
   A pooled ECE is not the mean of the task ECEs: gaps of opposite sign in two tasks'
-  bins can cancel.
+  bins can cancel. (When every model has one task, a sweep, the pooled table is the
+  per-task one and its intervals are the comparison table's.)
 * **mean over tasks** (``<metric>_task_mean``): the unweighted mean of the per-task
   metrics, (1/T)·Σ_t m_t, so that every task counts once whatever its size (the usual
   leaderboard average). Its interval is the normal one from the per-task intervals,
@@ -134,14 +135,24 @@ def leaderboard(
     metrics: tuple[str, ...] = LEADERBOARD_METRICS
     board = as_lazy(metrics_from_bin_statistics(pooled_stats, mce_min_count=mce_min_count))
     board = board.select(model, "count", *metrics)
+    bounds = [f"{m}_ci_{e}" for m in metrics for e in ("low", "high")]
     if uncertainty:
-        ci = as_lazy(
-            intervals_from_bin_statistics(
-                pooled_stats, replicates=replicates, level=level, seed=seed
-            )
+        # a sweep (one task per model, a table in memory): the pooled table is the
+        # per-task one, whose bootstrap the comparison already holds
+        sweep = (
+            isinstance(comparison, pl.DataFrame)
+            and set(bounds) & set(names)
+            and comparison.get_column(model).is_unique().all()
         )
+        if sweep:
+            ci = per_task
+        else:
+            ci = as_lazy(
+                intervals_from_bin_statistics(
+                    pooled_stats, replicates=replicates, level=level, seed=seed
+                )
+            )
         present = ci.collect_schema().names()
-        bounds = [f"{m}_ci_{e}" for m in metrics for e in ("low", "high")]
         board = with_columns_of(
             board, ci.select(model, *(c for c in bounds if c in present)), [model]
         )

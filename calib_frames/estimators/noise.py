@@ -36,8 +36,8 @@ Per group and replicate the ECE under H₀ is computed from the draws; then
   ``ece_p_value ≤ alpha``, i.e. enough predictions, more than one occupied bin, and an
   ECE that exceeds the noise of a calibrated model: True means *distinguishably
   miscalibrated*. False means: do not read this ECE as evidence of miscalibration (too
-  little data, or within the noise). This column was called ``reportable`` before
-  0.x; the name said the opposite of what a reader took it for (a well calibrated
+  little data, or within the noise). This column was called ``reportable`` until
+  0.1; the name said the opposite of what a reader took it for (a well calibrated
   model was "not reportable"), and it is gone, not aliased;
 * ``verdict``: the same in words: ``"too few predictions"`` (fewer than ``min_count``,
   or no weight), ``"one populated bin"`` (fewer than ``min_bins``), ``"overconfident,
