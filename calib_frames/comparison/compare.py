@@ -2,7 +2,7 @@
 
 :func:`compare` is what ``calib-frames report`` writes as ``comparison.parquet``, from
 frames instead of files, with the same defaults (:data:`REPLICATES` bootstrap replicates,
-level 0.95, seed 0), so that the two agree to the last digit;
+level 0.95, seed 0), so that the two agree (to rounding: see :func:`compare`);
 :func:`comparison_from_statistics` is the same from the additive tables
 (``calib-frames report --from-stats``). The report's ``replicates`` default is 200, not
 the 1000 of the estimators: a report runs the bootstrap for every group of a leaderboard
@@ -139,10 +139,11 @@ def compare(
     :func:`comparison_from_statistics` of :func:`~calib_frames.bin_statistics` and
     :func:`~calib_frames.nll_sums`, plus (with ``uncertainty`` and ``losses``) the
     perplexity intervals of :func:`~calib_frames.estimators.perplexity_intervals`: the
-    numbers of ``comparison.parquet`` to the last digit for the same inputs and flags
-    (``--replicates``, ``--level``, ``--seed``, ``--bins`` have these defaults) when the
-    frames are eager (lazy frames run as one fused query, whose sums may differ in the
-    last bit).
+    numbers of ``comparison.parquet`` for the same inputs and flags (``--replicates``,
+    ``--level``, ``--seed``, ``--bins`` have these defaults): the same draws, the same
+    verdicts, floats equal to rounding (polars adds a group's floats on several threads,
+    in an order that can change from run to run, so two runs of the CLI itself may
+    differ in the last bits; ``tests/comparison`` holds them to 1e-12 relative).
 
     Parameters
     ----------
@@ -199,10 +200,10 @@ def compare(
         weight=weight,
         log_confidence=log_confidence,
     )
-    # eager in: materialised first on the streaming engine, as the CLI does (the same sums)
+    # eager in: the tables are materialised first, as the CLI does
     stats = as_lazy(query)
     if eager:
-        stats = stats.collect(engine="streaming").lazy()
+        stats = stats.collect().lazy()
     table = as_lazy(
         comparison_from_statistics(
             stats,
@@ -223,7 +224,7 @@ def compare(
         )
         sums = as_lazy(summed)
         if eager:
-            sums = sums.collect(engine="streaming").lazy()
+            sums = sums.collect().lazy()
         ppl = as_lazy(perplexity_from_nll_sums(sums))
         if uncertainty:
             from calib_frames.estimators import perplexity_intervals

@@ -121,15 +121,13 @@ def test_compare_equals_the_clis_comparison_table(tmp_path: Path) -> None:
         by=["model", "task"],
     )
     cli_table = pl.read_parquet(out / "comparison.parquet")
-    # the calibration columns to the last bit; the NLL sums of a file scanned by the CLI
-    # and of a frame in memory add in another order on the streaming engine (1 ulp)
-    nll_family = cli_table.columns[cli_table.columns.index("nll_count") :]
-    assert_frame_equal(ours.drop(nll_family), cli_table.drop(nll_family), check_exact=True)
-    assert_frame_equal(ours, cli_table, check_exact=False, rel_tol=1e-13, abs_tol=0)
+    # the same draws and verdicts; floats to rounding: polars sums a group's floats on
+    # several threads, in an order that may change between runs (of the CLI too)
+    assert_frame_equal(ours, cli_table, check_exact=False, rel_tol=1e-12, abs_tol=1e-15)
+    exact = [c for c, dtype in cli_table.schema.items() if not dtype.is_float()]
+    assert_frame_equal(ours.select(exact), cli_table.select(exact))
     stats = pl.read_parquet(out / "bin_statistics.parquet")
     sums = cf.nll_sums(pl.read_parquet(TOKENS), by=["model", "task"], tokens="tokens")
     board = cf.leaderboard(ours, stats, sums)
     cli_board = pl.read_parquet(out / "leaderboard.parquet")
-    assert_frame_equal(board, cli_board, check_exact=False, rel_tol=1e-13, abs_tol=0)
-    calibration = [c for c in cli_board.columns if not c.startswith("perplexity")]
-    assert_frame_equal(board.select(calibration), cli_board.select(calibration), check_exact=True)
+    assert_frame_equal(board, cli_board, check_exact=False, rel_tol=1e-12, abs_tol=1e-15)
