@@ -230,13 +230,20 @@ def _null_ece(
     trials = np.where(mu_rows > 0, np.maximum(np.minimum(trials, count), 1.0), 0.0)
     prob = np.clip(np.divide(mu_rows, trials, out=np.zeros_like(mu), where=trials > 0), 0.0, 1.0)
     rng = np.random.default_rng(seed)
-    drawn = rng.binomial(
-        trials.astype(np.int64)[:, None, :], prob[:, None, :], (groups, replicates, bins)
-    )
-    deviation = np.abs(drawn - trials[:, None, :] * prob[:, None, :]) * row_weight[:, None, :]
     has_weight = total > 0
     safe_total = np.where(has_weight, total, 1.0)
-    null_ece = deviation.sum(axis=2) / safe_total[:, None]
+    # in blocks of groups, so that memory stays bounded whatever the number of groups; one
+    # generator drawn block after block gives the draws of one call over all the groups
+    null_ece = np.empty((groups, replicates))
+    step = max(1, _BLOCK_CELLS // (replicates * bins))
+    for start in range(0, groups, step):
+        part = slice(start, start + step)
+        n, q = trials[part], prob[part]
+        drawn = rng.binomial(
+            n.astype(np.int64)[:, None, :], q[:, None, :], (len(n), replicates, bins)
+        )
+        deviation = np.abs(drawn - (n * q)[:, None, :]) * row_weight[part][:, None, :]
+        null_ece[part] = deviation.sum(axis=2) / safe_total[part][:, None]
     ece = gap.sum(axis=1) / safe_total
     exceed = (null_ece >= ece[:, None] - 1e-12 * np.maximum(ece[:, None], 1e-300)).sum(axis=1)
     p_value = (1.0 + exceed) / (1.0 + replicates)
@@ -287,6 +294,9 @@ def _verdict() -> pl.Expr:
         .otherwise(pl.lit("within noise, ") + p)
     )
 
+
+_BLOCK_CELLS = 2**22
+"""Draws held at once by the noise floor (groups × replicates × bins; 32 MiB of int64)."""
 
 _OUT: dict[str, pl.DataType] = {
     "count": pl.UInt64(),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
 
 import calib_frames as cf
 from calib_frames.estimators.bootstrap import intervals_from_bin_statistics
@@ -202,3 +203,17 @@ def test_verdict_names_the_direction_and_the_p_value() -> None:
     assert verdict["small"] == "too few predictions"
     beyond = dict(table.select("g", "ece_beyond_noise").iter_rows())
     assert beyond == {"over": True, "under": True, "calibrated": False, "small": False}
+
+
+def test_blocks_of_groups_draw_what_one_block_draws(monkeypatch: pytest.MonkeyPatch) -> None:
+    from calib_frames.estimators import noise
+
+    rng = np.random.default_rng(5)
+    p = rng.uniform(0.4, 1.0, 3000)
+    df = pl.DataFrame(
+        {"g": rng.integers(0, 30, 3000), "confidence": p, "correct": rng.random(3000) < p}
+    )
+    whole = calibration_noise_floor(df, by="g", replicates=200, min_count=1)
+    monkeypatch.setattr(noise, "_BLOCK_CELLS", 200 * 10 * 4)  # four groups per block
+    blocks = calibration_noise_floor(df, by="g", replicates=200, min_count=1)
+    assert_frame_equal(whole, blocks, check_exact=True)
