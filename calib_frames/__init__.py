@@ -46,7 +46,12 @@ if TYPE_CHECKING:
     )
     from calib_frames.arrays import BrierDecomposition, CalibrationReport, PerplexityResult
     from calib_frames.binning import Binning
-    from calib_frames.comparison import comparison_table
+    from calib_frames.comparison import (
+        compare,
+        comparison_from_statistics,
+        comparison_table,
+        leaderboard,
+    )
     from calib_frames.estimators import (
         adaptive_ece,
         adjust_p_values,
@@ -110,7 +115,12 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "perplexity",
         "perplexity_from_nll_sums",
     ),
-    "calib_frames.comparison": ("comparison_table",),
+    "calib_frames.comparison": (
+        "compare",
+        "comparison_from_statistics",
+        "comparison_table",
+        "leaderboard",
+    ),
     "calib_frames.expr": (
         "binned_metrics",
         "bits_per_byte",
@@ -204,6 +214,10 @@ __all__ = [  # noqa: RUF022  (grouped by layer, as polars groups its own)
     "calibration_metrics",
     "comparison_table",
     "metrics_from_bin_statistics",
+    # the report's tables in one call: per group, per model across tasks
+    "compare",
+    "comparison_from_statistics",
+    "leaderboard",
     "perplexity",
     "perplexity_from_nll_sums",
     # expressions inside your own aggregation

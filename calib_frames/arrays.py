@@ -73,8 +73,10 @@ class CalibrationReport:
 
     Attributes
     ----------
-    ece, rmsce, mce, brier, log_loss, accuracy, mean_confidence : float
+    ece, rmsce, mce_raw, brier, log_loss, accuracy, mean_confidence : float
         As defined in :mod:`calib_frames.metrics.calibration`.
+    mce : float or None
+        The MCE over bins of at least 10 predictions (None when no bin has that many).
     decomposition : BrierDecomposition
         The Brier score's terms.
     populated_bins : int
@@ -96,7 +98,8 @@ class CalibrationReport:
 
     ece: float
     rmsce: float
-    mce: float
+    mce: float | None
+    mce_raw: float
     brier: float
     log_loss: float
     accuracy: float
@@ -131,6 +134,7 @@ class CalibrationReport:
             ece=row["ece"],
             rmsce=row["rmsce"],
             mce=row["mce"],
+            mce_raw=row["mce_raw"],
             brier=row["brier"],
             log_loss=row["log_loss"],
             accuracy=row["accuracy"],

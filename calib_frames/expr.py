@@ -49,7 +49,12 @@ import polars as pl
 
 from calib_frames.binning import BinsLike, as_binning
 from calib_frames.engine.local import log_outcome_probability, weighted
-from calib_frames.metrics.calibration import BinSums, metric_expressions
+from calib_frames.metrics.calibration import (
+    MCE_MIN_COUNT,
+    BinSums,
+    check_mce_min_count,
+    metric_expressions,
+)
 from calib_frames.schema import METRICS
 from calib_frames.validation import divide, not_true
 
@@ -76,7 +81,11 @@ def _col(value: IntoExpr) -> pl.Expr:
 
 
 def _metrics(
-    confidence: IntoExpr, correct: IntoExpr, bins: BinsLike, weight: IntoExpr | None
+    confidence: IntoExpr,
+    correct: IntoExpr,
+    bins: BinsLike,
+    weight: IntoExpr | None,
+    mce_min_count: int = MCE_MIN_COUNT,
 ) -> tuple[pl.Expr, dict[str, pl.Expr]]:
     """The per-bin sums of one group as one struct, and every metric over its fields.
 
@@ -137,6 +146,7 @@ def _metrics(
         total=pl.sum_horizontal,
         largest=pl.max_horizontal,
         log_loss_sum=pl.field("log_loss_sum"),
+        mce_min_count=check_mce_min_count(mce_min_count),
     )
     valid = pl.field("valid")
     metrics = {name: pl.when(valid).then(expr).alias(name) for name, expr in exprs.items()}
@@ -150,8 +160,10 @@ def _metric(
     correct: IntoExpr,
     bins: BinsLike,
     weight: IntoExpr | None,
+    *,
+    mce_min_count: int = MCE_MIN_COUNT,
 ) -> pl.Expr:
-    sums, metrics = _metrics(confidence, correct, bins, weight)
+    sums, metrics = _metrics(confidence, correct, bins, weight, mce_min_count)
     return sums.struct.with_fields(metrics[name]).struct.field(name)
 
 
@@ -203,28 +215,38 @@ def mce(
     *,
     bins: BinsLike = 10,
     weight: IntoExpr | None = None,
+    min_count: int = MCE_MIN_COUNT,
 ) -> pl.Expr:
-    """Maximum calibration error: max over populated bins of |p̄_b − ȳ_b|.
+    """Maximum calibration error: max of |p̄_b − ȳ_b| over bins of ``min_count`` or more rows.
+
+    Bins with fewer predictions are left out (their accuracy is mostly noise, see
+    :mod:`calib_frames.metrics.calibration`); ``min_count=1`` gives the textbook MCE over
+    every populated bin (``mce_raw`` of :func:`~calib_frames.calibration_metrics`).
 
     Parameters
     ----------
     confidence, correct, bins, weight
         As in :func:`ece`.
+    min_count
+        Least number of rows of a bin that counts (default 10).
 
     Returns
     -------
     pl.Expr
-        An aggregating Float64 expression named ``mce`` (null for invalid rows).
+        An aggregating Float64 expression named ``mce`` (null for invalid rows, and when
+        no bin has ``min_count`` rows).
 
     Examples
     --------
     >>> import polars as pl
     >>> import calib_frames as cf
     >>> df = pl.DataFrame({"confidence": [0.15, 0.95], "correct": [False, False]})
-    >>> df.select(cf.mce()).item()
+    >>> df.select(cf.mce(min_count=1)).item()
     0.95
+    >>> df.select(cf.mce()).item() is None  # no bin has 10 predictions
+    True
     """
-    return _metric("mce", confidence, correct, bins, weight)
+    return _metric("mce", confidence, correct, bins, weight, mce_min_count=min_count)
 
 
 def rmsce(

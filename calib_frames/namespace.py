@@ -40,7 +40,11 @@ import polars as pl
 
 from calib_frames.binning import BinsLike
 from calib_frames.comparison.table import comparison_table
-from calib_frames.metrics.calibration import calibration_metrics, metrics_from_bin_statistics
+from calib_frames.metrics.calibration import (
+    MCE_MIN_COUNT,
+    calibration_metrics,
+    metrics_from_bin_statistics,
+)
 from calib_frames.metrics.tokens import perplexity, perplexity_from_nll_sums
 from calib_frames.nll import merge_nll_sums, nll_sums
 from calib_frames.stats import bin_statistics, merge_bin_statistics, reliability_table
@@ -127,12 +131,13 @@ class CalibNamespace(Generic[Frame]):
         bins: BinsLike = 10,
         weight: str | None = None,
         log_confidence: str | None = None,
+        mce_min_count: int = MCE_MIN_COUNT,
     ) -> Frame:
         """Per-group calibration metrics: :func:`calib_frames.calibration_metrics`.
 
         Parameters
         ----------
-        confidence, correct, by, bins, weight, log_confidence
+        confidence, correct, by, bins, weight, log_confidence, mce_min_count
             As in :func:`calib_frames.calibration_metrics`.
 
         Returns
@@ -148,17 +153,23 @@ class CalibNamespace(Generic[Frame]):
             bins=bins,
             weight=weight,
             log_confidence=log_confidence,
+            mce_min_count=mce_min_count,
         )
 
-    def metrics_from_bin_statistics(self) -> Frame:
+    def metrics_from_bin_statistics(self, *, mce_min_count: int = MCE_MIN_COUNT) -> Frame:
         """Metrics of this bin-statistics table: :func:`calib_frames.metrics_from_bin_statistics`.
+
+        Parameters
+        ----------
+        mce_min_count
+            As in :func:`calib_frames.metrics_from_bin_statistics`.
 
         Returns
         -------
         DataFrame or LazyFrame
             The metrics table.
         """
-        return metrics_from_bin_statistics(self._frame)
+        return metrics_from_bin_statistics(self._frame, mce_min_count=mce_min_count)
 
     def merge_bin_statistics(self, *tables: Frame, by: str | Sequence[str] | None = None) -> Frame:
         """Merge this table with others: :func:`calib_frames.merge_bin_statistics`.

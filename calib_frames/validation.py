@@ -98,10 +98,29 @@ def return_like(template: Frame, result: pl.LazyFrame) -> Frame:
 
 
 def group_keys(by: str | Sequence[str] | None) -> list[str]:
-    """Normalise a ``by=`` argument to a list of column names (``None`` = whole frame)."""
+    """Normalise a ``by=`` argument to a list of column names (``None`` = whole frame).
+
+    A string is one column name; one with a comma (``"model,task"``, the command line's
+    spelling) is refused with the list to pass instead (a column whose name has a comma
+    is still ``by=["a,b"]``).
+
+    Examples
+    --------
+    >>> group_keys("model"), group_keys(["model", "task"])
+    (['model'], ['model', 'task'])
+    >>> group_keys("model,task")
+    Traceback (most recent call last):
+    ...
+    calib_frames.exceptions.ArgumentError: by='model,task' names one column; ...
+    """
     if by is None:
         return []
     if isinstance(by, str):
+        if "," in by:
+            names = [name.strip() for name in by.split(",")]
+            raise ArgumentError(
+                f"by={by!r} names one column; for several keys pass a list: by={names!r}"
+            )
         return [by]
     if not isinstance(by, Sequence):
         raise ArgumentError(
@@ -177,9 +196,11 @@ def require_columns(
     missing += [f"by={key!r}" for key in keys if key not in schema]
     if missing:
         available = ", ".join(repr(c) for c in schema.names())
+        first = missing[0].split("=")[0]
+        fix = f'{first}=["COL", ...]' if first == "by" else f'{first}="COL"'
         raise TableError(
-            f"{where}column not found: {', '.join(missing)}; available columns: "
-            f"{available or 'none'}"
+            f"{where}column not found: {', '.join(missing)}; name the column with {fix}, "
+            f"one of the available columns: {available or 'none'}"
         )
     for role in [*numeric, *numbers]:
         name = columns[role]

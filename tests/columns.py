@@ -7,6 +7,7 @@ METRICS = (
     "ece",
     "rmsce",
     "mce",
+    "mce_raw",
     "brier",
     "reliability",
     "resolution",

@@ -17,17 +17,37 @@ One module per subcommand; :mod:`calib_frames.cli.common` holds what they share.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from calib_frames.exceptions import ArgumentError, CalibFramesError
 
-__all__ = ["main"]
+__all__ = ["in_flags", "main"]
+
+
+class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """``--help`` shows every default and keeps the examples' lines as written.
+
+    A default is added to an option's help unless the help already says it, the option is
+    required, or it is unset (``None``, an empty list, a flag that is off).
+    """
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        unset = action.default in (None, False, []) or action.default is argparse.SUPPRESS
+        if "default" in text or action.required or unset:
+            return text
+        return super()._get_help_string(action) or text
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with one-line usage errors (exit code 2)."""
+    """argparse with one-line usage errors (exit code 2), defaults and examples in --help."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise ArgumentError(f"{message} (see {self.prog} --help)")
@@ -45,6 +65,40 @@ def _parser() -> argparse.ArgumentParser:
     for module in (compare, report, stats, merge):
         module.add_parser(commands)
     return parser
+
+
+# the API keywords of the column roles, as the command line spells them
+_ROLE = re.compile(
+    r"\b(confidence|correct|weight|log_confidence|nll|tokens|bytes|words|by|tokens_by)="
+    r"(\[\"COL\", \.\.\.\]|\"COL\"|'[^']*'|\"[^\"]*\"|\[[^\]]*\]|1\b)"
+)
+
+
+def in_flags(message: str) -> str:
+    r"""A library message in the command line's words: ``confidence='p'`` → ``--confidence p``.
+
+    The column roles' keywords become their flags (``tokens=1`` is ``--token-level``,
+    ``by=['model', 'task']`` is ``--by model,task``, ``"COL"`` stays ``COL``).
+
+    Examples
+    --------
+    >>> in_flags("column not found: confidence='prob'; name the column with confidence=\"COL\"")
+    'column not found: --confidence prob; name the column with --confidence COL'
+    >>> in_flags("pass tokens='tokens' if …, or tokens=1 if each row is one token")
+    'pass --tokens tokens if …, or --token-level if each row is one token'
+    """
+
+    def flag(match: re.Match[str]) -> str:
+        role, value = match.group(1), match.group(2)
+        if role == "tokens" and value == "1":
+            return "--token-level"
+        if value.startswith("["):
+            names = re.findall(r"'([^']*)'|\"([^\"]*)\"", value)
+            value = ",".join(a or b for a, b in names)
+            value = "COL,…" if value == "COL" else value
+        return f"--{role.replace('_', '-')} {value.strip(chr(34) + chr(39))}"
+
+    return _ROLE.sub(flag, message)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -68,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         status: int = args.run(args)
     except CalibFramesError as error:
         lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-        message = "; ".join(lines).replace(":; ", ": ")
+        message = in_flags("; ".join(lines).replace(":; ", ": "))
         print(f"calib-frames: error: {message}", file=sys.stderr)
         return error.exit_code
     except OSError as error:  # a write or read the system refused: disk full, read-only

@@ -17,7 +17,9 @@ import argparse
 import os
 import re
 import sys
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
@@ -39,7 +41,9 @@ __all__ = [
     "log_format",
     "log_predictions",
     "require_rows",
+    "says_progress",
     "scan_inputs",
+    "stage",
 ]
 
 DTYPES: dict[str, pl.DataType] = {
@@ -104,6 +108,33 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
         default="raise",
         help="a malformed record is an error (default) or skipped and counted",
     )
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress lines on stderr (by default one per stage that takes over 1 s)",
+    )
+
+
+PROGRESS_SECONDS = 1.0
+"""A stage that takes longer than this says so on stderr (unless ``--quiet``)."""
+
+
+def says_progress(args: argparse.Namespace, seconds: float) -> bool:
+    """Whether a stage of ``seconds`` gets its progress line (over 1 s, not ``--quiet``)."""
+    return seconds > PROGRESS_SECONDS and not getattr(args, "quiet", False)
+
+
+@contextmanager
+def stage(args: argparse.Namespace, what: str) -> Iterator[None]:
+    """Time a stage; over a second, one line on stderr: ``calib-frames: WHAT in 2.3 s``.
+
+    On a terminal or not (a job runner's log shows it too); nothing with ``--quiet``.
+    """
+    started = time.perf_counter()
+    yield
+    seconds = time.perf_counter() - started
+    if says_progress(args, seconds):
+        print(f"calib-frames: {what} in {seconds:.1f} s", file=sys.stderr, flush=True)
 
 
 def add_binning_arguments(parser: argparse.ArgumentParser) -> None:

@@ -7,6 +7,7 @@ calib-frames compare PREDICTIONS… [--token-file TOKENS…] --by model,task [--
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ SUMMARY = (
     "ece_ci_low",
     "ece_ci_high",
     "ece_noise_floor",
-    "reportable",
+    "verdict",
     "mce",
     "brier",
     "log_loss",
@@ -39,7 +40,15 @@ SUMMARY = (
 
 def add_parser(commands: Any) -> None:
     """Register the subcommand."""
-    parser = commands.add_parser("compare", help="print the per-group comparison table")
+    parser = commands.add_parser(
+        "compare",
+        help="print the per-group comparison table",
+        description="print the per-group comparison table",
+        epilog=(
+            "example:\n  calib-frames compare data/synthetic_predictions.parquet \\\n    "
+            "--token-file data/synthetic_tokens.parquet --by model,task"
+        ),
+    )
     add_prediction_arguments(parser)
     parser.add_argument("--output", type=Path, help="write the table (.csv, .parquet, .json, .md)")
     parser.add_argument(
@@ -67,12 +76,18 @@ def build_table(args: argparse.Namespace) -> tuple[pl.DataFrame, list[str], list
     return table, keys, queries.files
 
 
-def print_summary(result: pl.DataFrame, keys: list[str], *, all_columns: bool = False) -> None:
-    """Print the keys and the summary columns (every column with ``all_columns``)."""
+def print_summary(
+    result: pl.DataFrame,
+    keys: list[str],
+    *,
+    all_columns: bool = False,
+    columns: Sequence[str] = SUMMARY,
+) -> None:
+    """Print the keys and the summary ``columns`` it has (every column with ``all_columns``)."""
     shown = (
         result
         if all_columns
-        else result.select(*keys, *(name for name in SUMMARY if name in result.columns))
+        else result.select(*keys, *(name for name in columns if name in result.columns))
     )
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=10_000, float_precision=4):
         print(shown)

@@ -20,7 +20,12 @@ __all__ = ["add_parser", "run"]
 
 def add_parser(commands: Any) -> None:
     """Register the subcommand."""
-    parser = commands.add_parser("merge", help="fold statistics files into one")
+    parser = commands.add_parser(
+        "merge",
+        help="fold statistics files into one",
+        description="fold statistics files into one",
+        epilog="example:\n  calib-frames merge nightly/*.parquet --out all.parquet",
+    )
     parser.add_argument("inputs", nargs="+", type=Path, help="statistics files")
     parser.add_argument("--out", type=Path, required=True, help="the merged statistics file")
     parser.set_defaults(run=run)

@@ -5,8 +5,9 @@
     calib-frames report --from-stats STATS… [--nll-stats NLL…] --out DIR
                         [--over batch [--batch ID]] [--last N]
 
-Prints the summary table and writes into DIR (created if its parent exists), each file
-atomically:
+Prints the leaderboard and the summary table and writes into DIR (created if its parent
+exists; built in a hidden temporary sibling and swapped in whole, so DIR only ever holds
+one run's files, listed in its ``.calib-frames-report``):
 
 ========================  =================================================================
 file                      content
@@ -14,12 +15,17 @@ file                      content
 ``comparison.*``          the per-group table as parquet, CSV, JSON and markdown: metrics,
                           perplexity, and (unless ``--no-uncertainty``) bootstrap intervals
                           ``<metric>_ci_low/_high``, the ECE noise floor, its p-value and
-                          the ``reportable`` verdict
+                          ``ece_beyond_noise`` and its ``verdict`` in words
 ``bin_statistics.parquet`` the additive bin-statistics table
 ``report.html``           the self-contained HTML report (opens offline)
-``*.png``                 the report's charts (reliability diagrams, confidence
-                          histograms, accuracy against ECE, Brier decomposition, perplexity,
-                          and from prediction files the risk–coverage curves)
+``leaderboard.*``         one row per model across its tasks (with a ``model`` key and
+                          another), as parquet, CSV and markdown
+``batches.*``, ``changes.*`` with ``--over batch``: the figures per batch and the change of
+                          the tested batch against the pooled earlier ones
+``*.png``                 with ``--png``: the report's charts (reliability diagrams,
+                          confidence histograms, accuracy against ECE, Brier
+                          decomposition, perplexity, from prediction files the risk–coverage
+                          curves, with ``--over batch`` the trends); bounded at 8 groups
 ========================  =================================================================
 
 Inputs are prediction files (parquet/CSV/JSONL, globs, hive folders), lm-evaluation-harness
@@ -44,7 +50,11 @@ batches of the window.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import re
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -52,12 +62,22 @@ import polars as pl
 
 from calib_frames.cli import common
 from calib_frames.cli.compare import print_summary
-from calib_frames.cli.rows import add_prediction_arguments, collect_statistics, row_queries
+from calib_frames.cli.rows import (
+    RowQueries,
+    add_prediction_arguments,
+    collect_statistics,
+    row_queries,
+)
+from calib_frames.comparison.compare import (
+    REPLICATES,
+    comparison_from_statistics,
+    with_columns_of,
+)
+from calib_frames.comparison.leaderboard import leaderboard
 from calib_frames.comparison.table import comparison_table
 from calib_frames.exceptions import ArgumentError
-from calib_frames.metrics.calibration import metrics_from_bin_statistics
 from calib_frames.metrics.tokens import perplexity_from_nll_sums
-from calib_frames.schema import BIN_STATISTICS, PERPLEXITY
+from calib_frames.schema import BIN_STATISTICS, NLL_SUMS, PERPLEXITY
 from calib_frames.storage import StoredStatistics, read_statistics
 from calib_frames.validation import as_lazy
 
@@ -67,12 +87,36 @@ TABLES = ("comparison.parquet", "comparison.csv", "comparison.json", "comparison
 STATS_FILE = "bin_statistics.parquet"
 HTML_FILE = "report.html"
 OVER_TIME = ("batches.parquet", "batches.csv", "changes.parquet", "changes.csv")
+LEADERBOARD_TABLES = ("leaderboard.parquet", "leaderboard.csv", "leaderboard.md")
+LEADERBOARD_MODEL = "model"
+"""The key that names a model: with it and another key, the report has a leaderboard."""
+LEADERBOARD_SUMMARY = (
+    "tasks",
+    "accuracy",
+    "ece",
+    "ece_task_mean",
+    "brier",
+    "log_loss",
+    "perplexity",
+    "miscalibrated_tasks",
+)
+MANIFEST = ".calib-frames-report"
+"""The file that marks a folder as a report's (and lists its files)."""
 LM_EVAL_KEYS = ["model", "task"]
 
 
 def add_parser(commands: Any) -> None:
     """Register the subcommand."""
-    parser = commands.add_parser("report", help="write tables, HTML report and charts")
+    parser = commands.add_parser(
+        "report",
+        help="write tables, HTML report and charts",
+        description="write tables, HTML report and charts",
+        epilog=(
+            "example:\n  calib-frames report data/synthetic_predictions.parquet \\\n    "
+            "--token-file data/synthetic_tokens.parquet --by model,task \\\n    "
+            "--out report"
+        ),
+    )
     add_prediction_arguments(parser, inputs_required=False)
     parser.add_argument("--out", type=Path, required=True, help="output directory")
     parser.add_argument(
@@ -90,7 +134,7 @@ def add_parser(commands: Any) -> None:
         action="store_true",
         help="skip the bootstrap intervals and the ECE noise floor (faster)",
     )
-    parser.add_argument("--replicates", type=int, default=200, help="bootstrap replicates")
+    parser.add_argument("--replicates", type=int, default=REPLICATES, help="bootstrap replicates")
     parser.add_argument("--level", type=float, default=0.95, help="interval level")
     parser.add_argument("--seed", type=int, default=0, help="seed of the resampling")
     parser.add_argument(
@@ -120,18 +164,14 @@ def add_parser(commands: Any) -> None:
         "corrected across groups)",
     )
     parser.add_argument("--no-charts", action="store_true", help="skip report.html and PNGs")
+    parser.add_argument(
+        "--png",
+        action="store_true",
+        help="also save each chart as a PNG (about half a second per chart; the HTML page "
+        "draws them in the browser from its embedded specs)",
+    )
     parser.add_argument("--title", default="Calibration report", help="the report's title")
     parser.set_defaults(run=run)
-
-
-def _out_dir(out: Path) -> None:
-    """Refuse an output that is a file or whose parent is missing; create it otherwise."""
-    if out.exists() and not out.is_dir():
-        raise ArgumentError(f"--out {out}: exists and is not a directory")
-    parent = out.parent if str(out.parent) else Path(".")
-    if not parent.is_dir():
-        raise ArgumentError(f"--out {out}: directory {parent} does not exist")
-    out.mkdir(exist_ok=True)
 
 
 def _lm_eval_tables(args: argparse.Namespace) -> tuple[pl.DataFrame, pl.DataFrame, list[Path]]:
@@ -161,23 +201,9 @@ def _with_lm_eval(table: pl.DataFrame, lm_eval: pl.DataFrame) -> pl.DataFrame:
     return joined.sort(LM_EVAL_KEYS, nulls_last=True)
 
 
-def _uncertainty(
-    table: pl.DataFrame, stats: pl.DataFrame, args: argparse.Namespace
+def _perplexity_intervals(
+    ppl: pl.DataFrame, args: argparse.Namespace, queries: RowQueries
 ) -> pl.DataFrame:
-    from calib_frames.estimators import uncertainty_from_bin_statistics
-
-    keys = BIN_STATISTICS.keys(stats.schema)
-    columns = uncertainty_from_bin_statistics(
-        stats, replicates=args.replicates, level=args.level, seed=args.seed
-    )
-    assert isinstance(columns, pl.DataFrame)
-    columns = columns.drop([c for c in columns.columns if c in table.columns and c not in keys])
-    if not keys:
-        return pl.concat([table, columns], how="horizontal")
-    return table.join(columns, on=keys, how="left", nulls_equal=True)
-
-
-def _perplexity_intervals(ppl: pl.DataFrame, args: argparse.Namespace) -> pl.DataFrame:
     """Perplexity intervals from the token rows (a second, small pass over the token files)."""
     from calib_frames.estimators import perplexity_intervals
 
@@ -192,17 +218,14 @@ def _perplexity_intervals(ppl: pl.DataFrame, args: argparse.Namespace) -> pl.Dat
     intervals = perplexity_intervals(
         tokens,
         nll=args.nll,
-        tokens=1 if args.token_level else args.tokens,
-        bytes=args.bytes,
+        tokens=queries.tokens,
+        bytes=queries.bytes,
         by=keys,
         replicates=args.replicates,
         level=args.level,
         seed=args.seed,
     )
-    collected = intervals.collect() if isinstance(intervals, pl.LazyFrame) else intervals
-    if not keys:
-        return pl.concat([ppl, collected], how="horizontal")
-    return ppl.join(collected, on=keys, how="left", nulls_equal=True)
+    return with_columns_of(ppl.lazy(), as_lazy(intervals), keys).collect()
 
 
 def _stored(paths: list[str], last: int | None) -> StoredStatistics:
@@ -240,8 +263,8 @@ def _over_time(args: argparse.Namespace) -> OverTime:
 
 def _read(
     args: argparse.Namespace, outputs: list[Path]
-) -> tuple[pl.DataFrame, pl.DataFrame | None, pl.DataFrame | None, list[Path], pl.LazyFrame | None]:
-    """Bin statistics, NLL sums, lm-eval's aggregates, the files read and the rows.
+) -> tuple[pl.DataFrame, pl.DataFrame | None, pl.DataFrame | None, list[Path], RowQueries | None]:
+    """Bin statistics, NLL sums, lm-eval's aggregates, the files read and the row queries.
 
     The rows are the lazy prediction rows (from prediction files only). The outputs are
     checked against the inputs before anything is computed.
@@ -249,17 +272,60 @@ def _read(
     if args.from_stats:
         files = [Path(p) for p in (*args.from_stats, *args.nll_stats)]
         common.check_outputs(outputs, files)
-        stats = _stored(args.from_stats, args.last).merged()
-        sums = _stored(args.nll_stats, args.last).merged() if args.nll_stats else None
+        with common.stage(args, f"read {len(files)} statistics file(s)"):
+            stats = _stored(args.from_stats, args.last).merged()
+            sums = _stored(args.nll_stats, args.last).merged() if args.nll_stats else None
         return stats, sums, None, files, None
     if common.is_lm_eval(args.inputs, args.format):
-        stats, lm_eval, files = _lm_eval_tables(args)
+        with common.stage(args, "read the lm-evaluation-harness folders"):
+            stats, lm_eval, files = _lm_eval_tables(args)
         common.check_outputs(outputs, files)
         return stats, None, lm_eval, files, None
     queries = row_queries(args)
     common.check_outputs(outputs, queries.files)
     stats, sums = collect_statistics(queries, args)
-    return stats, sums, None, queries.files, queries.predictions
+    return stats, sums, None, queries.files, queries
+
+
+def _staging(out: Path) -> Path:
+    """A fresh temporary sibling of ``out`` to build the report in (swapped in at the end).
+
+    Raises
+    ------
+    ArgumentError
+        ``out`` is a file, its parent is missing, or it is a folder holding files that no
+        report wrote (the swap replaces the folder whole).
+    """
+    if out.exists() and not out.is_dir():
+        raise ArgumentError(f"--out {out}: exists and is not a directory")
+    parent = out.parent if str(out.parent) else Path(".")
+    if not parent.is_dir():
+        raise ArgumentError(f"--out {out}: directory {parent} does not exist")
+    if out.is_dir() and any(out.iterdir()) and not (out / MANIFEST).is_file():
+        raise ArgumentError(
+            f"--out {out}: the folder holds files no calib-frames report wrote; a report "
+            "replaces its folder whole, so give a new or empty folder"
+        )
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=parent))
+    umask = os.umask(0o022)
+    os.umask(umask)
+    staging.chmod(0o777 & ~umask)  # as mkdir would make it (mkdtemp makes it private)
+    return staging
+
+
+def _swap_in(staging: Path, out: Path, written: list[str]) -> None:
+    """Replace ``out`` by ``staging`` (two renames): never two runs' files side by side."""
+    (staging / MANIFEST).write_text(
+        json.dumps({"written_by": "calib-frames report", "files": written}, indent=1) + "\n",
+        encoding="utf-8",
+    )
+    if not out.exists():
+        os.replace(staging, out)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=staging.parent))
+    os.replace(out, old / out.name)
+    os.replace(staging, out)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def _check_arguments(args: argparse.Namespace) -> None:
@@ -281,46 +347,128 @@ def _check_arguments(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``report``."""
+    """Run ``report``: build every file in a temporary sibling of ``--out``, then swap it in.
+
+    A failed or interrupted run leaves the previous report whole (and no half-built folder
+    beside it, but for a killed process's hidden ``.NAME.*.partial``).
+    """
     _check_arguments(args)
-    _out_dir(args.out)
-    outputs = [args.out / name for name in (*TABLES, STATS_FILE, HTML_FILE)]
+    out: Path = args.out
+    # the previous report's files: refused as inputs (they are replaced)
+    previous = (*TABLES, STATS_FILE, HTML_FILE, *LEADERBOARD_TABLES, *OVER_TIME)
+    outputs = [out / name for name in previous] if out.is_dir() else []
+    staging = _staging(out)
+    try:
+        written = _build(args, outputs, staging)
+        _swap_in(staging, out, written)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    return 0
+
+
+def _build(args: argparse.Namespace, outputs: list[Path], staging: Path) -> list[str]:
+    """Compute the tables, write every file into ``staging``; the names written."""
+    stats, sums, lm_eval, files, queries = _read(args, outputs)
+    over = None
     if args.over:
-        outputs += [args.out / name for name in OVER_TIME]
-    stats, sums, lm_eval, files, predictions = _read(args, outputs)
-    over = _over_time(args) if args.over else None
+        with common.stage(args, "figures per batch and the change test"):
+            over = _over_time(args)
     if lm_eval is None:
         common.require_rows(stats, files)
         if sums is not None:
             common.require_rows(sums, files, what="token rows")
-    table = metrics_from_bin_statistics(stats)
-    assert isinstance(table, pl.DataFrame)
-    if not args.no_uncertainty:
-        table = _uncertainty(table, stats, args)
-    if lm_eval is not None:
-        table = _with_lm_eval(table, lm_eval)
-    ppl = None
-    if sums is not None:
-        ppl = perplexity_from_nll_sums(sums)
-        assert isinstance(ppl, pl.DataFrame)
-        if not args.no_uncertainty and args.token_file:
-            ppl = _perplexity_intervals(ppl, args)
-        table = comparison_table(table, ppl)
+    uncertainty = not args.no_uncertainty
+    with common.stage(args, f"metrics{', intervals and noise floor' if uncertainty else ''}"):
+        table = comparison_from_statistics(
+            stats,
+            uncertainty=uncertainty,
+            replicates=args.replicates,
+            level=args.level,
+            seed=args.seed,
+        )
         assert isinstance(table, pl.DataFrame)
-    for path in outputs[: len(TABLES)]:
-        common.write_frame(table, path)
-    common.write_frame(stats, args.out / STATS_FILE)
-    written = [p.name for p in outputs[: len(TABLES) + 1]]
-    written += _write_over_time(over, args.out)
+        if lm_eval is not None:
+            table = _with_lm_eval(table, lm_eval)
+        ppl = None
+        if sums is not None:
+            ppl = perplexity_from_nll_sums(sums)
+            assert isinstance(ppl, pl.DataFrame)
+            if uncertainty and queries is not None:
+                ppl = _perplexity_intervals(ppl, args, queries)
+            table = comparison_table(table, ppl)
+            assert isinstance(table, pl.DataFrame)
+        board = _leaderboard(table, stats, sums, args)
+    with common.stage(args, "wrote the tables"):
+        written = _write_tables(table, stats, board, over, staging)
     if not args.no_charts:
-        curve = None if predictions is None else _selective_curve(predictions, stats, args, files)
-        written += _write_charts(table, stats, ppl, args, curve, over=over)
+        curve = _risk_coverage(queries, stats, args, files)
+        written += _write_charts(
+            table, stats, ppl, board, args=args, curve=curve, over=over, staging=staging
+        )
     keys = BIN_STATISTICS.keys(stats.schema)
     if ppl is not None:
         keys += [k for k in PERPLEXITY.keys(ppl.schema) if k not in keys]
+    if board is not None:
+        print_summary(board, [LEADERBOARD_MODEL], columns=LEADERBOARD_SUMMARY)
     _print_table(table, keys, over)
     print(f"wrote {table.height} groups to {args.out}: {', '.join(written)}")
-    return 0
+    return written
+
+
+def _write_tables(
+    table: pl.DataFrame,
+    stats: pl.DataFrame,
+    board: pl.DataFrame | None,
+    over: OverTime | None,
+    staging: Path,
+) -> list[str]:
+    """The comparison, bin-statistics, over-time and leaderboard files; their names."""
+    for name in TABLES:
+        common.write_frame(table, staging / name)
+    common.write_frame(stats, staging / STATS_FILE)
+    written = [*TABLES, STATS_FILE, *_write_over_time(over, staging)]
+    if board is not None:
+        for name in LEADERBOARD_TABLES:
+            common.write_frame(board, staging / name)
+        written += list(LEADERBOARD_TABLES)
+    return written
+
+
+def _risk_coverage(
+    queries: RowQueries | None, stats: pl.DataFrame, args: argparse.Namespace, files: list[Path]
+) -> pl.DataFrame | None:
+    """The risk–coverage curves of prediction files (none from statistics or lm-eval)."""
+    if queries is None or queries.predictions is None:
+        return None
+    with common.stage(args, "risk–coverage curves"):
+        return _selective_curve(queries.predictions, stats, args, files)
+
+
+def _leaderboard(
+    table: pl.DataFrame,
+    stats: pl.DataFrame,
+    sums: pl.DataFrame | None,
+    args: argparse.Namespace,
+) -> pl.DataFrame | None:
+    """The leaderboard when the groups are models × tasks (a ``model`` key and others)."""
+    keys = BIN_STATISTICS.keys(stats.schema)
+    if LEADERBOARD_MODEL not in keys or len(keys) < 2:
+        return None
+    if sums is not None and LEADERBOARD_MODEL not in NLL_SUMS.keys(sums.schema):
+        sums = None
+    board = leaderboard(
+        table,
+        stats,
+        sums,
+        model=LEADERBOARD_MODEL,
+        uncertainty=not args.no_uncertainty,
+        replicates=args.replicates,
+        level=args.level,
+        seed=args.seed,
+    )
+    assert isinstance(board, pl.DataFrame)
+    return board
 
 
 def _write_over_time(over: OverTime | None, out: Path) -> list[str]:
@@ -371,10 +519,12 @@ def _write_charts(
     table: pl.DataFrame,
     stats: pl.DataFrame,
     ppl: pl.DataFrame | None,
+    board: pl.DataFrame | None,
+    *,
     args: argparse.Namespace,
     curve: pl.DataFrame | None,
-    *,
     over: OverTime | None,
+    staging: Path,
 ) -> list[str]:
     from calib_frames.estimators import with_accuracy_intervals
     from calib_frames.plot import save_chart
@@ -383,23 +533,31 @@ def _write_charts(
 
     with_intervals = with_accuracy_intervals(stats)
     assert isinstance(with_intervals, pl.DataFrame)
-    write_report(
-        args.out / HTML_FILE,
-        comparison=table,
-        bin_statistics=with_intervals,
-        perplexity=ppl,
-        title=args.title,
-        inputs=[str(p) for p in (args.inputs or args.from_stats)] + list(args.token_file),
-        selective=curve,
-        over_batches=None if over is None else over[0],
-        changes=None if over is None else over[1],
-    )
-    written = [HTML_FILE]
-    charts = report_charts(table, bin_statistics=with_intervals, perplexity=ppl, selective=curve)
+    with common.stage(args, "built the charts"):
+        charts = report_charts(
+            table, bin_statistics=with_intervals, perplexity=ppl, selective=curve
+        )
+    with common.stage(args, "wrote report.html"):
+        write_report(
+            staging / HTML_FILE,
+            comparison=table,
+            bin_statistics=with_intervals,
+            perplexity=ppl,
+            leaderboard=board,
+            charts=charts,
+            over_batches=None if over is None else over[0],
+            changes=None if over is None else over[1],
+            title=args.title,
+            inputs=[str(p) for p in (args.inputs or args.from_stats)] + list(args.token_file),
+        )
+    if not args.png:
+        return [HTML_FILE]
     if over is not None:
-        charts += over_time_charts(*over)
-    for title, _, chart in charts:
-        name = re.sub(r"[^a-z0-9]+", "_", title.lower()).strip("_") + ".png"
-        save_chart(chart, args.out / name)
-        written.append(name)
-    return written
+        charts = [*charts, *over_time_charts(*over)]
+    names = [
+        re.sub(r"[^a-z0-9]+", "_", title.lower()).strip("_") + ".png" for title, _, _ in charts
+    ]
+    with common.stage(args, f"rendered {len(charts)} PNG charts"):
+        for name, (_, _, chart) in zip(names, charts, strict=True):
+            save_chart(chart, staging / name)
+    return [HTML_FILE, *names]

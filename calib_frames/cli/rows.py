@@ -48,12 +48,22 @@ def add_prediction_arguments(
     parser.add_argument("--log-confidence", default=None, help="ln(confidence) column")
     parser.add_argument("--nll", default="nll", help="NLL column (nats) of the token files")
     tokens = parser.add_mutually_exclusive_group()
-    tokens.add_argument("--tokens", default=None, metavar="COL", help="token-count column")
+    tokens.add_argument(
+        "--tokens",
+        default=None,
+        metavar="COL",
+        help="token-count column (default: the column named tokens, if the token files "
+        "have one; else give --token-level)",
+    )
     tokens.add_argument(
         "--token-level", action="store_true", help="each token-file row is one token"
     )
-    parser.add_argument("--bytes", default=None, metavar="COL", help="byte-count column")
-    parser.add_argument("--words", default=None, metavar="COL", help="word-count column")
+    parser.add_argument(
+        "--bytes", default=None, metavar="COL", help="byte-count column (default: bytes, if any)"
+    )
+    parser.add_argument(
+        "--words", default=None, metavar="COL", help="word-count column (default: words, if any)"
+    )
     parser.add_argument(
         "--tokens-by",
         action="append",
@@ -82,6 +92,9 @@ class RowQueries:
     tokens_by: list[str]
     binning: Binning
     predictions: pl.LazyFrame | None = None  # the prediction rows the statistics are of
+    tokens: str | int | None = None
+    bytes: str | None = None
+    words: str | None = None
 
 
 def row_queries(args: argparse.Namespace) -> RowQueries:
@@ -150,18 +163,50 @@ def row_queries(args: argparse.Namespace) -> RowQueries:
         )
         all_files += token_files
         names = tokens.collect_schema().names()
+        count_tokens, count_bytes, count_words = token_counts(args, names)
         tokens_by = (
             common.by_from(args.tokens_by) if args.tokens_by else [k for k in by if k in names]
         )
         sums = nll_sums(
             tokens,
             nll=args.nll,
-            tokens=1 if args.token_level else args.tokens,
-            bytes=args.bytes,
-            words=args.words,
+            tokens=count_tokens,
+            bytes=count_bytes,
+            words=count_words,
             by=tokens_by,
         )
+        return RowQueries(
+            stats,
+            sums,
+            all_files,
+            files,
+            by,
+            tokens_by,
+            binning,
+            predictions,
+            tokens=count_tokens,
+            bytes=count_bytes,
+            words=count_words,
+        )
     return RowQueries(stats, sums, all_files, files, by, tokens_by, binning, predictions)
+
+
+def token_counts(
+    args: argparse.Namespace, names: list[str]
+) -> tuple[str | int | None, str | None, str | None]:
+    """``tokens``, ``bytes``, ``words`` of the token files: the flags, else the named columns.
+
+    A column named ``tokens`` (``bytes``, ``words``) is taken as that count when no flag
+    names one: the name is the role, so this cannot count something else. Without a
+    ``tokens`` column and without ``--token-level`` the library's own rule applies
+    (each row one token only when said).
+    """
+    tokens: str | int | None = 1 if args.token_level else args.tokens
+    if tokens is None and "tokens" in names:
+        tokens = "tokens"
+    byte_count: str | None = args.bytes or ("bytes" if "bytes" in names else None)
+    word_count: str | None = args.words or ("words" if "words" in names else None)
+    return tokens, byte_count, word_count
 
 
 def collect_statistics(
@@ -169,18 +214,11 @@ def collect_statistics(
 ) -> tuple[pl.DataFrame, pl.DataFrame | None]:
     """Run the queries: the bin statistics and (with token files) the NLL sums.
 
-    On a terminal, one progress line on stderr (files read, rows, rows/s); nothing when
-    stderr is not a terminal, so scheduled runs log only errors.
+    One progress line on stderr when the pass takes over a second (files, MiB, rows,
+    rows/s), on a terminal or not; none with ``--quiet``
+    (:func:`calib_frames.cli.common.stage`).
     """
     started = time.perf_counter()
-    progress = sys.stderr.isatty()
-    if progress:
-        size = sum(p.stat().st_size for p in queries.files) / 2**20
-        print(
-            f"calib-frames: reading {len(queries.files)} file(s), {size:,.1f} MiB …",
-            file=sys.stderr,
-            flush=True,
-        )
     if args.engine == "spark":
         stats = _spark_statistics(queries, args)
         engine = "streaming"
@@ -190,12 +228,15 @@ def collect_statistics(
     sums = None
     if queries.sums is not None:
         sums = common.collect(queries.sums, engine=engine, files=queries.files)
-    if progress:
+    seconds = time.perf_counter() - started
+    if common.says_progress(args, seconds):
         rows = int(stats["count"].sum()) + (0 if sums is None else int(sums["count"].sum()))
-        seconds = max(time.perf_counter() - started, 1e-9)
+        size = sum(p.stat().st_size for p in queries.files) / 2**20
         print(
-            f"calib-frames: {rows:,} rows in {seconds:.1f} s ({rows / seconds:,.0f} rows/s)",
+            f"calib-frames: read {len(queries.files)} file(s), {size:,.1f} MiB, {rows:,} rows "
+            f"in {seconds:.1f} s ({rows / seconds:,.0f} rows/s)",
             file=sys.stderr,
+            flush=True,
         )
     return stats, sums
 

@@ -28,7 +28,15 @@ __all__ = ["add_parser", "batch_id_of", "batch_time_from", "run"]
 
 def add_parser(commands: Any) -> None:
     """Register the subcommand."""
-    parser = commands.add_parser("stats", help="write mergeable statistics (one batch)")
+    parser = commands.add_parser(
+        "stats",
+        help="write mergeable statistics (one batch)",
+        description="write mergeable statistics (one batch)",
+        epilog=(
+            "example:\n  calib-frames stats data/synthetic_predictions.parquet --by \\\n    "
+            "model,task --out nightly/2026-12-02.parquet"
+        ),
+    )
     add_prediction_arguments(parser)
     parser.add_argument("--out", type=Path, required=True, help="bin-statistics parquet file")
     parser.add_argument("--nll-out", type=Path, default=None, help="NLL-sums parquet file")

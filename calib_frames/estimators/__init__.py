@@ -27,7 +27,8 @@ function                                output columns (after the group keys)
 :func:`intervals_from_bin_statistics`   the same, from a bin-statistics table
 :func:`perplexity_intervals`            ``<measure>_ci_low/_high`` of the perplexity family
 :func:`calibration_noise_floor`         count, populated_bins, ece, ece_null_mean,
-                                        ece_noise_floor, ece_p_value, reportable
+                                        ece_noise_floor, ece_p_value, ece_beyond_noise,
+                                        verdict
 :func:`uncertainty_from_bin_statistics` every interval column and the noise-floor columns
 :func:`paired_comparison`               one row per (keys, model_a, model_b): differences,
                                         intervals, raw and adjusted p-values

@@ -161,7 +161,7 @@ def metrics_over_batches(
         Keep only the ``last`` latest batches (``None``: all).
     uncertainty
         Add ``<metric>_ci_low/high``, ``ece_null_mean``, ``ece_noise_floor``,
-        ``ece_p_value`` and ``reportable`` (:func:`~calib_frames.estimators.
+        ``ece_p_value``, ``ece_beyond_noise`` and ``verdict`` (:func:`~calib_frames.estimators.
         uncertainty_from_bin_statistics`).
     replicates, level, seed
         Of the bootstrap intervals and the noise floor.

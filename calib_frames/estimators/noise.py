@@ -32,10 +32,18 @@ Per group and replicate the ECE under H₀ is computed from the draws; then
 * ``ece_null_mean``: its mean, the ECE that a calibrated model would show on average;
 * ``ece_p_value``: the Monte-Carlo p-value (1 + #{ECE₀ ≥ ECE}) / (1 + replicates) of the
   observed ECE under H₀ (one-sided: large ECE is evidence of miscalibration; never 0);
-* ``reportable``: ``count ≥ min_count`` and ``populated_bins ≥ min_bins`` and
+* ``ece_beyond_noise``: ``count ≥ min_count`` and ``populated_bins ≥ min_bins`` and
   ``ece_p_value ≤ alpha``, i.e. enough predictions, more than one occupied bin, and an
-  ECE that exceeds the noise of a calibrated model. False means: do not read this ECE as
-  evidence of miscalibration (too little data, or within the noise).
+  ECE that exceeds the noise of a calibrated model: True means *distinguishably
+  miscalibrated*. False means: do not read this ECE as evidence of miscalibration (too
+  little data, or within the noise). This column was called ``reportable`` until
+  0.1; the name said the opposite of what a reader took it for (a well calibrated
+  model was "not reportable"), and it is gone, not aliased;
+* ``verdict``: the same in words: ``"too few predictions"`` (fewer than ``min_count``,
+  or no weight), ``"one populated bin"`` (fewer than ``min_bins``), ``"overconfident,
+  p = 0.001"`` or ``"underconfident, p = 0.02"`` (beyond the noise; the direction is the
+  sign of ``mean_confidence − accuracy``, the p-value to two significant digits), or
+  ``"within noise, p = 0.41"``.
 
 **Weights.** With a weight column the sums are weighted: μ_b = Σwp and V_b = Σwp(1−p).
 The draw is made in rows (n_b rows of mean weight W_b/n_b) and scaled by the mean
@@ -71,10 +79,20 @@ __all__ = [
     "uncertainty_from_bin_statistics",
 ]
 
-_BYTES_PER_NULL_CELL = 96  # the two classes' int64 draws and about ten float64 arrays
+_BYTES_PER_NULL_CELL = 96  # per drawn cell: the int64 draws and a few float64 arrays
 
-NOISE_COLUMNS = ("ece", "ece_null_mean", "ece_noise_floor", "ece_p_value", "reportable")
+NOISE_COLUMNS = (
+    "ece",
+    "ece_null_mean",
+    "ece_noise_floor",
+    "ece_p_value",
+    "ece_beyond_noise",
+    "verdict",
+)
 """Columns after the keys in the noise-floor table."""
+
+VERDICTS = ("too few predictions", "one populated bin", "overconfident", "underconfident")
+"""How a verdict starts, besides ``"within noise"`` (module docstring)."""
 
 
 def noise_floor_from_bin_statistics(
@@ -87,7 +105,7 @@ def noise_floor_from_bin_statistics(
     level: float = 0.95,
     seed: int = 0,
 ) -> Frame:
-    """ECE noise floor, p-value of perfect calibration and a reportable verdict per group.
+    """ECE noise floor, p-value of perfect calibration and a verdict in words per group.
 
     Estimates, per group, the distribution of the ECE that a perfectly calibrated model
     with the same confidences and bins would show (module docstring), from the
@@ -98,10 +116,10 @@ def noise_floor_from_bin_statistics(
     stats
         A bin-statistics table (:func:`~calib_frames.bin_statistics`); lazy in, lazy out.
     alpha
-        Significance level of the ``reportable`` verdict (in (0, 1)).
+        Significance level of ``ece_beyond_noise`` and the verdict (in (0, 1)).
     min_count, min_bins
-        The ``reportable`` verdict also needs at least ``min_count`` predictions and
-        ``min_bins`` populated bins.
+        ``ece_beyond_noise`` also needs at least ``min_count`` predictions and
+        ``min_bins`` populated bins (below them the verdict says so).
     replicates
         Draws of the outcomes under H₀ (≥ 1; the smallest p-value is 1/(1 + replicates)).
     level
@@ -113,9 +131,11 @@ def noise_floor_from_bin_statistics(
     -------
     DataFrame or LazyFrame
         keys…, ``count`` (UInt64), ``populated_bins`` (UInt32), ``ece``,
-        ``ece_null_mean``, ``ece_noise_floor``, ``ece_p_value`` (Float64) and
-        ``reportable`` (Boolean); one row per group, sorted by the keys. Groups without
-        weight get null p-value and noise floor and ``reportable`` False.
+        ``ece_null_mean``, ``ece_noise_floor``, ``ece_p_value`` (Float64),
+        ``ece_beyond_noise`` (Boolean: True = distinguishably miscalibrated) and
+        ``verdict`` (String); one row per group, sorted by the keys. Groups without
+        weight get null p-value and noise floor, ``ece_beyond_noise`` False and the
+        verdict ``"too few predictions"``.
 
     Raises
     ------
@@ -139,8 +159,10 @@ def noise_floor_from_bin_statistics(
     ...     {"confidence": [0.9] * 100 + [0.7] * 100, "correct": [1, 0] * 50 + [1] * 70 + [0] * 30}
     ... )
     >>> t = noise_floor_from_bin_statistics(cf.bin_statistics(df))
-    >>> t.select(pl.col("ece").round(6), "ece_p_value", "reportable").rows()
+    >>> t.select(pl.col("ece").round(6), "ece_p_value", "ece_beyond_noise").rows()
     [(0.2, 0.000999000999000999, True)]
+    >>> t["verdict"].item()
+    'overconfident, p = 0.001'
     >>> round(t["ece_noise_floor"].item(), 2)  # what a calibrated model could show
     0.06
     """
@@ -156,14 +178,7 @@ def noise_floor_from_bin_statistics(
     keys: list[str] = BIN_STATISTICS.keys(schema)
     require_columns(schema, {}, keys=keys, reserved=(*NOISE_COLUMNS, "count", "populated_bins"))
     out_schema: dict[str, pl.DataType] = {k: schema[k] for k in keys}
-    out_schema.update(
-        {
-            "count": pl.UInt64(),
-            "populated_bins": pl.UInt32(),
-            **{name: pl.Float64() for name in NOISE_COLUMNS[:-1]},
-            "reportable": pl.Boolean(),
-        }
-    )
+    out_schema.update(_OUT)
     draw = partial(
         _null_ece,
         keys=keys,
@@ -192,10 +207,12 @@ def _null_ece(
         empty = {name: pl.Series(name, [], dtype=dtype) for name, dtype in _OUT.items()}
         return frame.select(keys).with_columns(**empty)
     groups, bins = _grid_shape(frame, keys)
+    # the null ECEs (groups × replicates float64, and the comparison with the ECE) plus one
+    # block of draws (at least one group's replicates × bins cells)
     check_memory(
-        groups * bins * replicates,
-        _BYTES_PER_NULL_CELL,
-        f"{groups:,} groups × {bins:,} bins × {replicates:,} replicates",
+        groups * replicates * 16 + max(_BLOCK_CELLS, replicates * bins) * _BYTES_PER_NULL_CELL,
+        1,
+        f"bytes for {groups:,} groups × {bins:,} bins × {replicates:,} replicates",
     )
 
     def col(name: str) -> np.ndarray:
@@ -223,13 +240,20 @@ def _null_ece(
     trials = np.where(mu_rows > 0, np.maximum(np.minimum(trials, count), 1.0), 0.0)
     prob = np.clip(np.divide(mu_rows, trials, out=np.zeros_like(mu), where=trials > 0), 0.0, 1.0)
     rng = np.random.default_rng(seed)
-    drawn = rng.binomial(
-        trials.astype(np.int64)[:, None, :], prob[:, None, :], (groups, replicates, bins)
-    )
-    deviation = np.abs(drawn - trials[:, None, :] * prob[:, None, :]) * row_weight[:, None, :]
     has_weight = total > 0
     safe_total = np.where(has_weight, total, 1.0)
-    null_ece = deviation.sum(axis=2) / safe_total[:, None]
+    # in blocks of groups, so that memory stays bounded whatever the number of groups; one
+    # generator drawn block after block gives the draws of one call over all the groups
+    null_ece = np.empty((groups, replicates))
+    step = max(1, _BLOCK_CELLS // (replicates * bins))
+    for start in range(0, groups, step):
+        part = slice(start, start + step)
+        n, q = trials[part], prob[part]
+        drawn = rng.binomial(
+            n.astype(np.int64)[:, None, :], q[:, None, :], (len(n), replicates, bins)
+        )
+        deviation = np.abs(drawn - (n * q)[:, None, :]) * row_weight[part][:, None, :]
+        null_ece[part] = deviation.sum(axis=2) / safe_total[part][:, None]
     ece = gap.sum(axis=1) / safe_total
     exceed = (null_ece >= ece[:, None] - 1e-12 * np.maximum(ece[:, None], 1e-300)).sum(axis=1)
     p_value = (1.0 + exceed) / (1.0 + replicates)
@@ -237,7 +261,8 @@ def _null_ece(
     populated = (weight > 0).sum(axis=1)
     n_rows = count.sum(axis=1)
     min_count, min_bins = rules
-    reportable = has_weight & (n_rows >= min_count) & (populated >= min_bins) & (p_value <= alpha)
+    enough = has_weight & (n_rows >= min_count)
+    beyond = enough & (populated >= min_bins) & (p_value <= alpha)
     nan = np.full(groups, np.nan)
     columns = {
         "count": pl.Series(n_rows).cast(pl.UInt64),
@@ -246,20 +271,49 @@ def _null_ece(
         "ece_null_mean": pl.Series(np.where(has_weight, null_ece.mean(axis=1), nan)),
         "ece_noise_floor": pl.Series(np.where(has_weight, floor, nan)),
         "ece_p_value": pl.Series(np.where(has_weight, p_value, nan)),
-        "reportable": pl.Series(reportable),
+        "ece_beyond_noise": pl.Series(beyond),
+        "_enough": pl.Series(enough),
+        "_one_bin": pl.Series(populated < min_bins),
+        "_over": pl.Series((r0 - r1).sum(axis=1) > 0),
     }
     firsts = frame.select(keys).gather(np.arange(groups) * bins) if keys else pl.DataFrame()
-    out = pl.DataFrame([s.alias(n) for n, s in columns.items()]).with_columns(
-        pl.col("ece_null_mean", "ece_noise_floor", "ece_p_value").fill_nan(None)
+    out = (
+        pl.DataFrame([s.alias(n) for n, s in columns.items()])
+        .with_columns(pl.col("ece_null_mean", "ece_noise_floor", "ece_p_value").fill_nan(None))
+        .with_columns(verdict=_verdict())
+        .drop("_enough", "_one_bin", "_over")
     )
     return pl.concat([firsts, out], how="horizontal") if keys else out
 
 
+def _verdict() -> pl.Expr:
+    """The verdict in words (module docstring) from the working columns of ``_null_ece``."""
+    p = pl.lit("p = ") + pl.col("ece_p_value").round_sig_figs(2).cast(pl.String)
+    direction = (
+        pl.when(pl.col("_over"))
+        .then(pl.lit("overconfident, "))
+        .otherwise(pl.lit("underconfident, "))
+    )
+    return (
+        pl.when(~pl.col("_enough"))
+        .then(pl.lit("too few predictions"))
+        .when(pl.col("_one_bin"))
+        .then(pl.lit("one populated bin"))
+        .when(pl.col("ece_beyond_noise"))
+        .then(direction + p)
+        .otherwise(pl.lit("within noise, ") + p)
+    )
+
+
+_BLOCK_CELLS = 2**22
+"""Draws held at once by the noise floor (groups × replicates × bins; 32 MiB of int64)."""
+
 _OUT: dict[str, pl.DataType] = {
     "count": pl.UInt64(),
     "populated_bins": pl.UInt32(),
-    **{name: pl.Float64() for name in NOISE_COLUMNS[:-1]},
-    "reportable": pl.Boolean(),
+    **{name: pl.Float64() for name in NOISE_COLUMNS[:4]},
+    "ece_beyond_noise": pl.Boolean(),
+    "verdict": pl.String(),
 }
 
 
@@ -278,7 +332,7 @@ def calibration_noise_floor(
     level: float = 0.95,
     seed: int = 0,
 ) -> Frame:
-    """ECE noise floor, p-value and reportable verdict per group, from predictions.
+    """ECE noise floor, p-value and verdict per group, from predictions.
 
     :func:`noise_floor_from_bin_statistics` of :func:`~calib_frames.bin_statistics`
     (one pass over the rows).
@@ -294,7 +348,7 @@ def calibration_noise_floor(
     -------
     DataFrame or LazyFrame
         keys…, ``count``, ``populated_bins``, ``ece``, ``ece_null_mean``,
-        ``ece_noise_floor``, ``ece_p_value``, ``reportable``.
+        ``ece_noise_floor``, ``ece_p_value``, ``ece_beyond_noise``, ``verdict``.
 
     Raises
     ------
@@ -311,8 +365,10 @@ def calibration_noise_floor(
     >>> p = rng.uniform(0.5, 1.0, 2000)
     >>> df = pl.DataFrame({"confidence": p, "correct": rng.random(2000) < p})
     >>> t = calibration_noise_floor(df)
-    >>> bool(t["ece"].item() < t["ece_noise_floor"].item()), t["reportable"].item()
+    >>> bool(t["ece"].item() < t["ece_noise_floor"].item()), t["ece_beyond_noise"].item()
     (True, False)
+    >>> t["verdict"].item().startswith("within noise")
+    True
     """
     stats = bin_statistics(
         as_lazy(predictions),
@@ -372,7 +428,8 @@ def uncertainty_from_bin_statistics(
     DataFrame or LazyFrame
         keys…, ``<metric>_ci_low/high`` for each metric of
         :data:`~calib_frames.estimators.bootstrap.CI_METRICS`, then ``ece_null_mean``,
-        ``ece_noise_floor``, ``ece_p_value``, ``reportable``; one row per group.
+        ``ece_noise_floor``, ``ece_p_value``, ``ece_beyond_noise``, ``verdict``; one row
+        per group.
 
     Raises
     ------
@@ -388,7 +445,7 @@ def uncertainty_from_bin_statistics(
     >>> stats = cf.bin_statistics(df, by="model")
     >>> table = cf.metrics_from_bin_statistics(stats).join(
     ...     uncertainty_from_bin_statistics(stats), on="model")
-    >>> table.select("model", "ece", "ece_noise_floor", "reportable").height
+    >>> table.select("model", "ece", "ece_noise_floor", "verdict").height
     2
     """
     lazy = as_lazy(stats)

@@ -15,7 +15,8 @@ column                      formula
 ``overconfidence``          mean_confidence − accuracy (> 0: overconfident)
 ``ece``                     Σ_b (W_b/N)·|p̄_b − ȳ_b|                       (L1)
 ``rmsce``                   √( Σ_b (W_b/N)·(p̄_b − ȳ_b)² )                 (L2)
-``mce``                     max over populated bins |p̄_b − ȳ_b|            (L∞)
+``mce``                     max over bins with n_b ≥ m of |p̄_b − ȳ_b|      (L∞, m below)
+``mce_raw``                 max over populated bins |p̄_b − ȳ_b|            (L∞, every bin)
 ``populated_bins``          number of bins with W_b > 0
 ``brier``                   (1/N)·Σ_i w_i (p_i − y_i)²
 ``reliability``             (1/N)·Σ_b W_b (p̄_b − ȳ_b)²   (= rmsce²)
@@ -61,7 +62,16 @@ The same formulas serve the table reduction (:func:`metrics_from_bin_statistics`
 are rows) and the expression API (:mod:`calib_frames.expr`, bins are per-bin sums inside
 one aggregation): :func:`metric_expressions` is written once over :class:`BinSums`.
 
-Empty groups (N = 0): ``ece``, ``rmsce``, ``rmsce_debiased``, ``mce``, ``brier``, its
+**MCE and small bins.** A bin of n_b predictions estimates its accuracy with a standard
+error of up to 0.5/√n_b (0.35 for two predictions), so the raw maximum over bins is
+usually the gap of the emptiest bin, not the worst calibrated confidence level. ``mce``
+therefore takes the maximum over the bins with at least ``mce_min_count`` predictions
+(rows, also with weights; default :data:`MCE_MIN_COUNT` = 10, a standard error of at
+most 0.16) and is **null** when no bin has that many; ``mce_raw`` is the textbook
+maximum over every populated bin (netcal's and torchmetrics' MCE). ``mce_min_count=1``
+makes the two equal.
+
+Empty groups (N = 0): ``ece``, ``rmsce``, ``rmsce_debiased``, ``mce_raw``, ``brier``, its
 terms and ``log_loss`` are 0.0; ``accuracy``, ``mean_confidence`` and ``overconfidence``
 are NaN. ``log_loss`` is +inf when a prediction of confidence 1 (or 0) is wrong
 (right); it is not clipped.
@@ -75,19 +85,31 @@ from dataclasses import dataclass
 import polars as pl
 
 from calib_frames.binning import BinsLike
-from calib_frames.exceptions import TableError
+from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.schema import BIN_STATISTICS, METRICS
 from calib_frames.stats import bin_statistics
 from calib_frames.validation import Frame, as_lazy, return_like
 
 __all__ = [
+    "MCE_MIN_COUNT",
     "BinSums",
     "calibration_metrics",
+    "check_mce_min_count",
     "metric_expressions",
     "metrics_from_bin_statistics",
 ]
 
 Reduce = Callable[[list[pl.Expr]], pl.Expr]
+
+MCE_MIN_COUNT = 10
+"""Default least number of predictions of a bin that ``mce`` looks at (module docstring)."""
+
+
+def check_mce_min_count(value: object) -> int:
+    """``mce_min_count`` as an int >= 1, or an ArgumentError naming it."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ArgumentError(f"mce_min_count must be an integer >= 1, got {value!r}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -130,6 +152,7 @@ def metric_expressions(
     total: Reduce,
     largest: Reduce,
     log_loss_sum: pl.Expr,
+    mce_min_count: int = MCE_MIN_COUNT,
 ) -> dict[str, pl.Expr]:
     """Every per-group metric of the module docstring, as expressions.
 
@@ -144,6 +167,8 @@ def metric_expressions(
         must skip nulls: an empty bin's terms are null.
     log_loss_sum
         Σ w·(−ln q) of the group.
+    mce_min_count
+        Least row count of a bin that ``mce`` looks at (``mce_raw`` looks at all).
 
     Returns
     -------
@@ -198,6 +223,9 @@ def metric_expressions(
     covariance = over_bins(where_populated(lambda b: between(b) * class_gap(b)))
     resolution = over_bins(where_populated(lambda b: b.W * (b.W1 / b.W - accuracy) ** 2))
 
+    def bin_gap(b: BinSums) -> pl.Expr:  # |p̄_b − ȳ_b|, null in an empty bin
+        return where_populated(lambda b: (gap(b) / b.W).abs())(b)
+
     def debiased(b: BinSums) -> pl.Expr:
         y = b.W1 / b.W
         noise = y * (1.0 - y) / (b.count.cast(pl.Float64) - 1.0)
@@ -211,9 +239,8 @@ def metric_expressions(
         "overconfidence": mean(over_bins(gap)),
         "ece": per_n(over_bins(lambda b: gap(b).abs())),
         "rmsce": per_n(squared_gap).sqrt(),
-        "mce": largest(
-            [where_populated(lambda b: (gap(b) / b.W).abs())(b) for b in bins]
-        ).fill_null(0.0),
+        "mce": largest([pl.when(b.count >= mce_min_count).then(bin_gap(b)) for b in bins]),
+        "mce_raw": largest([bin_gap(b) for b in bins]).fill_null(0.0),
         "populated_bins": total([(b.W > 0).cast(pl.UInt32) for b in bins]).cast(pl.UInt32),
         "brier": per_n(over_bins(lambda b: b.Q1 + b.Q0)),
         "reliability": per_n(squared_gap),
@@ -226,16 +253,17 @@ def metric_expressions(
     }
 
 
-def _table_metrics() -> dict[str, pl.Expr]:
+def _table_metrics(mce_min_count: int) -> dict[str, pl.Expr]:
     return metric_expressions(
         [TABLE_BIN],
         total=lambda terms: terms[0].sum(),
         largest=lambda terms: terms[0].max(),
         log_loss_sum=pl.col("sum_log_loss").sum(),
+        mce_min_count=mce_min_count,
     )
 
 
-def metrics_from_bin_statistics(stats: Frame) -> Frame:
+def metrics_from_bin_statistics(stats: Frame, *, mce_min_count: int = MCE_MIN_COUNT) -> Frame:
     """Per-group calibration metrics from a bin-statistics table (see module docstring).
 
     Parameters
@@ -244,6 +272,9 @@ def metrics_from_bin_statistics(stats: Frame) -> Frame:
         A bin-statistics table (:func:`~calib_frames.bin_statistics`,
         :func:`~calib_frames.merge_bin_statistics`). Its group keys are the columns
         before ``bin``; columns appended after the table's own are ignored.
+    mce_min_count
+        Least number of predictions of a bin that ``mce`` looks at (default 10; ``mce_raw``
+        looks at every populated bin); an integer >= 1.
 
     Returns
     -------
@@ -255,6 +286,8 @@ def metrics_from_bin_statistics(stats: Frame) -> Frame:
     ------
     TableError
         ``stats`` is not a bin-statistics table, or a key is named like a metric.
+    ArgumentError
+        ``mce_min_count`` is not an integer >= 1.
 
     See Also
     --------
@@ -270,6 +303,7 @@ def metrics_from_bin_statistics(stats: Frame) -> Frame:
     >>> round(m["ece"].item(), 12), round(m["brier"].item(), 12)
     (0.35, 0.3625)
     """
+    check_mce_min_count(mce_min_count)
     lazy = as_lazy(stats)
     keys = BIN_STATISTICS.keys(lazy.collect_schema())
     clashes = [key for key in keys if key in METRICS.columns]
@@ -278,7 +312,7 @@ def metrics_from_bin_statistics(stats: Frame) -> Frame:
             f"group key(s) {clashes} clash with metric columns of the same name; "
             "rename them first, e.g. frame.rename({'count': 'count_key'})"
         )
-    exprs = [expr.alias(name) for name, expr in _table_metrics().items()]
+    exprs = [expr.alias(name) for name, expr in _table_metrics(mce_min_count).items()]
     if keys:
         result = lazy.group_by(keys).agg(exprs).sort(keys, nulls_last=True)
     else:
@@ -295,6 +329,7 @@ def calibration_metrics(
     bins: BinsLike = 10,
     weight: str | None = None,
     log_confidence: str | None = None,
+    mce_min_count: int = MCE_MIN_COUNT,
 ) -> Frame:
     """Accuracy, ECE, RMSCE, MCE, Brier score with its decomposition and log loss per group.
 
@@ -319,6 +354,9 @@ def calibration_metrics(
     log_confidence
         Optional column of ln(confidence), used for the log loss (see
         :func:`~calib_frames.bin_statistics`).
+    mce_min_count
+        Least number of predictions of a bin that ``mce`` looks at (default 10; see
+        :func:`metrics_from_bin_statistics`).
 
     Returns
     -------
@@ -346,6 +384,13 @@ def calibration_metrics(
     >>> m = cf.calibration_metrics(df)
     >>> m.select("count", "accuracy", "ece", "mce", "populated_bins").rows()
     [(10, 0.6, 0.35, 0.35, 1)]
+
+    Two predictions in a bin of their own move the raw MCE, not ``mce``:
+
+    >>> two = pl.DataFrame({"confidence": [0.15, 0.15], "correct": [True, True]})
+    >>> m = cf.calibration_metrics(pl.concat([df, two]))
+    >>> m.select("mce", pl.col("mce_raw").round(12)).rows()
+    [(0.35, 0.85)]
     """
     stats = bin_statistics(
         as_lazy(predictions),
@@ -356,4 +401,4 @@ def calibration_metrics(
         weight=weight,
         log_confidence=log_confidence,
     )
-    return return_like(predictions, metrics_from_bin_statistics(stats))
+    return return_like(predictions, metrics_from_bin_statistics(stats, mce_min_count=mce_min_count))

@@ -18,6 +18,7 @@ import functools
 import html
 import json
 import os
+from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -110,10 +111,15 @@ def embed_json(value: object) -> str:
     return text.translate(_JSON_ESCAPES)
 
 
-def chart_spec(chart: alt.TopLevelMixin) -> dict[str, Any]:
-    """The chart's Vega-Lite spec as a dict (validated by altair)."""
+def chart_spec(chart: alt.TopLevelMixin, *, validate: bool = True) -> dict[str, Any]:
+    """The chart's Vega-Lite spec as a dict (validated by altair unless ``validate=False``).
+
+    Validation against the Vega-Lite JSON schema costs most of the time of a large
+    chart (three quarters of a 12-panel diagram's); the report skips it for the charts
+    of :func:`calib_frames.report.report_charts`, whose specs the tests validate.
+    """
     try:
-        spec = chart.to_dict()
+        spec = chart.to_dict(validate=validate)
     except Exception as error:  # altair's schema validation: report it as ours
         raise ArgumentError(f"not a valid chart: {error}") from None
     return spec
@@ -132,13 +138,34 @@ def vega_bundle() -> str:
     r"""The Vega + Vega-Lite + vega-embed JavaScript bundle, for an inline ``<script>``.
 
     From vl-convert (offline); it defines ``vegaEmbed``, ``vegaLite`` and ``vega`` on
-    ``window``. Any ``</script`` inside it is written ``<\/script`` (same meaning in
+    ``window``. Building it takes vl-convert about three seconds, so it is kept in
+    ``$XDG_CACHE_HOME/calib_frames/`` (default ``~/.cache``), named by the vl-convert and
+    Vega-Lite versions (built anew when either changes, or when the folder is not
+    writable). Any ``</script`` inside it is written ``<\/script`` (same meaning in
     JavaScript, cannot close the element).
     """
     import vl_convert as vlc
 
-    bundle: str = vlc.javascript_bundle(vl_version=_vl_version())  # type: ignore[call-arg]
-    return bundle.replace("</script", "<\\/script").replace("</SCRIPT", "<\\/SCRIPT")
+    vl_version = _vl_version()
+    cached = _cache_dir() / f"vega-bundle-{metadata.version('vl-convert-python')}-{vl_version}.js"
+    try:
+        return cached.read_text(encoding="utf-8")
+    except OSError:
+        pass
+    bundle: str = vlc.javascript_bundle(vl_version=vl_version)  # type: ignore[call-arg]
+    bundle = bundle.replace("</script", "<\\/script").replace("</SCRIPT", "<\\/SCRIPT")
+    try:  # building it takes seconds: keep it for the next report (same versions only)
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(cached, bundle)
+    except OSError:
+        pass
+    return bundle
+
+
+def _cache_dir() -> Path:
+    """Where the Vega bundle is kept: ``$XDG_CACHE_HOME/calib_frames`` (``~/.cache``)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "calib_frames"
 
 
 def page_html(title: str, body: str, *, specs: dict[str, dict[str, Any]], style: str = "") -> str:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from calib_frames.metrics.calibration import MCE_MIN_COUNT
 from calib_frames.plot._common import (
     NO_FRAME,
     SINGLE,
@@ -559,8 +560,11 @@ def _diagram_layer(
             orient="right", labelExpr=_direction_labels(), symbolType="stroke", symbolStrokeWidth=4
         ),
     )
+    # a bin of few predictions is mostly noise (and left out of MCE): its gap is drawn
+    # faint and thin, so that it cannot look like the worst calibrated confidence level
+    small = f"datum.count < {MCE_MIN_COUNT}"
     gaps = (
-        base.transform_filter("datum._gap != 0")
+        base.transform_filter(f"datum._gap != 0 && !({small})")
         .mark_rule(strokeWidth=4 if not prepared.facet else 3)
         .encode(
             x=x,
@@ -571,7 +575,19 @@ def _diagram_layer(
             tooltip=tooltips,
         )
     )
-    layers = [line, diagonal(strokeWidth=1), gaps]
+    faint = (
+        base.transform_filter(f"datum._gap != 0 && {small}")
+        .mark_rule(strokeWidth=1.5, strokeDash=[2, 2])
+        .encode(
+            x=x,
+            y=y,
+            y2=alt.Y2("mean_confidence:Q"),
+            stroke=direction,
+            opacity=alt.value(0.3),
+            tooltip=tooltips,
+        )
+    )
+    layers = [line, diagonal(strokeWidth=1), faint, gaps]
     if has_ci:
         layers.append(
             base.mark_errorbar(ticks=True).encode(

@@ -10,6 +10,8 @@ from typing import Any
 
 import polars as pl
 
+from calib_frames.exceptions import ArgumentError
+from calib_frames.metrics.calibration import MCE_MIN_COUNT
 from calib_frames.plot import (
     brier_decomposition_chart,
     confidence_histogram,
@@ -22,10 +24,32 @@ from calib_frames.plot import (
 from calib_frames.plot.tables import COMPARISON_COLUMNS, frame, key_split, spec_keys
 from calib_frames.schema import RELIABILITY
 
-__all__ = ["OVERLAY_LIMIT", "over_time_charts", "report_charts"]
+__all__ = ["CHART_GROUP_LIMIT", "OVERLAY_LIMIT", "over_time_charts", "report_charts"]
 
 OVERLAY_LIMIT = 5
 """Most models drawn together in one reliability panel of the report."""
+
+CHART_GROUP_LIMIT = 8
+"""Most groups the report's charts draw: beyond it, the best and the worst by ECE."""
+
+
+def _extremes(
+    table: pl.DataFrame, keys: list[str], column: str, limit: int
+) -> tuple[pl.DataFrame, int]:
+    """The keys of the ``limit // 2`` lowest and the rest highest ``column``; the group count.
+
+    All the groups when there are at most ``limit``.
+    """
+    ranked = table.select(*keys, column).unique(subset=keys, keep="first", maintain_order=True)
+    if ranked.height <= limit:
+        return ranked.select(keys), ranked.height
+    ranked = ranked.sort(column, *keys, nulls_last=True)
+    low = limit // 2
+    return pl.concat([ranked.head(low), ranked.tail(limit - low)]).select(keys), ranked.height
+
+
+def _kept(frame_: pl.DataFrame, chosen: pl.DataFrame) -> pl.DataFrame:
+    return frame_.join(chosen, on=chosen.columns, how="semi", nulls_equal=True)
 
 
 def report_charts(
@@ -34,6 +58,7 @@ def report_charts(
     bin_statistics: pl.DataFrame | pl.LazyFrame,
     perplexity: pl.DataFrame | pl.LazyFrame | None = None,
     selective: pl.DataFrame | pl.LazyFrame | None = None,
+    limit: int = CHART_GROUP_LIMIT,
 ) -> list[tuple[str, str, Any]]:
     """The report's charts as ``(title, note, chart)``; the command line saves them as PNG.
 
@@ -41,7 +66,10 @@ def report_charts(
     comparison table has the columns, accuracy against ECE, the Brier decomposition,
     perplexity and, with a selective curve table, the risk–coverage curves. Up to
     :data:`OVERLAY_LIMIT` models share a panel (one panel per task); more get a panel
-    each.
+    each. Charts stay bounded whatever the number of groups: beyond ``limit`` groups they
+    summarise, drawing the ``limit // 2`` groups of lowest ECE and the rest of highest
+    (perplexity: lowest and highest perplexity), and each chart's note says how many it
+    left out.
 
     Parameters
     ----------
@@ -54,6 +82,8 @@ def report_charts(
     selective
         An optional selective curve table (:func:`~calib_frames.selective_curve`, keyed
         like the bin statistics) for the risk–coverage chart.
+    limit
+        Most groups drawn (default 8, at least 2).
 
     Returns
     -------
@@ -81,9 +111,31 @@ def report_charts(
     >>> [title for title, _, _ in report_charts(table, bin_statistics=stats)]
     ['Reliability diagrams', 'Confidence histograms', 'Accuracy against ECE', 'Brier decomposition']
     """
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 2:
+        raise ArgumentError(f"limit= must be an integer >= 2, got {limit!r}")
     table = frame(comparison, "report comparison")
     bins = frame(bin_statistics, "report bin_statistics")
     bin_keys = spec_keys(bins, RELIABILITY, "bin-statistics table")
+    left_out = ""
+    kept: pl.DataFrame | None = None  # the keys drawn, when the charts summarise
+    if bin_keys and "ece" in table.columns and set(bin_keys) <= set(table.columns):
+        overlaid = table.get_column(bin_keys[0]).n_unique() <= OVERLAY_LIMIT
+        # overlaid models share a panel per task: bound the panels (tasks by their worst
+        # ECE); else one panel per group: bound the groups
+        unit, what = (bin_keys[1:], "tasks") if overlaid else (bin_keys, "groups")
+        ranked = (
+            table.group_by(unit, maintain_order=True).agg(pl.col("ece").max())
+            if overlaid and unit
+            else table
+        )
+        chosen, groups = _extremes(ranked, unit, "ece", limit) if unit else (None, 1)
+        if chosen is not None and groups > limit:
+            table, bins, kept = _kept(table, chosen), _kept(bins, chosen), chosen
+            left_out = (
+                f" Drawn: the {limit // 2} {what} of lowest ECE and the {limit - limit // 2} "
+                f"of highest; {groups - limit:,} of {groups:,} {what} are left out here (the "
+                "tables have them all)."
+            )
     metrics = (
         table if sorted(key_split(table.schema, COMPARISON_COLUMNS)) == sorted(bin_keys) else None
     )
@@ -96,11 +148,13 @@ def report_charts(
     overlay = bool(facet) and not many
     note = (
         "Accuracy against mean confidence per bin; bars to the diagonal show each bin's "
-        "gap (red: overconfident, below; blue: underconfident, above); predictions per bin "
-        "below, ECE, MCE and Brier score under each panel."
+        "gap (red: overconfident, below; blue: underconfident, above), dashed and faint "
+        f"for bins of fewer than {MCE_MIN_COUNT} predictions (which MCE leaves out); "
+        "predictions per bin below, ECE, MCE and Brier score under each panel."
     )
     if overlay:
         note += " Click a legend entry to highlight a model."
+    note += left_out
     built: list[tuple[str, str, Any]] = [
         (
             "Reliability diagrams",
@@ -109,9 +163,12 @@ def report_charts(
         ),
         (
             "Confidence histograms",
-            "Share of each group's predictions per confidence bin."
-            if overlay
-            else "Predictions per confidence bin.",
+            (
+                "Share of each group's predictions per confidence bin."
+                if overlay
+                else "Predictions per confidence bin."
+            )
+            + left_out,
             confidence_histogram(
                 bins,
                 color=bin_keys[:1] if overlay else None,
@@ -123,29 +180,46 @@ def report_charts(
     ]
     if "ece" in table.columns and "accuracy" in table.columns:
         built.append(
-            ("Accuracy against ECE", "One point per group.", metric_scatter(table, columns=columns))
+            (
+                "Accuracy against ECE",
+                "One point per group." + left_out,
+                metric_scatter(table, columns=columns),
+            )
         )
     if all(c in table.columns for c in ("reliability", "resolution", "brier")):
         built.append(
             (
                 "Brier decomposition",
                 "Reliability (miscalibration, added to the Brier score) to the right; "
-                "resolution (subtracted) to the left.",
+                "resolution (subtracted) to the left." + left_out,
                 brier_decomposition_chart(table, columns=columns),
             )
         )
     source = table if perplexity is None else frame(perplexity, "report perplexity")
     if "perplexity" in source.columns and source.get_column("perplexity").is_not_null().any():
-        built.append(("Perplexity", "Per token, and bits per byte.", perplexity_chart(source)))
+        ppl_keys = key_split(source.schema, COMPARISON_COLUMNS)
+        ppl_note = "Per token, and bits per byte."
+        if ppl_keys:
+            chosen, groups = _extremes(source, ppl_keys, "perplexity", limit)
+            if groups > limit:
+                source = _kept(source, chosen)
+                ppl_note += (
+                    f" Drawn: the {limit // 2} groups of lowest perplexity and the "
+                    f"{limit - limit // 2} of highest; {groups - limit:,} of {groups:,} are "
+                    "left out."
+                )
+        built.append(("Perplexity", ppl_note, perplexity_chart(source)))
     if selective is not None:
         # one colour per model (the first key), a panel per task (the other keys)
         curve = frame(selective, "report selective")
+        if kept is not None:
+            curve = _kept(curve, kept)
         by_task = bin_keys[1:]
         built.append(
             (
                 "Risk–coverage curves",
                 "Error rate among the most confident answers against the share answered "
-                "(lower is better; the area under a curve is its AURC).",
+                "(lower is better; the area under a curve is its AURC)." + left_out,
                 risk_coverage_chart(
                     curve,
                     facet=by_task or None,

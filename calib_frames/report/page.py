@@ -57,6 +57,23 @@ def _versions() -> dict[str, str]:
     }
 
 
+def _leaderboard_section(board: pl.DataFrame | pl.LazyFrame | None) -> list[str]:
+    """The leaderboard's section (one row per model), or nothing without one."""
+    if board is None:
+        return []
+    table = frame(board, "report leaderboard")
+    model = table.columns[0]
+    note = (
+        "One row per model across its tasks, best pooled ECE first; click a header to sort. "
+        "Pooled: all the model's predictions together; mean over tasks: every task counts "
+        "once. Miscalibrated tasks: ECE beyond the noise floor of a calibrated model."
+    )
+    return [
+        f'<section><h2>Leaderboard</h2><p class="note">{html.escape(note)}</p>\n'
+        f"{table_html(table, keys=[model], within=[])}</section>"
+    ]
+
+
 def _describe_binning(bins: pl.DataFrame, keys: list[str]) -> str:
     per_group = bins.group_by(keys).len() if keys else pl.DataFrame({"len": [bins.height]})
     sizes = sorted(set(per_group.get_column("len").to_list()))
@@ -126,6 +143,8 @@ def report_html(
     best_within: Sequence[str] | None = None,
     over_batches: pl.DataFrame | pl.LazyFrame | None = None,
     changes: pl.DataFrame | pl.LazyFrame | None = None,
+    leaderboard: pl.DataFrame | pl.LazyFrame | None = None,
+    charts: Sequence[tuple[str, str, Any]] | None = None,
     generated: _dt.datetime | None = None,
     selective: pl.DataFrame | pl.LazyFrame | None = None,
 ) -> str:
@@ -219,34 +238,49 @@ def report_html(
     )
     sections = [
         f'<header><h1>{html.escape(title)}</h1>\n<dl class="meta">\n{header}\n</dl></header>',
+        *_leaderboard_section(leaderboard),
         "<section><h2>Comparison</h2>"
         f'<p class="note">Click a column header to sort. {html.escape(best_note)} '
         "Intervals in brackets where the table has them.</p>\n"
         f"{table_html(sorted_table, keys=keys, within=within)}</section>",
     ]
     specs: dict[str, dict[str, Any]] = {}
-    charts = report_charts(sorted_table, bin_statistics=bins, perplexity=ppl, selective=selective)
+    if charts is None:
+        charts = report_charts(
+            sorted_table, bin_statistics=bins, perplexity=ppl, selective=selective
+        )
     for number, (name, note, chart) in enumerate(charts):
         spec_id = f"chart-spec-{number}"
-        specs[spec_id] = chart_spec(chart)
+        specs[spec_id] = chart_spec(chart, validate=False)  # tests/plot validate them
         sections.append(
             f'<section><h2>{html.escape(name)}</h2><p class="note">{html.escape(note)}</p>'
             f'<div class="chart" id="chart-{number}" data-vega-spec="{spec_id}"></div></section>'
         )
     if over_batches is not None:
-        charts = over_time_charts(over_batches, changes)
-        if charts and changes is not None:
-            sections.append(_changes_section(frame(changes, "report changes")))
-        for number, (name, note, chart) in enumerate(charts, start=len(specs)):
-            spec_id = f"chart-spec-{number}"
-            specs[spec_id] = chart_spec(chart)
-            sections.append(
-                f'<section><h2>{html.escape(name)}</h2><p class="note">{html.escape(note)}</p>'
-                f'<div class="chart" id="chart-{number}" data-vega-spec="{spec_id}"></div>'
-                "</section>"
-            )
+        sections += _over_time_sections(over_batches, changes, specs)
     body = "\n".join(sections) + f"\n<script>\n{_asset('report.js')}</script>"
     return page_html(title, body, specs=specs, style=_asset("report.css"))
+
+
+def _over_time_sections(
+    over_batches: pl.DataFrame | pl.LazyFrame,
+    changes: pl.DataFrame | pl.LazyFrame | None,
+    specs: dict[str, dict[str, Any]],
+) -> list[str]:
+    """The change table and the trend charts (their specs added to ``specs``)."""
+    sections = []
+    charts = over_time_charts(over_batches, changes)
+    if charts and changes is not None:
+        sections.append(_changes_section(frame(changes, "report changes")))
+    for number, (name, note, chart) in enumerate(charts, start=len(specs)):
+        spec_id = f"chart-spec-{number}"
+        specs[spec_id] = chart_spec(chart, validate=False)  # tests/plot validate them
+        sections.append(
+            f'<section><h2>{html.escape(name)}</h2><p class="note">{html.escape(note)}</p>'
+            f'<div class="chart" id="chart-{number}" data-vega-spec="{spec_id}"></div>'
+            "</section>"
+        )
+    return sections
 
 
 def _changes_section(changes: pl.DataFrame) -> str:
@@ -290,6 +324,8 @@ def write_report(
     over_batches: pl.DataFrame | pl.LazyFrame | None = None,
     changes: pl.DataFrame | pl.LazyFrame | None = None,
     selective: pl.DataFrame | pl.LazyFrame | None = None,
+    leaderboard: pl.DataFrame | pl.LazyFrame | None = None,
+    charts: Sequence[tuple[str, str, Any]] | None = None,
 ) -> Path:
     """Write a self-contained HTML report of a comparison table and its bin statistics.
 
@@ -335,6 +371,11 @@ def write_report(
     selective
         Optional selective curve table (:func:`~calib_frames.selective_curve`, grouped
         by the bin statistics' keys): adds the risk–coverage curves.
+    leaderboard
+        Optional leaderboard (:func:`~calib_frames.leaderboard`), shown first.
+    charts
+        The charts as :func:`~calib_frames.report.report_charts` returns them (default:
+        built here; pass them when they are also saved as PNG, to build them once).
 
     Returns
     -------
@@ -381,5 +422,7 @@ def write_report(
         over_batches=over_batches,
         changes=changes,
         selective=selective,
+        leaderboard=leaderboard,
+        charts=charts,
     )
     return write_atomic(target, page)

@@ -17,6 +17,7 @@ __all__ = ["REPORT_COLUMNS", "table_html"]
 # Comparison-table columns shown in the report, in order, with how "best" is decided:
 # "max" (higher is better), "min" (lower is better), "zero" (closest to zero), None.
 REPORT_COLUMNS: dict[str, str | None] = {
+    "tasks": None,
     "count": None,
     "accuracy": "max",
     "acc_norm": "max",
@@ -25,7 +26,7 @@ REPORT_COLUMNS: dict[str, str | None] = {
     "ece": "min",
     "ece_noise_floor": None,
     "ece_p_value": None,
-    "reportable": None,
+    "verdict": None,
     "rmsce": "min",
     "rmsce_debiased": "min",
     "mce": "min",
@@ -40,6 +41,14 @@ REPORT_COLUMNS: dict[str, str | None] = {
     "byte_perplexity": "min",
     "bits_per_byte": "min",
     "word_perplexity": "min",
+    # the leaderboard's means over tasks and its count of miscalibrated tasks
+    "accuracy_task_mean": "max",
+    "ece_task_mean": "min",
+    "mce_task_mean": "min",
+    "brier_task_mean": "min",
+    "log_loss_task_mean": "min",
+    "perplexity_task_mean": "min",
+    "miscalibrated_tasks": "min",
 }
 """Columns of the report's table (when present) and the direction of "best"."""
 
@@ -47,6 +56,7 @@ _TITLES = {
     "count": "predictions",
     "acc_norm": "acc_norm",
     "ece_p_value": "ECE p-value",
+    "verdict": "calibration vs noise",
     "brier_multiclass": "Brier (all options)",
     "byte_perplexity": "byte ppl",
     "mean_confidence": "mean conf.",
@@ -61,6 +71,13 @@ _TITLES = {
     "bits_per_byte": "bits/byte",
     "word_perplexity": "word ppl",
     "overconfidence": "overconf.",
+    "accuracy_task_mean": "accuracy, task mean",
+    "ece_task_mean": "ECE, task mean",
+    "mce_task_mean": "MCE, task mean",
+    "brier_task_mean": "Brier, task mean",
+    "log_loss_task_mean": "log loss, task mean",
+    "perplexity_task_mean": "perplexity, task mean",
+    "miscalibrated_tasks": "miscalibrated tasks",
 }
 
 
@@ -141,7 +158,10 @@ def table_html(comparison: pl.DataFrame, *, keys: list[str], within: list[str]) 
     (True, True)
     """
     shown = [
-        c for c in REPORT_COLUMNS if c in comparison.columns and comparison.schema[c].is_numeric()
+        c
+        for c in REPORT_COLUMNS
+        if c in comparison.columns
+        and (comparison.schema[c].is_numeric() or comparison.schema[c] == pl.String)
     ]
     best = _best_flags(comparison, shown, within)
     head = [f'<th class="key" scope="col" data-type="text">{html.escape(key)}</th>' for key in keys]
@@ -149,8 +169,9 @@ def table_html(comparison: pl.DataFrame, *, keys: list[str], within: list[str]) 
         label = _TITLES.get(column, column.replace("_", " "))
         ci = f"{column}_ci_low" in comparison.columns and f"{column}_ci_high" in comparison.columns
         note = " (95% interval)" if ci else ""
+        kind = "number" if comparison.schema[column].is_numeric() else "text"
         head.append(
-            f'<th scope="col" data-type="number" title="{html.escape(column + note)}">'
+            f'<th scope="col" data-type="{kind}" title="{html.escape(column + note)}">'
             f"{html.escape(label)}</th>"
         )
     body = []

@@ -277,3 +277,13 @@ def test_bench_import_quick(tmp_path: Path) -> None:
     }
     assert all(s > 0 for s in saved["seconds"].values())
     assert "cross-check ok" in proc.stdout
+
+
+def test_bench_report_quick(tmp_path: Path) -> None:
+    out = tmp_path / "run.json"
+    proc = run("bench_report", "--quick", "--data-dir", str(tmp_path), "--json", str(out))
+    saved = json.loads(out.read_text())
+    assert [r["groups"] for r in saved["runs"]] == [12, 40]
+    assert all(r["ok"] and r["exit"] == {"compare": 0, "report": 0} for r in saved["runs"])
+    assert all(r["ratio"] > 0 for r in saved["runs"])
+    assert "## Summary of ratios" in proc.stdout

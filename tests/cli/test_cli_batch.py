@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -221,7 +223,7 @@ def test_bad_inputs_give_one_line_and_the_right_exit_code(
 
 def test_missing_column_names_the_column(tmp_path: Path) -> None:
     result = cli("report", PREDICTIONS, "--confidence", "prob", "--out", tmp_path / "o")
-    assert "'prob'" in one_line_error(result, 1)
+    assert "--confidence prob" in one_line_error(result, 1)
 
 
 @pytest.mark.parametrize(
@@ -241,9 +243,19 @@ def test_usage_errors_are_found_before_any_computing(tmp_path: Path) -> None:
     assert "not mergeable" in one_line_error(result, 2)
 
 
-def test_tokens_column_must_be_stated_on_the_command_line(tmp_path: Path) -> None:
-    result = cli("compare", PREDICTIONS, "--token-file", TOKENS, "--by", "model")
-    assert "--tokens" in one_line_error(result, 2) or "tokens=" in result.stderr
+def test_token_columns_named_like_their_roles_need_no_flag() -> None:
+    bare = cli("compare", PREDICTIONS, "--token-file", TOKENS, "--by", "model", "--all-columns")
+    flags = ("--tokens", "tokens", "--bytes", "bytes", "--words", "words")
+    stated = cli(
+        "compare", PREDICTIONS, "--token-file", TOKENS, "--by", "model", "--all-columns", *flags
+    )
+    assert bare.returncode == 0, bare.stderr
+    assert bare.stdout == stated.stdout
+    assert "word_perplexity" in bare.stdout and "bits_per_byte" in bare.stdout
+    # --token-level overrides the column: each row is one token, another perplexity
+    rows = cli("compare", PREDICTIONS, "--token-file", TOKENS, "--by", "model", "--token-level")
+    assert rows.returncode == 0, rows.stderr
+    assert rows.stdout != bare.stdout
 
 
 def test_gpu_engine_falls_back_with_one_message() -> None:
@@ -297,24 +309,70 @@ def test_combinations_of_partials_cover_all_rows(partials: list[Path]) -> None:
 
 def test_report_writes_intervals_html_and_charts(tmp_path: Path) -> None:
     out = tmp_path / "report"
-    assert main(["report", str(PREDICTIONS), "--by", "model,task", "--out", str(out)]) == 0
+    argv = ["report", str(PREDICTIONS), "--by", "model,task", "--out", str(out), "--png"]
+    assert main(argv) == 0
     table = pl.read_parquet(out / "comparison.parquet")
     for name in ("ece", "brier", "accuracy"):
         low, high = table[f"{name}_ci_low"], table[f"{name}_ci_high"]
         assert ((low <= table[name]) & (table[name] <= high)).all(), name
-    assert {"ece_noise_floor", "ece_p_value", "reportable"} <= set(table.columns)
+    assert {"ece_noise_floor", "ece_p_value", "ece_beyond_noise"} <= set(table.columns)
     # the overconfident model's ECE is far above its noise floor on every task
     over = table.filter(pl.col("model") == "overconfident")
-    assert over["reportable"].all()
+    assert over["ece_beyond_noise"].all()
     html = (out / "report.html").read_text(encoding="utf-8")
     assert "<svg" in html or "vegaEmbed" in html or "vega" in html
     assert "https://" not in html.split("Content-Security-Policy", 1)[0]
+    # the verdict in words, in the page's table; the leaderboard first
+    assert "within noise, p = " in html and "overconfident, p = 0.001" in html
+    assert html.index("<h2>Leaderboard</h2>") < html.index("<h2>Comparison</h2>")
     pngs = sorted(p.name for p in out.glob("*.png"))
     assert "reliability_diagrams.png" in pngs
     assert "risk_coverage_curves.png" in pngs
     assert "Risk–coverage curves" in html
     for png in out.glob("*.png"):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_rerun_replaces_the_report_folder_whole(tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    first = ["report", str(PREDICTIONS), "--by", "model,task", "--out", str(out), "--quiet"]
+    assert main([*first, "--no-uncertainty"]) == 0
+    (out / "report.html").write_text("the first run's page")
+    assert main([*first, "--no-uncertainty", "--no-charts"]) == 0
+    assert not (out / "report.html").exists()  # not left beside the new tables
+    listed = set(json.loads((out / ".calib-frames-report").read_text())["files"])
+    assert {p.name for p in out.iterdir()} == listed | {".calib-frames-report"}
+    assert not [p for p in tmp_path.iterdir() if p.name != "report"]  # no staging left
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    # a failed run (bad data) leaves the previous report whole, and no folder beside it
+    bad = tmp_path / "bad.csv"
+    bad.write_text("model,task,confidence,correct\na,t,1.5,1\n")
+    assert main(["report", str(bad), "--by", "model,task", "--out", str(out)]) == 1
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.csv", "report"]
+
+
+def test_report_refuses_a_folder_of_other_files(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("mine")
+    result = cli("report", PREDICTIONS, "--by", "model", "--out", tmp_path, "--no-charts")
+    assert "holds files no calib-frames report wrote" in one_line_error(result, 2)
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_progress_lines_per_stage_whatever_the_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from calib_frames.cli import common
+
+    monkeypatch.setattr(common, "PROGRESS_SECONDS", -1.0)  # every stage "takes long"
+    argv = ["report", str(PREDICTIONS), "--by", "model,task", "--out", str(tmp_path / "r")]
+    assert main([*argv, "--no-charts"]) == 0
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 3, lines  # read, metrics, tables; stderr is not a terminal here
+    assert all(re.fullmatch(r"calib-frames: .+ in \d+\.\d s.*", line) for line in lines)
+    assert lines[0].startswith("calib-frames: read 1 file(s)")
+    assert main([*argv, "--no-charts", "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
 
 
 def test_report_without_uncertainty_or_charts(tmp_path: Path) -> None:
@@ -339,3 +397,26 @@ def test_report_reads_lm_eval_folders_and_reproduces_lm_eval(tmp_path: Path) -> 
         assert table[ours].filter(present).to_list() == pytest.approx(
             theirs.filter(present).to_list(), rel=1e-12
         ), ours
+
+
+def test_messages_name_the_fix_in_the_interface_in_use() -> None:
+    result = cli("compare", PREDICTIONS, "--by", "model", "--confidence", "prob")
+    line = one_line_error(result, 1)
+    assert "--confidence prob" in line and "--confidence COL" in line and "=" not in line
+    frame = pl.read_parquet(PREDICTIONS)
+    with pytest.raises(cf.TableError, match=r"confidence='prob'.*confidence=\"COL\""):
+        cf.calibration_metrics(frame, confidence="prob")
+    with pytest.raises(cf.ArgumentError, match=r"pass a list: by=\['model', 'task'\]"):
+        cf.calibration_metrics(frame, by="model,task")
+
+
+@pytest.mark.parametrize("command", ["compare", "report", "stats", "merge"])
+def test_help_shows_the_defaults_and_an_example(command: str) -> None:
+    result = cli(command, "--help")
+    assert result.returncode == 0, result.stderr
+    assert f"example:\n  calib-frames {command} " in result.stdout
+    if command != "merge":
+        assert "number of bins (default 10)" in result.stdout
+        assert "(default: streaming)" in result.stdout  # --engine
+    if command == "report":
+        assert "(default: 200)" in result.stdout and "(default: 0.95)" in result.stdout

@@ -82,7 +82,7 @@ def test_report_over_batches(
     assert main(["merge", *map(str, reversed(parts)), "--out", str(merged)]) == 0
     out = tmp_path / "report"
     args = ["report", "--from-stats", str(merged), "--over", "batch", "--last", "4",
-            "--replicates", "50", "--change-replicates", "400", "--out", str(out)]  # fmt: skip
+            "--replicates", "50", "--change-replicates", "400", "--png", "--out", str(out)]  # fmt: skip
     assert main(args) == 0
     printed = capsys.readouterr().out
     assert "ECE up" in printed
@@ -102,7 +102,7 @@ def test_report_over_batches(
     assert changes["verdict"][1].startswith("ECE up 0.1")
     page = (out / "report.html").read_text()
     assert "ECE over batches" in page and "Change against the earlier batches" in page
-    assert (out / "ece_over_batches.png").stat().st_size > 0
+    assert (out / "ece_over_batches.png").stat().st_size > 0  # with --png
     pooled = pl.read_parquet(out / "comparison.parquet")
     window = cf.read_statistics(merged).latest(4).merged()
     assert pooled["count"].to_list() == cf.metrics_from_bin_statistics(window)["count"].to_list()

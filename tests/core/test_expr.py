@@ -86,7 +86,7 @@ def test_edge_cases_follow_the_frame_conventions() -> None:
     empty = pl.DataFrame(schema={"confidence": pl.Float64, "correct": pl.Boolean})
     row = empty.select(cf.binned_metrics()).unnest("binned_metrics").row(0, named=True)
     assert row["ece"] == 0.0
-    assert row["mce"] == 0.0
+    assert row["mce_raw"] == 0.0
     assert row["count"] == 0
     assert math.isnan(row["accuracy"])
     one = pl.DataFrame({"confidence": [1.0], "correct": [False]})

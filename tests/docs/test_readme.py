@@ -31,6 +31,7 @@ def test_readme_opens_with_the_run_and_test_commands() -> None:
         assert block.startswith("python3 -m venv .venv && .venv/bin/pip install")
     assert ".venv/bin/calib-frames report data/synthetic_predictions.parquet" in run_command
     assert "--token-file data/synthetic_tokens.parquet" in run_command
+    assert run_command.split("&&")[-1].count(" --") <= 4, "the main job takes at most 4 flags"
     assert "'.[test]'" in test_command
     assert test_command.endswith(".venv/bin/python -m pytest")
 

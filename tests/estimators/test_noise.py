@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
 
 import calib_frames as cf
 from calib_frames.estimators.bootstrap import intervals_from_bin_statistics
@@ -71,7 +72,7 @@ def test_false_positive_rate_near_nominal(many: dict[str, pl.DataFrame]) -> None
     rate = (table["ece_p_value"] <= 0.05).mean()
     # binomial sd over 400 datasets is 1.1 percentage points
     assert 0.02 <= rate <= 0.085, rate  # type: ignore[operator]
-    assert 0.015 <= table["reportable"].mean() <= 0.085  # type: ignore[operator]
+    assert 0.015 <= table["ece_beyond_noise"].mean() <= 0.085  # type: ignore[operator]
     # p-values roughly uniform: about half below 0.5
     assert 0.42 <= (table["ece_p_value"] <= 0.5).mean() <= 0.58  # type: ignore[operator]
     assert ((table["ece"] > table["ece_noise_floor"]).mean()) <= 0.085  # type: ignore[operator]
@@ -79,7 +80,7 @@ def test_false_positive_rate_near_nominal(many: dict[str, pl.DataFrame]) -> None
 
 def test_power_on_miscalibrated_model(many: dict[str, pl.DataFrame]) -> None:
     table = many["overconfident"]
-    assert table["reportable"].all()
+    assert table["ece_beyond_noise"].all()
     assert (table["ece"] > table["ece_noise_floor"]).all()
 
 
@@ -90,9 +91,12 @@ def test_weights_and_lazy() -> None:
     plain = calibration_noise_floor(df, replicates=300, seed=4)
     weighted = calibration_noise_floor(df.lazy(), weight="w", replicates=300, seed=4)
     assert isinstance(weighted, pl.LazyFrame)
+    same = weighted.collect()
     np.testing.assert_allclose(
-        plain.drop("reportable").to_numpy(), weighted.collect().drop("reportable").to_numpy()
+        plain.drop("ece_beyond_noise", "verdict").to_numpy(),
+        same.drop("ece_beyond_noise", "verdict").to_numpy(),
     )
+    assert plain["verdict"].to_list() == same["verdict"].to_list()
 
 
 def test_edges() -> None:
@@ -108,14 +112,19 @@ def test_edges() -> None:
     rows = {row["g"]: row for row in table.iter_rows(named=True)}
     assert table.columns == [
         "g", "count", "populated_bins", "ece", "ece_null_mean", "ece_noise_floor",
-        "ece_p_value", "reportable",
+        "ece_p_value", "ece_beyond_noise", "verdict",
     ]  # fmt: skip
     # confidences 0 and 1 that are right: no noise at all, ECE 0, never significant
     assert rows["certain"]["ece_noise_floor"] == 0.0 and rows["certain"]["ece"] == 0.0
-    assert rows["certain"]["ece_p_value"] == 1.0 and not rows["certain"]["reportable"]
+    assert rows["certain"]["ece_p_value"] == 1.0 and not rows["certain"]["ece_beyond_noise"]
     # no weight: nothing to test
-    assert rows["right"]["ece_p_value"] is None and not rows["right"]["reportable"]
-    assert rows["one"]["count"] == 1 and not rows["one"]["reportable"]  # one bin
+    assert rows["right"]["ece_p_value"] is None and not rows["right"]["ece_beyond_noise"]
+    assert rows["one"]["count"] == 1 and not rows["one"]["ece_beyond_noise"]  # one bin
+    assert rows["certain"]["verdict"] == "one populated bin" or rows["certain"]["verdict"] == (
+        "within noise, p = 1.0"
+    )
+    assert rows["right"]["verdict"] == "too few predictions"  # no weight
+    assert rows["one"]["verdict"] == "one populated bin"
     assert 0 < rows["same"]["ece_noise_floor"] <= 0.6
     empty = calibration_noise_floor(df.clear(), by="g")
     assert empty.height == 0 and empty.columns == table.columns
@@ -156,8 +165,57 @@ def test_uncertainty_columns_for_the_metrics_table() -> None:
     np.testing.assert_allclose(
         table.select(intervals.columns[1:]).to_numpy(), intervals.drop("model").to_numpy()
     )
-    assert table["reportable"].to_list() == noise["reportable"].to_list()
+    assert table["ece_beyond_noise"].to_list() == noise["ece_beyond_noise"].to_list()
     joined = cf.metrics_from_bin_statistics(stats).join(table, on="model")
     assert joined.height == 3 and joined.columns.index("ece_ci_low") > joined.columns.index("ece")
     whole = uncertainty_from_bin_statistics(cf.bin_statistics(df.lazy()), replicates=20)
     assert isinstance(whole, pl.LazyFrame) and whole.collect().height == 1
+
+
+def test_verdict_names_the_direction_and_the_p_value() -> None:
+    # 200 predictions each: at 0.9 right 60 % (over), at 0.55 right 85 % (under), and a
+    # calibrated one (0.6 right 60 %, 0.8 right 80 %); 50 predictions: too few
+    def rows(group: str, spec: list[tuple[float, int, int]]) -> pl.DataFrame:
+        return pl.concat(
+            pl.DataFrame(
+                {
+                    "g": [group] * n,
+                    "confidence": [p] * n,
+                    "correct": [True] * right + [False] * (n - right),
+                }
+            )
+            for p, n, right in spec
+        )
+
+    df = pl.concat(
+        [
+            rows("over", [(0.9, 100, 60), (0.7, 100, 70)]),
+            rows("under", [(0.55, 100, 85), (0.75, 100, 75)]),
+            rows("calibrated", [(0.6, 100, 60), (0.8, 100, 80)]),
+            rows("small", [(0.9, 25, 10), (0.7, 25, 10)]),
+        ]
+    )
+    table = calibration_noise_floor(df, by="g", replicates=999)
+    verdict = dict(table.select("g", "verdict").iter_rows())
+    assert verdict["over"] == "overconfident, p = 0.001"  # 1 / (999 + 1)
+    assert verdict["under"] == "underconfident, p = 0.001"
+    assert verdict["calibrated"] == "within noise, p = 1.0"  # ECE 0: every draw is >= it
+    assert verdict["small"] == "too few predictions"
+    beyond = dict(table.select("g", "ece_beyond_noise").iter_rows())
+    assert beyond == {"over": True, "under": True, "calibrated": False, "small": False}
+
+
+def test_blocks_of_groups_draw_what_one_block_draws(monkeypatch: pytest.MonkeyPatch) -> None:
+    from calib_frames.estimators import noise
+
+    rng = np.random.default_rng(5)
+    p = rng.uniform(0.4, 1.0, 3000)
+    df = pl.DataFrame(
+        {"g": rng.integers(0, 30, 3000), "confidence": p, "correct": rng.random(3000) < p}
+    )
+    # one table for both (polars' grouped sums may differ in the last bit between passes)
+    stats = cf.bin_statistics(df, by="g")
+    whole = noise.noise_floor_from_bin_statistics(stats, replicates=200, min_count=1)
+    monkeypatch.setattr(noise, "_BLOCK_CELLS", 200 * 10 * 4)  # four groups per block
+    blocks = noise.noise_floor_from_bin_statistics(stats, replicates=200, min_count=1)
+    assert_frame_equal(whole, blocks, check_exact=True)

@@ -106,7 +106,8 @@ def test_one_model_diagram_marks_and_rows(tables: dict[str, pl.DataFrame]) -> No
     chart = reliability_diagram(table, metrics=metrics)
     spec = chart.to_dict()
     diagram, histogram = spec["vconcat"]
-    assert mark_types(diagram) == ["line", "rule", "rule"]  # line, diagonal, gaps
+    # line, diagonal, faint gaps of small bins, gaps
+    assert mark_types(diagram) == ["line", "rule", "rule", "rule"]
     assert mark_types(histogram) == ["bar"]
     rows_diagram, rows_hist = datasets(spec)
     assert len(rows_diagram) == populated(table).height < table.height
@@ -136,9 +137,11 @@ def test_gap_direction_follows_the_diagonal(tables: dict[str, pl.DataFrame]) -> 
         elif gap > 0:
             assert row["_direction"] == "underconfident"
     gaps = [u for u in units(spec) if u["encoding"].get("stroke", {}).get("field") == "_direction"]
-    assert len(gaps) == 1
-    assert gaps[0]["encoding"]["y2"]["field"] == "mean_confidence"
-    assert gaps[0]["encoding"]["stroke"]["scale"]["domain"] == ["overconfident", "underconfident"]
+    assert len(gaps) == 2  # the faint ones of small bins, then the others
+    for gap_rules in gaps:
+        assert gap_rules["encoding"]["y2"]["field"] == "mean_confidence"
+        domain = gap_rules["encoding"]["stroke"]["scale"]["domain"]
+        assert domain == ["overconfident", "underconfident"]
 
 
 @pytest.mark.parametrize("empty", ["zero", "null"])
@@ -524,3 +527,21 @@ def test_import_calib_frames_does_not_import_altair() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_small_bins_are_drawn_faint_not_as_the_tallest_gap() -> None:
+    # 200 calibrated predictions at 0.75 and 2 wrong ones at 0.95: a 0.95 gap in a bin of 2
+    rows = pl.DataFrame(
+        {
+            "confidence": [0.75] * 200 + [0.95] * 2,
+            "correct": [True] * 150 + [False] * 50 + [False] * 2,
+        }
+    )
+    stats = cf.bin_statistics(rows)
+    metrics = cf.metrics_from_bin_statistics(stats)
+    assert metrics["mce"].item() == pytest.approx(0.0, abs=1e-12)  # the 2-prediction bin is out
+    assert metrics["mce_raw"].item() == pytest.approx(0.95, abs=1e-12)
+    spec = reliability_diagram(stats, metrics=metrics).to_dict()
+    text = json.dumps(spec)
+    assert '"datum._gap != 0 && datum.count < 10"' in text  # the faint layer
+    assert '"datum._gap != 0 && !(datum.count < 10)"' in text  # the full-strength gaps

@@ -227,3 +227,39 @@ def test_report_shows_risk_coverage_curves_from_a_selective_table(
     page = report_html(tables["metrics"], bin_statistics=tables["stats"], selective=curve)
     assert "<h2>Risk–coverage curves</h2>" in page
     assert "Risk–coverage" not in report_html(tables["metrics"], bin_statistics=tables["stats"])
+
+
+def test_charts_stay_bounded_and_say_what_they_leave_out() -> None:
+    import numpy as np
+
+    from calib_frames.report import report_charts
+
+    rng = np.random.default_rng(3)
+    n = 40 * 50
+    p = rng.uniform(0.3, 1.0, n)
+    bias = np.repeat(np.linspace(0.0, 0.3, 40), 50)  # model k is overconfident by bias[k]
+    preds = pl.DataFrame(
+        {
+            "model": np.repeat([f"m{k:02d}" for k in range(40)], 50),
+            "task": ["t"] * n,
+            "confidence": p,
+            "correct": rng.random(n) < np.clip(p - bias, 0, 1),
+        }
+    )
+    stats = cf.bin_statistics(preds, by=["model", "task"])
+    table = cf.metrics_from_bin_statistics(stats)
+    charts = report_charts(table, bin_statistics=stats, limit=6)
+    ranked = table.sort("ece")["model"].to_list()
+    expected = {*ranked[:3], *ranked[-3:]}
+    for title, note, chart in charts:
+        assert "34 of 40 groups are left out" in note, title
+        models = {
+            row["model"]
+            for data in chart.to_dict()["datasets"].values()
+            for row in data
+            if row.get("model") is not None
+        }
+        assert models == expected, title
+    # within the limit nothing is left out
+    few = report_charts(table.head(6), bin_statistics=stats.filter(pl.col("model") < "m06"))
+    assert not any("left out" in note for _, note, _ in few)
