@@ -250,6 +250,35 @@ class Binning:
             index = guess - (p <= divide(guess, m)).cast(pl.Float64)
         return index.clip(0.0, float(m - 1)).cast(pl.UInt32, strict=False)
 
+    def contains(self, confidence: pl.Expr, k: int) -> pl.Expr | None:
+        """Whether each confidence falls in bin ``k``: ``assign(confidence) == k``.
+
+        For fixed edges it is written as at most two comparisons with the exact edges
+        (left-closed: ``e_k <= p < e_{k+1}``, the last bin also holds its upper edge;
+        right-closed: ``e_k < p <= e_{k+1}``, the first bin also holds its lower edge),
+        which gives the bin of :meth:`assign` for every confidence in :attr:`range` at
+        a fraction of its cost. ``None`` when every such confidence is in bin ``k``
+        (one bin). Equal-mass bins compare :meth:`assign` (ranks in the context).
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> df = pl.DataFrame({"p": [0.0, 0.1, 0.3, 0.95, 1.0]})
+        >>> df.select(Binning.uniform(10).contains(pl.col("p"), 9))["p"].to_list()
+        [False, False, False, True, True]
+        """
+        p = confidence.cast(pl.Float64)
+        edges = self.edge_values()
+        if edges is None:
+            return self.assign(p) == k
+        lower, upper = edges[k], edges[k + 1]
+        tests = []
+        if k > 0:
+            tests.append(p > lower if self.closed == "right" else p >= lower)
+        if k < self.n_bins - 1:
+            tests.append(p <= upper if self.closed == "right" else p < upper)
+        return pl.all_horizontal(tests) if tests else None
+
 
 BinsLike = int | Sequence[float] | Binning
 

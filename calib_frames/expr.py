@@ -43,7 +43,10 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
+from collections.abc import Sequence
 
 import polars as pl
 
@@ -69,21 +72,65 @@ __all__ = [
 ]
 
 IntoExpr = str | pl.Expr
+_LOG_LOSS = "log_loss_sum"
 
 
 def _col(value: IntoExpr) -> pl.Expr:
     return pl.col(value) if isinstance(value, str) else value
 
 
-def _metrics(
-    confidence: IntoExpr, correct: IntoExpr, bins: BinsLike, weight: IntoExpr | None
-) -> tuple[pl.Expr, dict[str, pl.Expr]]:
-    """The per-bin sums of one group as one struct, and every metric over its fields.
+def _bin_field_names() -> tuple[str, ...]:
+    return tuple(field.name for field in dataclasses.fields(BinSums))
 
-    Row level, once: a struct of the bin index, the outcome and the weighted terms.
-    Per group: the rows are imploded and ``list.eval`` sums each term per bin (9 sums per
-    bin, the log-loss sum and a validity flag) into one struct; the formulas then run on
-    that struct (``.struct.with_fields`` with ``pl.field`` references), not on the rows.
+
+def _formulas(bins: Sequence[BinSums]) -> dict[str, pl.Expr]:
+    """:func:`metric_expressions` over per-bin sums that are fields of one struct."""
+    return metric_expressions(
+        bins,
+        total=pl.sum_horizontal,
+        largest=pl.max_horizontal,
+        log_loss_sum=pl.field(_LOG_LOSS),
+    )
+
+
+@functools.cache
+def _reads(name: str) -> frozenset[str]:
+    """The sums (:class:`BinSums` fields, ``log_loss_sum``) that the formula of ``name`` reads.
+
+    Probed on the formula itself: a sum is read when putting a placeholder in its place
+    changes the expression. So the expressions compute only what their formula uses,
+    and stay right whatever :func:`metric_expressions` comes to read.
+    """
+
+    def formula(placeholder: str | None) -> pl.Expr:
+        def ref(field: str) -> pl.Expr:
+            return pl.lit(None) if field == placeholder else pl.field(field)
+
+        bins = BinSums(**{field: ref(field) for field in _bin_field_names()})
+        return metric_expressions(
+            [bins], total=pl.sum_horizontal, largest=pl.max_horizontal, log_loss_sum=ref(_LOG_LOSS)
+        )[name]
+
+    full = formula(None)
+    return frozenset(
+        field for field in (*_bin_field_names(), _LOG_LOSS) if not formula(field).meta.eq(full)
+    )
+
+
+def _metrics(
+    confidence: IntoExpr,
+    correct: IntoExpr,
+    bins: BinsLike,
+    weight: IntoExpr | None,
+    names: Sequence[str],
+) -> tuple[pl.Expr, dict[str, pl.Expr]]:
+    """The sums the metrics ``names`` read, as one struct per group, and the metrics.
+
+    Each sum is one aggregation over the group's rows, ``term.filter(bin k & class)
+    .sum()`` with the bin tested against its exact edges (:meth:`Binning.contains`);
+    only the sums the formulas read are computed (:func:`_reads`). Without weights a
+    bin's weight is its row count (no second pass). The formulas then run once per group
+    on the struct (``.struct.with_fields`` over ``pl.field`` references).
     """
     binning = as_binning(bins)
     p = _col(confidence).cast(pl.Float64)
@@ -93,55 +140,60 @@ def _metrics(
     ok = p.is_between(low, high) & ((y == 0.0) | (y == 1.0))
     if w is not None:
         ok = ok & w.is_finite() & (w >= 0)
-    is_correct = y == 1.0
-    q = pl.when(is_correct).then(p).otherwise(1.0 - p)
-    r = pl.when(is_correct).then(1.0 - p).otherwise(p)
-    rows = pl.struct(
-        bin=binning.assign(p),
-        correct=is_correct,
-        ok=not_true(ok),
-        w=weighted(pl.lit(1.0), w),
-        wp=weighted(p, w),
-        wr=weighted(r, w),
-        wr2=weighted(r * r, w),
-        wlq=weighted(log_outcome_probability(q, r), w),
-    )
-    e = pl.element().struct
+    right, wrong = y == 1.0, y == 0.0
+    # per class: the confidence given to the outcome's opposite, r = |p − y|, is 1 − p for
+    # a correct row and p for a wrong one (no per-row branch)
+    one = None if w is None else w
+    terms: dict[str, tuple[pl.Expr | None, pl.Expr | None]] = {
+        "count": (None, None),
+        "W": (one, None),
+        "W1": (one, right),
+        "W0": (one, wrong),
+        "S1": (weighted(p, w), right),
+        "R1": (weighted(1.0 - p, w), right),
+        "R0": (weighted(p, w), wrong),
+        "Q1": (weighted((1.0 - p) * (1.0 - p), w), right),
+        "Q0": (weighted(p * p, w), wrong),
+    }
+    reads = frozenset().union(*(_reads(name) for name in names))
+    if w is None and reads & {"W", "W1", "W0"}:
+        reads |= {"count"}
 
-    def bin_sum(term: str, in_bin: pl.Expr) -> pl.Expr:
-        return pl.when(in_bin).then(e.field(term)).otherwise(0.0).sum()
+    def total(term: pl.Expr | None, where: pl.Expr | None) -> pl.Expr:
+        if term is None:  # a row count
+            return pl.len() if where is None else where.sum()
+        return (term if where is None else term.filter(where)).sum()
 
-    sums: list[pl.Expr] = [
-        e.field("ok").any().not_().alias("valid"),
-        (-e.field("wlq").sum()).alias("log_loss_sum"),
-    ]
+    sums = [not_true(ok).any().not_().alias("valid")]
+    if _LOG_LOSS in reads:
+        q = pl.when(right).then(p).otherwise(1.0 - p)
+        lq = log_outcome_probability(q, pl.when(right).then(1.0 - p).otherwise(p))
+        sums.append((-weighted(lq, w).sum()).alias(_LOG_LOSS))
     fields = []
     for k in range(binning.n_bins):
-        in_k = e.field("bin") == k
-        right, wrong = in_k & e.field("correct"), in_k & ~e.field("correct")
-        per_bin = {
-            "count": in_k.sum(),
-            "W": bin_sum("w", in_k),
-            "W1": bin_sum("w", right),
-            "W0": bin_sum("w", wrong),
-            "S1": bin_sum("wp", right),
-            "R1": bin_sum("wr", right),
-            "R0": bin_sum("wr", wrong),
-            "Q1": bin_sum("wr2", right),
-            "Q0": bin_sum("wr2", wrong),
-        }
-        sums += [expr.alias(f"{name}_{k}") for name, expr in per_bin.items()]
-        fields.append(BinSums(**{name: pl.field(f"{name}_{k}") for name in per_bin}))
-    exprs = metric_expressions(
-        fields,
-        total=pl.sum_horizontal,
-        largest=pl.max_horizontal,
-        log_loss_sum=pl.field("log_loss_sum"),
-    )
+        in_k = binning.contains(p, k)
+        refs: dict[str, pl.Expr] = {}
+        for name, (term, cls) in terms.items():
+            alias = f"{name}_{k}"
+            if w is None and name == "W":
+                refs[name] = pl.field(f"count_{k}").cast(pl.Float64)
+                continue
+            refs[name] = pl.field(alias) if name in reads else pl.lit(None, pl.Float64)
+            if name not in reads:
+                continue
+            where = in_k if cls is None else cls if in_k is None else in_k & cls
+            sum_k = total(term, where)
+            sums.append(
+                (sum_k.cast(pl.Float64) if term is None and cls is not None else sum_k).alias(alias)
+            )
+        fields.append(BinSums(**refs))
     valid = pl.field("valid")
-    metrics = {name: pl.when(valid).then(expr).alias(name) for name, expr in exprs.items()}
-    per_group = rows.implode().list.eval(pl.struct(sums)).list.first()
-    return per_group, metrics
+    metrics = {
+        name: pl.when(valid).then(expr).alias(name)
+        for name, expr in _formulas(fields).items()
+        if name in names
+    }
+    return pl.struct(sums), metrics
 
 
 def _metric(
@@ -151,7 +203,7 @@ def _metric(
     bins: BinsLike,
     weight: IntoExpr | None,
 ) -> pl.Expr:
-    sums, metrics = _metrics(confidence, correct, bins, weight)
+    sums, metrics = _metrics(confidence, correct, bins, weight, [name])
     return sums.struct.with_fields(metrics[name]).struct.field(name)
 
 
@@ -349,7 +401,7 @@ def binned_metrics(
     >>> df.select(cf.binned_metrics()).unnest("binned_metrics").select("count", "ece").rows()
     [(10, 0.35)]
     """
-    sums, metrics = _metrics(confidence, correct, bins, weight)
+    sums, metrics = _metrics(confidence, correct, bins, weight, METRICS.names)
     result = pl.struct([metrics[name] for name in METRICS.names]).alias("binned_metrics")
     return sums.struct.with_fields(result).struct.field("binned_metrics")
 
