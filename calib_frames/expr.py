@@ -140,7 +140,9 @@ def _metrics(
     ok = p.is_between(low, high) & ((y == 0.0) | (y == 1.0))
     if w is not None:
         ok = ok & w.is_finite() & (w >= 0)
-    right, wrong = y == 1.0, y == 0.0
+    # a Boolean cast is exact on valid outcomes (a group with any other value is null)
+    right = _col(correct).cast(pl.Boolean)
+    wrong = ~right
     # per class: the confidence given to the outcome's opposite, r = |p − y|, is 1 − p for
     # a correct row and p for a wrong one (no per-row branch)
     one = None if w is None else w
