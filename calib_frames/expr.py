@@ -9,12 +9,27 @@ aggregating expression: one value per group in ``group_by().agg``, one value in
 ``select``, broadcast with ``.over(...)``; it runs on the streaming engine. The formulas
 are those of :mod:`calib_frames.metrics.calibration` and
 :mod:`calib_frames.metrics.tokens`, evaluated by the same code
-(:func:`calib_frames.metrics.calibration.metric_expressions`): inside the
-aggregation the rows of a group are gathered (``implode``) and each of the M bins gets
-its own conditional sums (``list.eval``), collected in one struct per group on which the
-formulas run. So the expressions hold each group's rows in memory and their cost grows
-with M·rows, where the frame API's one streaming ``group_by`` pass does not
-(``benchmarks/bench_expr.py`` measures both).
+(:func:`calib_frames.metrics.calibration.metric_expressions`). Inside the aggregation
+each per-bin sum is one aggregate over the group's rows, ``term.filter(in bin k & outcome
+class).sum()``, the bin tested by at most two comparisons with its exact edges
+(:meth:`~calib_frames.Binning.contains`); the sums are packed in one struct per group and
+the formulas run on that struct (``.struct.with_fields``), so each sum is computed once.
+Only the sums a metric's formula reads are computed (``ece``: the rows and the two
+residual sums of each bin; ``brier``, ``log_loss``: three sums, no bins), so the cost is
+about (sums read) × rows, with nothing held per group; ``binned_metrics`` reads all nine
+sums per bin. The frame API's one ``group_by`` pass stays the cheapest way to get many
+metrics at once (``benchmarks/bench_expr.py`` measures both, and polarbearings' window
+expressions beside them).
+
+Why functions and not an expression namespace (``pl.col("confidence").calib.ece("correct")``):
+every metric here reads two columns with equal standing (and often a weight), so a
+namespace would make one of them the receiver and the other an argument, and the same
+call would read differently from the frame API's ``confidence=, correct=`` roles;
+polars spells its own two-column statistics as functions (``pl.corr(a, b)``,
+``pl.cov(a, b)``), which is the form used here; and an ``Expr`` namespace is registered
+on every polars expression of the process at import, where a name can clash with
+another plugin's. The frame namespace (``frame.calib``) stays, since a frame is the
+natural receiver of a table function.
 
 Invalid rows. An expression cannot raise per row, so a group with any invalid row
 (confidence null/NaN/outside the bins' range, outcome not boolean or 0/1, weight negative,
