@@ -12,8 +12,9 @@ are those of :mod:`calib_frames.metrics.calibration` and
 (:func:`calib_frames.metrics.calibration.metric_expressions`). Inside the aggregation
 each per-bin sum is one aggregate over the group's rows, ``term.filter(in bin k & outcome
 class).sum()``, the bin tested by at most two comparisons with its exact edges
-(:meth:`~calib_frames.Binning.contains`); the sums are packed in one struct per group and
-the formulas run on that struct (``.struct.with_fields``), so each sum is computed once.
+(:meth:`~calib_frames.Binning.contains`), and the sums go into the formulas as they are:
+polars computes a repeated subexpression of an aggregation once, so each sum runs once
+(packing them in a struct for ``.struct.with_fields`` costs more than the sums here).
 Only the sums a metric's formula reads are computed (``ece``: the rows and the two
 residual sums of each bin; ``brier``, ``log_loss``: three sums, no bins), so the cost is
 about (sums read) × rows, with nothing held per group; ``binned_metrics`` reads all nine
@@ -98,16 +99,6 @@ def _bin_field_names() -> tuple[str, ...]:
     return tuple(field.name for field in dataclasses.fields(BinSums))
 
 
-def _formulas(bins: Sequence[BinSums]) -> dict[str, pl.Expr]:
-    """:func:`metric_expressions` over per-bin sums that are fields of one struct."""
-    return metric_expressions(
-        bins,
-        total=pl.sum_horizontal,
-        largest=pl.max_horizontal,
-        log_loss_sum=pl.field(_LOG_LOSS),
-    )
-
-
 @functools.cache
 def _reads(name: str) -> frozenset[str]:
     """The sums (:class:`BinSums` fields, ``log_loss_sum``) that the formula of ``name`` reads.
@@ -119,7 +110,7 @@ def _reads(name: str) -> frozenset[str]:
 
     def formula(placeholder: str | None) -> pl.Expr:
         def ref(field: str) -> pl.Expr:
-            return pl.lit(None) if field == placeholder else pl.field(field)
+            return pl.lit(None) if field == placeholder else pl.col(field)
 
         bins = BinSums(**{field: ref(field) for field in _bin_field_names()})
         return metric_expressions(
@@ -138,14 +129,16 @@ def _metrics(
     bins: BinsLike,
     weight: IntoExpr | None,
     names: Sequence[str],
-) -> tuple[pl.Expr, dict[str, pl.Expr]]:
-    """The sums the metrics ``names`` read, as one struct per group, and the metrics.
+) -> dict[str, pl.Expr]:
+    """The aggregating expressions of the metrics ``names``.
 
-    Each sum is one aggregation over the group's rows, ``term.filter(bin k & class)
-    .sum()`` with the bin tested against its exact edges (:meth:`Binning.contains`);
-    only the sums the formulas read are computed (:func:`_reads`). Without weights a
-    bin's weight is its row count (no second pass). The formulas then run once per group
-    on the struct (``.struct.with_fields`` over ``pl.field`` references).
+    Each per-bin sum is one aggregation over the group's rows, ``term.filter(bin k &
+    class).sum()``, with the bin tested against its exact edges (:meth:`Binning.contains`);
+    only the sums the formulas read are built (:func:`_reads`), and without weights a
+    bin's weights are its row counts. The sums go into the formulas as they are: polars
+    computes a repeated subexpression of an aggregation once, so each sum runs once.
+    (A struct of the sums with the formulas in ``.struct.with_fields`` costs more than
+    the sums themselves inside ``group_by().agg``.)
     """
     binning = as_binning(bins)
     p = _col(confidence).cast(pl.Float64)
@@ -158,14 +151,13 @@ def _metrics(
     # a Boolean cast is exact on valid outcomes (a group with any other value is null)
     right = _col(correct).cast(pl.Boolean)
     wrong = ~right
-    # per class: the confidence given to the outcome's opposite, r = |p − y|, is 1 − p for
-    # a correct row and p for a wrong one (no per-row branch)
-    one = None if w is None else w
+    # per class, r = |p − y| is 1 − p for a correct row and p for a wrong one (no branch);
+    # a term of None is a row count (the weight of a row without weights)
     terms: dict[str, tuple[pl.Expr | None, pl.Expr | None]] = {
         "count": (None, None),
-        "W": (one, None),
-        "W1": (one, right),
-        "W0": (one, wrong),
+        "W": (w, None),
+        "W1": (w, right),
+        "W0": (w, wrong),
         "S1": (weighted(p, w), right),
         "R1": (weighted(1.0 - p, w), right),
         "R0": (weighted(p, w), wrong),
@@ -173,44 +165,31 @@ def _metrics(
         "Q0": (weighted(p * p, w), wrong),
     }
     reads = frozenset().union(*(_reads(name) for name in names))
-    if w is None and reads & {"W", "W1", "W0"}:
-        reads |= {"count"}
 
-    def total(term: pl.Expr | None, where: pl.Expr | None) -> pl.Expr:
-        if term is None:  # a row count
-            return pl.len() if where is None else where.sum()
-        return (term if where is None else term.filter(where)).sum()
+    def total(name: str, in_bin: pl.Expr | None) -> pl.Expr:
+        if name not in reads:
+            return pl.lit(None, pl.Float64)
+        term, cls = terms[name]
+        rows = in_bin if cls is None else cls if in_bin is None else in_bin & cls
+        if term is not None:
+            return (term if rows is None else term.filter(rows)).sum()
+        counted = pl.len() if rows is None else rows.sum()
+        return counted if name == "count" else counted.cast(pl.Float64)
 
-    sums = [not_true(ok).any().not_().alias("valid")]
-    if _LOG_LOSS in reads:
-        q = pl.when(right).then(p).otherwise(1.0 - p)
-        lq = log_outcome_probability(q, pl.when(right).then(1.0 - p).otherwise(p))
-        sums.append((-weighted(lq, w).sum()).alias(_LOG_LOSS))
     fields = []
     for k in range(binning.n_bins):
         in_k = binning.contains(p, k)
-        refs: dict[str, pl.Expr] = {}
-        for name, (term, cls) in terms.items():
-            alias = f"{name}_{k}"
-            if w is None and name == "W":
-                refs[name] = pl.field(f"count_{k}").cast(pl.Float64)
-                continue
-            refs[name] = pl.field(alias) if name in reads else pl.lit(None, pl.Float64)
-            if name not in reads:
-                continue
-            where = in_k if cls is None else cls if in_k is None else in_k & cls
-            sum_k = total(term, where)
-            sums.append(
-                (sum_k.cast(pl.Float64) if term is None and cls is not None else sum_k).alias(alias)
-            )
-        fields.append(BinSums(**refs))
-    valid = pl.field("valid")
-    metrics = {
-        name: pl.when(valid).then(expr).alias(name)
-        for name, expr in _formulas(fields).items()
-        if name in names
-    }
-    return pl.struct(sums), metrics
+        fields.append(BinSums(**{name: total(name, in_k) for name in terms}))
+    log_loss_sum = pl.lit(None, pl.Float64)
+    if _LOG_LOSS in reads:
+        q = pl.when(right).then(p).otherwise(1.0 - p)
+        lq = log_outcome_probability(q, pl.when(right).then(1.0 - p).otherwise(p))
+        log_loss_sum = -weighted(lq, w).sum()
+    formulas = metric_expressions(
+        fields, total=pl.sum_horizontal, largest=pl.max_horizontal, log_loss_sum=log_loss_sum
+    )
+    valid = not_true(ok).any().not_()
+    return {name: pl.when(valid).then(formulas[name]).alias(name) for name in names}
 
 
 def _metric(
@@ -220,8 +199,7 @@ def _metric(
     bins: BinsLike,
     weight: IntoExpr | None,
 ) -> pl.Expr:
-    sums, metrics = _metrics(confidence, correct, bins, weight, [name])
-    return sums.struct.with_fields(metrics[name]).struct.field(name)
+    return _metrics(confidence, correct, bins, weight, [name])[name]
 
 
 def ece(
@@ -418,9 +396,8 @@ def binned_metrics(
     >>> df.select(cf.binned_metrics()).unnest("binned_metrics").select("count", "ece").rows()
     [(10, 0.35)]
     """
-    sums, metrics = _metrics(confidence, correct, bins, weight, METRICS.names)
-    result = pl.struct([metrics[name] for name in METRICS.names]).alias("binned_metrics")
-    return sums.struct.with_fields(result).struct.field("binned_metrics")
+    metrics = _metrics(confidence, correct, bins, weight, METRICS.names)
+    return pl.struct(list(metrics.values())).alias("binned_metrics")
 
 
 # -- perplexity family --------------------------------------------------------------------
