@@ -66,7 +66,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from calib_frames.binning import BinsLike, as_binning
+from calib_frames.binning import Binning, BinsLike, as_binning
 from calib_frames.engine.local import log_outcome_probability, weighted
 from calib_frames.metrics.calibration import BinSums, metric_expressions
 from calib_frames.schema import METRICS
@@ -130,6 +130,35 @@ def _metrics(
     weight: IntoExpr | None,
     names: Sequence[str],
 ) -> dict[str, pl.Expr]:
+    """The aggregating expressions of the metrics ``names`` (see :func:`_build`).
+
+    Built once per set of column names and binning: building takes a few milliseconds,
+    as long as the aggregation itself over 10^5 rows.
+    """
+    binning = as_binning(bins)
+    if all(isinstance(column, str | None) for column in (confidence, correct, weight)):
+        return _built(confidence, correct, binning, weight, tuple(names))
+    return _build(confidence, correct, binning, weight, names)
+
+
+@functools.lru_cache(maxsize=64)
+def _built(
+    confidence: IntoExpr,
+    correct: IntoExpr,
+    binning: Binning,
+    weight: IntoExpr | None,
+    names: tuple[str, ...],
+) -> dict[str, pl.Expr]:
+    return _build(confidence, correct, binning, weight, names)
+
+
+def _build(
+    confidence: IntoExpr,
+    correct: IntoExpr,
+    binning: Binning,
+    weight: IntoExpr | None,
+    names: Sequence[str],
+) -> dict[str, pl.Expr]:
     """The aggregating expressions of the metrics ``names``.
 
     Each per-bin sum is one aggregation over the group's rows, ``term.filter(bin k &
@@ -140,7 +169,6 @@ def _metrics(
     (A struct of the sums with the formulas in ``.struct.with_fields`` costs more than
     the sums themselves inside ``group_by().agg``.)
     """
-    binning = as_binning(bins)
     p = _col(confidence).cast(pl.Float64)
     y = _col(correct).cast(pl.Float64)
     w = None if weight is None else _col(weight).cast(pl.Float64)
