@@ -12,9 +12,12 @@ are those of :mod:`calib_frames.metrics.calibration` and
 (:func:`calib_frames.metrics.calibration.metric_expressions`). Inside the aggregation
 each per-bin sum is one aggregate over the group's rows, ``term.filter(in bin k & outcome
 class).sum()``, the bin tested by at most two comparisons with its exact edges
-(:meth:`~calib_frames.Binning.contains`), and the sums go into the formulas as they are:
-polars computes a repeated subexpression of an aggregation once, so each sum runs once
-(packing them in a struct for ``.struct.with_fields`` costs more than the sums here).
+(:meth:`~calib_frames.Binning.contains`). For one metric the sums go into the formulas as
+they are: polars' lazy engine computes a repeated subexpression of an aggregation once, so
+each sum runs once (packing them in a struct for ``.struct.with_fields`` costs more than
+the sums there). :func:`binned_metrics` packs them (one struct of sums per group, the
+formulas over its fields), because ``DataFrame.group_by().agg`` runs without that sharing
+and its many formulas would recompute every sum they read.
 Only the sums a metric's formula reads are computed (``ece``: the rows and the two
 residual sums of each bin; ``brier``, ``log_loss``: three sums, no bins), so the cost is
 about (sums read) × rows, with nothing held per group; ``binned_metrics`` reads all nine
@@ -70,7 +73,7 @@ from calib_frames.binning import Binning, BinsLike, as_binning
 from calib_frames.engine.local import log_outcome_probability, weighted
 from calib_frames.metrics.calibration import BinSums, metric_expressions
 from calib_frames.schema import METRICS
-from calib_frames.validation import divide, not_true
+from calib_frames.validation import divide, not_true, working
 
 __all__ = [
     "binned_metrics",
@@ -89,6 +92,7 @@ __all__ = [
 
 IntoExpr = str | pl.Expr
 _LOG_LOSS = "log_loss_sum"
+_PACKED = working("metrics")
 
 
 def _col(value: IntoExpr) -> pl.Expr:
@@ -129,16 +133,18 @@ def _metrics(
     bins: BinsLike,
     weight: IntoExpr | None,
     names: Sequence[str],
-) -> dict[str, pl.Expr]:
-    """The aggregating expressions of the metrics ``names`` (see :func:`_build`).
+    *,
+    packed: bool,
+) -> pl.Expr:
+    """The metrics ``names`` as one aggregating expression (see :func:`_build`).
 
     Built once per set of column names and binning: building takes a few milliseconds,
     as long as the aggregation itself over 10^5 rows.
     """
     binning = as_binning(bins)
     if all(isinstance(column, str | None) for column in (confidence, correct, weight)):
-        return _built(confidence, correct, binning, weight, tuple(names))
-    return _build(confidence, correct, binning, weight, names)
+        return _built(confidence, correct, binning, weight, tuple(names), packed=packed)
+    return _build(confidence, correct, binning, weight, names, packed=packed)
 
 
 @functools.lru_cache(maxsize=64)
@@ -148,8 +154,10 @@ def _built(
     binning: Binning,
     weight: IntoExpr | None,
     names: tuple[str, ...],
-) -> dict[str, pl.Expr]:
-    return _build(confidence, correct, binning, weight, names)
+    *,
+    packed: bool,
+) -> pl.Expr:
+    return _build(confidence, correct, binning, weight, names, packed=packed)
 
 
 def _build(
@@ -158,16 +166,22 @@ def _build(
     binning: Binning,
     weight: IntoExpr | None,
     names: Sequence[str],
-) -> dict[str, pl.Expr]:
-    """The aggregating expressions of the metrics ``names``.
+    *,
+    packed: bool,
+) -> pl.Expr:
+    """The metrics ``names``: one metric (``packed=False``) or a struct of them (``True``).
 
     Each per-bin sum is one aggregation over the group's rows, ``term.filter(bin k &
     class).sum()``, with the bin tested against its exact edges (:meth:`Binning.contains`);
     only the sums the formulas read are built (:func:`_reads`), and without weights a
-    bin's weights are its row counts. The sums go into the formulas as they are: polars
-    computes a repeated subexpression of an aggregation once, so each sum runs once.
-    (A struct of the sums with the formulas in ``.struct.with_fields`` costs more than
-    the sums themselves inside ``group_by().agg``.)
+    bin's weights are its row counts.
+
+    Unpacked, the sums go into the formulas as they are: polars' lazy engine computes a
+    repeated subexpression of an aggregation once, so each sum runs once (a struct of the
+    sums with the formulas in ``.struct.with_fields`` costs more than the sums themselves
+    there). Packed, the sums are one struct per group and the formulas read its fields:
+    ``DataFrame.group_by().agg`` runs without that sharing, and the many formulas of
+    :func:`binned_metrics` would recompute each sum every time they read it.
     """
     p = _col(confidence).cast(pl.Float64)
     y = _col(correct).cast(pl.Float64)
@@ -207,20 +221,33 @@ def _build(
         counted = pl.len() if rows is None else rows.sum()
         return counted if name == "count" else counted.cast(pl.Float64)
 
-    fields = []
-    for k in range(binning.n_bins):
-        in_k = binning.contains(p, k)
-        fields.append(BinSums(**{name: total(name, in_k) for name in terms}))
-    log_loss_sum = pl.lit(None, pl.Float64)
+    sums: dict[str, pl.Expr] = {"valid": not_true(ok).any().not_()}
+    sums[_LOG_LOSS] = pl.lit(None, pl.Float64)
     if _LOG_LOSS in reads:
         q = pl.when(right).then(p).otherwise(1.0 - p)
         lq = log_outcome_probability(q, pl.when(right).then(1.0 - p).otherwise(p))
-        log_loss_sum = -weighted(lq, w).sum()
+        sums[_LOG_LOSS] = -weighted(lq, w).sum()
+    per_bin = []
+    for k in range(binning.n_bins):
+        in_k = binning.contains(p, k)
+        per_bin.append({name: f"{name}_{k}" for name in terms})
+        sums.update({f"{name}_{k}": total(name, in_k) for name in terms})
+
+    def ref(name: str) -> pl.Expr:
+        return pl.field(name) if packed else sums[name]
+
     formulas = metric_expressions(
-        fields, total=pl.sum_horizontal, largest=pl.max_horizontal, log_loss_sum=log_loss_sum
+        [BinSums(**{field: ref(name) for field, name in b.items()}) for b in per_bin],
+        total=pl.sum_horizontal,
+        largest=pl.max_horizontal,
+        log_loss_sum=ref(_LOG_LOSS),
     )
-    valid = not_true(ok).any().not_()
-    return {name: pl.when(valid).then(formulas[name]).alias(name) for name in names}
+    metrics = [pl.when(ref("valid")).then(formulas[name]).alias(name) for name in names]
+    if not packed:
+        (metric,) = metrics
+        return metric
+    struct = pl.struct([expr.alias(name) for name, expr in sums.items()])
+    return struct.struct.with_fields(pl.struct(metrics).alias(_PACKED)).struct.field(_PACKED)
 
 
 def _metric(
@@ -230,7 +257,7 @@ def _metric(
     bins: BinsLike,
     weight: IntoExpr | None,
 ) -> pl.Expr:
-    return _metrics(confidence, correct, bins, weight, [name])[name]
+    return _metrics(confidence, correct, bins, weight, [name], packed=False)
 
 
 def ece(
@@ -427,8 +454,8 @@ def binned_metrics(
     >>> df.select(cf.binned_metrics()).unnest("binned_metrics").select("count", "ece").rows()
     [(10, 0.35)]
     """
-    metrics = _metrics(confidence, correct, bins, weight, METRICS.names)
-    return pl.struct(list(metrics.values())).alias("binned_metrics")
+    metrics = _metrics(confidence, correct, bins, weight, METRICS.names, packed=True)
+    return metrics.alias("binned_metrics")
 
 
 # -- perplexity family --------------------------------------------------------------------
