@@ -12,12 +12,9 @@ are those of :mod:`calib_frames.metrics.calibration` and
 (:func:`calib_frames.metrics.calibration.metric_expressions`). Inside the aggregation
 each per-bin sum is one aggregate over the group's rows, ``term.filter(in bin k & outcome
 class).sum()``, the bin tested by at most two comparisons with its exact edges
-(:meth:`~calib_frames.Binning.contains`). For one metric the sums go into the formulas as
-they are: polars' lazy engine computes a repeated subexpression of an aggregation once, so
-each sum runs once (packing them in a struct for ``.struct.with_fields`` costs more than
-the sums there). :func:`binned_metrics` packs them (one struct of sums per group, the
-formulas over its fields), because ``DataFrame.group_by().agg`` runs without that sharing
-and its many formulas would recompute every sum they read.
+(:meth:`~calib_frames.Binning.contains`), and the sums go into the formulas as they are:
+polars computes a repeated subexpression of an aggregation once, so each sum runs once
+(packing them in a struct for ``.struct.with_fields`` costs more than the sums here).
 Only the sums a metric's formula reads are computed (``ece``: the rows and the two
 residual sums of each bin; ``brier``, ``log_loss``: three sums, no bins), so the cost is
 about (sums read) × rows, with nothing held per group; ``binned_metrics`` reads all nine
@@ -73,7 +70,7 @@ from calib_frames.binning import Binning, BinsLike, as_binning
 from calib_frames.engine.local import log_outcome_probability, weighted
 from calib_frames.metrics.calibration import BinSums, metric_expressions
 from calib_frames.schema import METRICS
-from calib_frames.validation import divide, not_true, working
+from calib_frames.validation import divide, not_true
 
 __all__ = [
     "binned_metrics",
@@ -92,7 +89,6 @@ __all__ = [
 
 IntoExpr = str | pl.Expr
 _LOG_LOSS = "log_loss_sum"
-_PACKED = working("metrics")
 
 
 def _col(value: IntoExpr) -> pl.Expr:
@@ -133,18 +129,16 @@ def _metrics(
     bins: BinsLike,
     weight: IntoExpr | None,
     names: Sequence[str],
-    *,
-    packed: bool,
-) -> pl.Expr:
-    """The metrics ``names`` as one aggregating expression (see :func:`_build`).
+) -> dict[str, pl.Expr]:
+    """The aggregating expressions of the metrics ``names`` (see :func:`_build`).
 
     Built once per set of column names and binning: building takes a few milliseconds,
     as long as the aggregation itself over 10^5 rows.
     """
     binning = as_binning(bins)
     if all(isinstance(column, str | None) for column in (confidence, correct, weight)):
-        return _built(confidence, correct, binning, weight, tuple(names), packed=packed)
-    return _build(confidence, correct, binning, weight, names, packed=packed)
+        return _built(confidence, correct, binning, weight, tuple(names))
+    return _build(confidence, correct, binning, weight, names)
 
 
 @functools.lru_cache(maxsize=64)
@@ -154,10 +148,8 @@ def _built(
     binning: Binning,
     weight: IntoExpr | None,
     names: tuple[str, ...],
-    *,
-    packed: bool,
-) -> pl.Expr:
-    return _build(confidence, correct, binning, weight, names, packed=packed)
+) -> dict[str, pl.Expr]:
+    return _build(confidence, correct, binning, weight, names)
 
 
 def _build(
@@ -166,22 +158,16 @@ def _build(
     binning: Binning,
     weight: IntoExpr | None,
     names: Sequence[str],
-    *,
-    packed: bool,
-) -> pl.Expr:
-    """The metrics ``names``: one metric (``packed=False``) or a struct of them (``True``).
+) -> dict[str, pl.Expr]:
+    """The aggregating expressions of the metrics ``names``.
 
     Each per-bin sum is one aggregation over the group's rows, ``term.filter(bin k &
     class).sum()``, with the bin tested against its exact edges (:meth:`Binning.contains`);
     only the sums the formulas read are built (:func:`_reads`), and without weights a
-    bin's weights are its row counts.
-
-    Unpacked, the sums go into the formulas as they are: polars' lazy engine computes a
-    repeated subexpression of an aggregation once, so each sum runs once (a struct of the
-    sums with the formulas in ``.struct.with_fields`` costs more than the sums themselves
-    there). Packed, the sums are one struct per group and the formulas read its fields:
-    ``DataFrame.group_by().agg`` runs without that sharing, and the many formulas of
-    :func:`binned_metrics` would recompute each sum every time they read it.
+    bin's weights are its row counts. The sums go into the formulas as they are: polars
+    computes a repeated subexpression of an aggregation once, so each sum runs once.
+    (A struct of the sums with the formulas in ``.struct.with_fields`` costs more than
+    the sums themselves inside ``group_by().agg``.)
     """
     p = _col(confidence).cast(pl.Float64)
     y = _col(correct).cast(pl.Float64)
@@ -221,33 +207,20 @@ def _build(
         counted = pl.len() if rows is None else rows.sum()
         return counted if name == "count" else counted.cast(pl.Float64)
 
-    sums: dict[str, pl.Expr] = {"valid": not_true(ok).any().not_()}
-    sums[_LOG_LOSS] = pl.lit(None, pl.Float64)
+    fields = []
+    for k in range(binning.n_bins):
+        in_k = binning.contains(p, k)
+        fields.append(BinSums(**{name: total(name, in_k) for name in terms}))
+    log_loss_sum = pl.lit(None, pl.Float64)
     if _LOG_LOSS in reads:
         q = pl.when(right).then(p).otherwise(1.0 - p)
         lq = log_outcome_probability(q, pl.when(right).then(1.0 - p).otherwise(p))
-        sums[_LOG_LOSS] = -weighted(lq, w).sum()
-    per_bin = []
-    for k in range(binning.n_bins):
-        in_k = binning.contains(p, k)
-        per_bin.append({name: f"{name}_{k}" for name in terms})
-        sums.update({f"{name}_{k}": total(name, in_k) for name in terms})
-
-    def ref(name: str) -> pl.Expr:
-        return pl.field(name) if packed else sums[name]
-
+        log_loss_sum = -weighted(lq, w).sum()
     formulas = metric_expressions(
-        [BinSums(**{field: ref(name) for field, name in b.items()}) for b in per_bin],
-        total=pl.sum_horizontal,
-        largest=pl.max_horizontal,
-        log_loss_sum=ref(_LOG_LOSS),
+        fields, total=pl.sum_horizontal, largest=pl.max_horizontal, log_loss_sum=log_loss_sum
     )
-    metrics = [pl.when(ref("valid")).then(formulas[name]).alias(name) for name in names]
-    if not packed:
-        (metric,) = metrics
-        return metric
-    struct = pl.struct([expr.alias(name) for name, expr in sums.items()])
-    return struct.struct.with_fields(pl.struct(metrics).alias(_PACKED)).struct.field(_PACKED)
+    valid = not_true(ok).any().not_()
+    return {name: pl.when(valid).then(formulas[name]).alias(name) for name in names}
 
 
 def _metric(
@@ -257,7 +230,7 @@ def _metric(
     bins: BinsLike,
     weight: IntoExpr | None,
 ) -> pl.Expr:
-    return _metrics(confidence, correct, bins, weight, [name], packed=False)
+    return _metrics(confidence, correct, bins, weight, [name])[name]
 
 
 def ece(
@@ -454,8 +427,8 @@ def binned_metrics(
     >>> df.select(cf.binned_metrics()).unnest("binned_metrics").select("count", "ece").rows()
     [(10, 0.35)]
     """
-    metrics = _metrics(confidence, correct, bins, weight, METRICS.names, packed=True)
-    return metrics.alias("binned_metrics")
+    metrics = _metrics(confidence, correct, bins, weight, METRICS.names)
+    return pl.struct(list(metrics.values())).alias("binned_metrics")
 
 
 # -- perplexity family --------------------------------------------------------------------
