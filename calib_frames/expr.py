@@ -24,9 +24,9 @@ metric costs about what it costs lazily, but the several hundred formula terms o
 engine, measured): there, write ``df.lazy().group_by(...).agg(cf.binned_metrics())
 .collect()``, or use the frame API. (Packing the sums in one struct per group helped the
 in-memory engine but cost the lazy one 3–4x, so it was not kept.) The frame API's one
-``group_by`` pass stays the cheapest way to get many
-metrics at once (``benchmarks/bench_expr.py`` measures both, and polarbearings' window
-expressions beside them).
+``group_by`` pass stays the cheapest way to get many metrics at once
+(``benchmarks/bench_expr.py`` measures both, and polarbearings' window expressions beside
+them).
 
 Why functions and not an expression namespace (``pl.col("confidence").calib.ece("correct")``):
 every metric here reads two columns with equal standing (and often a weight), so a
