@@ -12,21 +12,19 @@ are those of :mod:`calib_frames.metrics.calibration` and
 (:func:`calib_frames.metrics.calibration.metric_expressions`). Inside the aggregation
 each per-bin sum is one aggregate over the group's rows, ``term.filter(in bin k & outcome
 class).sum()``, the bin tested by at most two comparisons with its exact edges
-(:meth:`~calib_frames.Binning.contains`), and the sums go into the formulas as they are:
-polars computes a repeated subexpression of an aggregation once, so each sum runs once
-(packing them in a struct for ``.struct.with_fields`` costs more than the sums here).
+(:meth:`~calib_frames.Binning.contains`). For one metric the sums go into the formulas as
+they are: polars' lazy engine computes a repeated subexpression of an aggregation once,
+so each sum runs once (packing them in a struct for ``.struct.with_fields`` costs more
+than the sums here).
 Only the sums a metric's formula reads are computed (``ece``: the rows and the two
 residual sums of each bin; ``brier``, ``log_loss``: three sums, no bins), so the cost is
 about (sums read) × rows, with nothing held per group; ``binned_metrics`` reads all nine
-sums per bin. On a DataFrame (``DataFrame.group_by().agg``, polars' in-memory engine) one
-metric costs about what it costs lazily, but the several hundred formula terms of
-``binned_metrics`` do not (about 4 s at 10^6 rows x 200 groups, against 0.3 s on the lazy
-engine, measured): there, write ``df.lazy().group_by(...).agg(cf.binned_metrics())
-.collect()``, or use the frame API. (Packing the sums in one struct per group helped the
-in-memory engine but cost the lazy one 3–4x, so it was not kept.) The frame API's one
-``group_by`` pass stays the cheapest way to get many metrics at once
-(``benchmarks/bench_expr.py`` measures both, and polarbearings' window expressions beside
-them).
+sums per bin, and reduces them with the bins as rows of a list (``list.eval``, the
+bin table's reduction): its several hundred formula terms on the aggregated sums cost ~4 s
+on polars' in-memory engine (``DataFrame.group_by().agg``) at 10^6 rows,
+this ~0.2 s. The frame API's one ``group_by`` pass stays the cheapest way to get many
+metrics at once (``benchmarks/bench_expr.py`` measures both, and polarbearings' window
+expressions beside them).
 
 Why functions and not an expression namespace (``pl.col("confidence").calib.ece("correct")``):
 every metric here reads two columns with equal standing (and often a weight), so a
@@ -135,16 +133,18 @@ def _metrics(
     bins: BinsLike,
     weight: IntoExpr | None,
     names: Sequence[str],
-) -> dict[str, pl.Expr]:
-    """The aggregating expressions of the metrics ``names`` (see :func:`_build`).
+    *,
+    rows: bool,
+) -> pl.Expr:
+    """The metrics ``names`` as one aggregating expression (see :func:`_build`).
 
     Built once per set of column names and binning: building takes a few milliseconds,
     as long as the aggregation itself over 10^5 rows.
     """
     binning = as_binning(bins)
     if all(isinstance(column, str | None) for column in (confidence, correct, weight)):
-        return _built(confidence, correct, binning, weight, tuple(names))
-    return _build(confidence, correct, binning, weight, names)
+        return _built(confidence, correct, binning, weight, tuple(names), rows=rows)
+    return _build(confidence, correct, binning, weight, names, rows=rows)
 
 
 @functools.lru_cache(maxsize=64)
@@ -154,8 +154,10 @@ def _built(
     binning: Binning,
     weight: IntoExpr | None,
     names: tuple[str, ...],
-) -> dict[str, pl.Expr]:
-    return _build(confidence, correct, binning, weight, names)
+    *,
+    rows: bool,
+) -> pl.Expr:
+    return _build(confidence, correct, binning, weight, names, rows=rows)
 
 
 def _build(
@@ -164,16 +166,22 @@ def _build(
     binning: Binning,
     weight: IntoExpr | None,
     names: Sequence[str],
-) -> dict[str, pl.Expr]:
-    """The aggregating expressions of the metrics ``names``.
+    *,
+    rows: bool,
+) -> pl.Expr:
+    """One metric (``rows=False``: ``names`` has one name) or a struct of the metrics ``names``.
 
     Each per-bin sum is one aggregation over the group's rows, ``term.filter(bin k &
     class).sum()``, with the bin tested against its exact edges (:meth:`Binning.contains`);
     only the sums the formulas read are built (:func:`_reads`), and without weights a
-    bin's weights are its row counts. The sums go into the formulas as they are: polars
-    computes a repeated subexpression of an aggregation once, so each sum runs once.
-    (A struct of the sums with the formulas in ``.struct.with_fields`` costs more than
-    the sums themselves inside ``group_by().agg``.)
+    bin's weights are its row counts.
+
+    One metric: the sums go into the formulas as they are (``pl.sum_horizontal`` over the
+    bins); polars' lazy engine computes a repeated subexpression of an aggregation once,
+    so each sum runs once. Many metrics (``rows=True``): the bins become rows, a list of
+    one struct of sums per bin, reduced in ``list.eval`` exactly as the bin table is
+    (``.sum()`` over bins), because several hundred formula terms on the aggregated sums
+    are slow on the in-memory engine (``DataFrame.group_by().agg``: 4 s at 10^6 rows).
     """
     p = _col(confidence).cast(pl.Float64)
     y = _col(correct).cast(pl.Float64)
@@ -213,20 +221,47 @@ def _build(
         counted = pl.len() if rows is None else rows.sum()
         return counted if name == "count" else counted.cast(pl.Float64)
 
-    fields = []
-    for k in range(binning.n_bins):
-        in_k = binning.contains(p, k)
-        fields.append(BinSums(**{name: total(name, in_k) for name in terms}))
-    log_loss_sum = pl.lit(None, pl.Float64)
+    log_loss = None
     if _LOG_LOSS in reads:
         q = pl.when(right).then(p).otherwise(1.0 - p)
-        lq = log_outcome_probability(q, pl.when(right).then(1.0 - p).otherwise(p))
-        log_loss_sum = -weighted(lq, w).sum()
-    formulas = metric_expressions(
-        fields, total=pl.sum_horizontal, largest=pl.max_horizontal, log_loss_sum=log_loss_sum
-    )
+        log_loss = -weighted(
+            log_outcome_probability(q, pl.when(right).then(1.0 - p).otherwise(p)), w
+        )
     valid = not_true(ok).any().not_()
-    return {name: pl.when(valid).then(formulas[name]).alias(name) for name in names}
+    if not rows:
+        (name,) = names
+        fields = [
+            BinSums(**{field: total(field, binning.contains(p, k)) for field in terms})
+            for k in range(binning.n_bins)
+        ]
+        formulas = metric_expressions(
+            fields,
+            total=pl.sum_horizontal,
+            largest=pl.max_horizontal,
+            log_loss_sum=pl.lit(None, pl.Float64) if log_loss is None else log_loss.sum(),
+        )
+        return pl.when(valid).then(formulas[name]).alias(name)
+    # bins as rows: a list of one struct of sums per bin, reduced like the bin table
+    per_bin = []
+    for k in range(binning.n_bins):
+        in_k = binning.contains(p, k)
+        sums = [total(field, in_k).alias(field) for field in terms]
+        if log_loss is not None:
+            sums.append(
+                (log_loss if in_k is None else log_loss.filter(in_k)).sum().alias(_LOG_LOSS)
+            )
+        per_bin.append(pl.struct(sums))
+    element = pl.element().struct
+    formulas = metric_expressions(
+        [BinSums(**{field: element.field(field) for field in terms})],
+        total=lambda terms_: terms_[0].sum(),
+        largest=lambda terms_: terms_[0].max(),
+        log_loss_sum=(
+            pl.lit(None, pl.Float64) if log_loss is None else element.field(_LOG_LOSS).sum()
+        ),
+    )
+    metrics = pl.struct([formulas[name].alias(name) for name in names])
+    return pl.when(valid).then(pl.concat_list(per_bin).list.eval(metrics).list.first())
 
 
 def _metric(
@@ -236,7 +271,7 @@ def _metric(
     bins: BinsLike,
     weight: IntoExpr | None,
 ) -> pl.Expr:
-    return _metrics(confidence, correct, bins, weight, [name])[name]
+    return _metrics(confidence, correct, bins, weight, [name], rows=False)
 
 
 def ece(
@@ -433,8 +468,8 @@ def binned_metrics(
     >>> df.select(cf.binned_metrics()).unnest("binned_metrics").select("count", "ece").rows()
     [(10, 0.35)]
     """
-    metrics = _metrics(confidence, correct, bins, weight, METRICS.names)
-    return pl.struct(list(metrics.values())).alias("binned_metrics")
+    metrics = _metrics(confidence, correct, bins, weight, METRICS.names, rows=True)
+    return metrics.alias("binned_metrics")
 
 
 # -- perplexity family --------------------------------------------------------------------
