@@ -13,7 +13,14 @@ calib_frames_metrics  (reference) ``cf.calibration_metrics(src, by=["model", "ta
 expr_binned           ``lf.group_by(keys).agg(cf.binned_metrics("confidence", "correct",
                       bins=M).alias("m")).collect().unnest("m")``; ``lf`` is the
                       ``scan_parquet`` LazyFrame, or ``df.lazy()`` in memory (streaming engine)
-expr_ece              ``lf.group_by(keys).agg(cf.ece("confidence", "correct", bins=M))``
+expr_ece, expr_mce,   ``lf.group_by(keys).agg(cf.ece("confidence", "correct", bins=M))``,
+expr_brier,           and the same for ``cf.mce``, ``cf.brier``, ``cf.log_loss``
+expr_log_loss
+polarbearings_ece,    the peer: polarbearings 0.3.0's expressions for the same four metrics
+polarbearings_mce,    (``pb.expected_calibration_error("correct", "confidence", n_bins=M)``,
+polarbearings_brier,  ``maximum_calibration_error``, ``brier_score``, ``log_loss``) in the same
+polarbearings_log_loss lazy ``group_by(keys).agg``; its bins are right-closed, random
+                      confidences never lie on an edge, so the numbers agree
 expr_five             one lazy ``agg`` of ``cf.ece``, ``cf.mce``, ``cf.rmsce``, ``cf.brier``
                       and ``cf.log_loss``
 expr_binned_eager,    the same on the DataFrame, ``df.group_by(keys).agg(...)`` (polars'
@@ -46,6 +53,7 @@ from benchmarks.peers import (
     CELL_FIELDS,
     METRICS,
     METRICS_COLUMNS,
+    Peer,
     Registry,
     Result,
     metrics_result,
@@ -100,18 +108,8 @@ def _binned(src: Source) -> pl.Expr:
     return cf.binned_metrics("confidence", "correct", bins=src.spec.n_bins).alias("m")
 
 
-def _ece(src: Source) -> pl.Expr:
-    return cf.ece("confidence", "correct", bins=src.spec.n_bins).alias("ece")
-
-
 def _five(src: Source) -> list[pl.Expr]:
-    binned = {"bins": src.spec.n_bins}
-    return [
-        getattr(cf, name)("confidence", "correct", **({} if name in UNBINNED else binned)).alias(
-            name
-        )
-        for name in FIVE
-    ]
+    return [_one(name, src) for name in FIVE]
 
 
 @REGISTRY.peer(
@@ -126,15 +124,56 @@ def run_expr_binned(src: Source) -> pl.DataFrame:
     return _lazy(src, _binned(src)).unnest("m")
 
 
-@REGISTRY.peer(
-    "expr_ece",
-    normalise=norm_metrics,
-    needs="calib_frames:ece",
-    fields=("ece",),
-    what="`lf.group_by(keys).agg(cf.ece(confidence, correct, bins=M)).collect()`",
-)
-def run_expr_ece(src: Source) -> pl.DataFrame:
-    return _lazy(src, _ece(src))
+PB_FUNCTIONS = {  # polarbearings' expression for each metric both have
+    "ece": "expected_calibration_error",
+    "mce": "maximum_calibration_error",
+    "brier": "brier_score",
+    "log_loss": "log_loss",
+}
+
+
+def _one(name: str, src: Source) -> pl.Expr:
+    """``cf.<name>`` with the workload's bins (Brier and log loss take none)."""
+    binned = {} if name in UNBINNED else {"bins": src.spec.n_bins}
+    return getattr(cf, name)("confidence", "correct", **binned).alias(name)
+
+
+def _polarbearings(name: str, src: Source) -> pl.Expr:
+    import polarbearings as pb
+
+    binned = {} if name in UNBINNED else {"n_bins": src.spec.n_bins}
+    return getattr(pb, PB_FUNCTIONS[name])("correct", "confidence", **binned).alias(name)
+
+
+def _add_single_metric_peers(name: str) -> None:
+    """``expr_<name>`` (calib_frames) and ``polarbearings_<name>``, both lazy ``agg``s."""
+    REGISTRY.add(
+        Peer(
+            f"expr_{name}",
+            lambda src: _lazy(src, _one(name, src)),
+            norm_metrics,
+            needs=f"calib_frames:{name}",
+            fields=(name,),
+            what=f"`lf.group_by(keys).agg(cf.{name}(confidence, correct"
+            f"{'' if name in UNBINNED else ', bins=M'})).collect()`",
+        )
+    )
+    REGISTRY.add(
+        Peer(
+            f"polarbearings_{name}",
+            lambda src: _lazy(src, _polarbearings(name, src)),
+            norm_metrics,
+            needs="polarbearings",
+            fields=(name,),
+            what=f"`lf.group_by(keys).agg(pb.{PB_FUNCTIONS[name]}(correct, confidence"
+            f"{'' if name in UNBINNED else ', n_bins=M'})).collect()` (polarbearings 0.3.0: "
+            "right-closed bins, log loss clipped to 1e-15; random confidences agree)",
+        )
+    )
+
+
+for _name in PB_FUNCTIONS:
+    _add_single_metric_peers(_name)
 
 
 @REGISTRY.peer(
@@ -169,7 +208,7 @@ def run_expr_binned_eager(src: Source) -> pl.DataFrame:
     what="`df.group_by(keys).agg(cf.ece(...))` on the DataFrame (only up to `--eager-max-rows`)",
 )
 def run_expr_ece_eager(src: Source) -> pl.DataFrame:
-    return _eager(src, _ece(src))
+    return _eager(src, _one("ece", src))
 
 
 EAGER = ("expr_binned_eager", "expr_ece_eager")
@@ -182,7 +221,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--sources", default="memory,parquet")
     ap.add_argument(
         "--methods",
-        default="expr_binned,expr_ece,expr_five,expr_binned_eager,expr_ece_eager,polars_naive",
+        default="expr_binned,expr_five,"
+        + ",".join(f"expr_{n},polarbearings_{n}" for n in PB_FUNCTIONS)
+        + ",expr_binned_eager,expr_ece_eager,polars_naive",
     )
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument(

@@ -53,11 +53,13 @@ different bin in scikit-learn and netcal than with calib_frames' exact edges.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+import math
+import sys
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from numbers import Integral
 from typing import Literal
 
-import numpy as np
 import polars as pl
 
 from calib_frames.exceptions import ArgumentError
@@ -93,7 +95,7 @@ class Binning:
 
     def __post_init__(self) -> None:
         """Validate the fields (raises ArgumentError)."""
-        if isinstance(self.n_bins, bool) or not isinstance(self.n_bins, int | np.integer):
+        if isinstance(self.n_bins, bool) or not isinstance(self.n_bins, Integral):
             raise ArgumentError(f"n_bins must be a positive integer, got {self.n_bins!r}")
         if self.n_bins < 1:
             raise ArgumentError(f"n_bins must be a positive integer, got {self.n_bins}")
@@ -116,7 +118,7 @@ class Binning:
             raise ArgumentError(f"bin edges must be numbers, got {edges!r}") from None
         if len(values) < 2:
             raise ArgumentError(f"bin edges need at least two values, got {list(values)}")
-        if not all(np.isfinite(values)):
+        if not all(math.isfinite(v) for v in values):
             raise ArgumentError(f"bin edges must be finite, got {list(values)}")
         if any(b <= a for a, b in itertools.pairwise(values)):
             raise ArgumentError(f"bin edges must be strictly increasing, got {list(values)}")
@@ -133,11 +135,15 @@ class Binning:
 
         ``np.linspace`` edges, right-closed (first bin closed at 0).
         """
+        import numpy as np  # only here: numpy is not imported with calib_frames
+
         return cls.edges(np.linspace(0.0, 1.0, n_bins + 1).tolist(), closed="right")
 
     @classmethod
     def like_netcal(cls, n_bins: int = 10) -> Binning:
         """The binning of netcal's ``ECE(bins=n_bins)`` on binary confidences."""
+        import numpy as np  # only here: numpy is not imported with calib_frames
+
         return cls.edges(np.linspace(0.0, 1.0, n_bins + 1).tolist(), closed="left")
 
     # -- properties ---------------------------------------------------------------------
@@ -241,7 +247,7 @@ class Binning:
         # the bin or its neighbour before it (left-closed: floor(p*M(1 - 4eps)) is k* or
         # k* - 1; right-closed: ceil(p*M(1 + 4eps)) - 1 is k* or k* + 1), so one comparison
         # with an exact edge k/M (correctly rounded division) settles it.
-        nudge = 4 * np.finfo(np.float64).eps
+        nudge = 4 * sys.float_info.epsilon
         if self.closed == "left":
             guess = (p * (m * (1 - nudge))).floor()
             index = guess + (p >= divide(guess + 1.0, m)).cast(pl.Float64)
@@ -249,6 +255,35 @@ class Binning:
             guess = (p * (m * (1 + nudge))).ceil() - 1.0
             index = guess - (p <= divide(guess, m)).cast(pl.Float64)
         return index.clip(0.0, float(m - 1)).cast(pl.UInt32, strict=False)
+
+    def contains(self, confidence: pl.Expr, k: int) -> pl.Expr | None:
+        """Whether each confidence falls in bin ``k``: ``assign(confidence) == k``.
+
+        For fixed edges it is written as at most two comparisons with the exact edges
+        (left-closed: ``e_k <= p < e_{k+1}``, the last bin also holds its upper edge;
+        right-closed: ``e_k < p <= e_{k+1}``, the first bin also holds its lower edge),
+        which gives the bin of :meth:`assign` for every confidence in :attr:`range` at
+        a fraction of its cost. ``None`` when every such confidence is in bin ``k``
+        (one bin). Equal-mass bins compare :meth:`assign` (ranks in the context).
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> df = pl.DataFrame({"p": [0.0, 0.1, 0.3, 0.95, 1.0]})
+        >>> df.select(Binning.uniform(10).contains(pl.col("p"), 9))["p"].to_list()
+        [False, False, False, True, True]
+        """
+        p = confidence.cast(pl.Float64)
+        edges = self.edge_values()
+        if edges is None:
+            return self.assign(p) == k
+        lower, upper = edges[k], edges[k + 1]
+        tests = []
+        if k > 0:
+            tests.append(p > lower if self.closed == "right" else p >= lower)
+        if k < self.n_bins - 1:
+            tests.append(p <= upper if self.closed == "right" else p < upper)
+        return pl.all_horizontal(tests) if tests else None
 
 
 BinsLike = int | Sequence[float] | Binning
@@ -261,9 +296,9 @@ def as_binning(bins: BinsLike) -> Binning:
     """
     if isinstance(bins, Binning):
         return bins
-    if isinstance(bins, int | np.integer) and not isinstance(bins, bool):
+    if isinstance(bins, Integral) and not isinstance(bins, bool):
         return Binning.uniform(int(bins))
-    if isinstance(bins, Sequence | np.ndarray) and not isinstance(bins, str):
+    if isinstance(bins, Iterable) and not isinstance(bins, str):  # also numpy arrays
         return Binning.edges(list(bins))
     raise ArgumentError(
         f"bins= takes a positive int, a sequence of edges or a Binning, got {bins!r}"

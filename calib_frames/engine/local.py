@@ -14,10 +14,10 @@ the pass itself (:meth:`PredictionPass.row_checks`) and raised after it by
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import polars as pl
 
 from calib_frames.binning import Binning, BinsLike, as_binning
@@ -44,7 +44,7 @@ __all__ = [
 # Row-level working columns of the pass (dropped by the aggregation).
 _BIN, _OUTCOME = "__calib_bin", "__calib_outcome"
 _Q, _R = "__calib_q", "__calib_r"
-SMALLEST_NORMAL = float(np.finfo(np.float64).smallest_normal)
+SMALLEST_NORMAL = sys.float_info.min  # the smallest normal float64
 LARGEST_COUNT = 2**53
 """Largest token/byte/word count accepted per row (every whole number up to it is exact
 in float64; real counts are many orders of magnitude below)."""

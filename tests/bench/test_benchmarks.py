@@ -7,6 +7,7 @@ ran and passed. No timing is asserted.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -100,12 +101,23 @@ def test_bench_expr_quick(tmp_path: Path) -> None:
     expected = {"polars_naive"}
     if hasattr(cf, "binned_metrics"):
         expected |= {"expr_binned", "expr_ece", "expr_five", "expr_binned_eager"}
-        expected |= {"expr_ece_eager"}
+        expected |= {"expr_ece_eager", "expr_mce", "expr_brier", "expr_log_loss"}
+        if importlib.util.find_spec("polarbearings") is not None:
+            expected |= {f"polarbearings_{n}" for n in ("ece", "mce", "brier", "log_loss")}
         assert len(checks["expr_binned"]["diffs"]) >= 10  # every metric column compared
     else:
         assert "skipping expr_binned" in proc.stdout
     assert set(checks) == expected
     assert all(c["ok"] for c in checks.values())
+
+
+def test_bench_cli_quick(tmp_path: Path) -> None:
+    pytest.importorskip("duckdb")
+    out = tmp_path / "cli.json"
+    proc = run("bench_cli", "--quick", "--data-dir", str(tmp_path), "--json", str(out))
+    assert "| ok |" in proc.stdout  # the two tables agree
+    seconds = json.loads(out.read_text())["runs"][0]["seconds"]
+    assert set(seconds) == {"calib_frames_cli", "duckdb_script"}
 
 
 def test_bench_streaming_quick(tmp_path: Path) -> None:

@@ -81,8 +81,8 @@ def test_report_over_batches(
     merged = tmp_path / "all.parquet"
     assert main(["merge", *map(str, reversed(parts)), "--out", str(merged)]) == 0
     out = tmp_path / "report"
-    args = ["report", "--from-stats", str(merged), "--over", "batch", "--last", "4",
-            "--replicates", "50", "--change-replicates", "400", "--png", "--out", str(out)]  # fmt: skip
+    args = ["report", "--from-stats", str(merged), "--over", "batch", "--last", "4", "--png",
+            "--replicates", "50", "--change-replicates", "400", "--out", str(out)]  # fmt: skip
     assert main(args) == 0
     printed = capsys.readouterr().out
     assert "ECE up" in printed

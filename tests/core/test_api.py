@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import subprocess
+import sys
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -12,7 +14,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
-from factories import DATA, exact_bin_index
+from factories import DATA, ROOT, exact_bin_index
 from polars.testing import assert_frame_equal
 
 import calib_frames as cf
@@ -318,3 +320,15 @@ def test_overconfidence_sign_on_synthetic_predictions() -> None:
         else:
             assert abs(gap) < 0.04
         assert gap == pytest.approx(row["mean_confidence"] - row["accuracy"], abs=1e-12)
+
+
+def test_import_calib_frames_leaves_the_heavy_libraries_unimported() -> None:
+    # numpy, scipy, pyarrow and altair are imported where first used (import time)
+    code = (
+        "import sys, calib_frames;"
+        "print(sorted(m for m in ('numpy', 'scipy', 'pyarrow', 'altair') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert result.stdout.strip() == "[]"

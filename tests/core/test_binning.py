@@ -414,3 +414,36 @@ def test_worked_example_three_predictions() -> None:
     assert table["mean_confidence"].to_list()[0] is None  # empty bin: null, not 0.0
     assert table["mean_confidence"].to_list()[1:] == pytest.approx([0.525, 0.8], rel=1e-12)
     assert table["accuracy"].to_list() == [None, 0.5, 1.0]
+
+
+# -- contains: bin membership from the exact edges ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "binning",
+    [
+        *(Binning.uniform(m, closed=c) for m in (1, 10, 49) for c in CLOSED),
+        *(Binning.edges([0.0, 0.3, 0.5, 0.9, 1.0], closed=c) for c in CLOSED),
+        Binning.edges([0.2, 0.7]),
+    ],
+    ids=repr,
+)
+def test_contains_is_the_reference_bin_on_and_next_to_every_edge(binning: Binning) -> None:
+    edges = binning.edge_values()
+    assert edges is not None
+    rng = np.random.default_rng(binning.n_bins)
+    values = [*edge_and_neighbours(edges), *rng.uniform(edges[0], edges[-1], 200).tolist()]
+    frame = pl.DataFrame({"p": values})
+    for k in range(binning.n_bins):
+        inside = binning.contains(pl.col("p"), k)
+        got = [True] * len(values) if inside is None else frame.select(inside).to_series()
+        expected = [reference_bin(v, edges, binning.closed) == k for v in values]
+        assert list(got) == expected, k
+
+
+def test_contains_of_equal_mass_bins_ranks_in_the_context() -> None:
+    frame = pl.DataFrame({"p": [0.9, 0.1, 0.5, 0.7]})
+    binning = Binning.quantile(2)
+    inside = binning.contains(pl.col("p"), 1)
+    assert inside is not None
+    assert frame.select(inside).to_series().to_list() == [True, False, False, True]
