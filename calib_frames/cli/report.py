@@ -68,12 +68,12 @@ from calib_frames.cli.rows import (
     collect_statistics,
     row_queries,
 )
-from calib_frames.comparison.compare import (
+from calib_frames.comparison.board import leaderboard
+from calib_frames.comparison.report_table import (
     REPLICATES,
     comparison_from_statistics,
     with_columns_of,
 )
-from calib_frames.comparison.leaderboard import leaderboard
 from calib_frames.comparison.table import comparison_table
 from calib_frames.exceptions import ArgumentError
 from calib_frames.metrics.tokens import perplexity_from_nll_sums

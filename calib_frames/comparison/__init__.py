@@ -8,9 +8,9 @@
   next to the values it reported.
 """
 
-from calib_frames.comparison.compare import compare, comparison_from_statistics
-from calib_frames.comparison.leaderboard import leaderboard
+from calib_frames.comparison.board import leaderboard
 from calib_frames.comparison.lm_eval import lm_eval_comparison
+from calib_frames.comparison.report_table import compare, comparison_from_statistics
 from calib_frames.comparison.table import comparison_table
 
 __all__ = [

@@ -30,7 +30,7 @@ from statistics import NormalDist
 
 import polars as pl
 
-from calib_frames.comparison.compare import REPLICATES, with_columns_of
+from calib_frames.comparison.report_table import REPLICATES, with_columns_of
 from calib_frames.exceptions import TableError
 from calib_frames.metrics.calibration import MCE_MIN_COUNT, metrics_from_bin_statistics
 from calib_frames.metrics.tokens import perplexity_from_nll_sums
