@@ -75,7 +75,13 @@ def group_index(frame: pl.DataFrame, spec: Spec) -> np.ndarray:
 def metrics_result(
     met: pl.DataFrame, spec: Spec, names: tuple[str, ...] = METRICS_COLUMNS
 ) -> Result:
-    """Result of a per-group metrics frame (``model``, ``task``, metric columns)."""
+    """Result of a per-group metrics frame (``model``, ``task``, metric columns).
+
+    The peers' MCE is the largest gap over every populated bin: calib_frames' ``mce_raw``
+    (its ``mce`` leaves out bins under ``mce_min_count``), so that is the one compared.
+    """
+    if "mce_raw" in met.columns:
+        met = met.drop("mce", strict=False).rename({"mce_raw": "mce"})
     group = group_index(met, spec)
     values = {}
     for name in names:
