@@ -20,6 +20,8 @@ function                           draws
 :func:`confidence_histogram`       predictions per confidence bin, per group
 :func:`metric_scatter`             accuracy vs ECE (or Brier, ...), one point per group
 :func:`brier_decomposition_chart`  reliability vs resolution, diverging bars
+:func:`calibration_heatmap`        model × task grid of the calibration gap (or
+                                   ECE), noise-floor verdict on each cell
 :func:`perplexity_chart`           perplexity and bits per byte side by side
 :func:`smooth_reliability_chart`   a smooth reliability curve table (x, y)
 :func:`isotonic_reliability_chart` CORP / isotonic blocks as a step curve
@@ -46,7 +48,12 @@ altair and vl-convert are imported when a chart is built or saved, so ``import
 calib_frames`` (and this module) stays fast.
 """
 
-from calib_frames.plot.comparison import brier_decomposition_chart, metric_scatter, perplexity_chart
+from calib_frames.plot.comparison import (
+    brier_decomposition_chart,
+    calibration_heatmap,
+    metric_scatter,
+    perplexity_chart,
+)
 from calib_frames.plot.curves import (
     ece_bins_chart,
     isotonic_reliability_chart,
@@ -60,6 +67,7 @@ from calib_frames.plot.reliability import confidence_histogram, reliability_diag
 
 __all__ = [
     "brier_decomposition_chart",
+    "calibration_heatmap",
     "chart_html",
     "confidence_histogram",
     "ece_bins_chart",

@@ -198,3 +198,18 @@ def check_size(name: str, value: float | None) -> None:
     number = isinstance(value, int | float) and not isinstance(value, bool)
     if value is not None and not (number and value > 0):
         raise ArgumentError(f"{name}= must be a positive number of pixels, got {value!r}")
+
+
+def short_label(text: str = "datum.label", limit: int = 22) -> str:
+    """A Vega expression: ``text`` cut in the middle beyond ``limit`` characters.
+
+    Keeps the start and the end (where checkpoint and subset names differ) around an
+    ellipsis: ``arc_challen…subset_12``. For axis ``labelExpr`` (the default
+    ``datum.label``) and text marks; tooltips keep the whole name.
+    """
+    head = (limit - 1) // 2
+    tail = limit - 1 - head
+    return (
+        f"length({text}) > {limit} ? "
+        f"slice({text}, 0, {head}) + '…' + slice({text}, -{tail}) : {text}"
+    )

@@ -7,6 +7,7 @@ lines up its perplexity and bits per byte. Every value drawn is read from the ta
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -23,15 +24,19 @@ from calib_frames.plot._common import (
     inline_data,
     key_tooltips,
     palette,
+    short_label,
 )
 from calib_frames.plot.tables import (
     COLOR,
     COMPARISON_COLUMNS,
     PANEL,
+    TOO_FEW,
     Prepared,
     check_columns,
     frame,
     key_split,
+    label_heights,
+    noise_status,
     prepare,
 )
 
@@ -40,14 +45,22 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LABEL_LIMIT",
+    "PALETTE_LIMIT",
     "brier_decomposition_chart",
+    "calibration_heatmap",
     "metric_scatter",
     "perplexity_chart",
 ]
 
-LABEL_LIMIT = 10
-"""Above this many points in one panel of :func:`metric_scatter`, only the highlighted
-group's points are labelled (the rest overlap); the legend and tooltips name every point."""
+LABEL_LIMIT = 6
+"""Above this many points in one panel of :func:`metric_scatter`, only the best and the
+worst on ``x`` and the picked group are labelled; tooltips name every point."""
+PALETTE_LIMIT = 20
+"""Above this many groups :func:`metric_scatter` draws every point grey and the picked one
+dark (clicked, or chosen in a dropdown): twenty colours are as many as the eye tells apart."""
+GREY = "#9e9e9e"
+LABEL_TEXT = "#333333"
+"""Point labels: dark text whatever the point's colour (pale palette colours do not read)."""
 
 _METRIC_TITLES = {
     "accuracy": "accuracy",
@@ -113,6 +126,16 @@ def metric_scatter(
     ``ece_noise_floor``, a grey tick at the noise floor sits beside each point, joined
     to it by a thin line (an ECE at its tick is indistinguishable from sampling noise).
 
+    Labels: with up to :data:`LABEL_LIMIT` (6) points in a panel every point is labelled;
+    beyond, only the best and the worst on ``x`` and the picked group (every point has a
+    tooltip). Labels are dark, cut in the middle past 24 characters, and sit beside the
+    point on the side facing the panel's middle, so they stay inside it, and at least a
+    line apart (:func:`~calib_frames.plot.tables.label_heights`); the y axis spans the
+    points and their intervals. Up to
+    :data:`PALETTE_LIMIT` (20) groups get a colour each and a legend that picks one;
+    beyond, the points are grey and the group picked by a click (or in the dropdown under
+    the chart) is drawn dark.
+
     Parameters
     ----------
     metrics
@@ -157,8 +180,8 @@ def metric_scatter(
     ...     "correct": [1, 0, 1, 1],
     ... })
     >>> spec = metric_scatter(cf.calibration_metrics(preds, by="model")).to_dict()
-    >>> [layer["mark"]["type"] for layer in spec["layer"]]
-    ['point', 'text']
+    >>> [layer["mark"]["type"] for layer in spec["layer"]]  # labels left and right
+    ['point', 'text', 'text']
     """
     import altair as alt
 
@@ -193,7 +216,19 @@ def metric_scatter(
     points = prepared.data.with_columns([pl.col(c).cast(pl.Float64) for c in shown]).filter(
         pl.col(x).is_finite(), pl.col(y).is_finite()
     )
-    points = points.select(*keys, COLOR, PANEL, *shown)
+    # the panels share the x axis, which starts at zero: a label faces its middle
+    middle = pl.max_horizontal(pl.col(x).max(), 0) / 2 + pl.min_horizontal(pl.col(x).min(), 0) / 2
+    points = points.select(
+        *keys,
+        COLOR,
+        PANEL,
+        *shown,
+        (
+            (pl.col(x) == pl.col(x).min().over(PANEL)) | (pl.col(x) == pl.col(x).max().over(PANEL))
+        ).alias("_extreme"),
+        pl.when(pl.col(x) > middle).then(pl.lit("right")).otherwise(pl.lit("left")).alias("_side"),
+    )
+    points, y_domain, crowded = _placed_labels(points, y, intervals.get(y, ()), height)
     x_title, y_title = _METRIC_TITLES.get(x, x), _METRIC_TITLES.get(y, y)
     tooltips = [
         *key_tooltips(keys),
@@ -204,21 +239,36 @@ def metric_scatter(
             for c in shown
         ],
     ]
-    highlight = alt.selection_point(name="highlight_points", fields=[COLOR], bind="legend")
-    color = group_color(prepared, alt.Legend(labelLimit=200))
-    faded = emphasis(highlight, 0.15)
+    many = len(prepared.colors) > PALETTE_LIMIT
+    if many:
+        # past the palette's 20 colours: every point grey, the picked group dark
+        highlight = alt.selection_point(
+            name="highlight_points",
+            fields=[COLOR],
+            on="click",
+            clear="dblclick",
+            bind=alt.binding_select(options=[None, *prepared.colors], name="highlight "),
+        )
+        color: Any = (
+            alt.when(highlight, empty=False).then(alt.value(SINGLE)).otherwise(alt.value(GREY))
+        )
+        faded: Any = alt.value(0.8)
+    else:
+        highlight = alt.selection_point(name="highlight_points", fields=[COLOR], bind="legend")
+        color = group_color(prepared, alt.Legend(labelLimit=200))
+        faded = emphasis(highlight, 0.15)
     # the x metric (a miscalibration) from zero; the y metric fitted to its range
     x_enc, y_enc = (
         channel(
             field=field(name),
             type="quantitative",
             title=axis_title,
-            scale=alt.Scale(zero=zero, nice=True),
+            scale=scale,
             axis=alt.Axis(tickCount=5),
         )
-        for channel, name, axis_title, zero in (
-            (alt.X, x, x_title, True),
-            (alt.Y, y, y_title, False),
+        for channel, name, axis_title, scale in (
+            (alt.X, x, x_title, alt.Scale(zero=True, nice=True)),
+            (alt.Y, y, y_title, alt.Scale(domain=y_domain, nice=False)),
         )
     )
     layers = _scatter_extras(
@@ -238,26 +288,72 @@ def metric_scatter(
         .encode(x=x_enc, y=y_enc, color=color, opacity=faded, tooltip=tooltips)
         .add_params(highlight)
     )
-    crowded = int(points.group_by(PANEL).len().get_column("len").max() or 0)  # type: ignore[arg-type]
-    # more than ten labels in a panel overlap: then only the highlighted group's show
-    label_opacity = emphasis(highlight, 0.0, empty=False) if crowded > LABEL_LIMIT else faded
-    layers.append(
-        alt.Chart()
-        .mark_text(align="left", dx=6, dy=-4, fontSize=10, limit=140)
-        .encode(
-            x=x_enc,
-            y=y_enc,
-            text=alt.Text(f"{COLOR}:N"),
-            color=color,
-            opacity=label_opacity,
-        )
+    # a crowded panel labels its best and worst group and the picked one; the rest have
+    # tooltips
+    picked = alt.when(highlight, empty=False).then(alt.value(1.0))
+    label_opacity = (
+        picked.when(alt.datum["_extreme"]).then(alt.value(1.0)).otherwise(alt.value(0.0))
+        if crowded > LABEL_LIMIT
+        else (alt.value(1.0) if many else faded)
     )
+    layers += _label_layers(x_enc, y_domain, label_opacity)
     chart = alt.layer(*layers).properties(width=width, height=height)
     heading = title if title is not None else f"{y_title} against {x_title}"
     subtitle = "grey tick: ECE noise floor" if floor else []
     return in_panels(
         chart, prepared, points, title=alt.Title(heading, subtitle=subtitle), columns=columns
     )
+
+
+def _placed_labels(
+    points: pl.DataFrame, y: str, y_interval: Sequence[str], height: float
+) -> tuple[pl.DataFrame, list[float], int]:
+    """The points with their label heights, the y axis's domain and the most points a panel.
+
+    The y axis spans the points and their interval (5% margin), so that label heights can
+    be spaced in pixels: 12, a line of 10-pixel text. A crowded panel (over
+    :data:`LABEL_LIMIT` points) spaces the labels of its best and worst only.
+    """
+    crowded = int(points.group_by(PANEL).len().get_column("len").max() or 0)  # type: ignore[arg-type]
+    labelled = pl.col("_extreme") if crowded > LABEL_LIMIT else pl.lit(True)
+    spans = [pl.col(c) for c in (y, *y_interval)]
+    y_low = float(points.select(pl.min_horizontal(spans).min()).item())
+    y_high = float(points.select(pl.max_horizontal(spans).max()).item())
+    margin = 0.05 * (y_high - y_low) or 0.01
+    y_domain = [y_low - margin, y_high + margin]
+    placed = label_heights(
+        points,
+        y,
+        by=[PANEL, "_side"],
+        labelled=labelled,
+        gap=12 * (y_domain[1] - y_domain[0]) / height,
+        floor=y_domain[0],
+    )
+    return placed, y_domain, crowded
+
+
+def _label_layers(x_enc: Any, y_domain: list[float], opacity: Any) -> list[Any]:
+    """Labels beside their point, on the side facing the middle, and just over it.
+
+    The intervals and the noise-floor line run through the point, not through its label;
+    labels of points close in height were moved apart (:func:`label_heights`).
+    """
+    import altair as alt
+
+    label_y = alt.Y("_label_y:Q", scale=alt.Scale(domain=y_domain, nice=False))
+    text = short_label(f"datum[{json.dumps(COLOR)}]", 24)
+    sides: dict[str, dict[str, Any]] = {
+        "left": {"align": "left", "dx": 5},
+        "right": {"align": "right", "dx": -5},
+    }
+    return [
+        alt.Chart()
+        .transform_filter(alt.FieldEqualPredicate(field="_side", equal=side))
+        .transform_calculate(_label=text)
+        .mark_text(baseline="bottom", dy=-3, fontSize=10, color=LABEL_TEXT, **place)
+        .encode(x=x_enc, y=label_y, text=alt.Text("_label:N"), opacity=opacity)
+        for side, place in sides.items()
+    ]
 
 
 def _scatter_extras(
@@ -582,3 +678,192 @@ def perplexity_chart(
     if len(panels) == 1:
         return panels[0].properties(title=heading)  # type: ignore[no-any-return]
     return alt.hconcat(*panels, spacing=12, title=alt.Title(heading))
+
+
+HEATMAP_WIDTH = 900
+"""Most pixels the cells of :func:`calibration_heatmap` take across (labels and legend aside)."""
+
+
+def calibration_heatmap(
+    comparison: pl.DataFrame | pl.LazyFrame,
+    *,
+    value: str = "overconfidence",
+    label: str | None = None,
+    cell: float | None = None,
+    title: str | None = None,
+) -> alt.LayerChart:
+    """A grid of groups, one row per model and one column per task, coloured by miscalibration.
+
+    Each cell is one row of a comparison (or metrics) table. Its colour is ``value``: by
+    default the signed calibration gap ``overconfidence`` = mean confidence − accuracy
+    (red: overconfident, more confident than right; blue: underconfident; white: 0, on a
+    scale symmetric about 0), or ``ece`` (white at 0 to red). When the table has the
+    noise-floor columns (``ece_beyond_noise``, ``verdict``), a dark dot marks each cell
+    whose ECE is beyond the noise of a calibrated model, and cells with too few
+    predictions (or one populated bin) are drawn faint. Tooltips give the whole group
+    names, ECE with its interval (``ece_ci_low``/``ece_ci_high``), the gap, the verdict
+    and the number of predictions. Axis labels longer than 22 (tasks) or 30 (models)
+    characters are cut in the middle; the tooltips keep the names whole.
+
+    Parameters
+    ----------
+    comparison
+        A comparison table (:func:`~calib_frames.compare`) or metrics table.
+    value
+        The column the colour shows: ``"overconfidence"`` (default, diverging about 0)
+        or ``"ece"`` (from 0).
+    label
+        The key of the rows (default: the first key); the other keys together make the
+        columns (one column, "all", when there is no other key).
+    cell
+        Side of a cell in pixels (default: what fits the columns in 900 pixels, between
+        10 and 28).
+    title
+        Chart title (default "Calibration gap by group" or "ECE by group").
+
+    Returns
+    -------
+    altair.LayerChart
+        The cells, then the dots.
+
+    Raises
+    ------
+    TableError
+        If ``value`` is missing or not numeric, or the table has no key.
+    ArgumentError
+        If ``value`` is neither ``"overconfidence"`` nor ``"ece"``, ``label`` is not a
+        key, or ``cell`` is not a positive number.
+
+    See Also
+    --------
+    metric_scatter : each group placed by two metrics.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import calib_frames as cf
+    >>> from calib_frames.plot import calibration_heatmap
+    >>> preds = pl.read_parquet("data/synthetic_predictions.parquet")
+    >>> table = cf.comparison_from_statistics(cf.bin_statistics(preds, by=["model", "task"]))
+    >>> spec = calibration_heatmap(table).to_dict()
+    >>> [layer["mark"]["type"] for layer in spec["layer"]]  # cells, then the noise dots
+    ['rect', 'point']
+    >>> rows = next(iter(spec["datasets"].values()))
+    >>> len(rows), sorted({row["_status"] for row in rows})
+    (12, ['beyond noise', 'within noise'])
+    """
+    import altair as alt
+
+    if value not in ("overconfidence", "ece"):
+        raise ArgumentError(f'value= takes "overconfidence" or "ece", got {value!r}')
+    check_size("cell", cell)
+    data, keys = _metrics_table(
+        comparison,
+        "calibration_heatmap",
+        [value],
+        role="comparison table",
+        built_by="compare",
+    )
+    if not keys:
+        raise TableError("calibration_heatmap: the table has no group key (use by= with a key)")
+    row_keys = _label_keys(label, keys)
+    prepared = prepare(data, keys, color=row_keys, facet=[k for k in keys if k not in row_keys])
+    names = data.columns
+    shown = [
+        c
+        for c in ("ece", "ece_ci_low", "ece_ci_high", "overconfidence", "count")
+        if c in names and data.schema[c].is_numeric()
+    ]
+    cells = prepared.data.select(
+        *keys,
+        COLOR,
+        PANEL,
+        *[pl.col(c).cast(pl.Float64) for c in shown],
+        noise_status(names).alias("_status"),
+        (pl.col("verdict") if "verdict" in names else pl.lit(None, dtype=pl.String)).alias(
+            "_verdict"
+        ),
+    )
+    rows, columns = prepared.colors, prepared.panels
+    if cell is None:
+        cell = min(28.0, max(10.0, HEATMAP_WIDTH / max(len(columns), 1)))
+    # the scale spans the cells with enough predictions (a 5-prediction cell's gap is noise)
+    enough = cells.filter(pl.col("_status").ne_missing(TOO_FEW))
+    top = enough.get_column(value).abs().quantile(0.98) if enough.height else None
+    top = float(top) if top is not None and top > 0 else 1.0
+    if value == "ece":
+        scale = alt.Scale(scheme="reds", domain=[0, top], clamp=True)
+        legend_title = "ECE"
+    else:
+        scale = alt.Scale(
+            scheme="redblue", reverse=True, domain=[-top, top], domainMid=0, clamp=True
+        )
+        legend_title = "confidence − accuracy"
+    titles = {
+        "ece": "ECE",
+        "ece_ci_low": "ECE interval, low",
+        "ece_ci_high": "ECE interval, high",
+        "overconfidence": "gap (confidence − accuracy)",
+    }
+    tooltips = [
+        *key_tooltips(keys),
+        *[
+            alt.Tooltip(field=c, type="quantitative", title=titles[c], format="+.4f")
+            if c == "overconfidence"
+            else alt.Tooltip(field=c, type="quantitative", title="predictions", format=",")
+            if c == "count"
+            else alt.Tooltip(field=c, type="quantitative", title=titles[c], format=".4f")
+            for c in shown
+        ],
+        alt.Tooltip("_verdict:N", title="verdict"),
+    ]
+    x = alt.X(
+        f"{PANEL}:N",
+        sort=columns,
+        title=" × ".join(prepared.facet) or None,
+        axis=alt.Axis(
+            orient="top",
+            labelAngle=-45 if len(columns) > 3 else 0,
+            labelAlign="left" if len(columns) > 3 else "center",
+            labelExpr=short_label(),
+        ),
+    )
+    y = alt.Y(
+        f"{COLOR}:N",
+        sort=rows,
+        title=" × ".join(prepared.color),
+        axis=alt.Axis(labelExpr=short_label(limit=30)),
+    )
+    faint = alt.when(alt.FieldEqualPredicate(field="_status", equal=TOO_FEW))
+    rects = (
+        alt.Chart()
+        .mark_rect(stroke="#ffffff", strokeWidth=0.5)
+        .encode(
+            x=x,
+            y=y,
+            color=alt.Color(field=value, type="quantitative", title=legend_title, scale=scale),
+            opacity=faint.then(alt.value(0.3)).otherwise(alt.value(1.0)),
+            tooltip=tooltips,
+        )
+    )
+    dots = (
+        alt.Chart()
+        .transform_filter(alt.FieldEqualPredicate(field="_status", equal="beyond noise"))
+        .mark_point(filled=True, color="#212121", size=max(6.0, cell * cell / 12), opacity=0.85)
+        .encode(x=x, y=y, tooltip=tooltips)
+    )
+    heading = (
+        title
+        if title is not None
+        else ("ECE by group" if value == "ece" else "Calibration gap by group")
+    )
+    subtitle = (
+        "dot: ECE beyond the noise floor; faint: too few predictions"
+        if "ece_beyond_noise" in names
+        else []
+    )
+    return alt.LayerChart(layer=[rects, dots], data=inline_data(cells)).properties(
+        width=cell * len(columns),
+        height=cell * len(rows),
+        title=alt.Title(heading, subtitle=subtitle),
+    )

@@ -31,7 +31,9 @@ __all__ = [
     "frame",
     "group_label",
     "key_split",
+    "label_heights",
     "metrics_columns",
+    "noise_status",
     "prepare",
     "records",
     "spec_keys",
@@ -44,7 +46,7 @@ NULL_KEY = "(null)"
 INTERNAL_COLUMNS = frozenset(
     {COLOR, PANEL, "_bin_mid", "_bin_range", "_direction", "_gap", "_metric", "_mid", "_order"}
     | {"_part", "_share", "_signed", "_term", "_value", "_x"}
-    | {"_status", "_tested", "_verdict"}
+    | {"_status", "_tested", "_verdict", "_extreme", "_label", "_label_y", "_labelled", "_side"}
 )
 """Helper columns the charts add to a table; a group key may not carry one of these names."""
 
@@ -389,3 +391,76 @@ def records(data: pl.DataFrame) -> list[dict[str, object]]:
         elif not (dtype.is_numeric() or dtype in (pl.String, pl.Boolean)):
             casts.append(pl.col(name).cast(pl.String))
     return (data.with_columns(casts) if casts else data).to_dicts()
+
+
+BEYOND, WITHIN, TOO_FEW = "beyond noise", "within noise", "too few predictions"
+"""What the noise floor found for a group, as :func:`noise_status` spells it."""
+
+
+def noise_status(columns: Sequence[str]) -> pl.Expr:
+    """The noise floor's finding per group: beyond noise, within noise or too few predictions.
+
+    Reads ``ece_beyond_noise`` (True: beyond) and ``verdict`` (``"too few predictions"``
+    and ``"one populated bin"`` are too little data); a table without them is null.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.plot.tables import noise_status
+    >>> table = pl.DataFrame({"ece_beyond_noise": [True, False, False],
+    ...                       "verdict": ["overconfident, p = 0.001", "within noise, p = 0.4",
+    ...                                   "too few predictions"]})
+    >>> table.select(noise_status(table.columns)).to_series().to_list()
+    ['beyond noise', 'within noise', 'too few predictions']
+    """
+    if "ece_beyond_noise" not in columns:
+        return pl.lit(None, dtype=pl.String)
+    few = (
+        pl.col("verdict").is_in(["too few predictions", "one populated bin"])
+        if "verdict" in columns
+        else pl.lit(False)
+    )
+    return (
+        pl.when(pl.col("ece_beyond_noise"))
+        .then(pl.lit(BEYOND))
+        .when(few | pl.col("ece_beyond_noise").is_null())
+        .then(pl.lit(TOO_FEW))
+        .otherwise(pl.lit(WITHIN))
+    )
+
+
+def label_heights(
+    data: pl.DataFrame, y: str, *, by: Sequence[str], labelled: pl.Expr, gap: float, floor: float
+) -> pl.DataFrame:
+    """``data`` with ``_label_y``: label heights at least ``gap`` apart within ``by``.
+
+    Among the ``labelled`` rows of each ``by`` group, in order of falling ``y``, each label
+    sits at its point's height unless the label over it is closer than ``gap``, in
+    which case it moves down to ``gap`` under that one (hᵢ = min(yᵢ, hᵢ₋₁ − gap), a
+    running minimum of yᵢ + i·gap, less i·gap); then labels pushed under ``floor`` move
+    back up, the lowest to ``floor`` and each one over it at least ``gap`` higher
+    (hᵢ = max(hᵢ, floor + (n − 1 − i)·gap), which keeps the spacing). Other rows keep
+    ``y``. Rows come back sorted by ``by`` and falling ``y``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.plot.tables import label_heights
+    >>> table = pl.DataFrame({"panel": "a", "y": [0.50, 0.49, 0.10, 0.01]})
+    >>> out = label_heights(table, "y", by=["panel"], labelled=pl.lit(True), gap=0.05,
+    ...                     floor=0.05)
+    >>> [round(h, 2) for h in out["_label_y"]]
+    [0.5, 0.45, 0.1, 0.05]
+    """
+    groups = [*by, "_labelled"]
+    ordered = data.with_columns(labelled.alias("_labelled")).sort(
+        [*groups, y], descending=[False] * len(by) + [True, True], nulls_last=True
+    )
+    step = pl.int_range(pl.len()).over(groups).cast(pl.Float64) * gap
+    down = (pl.col(y) + step).cum_min().over(groups) - step
+    rest = (pl.len().over(groups) - 1).cast(pl.Float64) * gap - step
+    height = pl.max_horizontal(down, pl.lit(floor) + rest)
+    placed = ordered.with_columns(
+        pl.when(pl.col("_labelled")).then(height).otherwise(pl.col(y)).alias("_label_y")
+    )
+    return placed.drop("_labelled")

@@ -14,6 +14,7 @@ from calib_frames.exceptions import ArgumentError
 from calib_frames.metrics.calibration import MCE_MIN_COUNT
 from calib_frames.plot import (
     brier_decomposition_chart,
+    calibration_heatmap,
     confidence_histogram,
     metric_scatter,
     perplexity_chart,
@@ -24,13 +25,23 @@ from calib_frames.plot import (
 from calib_frames.plot.tables import COMPARISON_COLUMNS, frame, key_split, spec_keys
 from calib_frames.schema import RELIABILITY
 
-__all__ = ["CHART_GROUP_LIMIT", "OVERLAY_LIMIT", "over_time_charts", "report_charts"]
+__all__ = [
+    "CHART_GROUP_LIMIT",
+    "HEATMAP_ROW_LIMIT",
+    "OVERLAY_LIMIT",
+    "over_time_charts",
+    "report_charts",
+]
 
 OVERLAY_LIMIT = 5
 """Most models drawn together in one reliability panel of the report."""
 
 CHART_GROUP_LIMIT = 8
 """Most groups the report's charts draw: beyond it, the best and the worst by ECE."""
+
+
+HEATMAP_ROW_LIMIT = 50
+"""Most models (rows) of the report's heatmap: beyond it, the best and the worst by mean ECE."""
 
 
 def _extremes(
@@ -52,6 +63,30 @@ def _kept(frame_: pl.DataFrame, chosen: pl.DataFrame) -> pl.DataFrame:
     return frame_.join(chosen, on=chosen.columns, how="semi", nulls_equal=True)
 
 
+def _heatmap(table: pl.DataFrame, keys: list[str]) -> tuple[str, str, Any] | None:
+    """The model × task heatmap, its rows bounded at :data:`HEATMAP_ROW_LIMIT` models."""
+    if len(keys) < 2 or "overconfidence" not in table.columns or "ece" not in table.columns:
+        return None
+    model = keys[:1]
+    ranked = table.group_by(model, maintain_order=True).agg(pl.col("ece").mean())
+    chosen, models = _extremes(ranked, model, "ece", HEATMAP_ROW_LIMIT)
+    note = (
+        "One cell per model and task, coloured by the calibration gap, mean confidence − "
+        "accuracy (red: overconfident; blue: underconfident); a dot marks an ECE beyond the "
+        "noise of a calibrated model, faint cells have too few predictions. Hover a cell "
+        "for the whole names and numbers."
+    )
+    if models > HEATMAP_ROW_LIMIT:
+        table = _kept(table, chosen)
+        low = HEATMAP_ROW_LIMIT // 2
+        note += (
+            f" Drawn: the {low} models of lowest mean ECE over their tasks and the "
+            f"{HEATMAP_ROW_LIMIT - low} of highest; {models - HEATMAP_ROW_LIMIT:,} of "
+            f"{models:,} models are left out here (the tables have them all)."
+        )
+    return ("Calibration gap by model and task", note, calibration_heatmap(table))
+
+
 def report_charts(
     comparison: pl.DataFrame | pl.LazyFrame,
     *,
@@ -62,7 +97,11 @@ def report_charts(
 ) -> list[tuple[str, str, Any]]:
     """The report's charts as ``(title, note, chart)``; the command line saves them as PNG.
 
-    Reliability diagrams and confidence histograms of the bin statistics, then, as the
+    With two or more keys and the columns ``overconfidence`` and ``ece``, first the
+    model × task heatmap (:func:`~calib_frames.plot.calibration_heatmap`; beyond
+    :data:`HEATMAP_ROW_LIMIT` models, the half of lowest mean ECE over the tasks and the
+    half of highest). Then reliability diagrams and confidence histograms of the bin
+    statistics, then, as the
     comparison table has the columns, accuracy against ECE, the Brier decomposition,
     perplexity and, with a selective curve table, the risk–coverage curves. Up to
     :data:`OVERLAY_LIMIT` models share a panel (one panel per task); more get a panel
@@ -116,6 +155,7 @@ def report_charts(
     table = frame(comparison, "report comparison")
     bins = frame(bin_statistics, "report bin_statistics")
     bin_keys = spec_keys(bins, RELIABILITY, "bin-statistics table")
+    heatmap = _heatmap(table, key_split(table.schema, COMPARISON_COLUMNS))
     left_out = ""
     kept: pl.DataFrame | None = None  # the keys drawn, when the charts summarise
     if bin_keys and "ece" in table.columns and set(bin_keys) <= set(table.columns):
@@ -155,7 +195,8 @@ def report_charts(
     if overlay:
         note += " Click a legend entry to highlight a model."
     note += left_out
-    built: list[tuple[str, str, Any]] = [
+    built: list[tuple[str, str, Any]] = [] if heatmap is None else [heatmap]
+    built += [
         (
             "Reliability diagrams",
             note,

@@ -347,7 +347,7 @@ def test_metric_scatter_reads_the_table(tables: dict[str, pl.DataFrame]) -> None
     comparison = tables["comparison"]
     spec = metric_scatter(comparison).to_dict()
     assert spec["facet"]["field"] == "_panel"
-    assert mark_types(spec) == ["point", "text"]
+    assert mark_types(spec) == ["point", "text", "text"]
     rows = datasets(spec)[0]
     assert len(rows) == comparison.height
     expected = {(m, t): e for m, t, e in comparison.select("model", "task", "ece").iter_rows()}
@@ -364,7 +364,7 @@ def test_metric_scatter_noise_floor_and_intervals(tables: dict[str, pl.DataFrame
         ece_ci_high=pl.col("ece") * 1.2,
     )
     spec = metric_scatter(table).to_dict()
-    assert mark_types(spec) == ["rule", "tick", "rule", "point", "text"]
+    assert mark_types(spec) == ["rule", "tick", "rule", "point", "text", "text"]
     tick = units(spec)[1]
     assert tick["encoding"]["x"]["field"] == "ece_noise_floor"
     ci = units(spec)[2]
