@@ -8,11 +8,13 @@ read from its metrics table.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from calib_frames.exceptions import ArgumentError
 from calib_frames.metrics.calibration import MCE_MIN_COUNT
 from calib_frames.plot._common import (
     NO_FRAME,
@@ -68,6 +70,7 @@ def reliability_diagram(
     metrics: pl.DataFrame | pl.LazyFrame | None = None,
     color: str | Sequence[str] | None = None,
     facet: str | Sequence[str] | None = None,
+    pick: str | Sequence[str] | None = None,
     columns: int | None = None,
     histogram: bool = True,
     width: float | None = None,
@@ -104,6 +107,13 @@ def reliability_diagram(
         Key(s) told apart by colour in a panel; default: every key not in ``facet``.
     facet
         Key(s) that make small multiples, one panel per combination.
+    pick
+        Key(s) the reader picks a value of, each in a dropdown under the chart (first
+        value preselected): the diagram and its histogram show the groups with the picked
+        values, so that one chart carries every group (each group's bins once) in place
+        of a panel per group. Not with ``facet`` or ``histogram=False``; ``color``
+        defaults to the keys not picked, and the count axis fits the picked groups.
+        Dropdowns need a browser (HTML); a PNG or SVG shows the first values.
     columns
         Panels per row (default: the number of values of the last facet key when two or
         more keys facet, else up to 4).
@@ -172,6 +182,9 @@ def reliability_diagram(
             built_by="",
             numeric=["accuracy_ci_low", "accuracy_ci_high"],
         )
+    picked = _pick_keys(pick, keys, facet=facet, histogram=histogram)
+    if picked and color is None:
+        color = [key for key in keys if key not in picked]
     prepared = prepare(data, keys, color=color, facet=facet)
     populated, hist = _diagram_frames(prepared, keys, metrics, has_ci)
     panels = prepared.panels
@@ -187,9 +200,11 @@ def reliability_diagram(
     heading = title if title is not None else "Reliability diagram"
     with_metrics = metrics is not None
     subtitle: list[str] = []
-    if with_metrics and not several and not faceted and populated.height:
+    if with_metrics and not several and not faceted and not picked and populated.height:
         first = populated.row(0, named=True)
         subtitle = [_metrics_line(first)]
+    if picked:
+        subtitle = [f"pick the {' and '.join(picked)} under the chart; hover for the numbers"]
 
     def diagram(define: bool) -> Any:
         layer = _diagram_layer(
@@ -210,7 +225,7 @@ def reliability_diagram(
             title=heading if faceted else alt.Title(heading, subtitle=subtitle),
             columns=columns,
         )
-    hist_top = max(int(hist.get_column("count").max() or 0), 1)  # type: ignore[arg-type]
+    hist_top = None if picked else max(int(hist.get_column("count").max() or 0), 1)  # type: ignore[arg-type]
     bars = _histogram_layer(prepared, highlight, hist_top).properties(
         width=width, height=max(50.0, 0.3 * height)
     )
@@ -219,6 +234,10 @@ def reliability_diagram(
             diagram(True).properties(data=inline_data(populated)),
             bars.properties(data=inline_data(hist)),
         ]
+        if picked:
+            params, chosen = _pick_params(picked, data)
+            parts = [part.transform_filter(chosen) for part in parts]
+            parts[0] = parts[0].add_params(*params)
         stacked = alt.vconcat(*parts, spacing=6)
         if with_metrics and several:
             side = _metrics_table(populated, prepared, highlight, height)
@@ -299,6 +318,45 @@ def _faceted_diagram(
             parts.append(row(summary[0], "metrics", False))
         rows.append(alt.vconcat(*parts, spacing=4))
     return alt.vconcat(*rows, spacing=18, title=alt.Title(heading), data=inline_data(combined))
+
+
+def _pick_keys(
+    pick: str | Sequence[str] | None, keys: Sequence[str], *, facet: object, histogram: bool
+) -> list[str]:
+    """The keys of ``pick=``, checked."""
+    if pick is None:
+        return []
+    chosen = [pick] if isinstance(pick, str) else list(pick)
+    unknown = [key for key in chosen if key not in keys]
+    if unknown or not chosen:
+        raise ArgumentError(
+            f"pick= names {unknown or chosen}, which are not group keys {list(keys)}"
+        )
+    if facet is not None or not histogram:
+        raise ArgumentError("pick= draws one chart: leave facet= unset and histogram=True")
+    return chosen
+
+
+def _pick_params(picked: Sequence[str], data: pl.DataFrame) -> tuple[list[Any], str]:
+    """A dropdown per picked key (its values, the first preselected) and the filter."""
+    import altair as alt
+
+    params, tests = [], []
+    for position, key in enumerate(picked):
+        column = data.get_column(key).drop_nulls()
+        if not (column.dtype.is_numeric() or column.dtype in (pl.String, pl.Boolean)):
+            column = column.cast(pl.String)  # as the chart's data carry it (records)
+        values = column.unique().sort().to_list()
+        name = f"pick_{position}"
+        params.append(
+            alt.param(
+                name=name,
+                value=values[0] if values else None,
+                bind=alt.binding_select(options=values, name=f"{key} "),
+            )
+        )
+        tests.append(f"datum[{json.dumps(key)}] === {name}")
+    return params, " && ".join(tests)
 
 
 def _hist_x(highlight: Any) -> str:
@@ -640,15 +698,15 @@ def _count_marks(y: alt.Y, tooltips: list[Any], *, color: Any = None, opacity: A
     )
 
 
-def _histogram_layer(prepared: Prepared, highlight: Any, top: int) -> alt.Chart:
-    """The counts under the diagram, on a shared count axis from 0 to ``top``."""
+def _histogram_layer(prepared: Prepared, highlight: Any, top: int | None) -> alt.Chart:
+    """The counts under the diagram, on a shared count axis from 0 to ``top`` (None: fit)."""
     import altair as alt
 
     y = alt.Y(
         "count:Q",
         title="predictions",
-        scale=alt.Scale(domain=[0, top], nice=True),
-        axis=alt.Axis(tickCount=3, labelExpr=_COUNT_LABEL),
+        scale=alt.Scale(domain=[0, top], nice=True) if top else alt.Scale(zero=True, nice=True),
+        axis=alt.Axis(tickCount=3, tickMinStep=1, labelExpr=_COUNT_LABEL),
     )
     tooltips = _bin_tooltips(prepared.keys)
     if highlight is None:

@@ -63,28 +63,65 @@ def _kept(frame_: pl.DataFrame, chosen: pl.DataFrame) -> pl.DataFrame:
     return frame_.join(chosen, on=chosen.columns, how="semi", nulls_equal=True)
 
 
-def _heatmap(table: pl.DataFrame, keys: list[str]) -> tuple[str, str, Any] | None:
-    """The model × task heatmap, its rows bounded at :data:`HEATMAP_ROW_LIMIT` models."""
-    if len(keys) < 2 or "overconfidence" not in table.columns or "ece" not in table.columns:
-        return None
-    model = keys[:1]
+def _bounded_models(table: pl.DataFrame, model: list[str]) -> tuple[pl.DataFrame | None, str]:
+    """The models kept beyond :data:`HEATMAP_ROW_LIMIT` (None: all) and the note saying so.
+
+    The half of lowest mean ECE over their tasks and the half of highest.
+    """
     ranked = table.group_by(model, maintain_order=True).agg(pl.col("ece").mean())
     chosen, models = _extremes(ranked, model, "ece", HEATMAP_ROW_LIMIT)
-    note = (
-        "One cell per model and task, coloured by the calibration gap, mean confidence − "
-        "accuracy (red: overconfident; blue: underconfident); a dot marks an ECE beyond the "
-        "noise of a calibrated model, faint cells have too few predictions. Hover a cell "
-        "for the whole names and numbers."
+    if models <= HEATMAP_ROW_LIMIT:
+        return None, ""
+    low = HEATMAP_ROW_LIMIT // 2
+    return chosen, (
+        f" Drawn: the {low} models of lowest mean ECE over their tasks and the "
+        f"{HEATMAP_ROW_LIMIT - low} of highest; {models - HEATMAP_ROW_LIMIT:,} of "
+        f"{models:,} models are left out here (the tables have them all)."
     )
-    if models > HEATMAP_ROW_LIMIT:
-        table = _kept(table, chosen)
-        low = HEATMAP_ROW_LIMIT // 2
-        note += (
-            f" Drawn: the {low} models of lowest mean ECE over their tasks and the "
-            f"{HEATMAP_ROW_LIMIT - low} of highest; {models - HEATMAP_ROW_LIMIT:,} of "
-            f"{models:,} models are left out here (the tables have them all)."
+
+
+def _views(
+    table: pl.DataFrame, bins: pl.DataFrame, bin_keys: list[str]
+) -> list[tuple[str, str, Any]]:
+    """The heatmap (two or more keys) and the reliability diagram of a picked group.
+
+    Both over the same models: every model up to :data:`HEATMAP_ROW_LIMIT`, else the
+    extremes of :func:`_bounded_models`.
+    """
+    keys = key_split(table.schema, COMPARISON_COLUMNS)
+    if not keys or "ece" not in table.columns or keys[:1] != bin_keys[:1]:
+        return []
+    chosen, left_out = _bounded_models(table, keys[:1])
+    if chosen is not None:
+        table, bins = _kept(table, chosen), _kept(bins, chosen)
+    views: list[tuple[str, str, Any]] = []
+    if len(keys) >= 2 and "overconfidence" in table.columns:
+        note = (
+            "One cell per model and task, coloured by the calibration gap, mean confidence "
+            "− accuracy (red: overconfident; blue: underconfident); a dot marks an ECE "
+            "beyond the noise of a calibrated model, faint cells have too few predictions. "
+            "Hover a cell for the whole names and numbers."
         )
-    return ("Calibration gap by model and task", note, calibration_heatmap(table))
+        views.append(
+            ("Calibration gap by model and task", note + left_out, calibration_heatmap(table))
+        )
+    groups = bins.select(bin_keys).n_unique()
+    if groups > 1:
+        metrics = table if sorted(keys) == sorted(bin_keys) else None
+        note = (
+            f"One group at a time, of {groups:,}: pick it in the dropdowns under the chart. "
+            "Bars to the diagonal show each bin's gap (red: overconfident; blue: "
+            "underconfident), dashed and faint for bins of fewer than "
+            f"{MCE_MIN_COUNT} predictions."
+        )
+        views.append(
+            (
+                "Reliability diagram of one group",
+                note + left_out,
+                reliability_diagram(bins, metrics=metrics, pick=bin_keys),
+            )
+        )
+    return views
 
 
 def report_charts(
@@ -97,11 +134,13 @@ def report_charts(
 ) -> list[tuple[str, str, Any]]:
     """The report's charts as ``(title, note, chart)``; the command line saves them as PNG.
 
-    With two or more keys and the columns ``overconfidence`` and ``ece``, first the
-    model × task heatmap (:func:`~calib_frames.plot.calibration_heatmap`; beyond
-    :data:`HEATMAP_ROW_LIMIT` models, the half of lowest mean ECE over the tasks and the
-    half of highest). Then reliability diagrams and confidence histograms of the bin
-    statistics, then, as the
+    First the views of every model (beyond :data:`HEATMAP_ROW_LIMIT` models, the half of
+    lowest mean ECE over the tasks and the half of highest): with two or more keys the
+    model × task heatmap (:func:`~calib_frames.plot.calibration_heatmap`), and with
+    more than one group a reliability diagram of the group the reader picks in
+    dropdowns (``pick=`` of :func:`~calib_frames.plot.reliability_diagram`: each group's
+    bins once, one diagram drawn). Then reliability diagrams and confidence histograms of
+    the bin statistics, then, as the
     comparison table has the columns, accuracy against ECE, the Brier decomposition,
     perplexity and, with a selective curve table, the risk–coverage curves. Up to
     :data:`OVERLAY_LIMIT` models share a panel (one panel per task); more get a panel
@@ -148,14 +187,16 @@ def report_charts(
     >>> stats = cf.bin_statistics(preds, by="model")
     >>> table = cf.metrics_from_bin_statistics(stats)
     >>> [title for title, _, _ in report_charts(table, bin_statistics=stats)]
-    ['Reliability diagrams', 'Confidence histograms', 'Accuracy against ECE', 'Brier decomposition']
+    ... # doctest: +NORMALIZE_WHITESPACE
+    ['Reliability diagram of one group', 'Reliability diagrams', 'Confidence histograms',
+     'Accuracy against ECE', 'Brier decomposition']
     """
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 2:
         raise ArgumentError(f"limit= must be an integer >= 2, got {limit!r}")
     table = frame(comparison, "report comparison")
     bins = frame(bin_statistics, "report bin_statistics")
     bin_keys = spec_keys(bins, RELIABILITY, "bin-statistics table")
-    heatmap = _heatmap(table, key_split(table.schema, COMPARISON_COLUMNS))
+    views = _views(table, bins, bin_keys)
     left_out = ""
     kept: pl.DataFrame | None = None  # the keys drawn, when the charts summarise
     if bin_keys and "ece" in table.columns and set(bin_keys) <= set(table.columns):
@@ -195,7 +236,7 @@ def report_charts(
     if overlay:
         note += " Click a legend entry to highlight a model."
     note += left_out
-    built: list[tuple[str, str, Any]] = [] if heatmap is None else [heatmap]
+    built: list[tuple[str, str, Any]] = [*views]
     built += [
         (
             "Reliability diagrams",

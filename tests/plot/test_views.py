@@ -16,7 +16,7 @@ import vl_convert as vlc
 
 import calib_frames as cf
 from calib_frames.exceptions import ArgumentError, TableError
-from calib_frames.plot import calibration_heatmap, metric_scatter
+from calib_frames.plot import calibration_heatmap, metric_scatter, reliability_diagram
 from calib_frames.plot.comparison import LABEL_LIMIT, PALETTE_LIMIT
 from calib_frames.plot.tables import label_heights
 from tests.factories import DATA, prediction_rows
@@ -187,3 +187,26 @@ def test_label_heights_move_only_crowded_labels() -> None:
         floor=0.0,
     )
     assert low.get_column("_label_y").to_list() == pytest.approx([0.1, 0.05, 0.0])
+
+
+def test_reliability_diagram_of_a_picked_group(shipped: pl.DataFrame) -> None:
+    predictions = pl.read_parquet(DATA / "synthetic_predictions.parquet")
+    stats = cf.bin_statistics(predictions, by=["model", "task"])
+    spec = reliability_diagram(stats, metrics=shipped, pick=["model", "task"]).to_dict()
+    params = {p["name"]: p for p in spec["params"]}
+    assert sorted(params) == ["pick_0", "pick_1"]
+    assert params["pick_0"]["bind"]["options"] == sorted(set(predictions["model"]))
+    assert params["pick_1"]["bind"]["options"] == sorted(set(predictions["task"]))
+    assert params["pick_0"]["value"] == "calibrated"
+    # both parts filter on the picks; every group's bins are in the data, once
+    expected = 'datum["model"] === pick_0 && datum["task"] === pick_1'
+    assert [part["transform"] for part in spec["vconcat"]] == [[{"filter": expected}]] * 2
+    populated, every_bin = spec["datasets"].values()
+    assert len(every_bin) == stats.height
+    assert len(populated) == stats.filter(pl.col("count") > 0).height
+    assert "legend" not in json.dumps(spec["vconcat"][0]["layer"][0]["encoding"]["color"])
+    vlc.vegalite_to_vega(spec)
+    with pytest.raises(ArgumentError, match="not group keys"):
+        reliability_diagram(stats, pick="split")
+    with pytest.raises(ArgumentError, match="leave facet= unset"):
+        reliability_diagram(stats, pick="model", facet="task")
