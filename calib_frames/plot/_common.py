@@ -135,11 +135,22 @@ def diagonal(**mark: Any) -> alt.Chart:
     )
 
 
-def header(labels: bool = True) -> alt.Header:
-    """The panel titles of a faceted chart."""
+def header(labels: bool = True, width: Any = None) -> alt.Header:
+    """The panel titles of a faceted chart, cut in the middle to the panel's ``width``.
+
+    A bold 11-pixel character is about 6.5 pixels wide; without a width (or with a
+    width that is not a number), titles run to 240 pixels.
+    """
     import altair as alt
 
-    return alt.Header(labels=labels, labelLimit=240, labelFontSize=11, labelFontWeight="bold")
+    room = width if isinstance(width, int | float) and not isinstance(width, bool) else 240
+    return alt.Header(
+        labels=labels,
+        labelLimit=room,
+        labelExpr=short_label(limit=max(8, int(room / 6.5))),
+        labelFontSize=11,
+        labelFontWeight="bold",
+    )
 
 
 def facet_columns(
@@ -179,7 +190,7 @@ def in_panels(
         return chart.properties(**rows, title=title)  # type: ignore[no-any-return]
     panels = prepared.panels
     return chart.facet(  # type: ignore[no-any-return]
-        facet=alt.Facet(f"{PANEL}:N", sort=panels, title=None, header=header()),
+        facet=alt.Facet(f"{PANEL}:N", sort=panels, title=None, header=header(width=chart["width"])),
         bounds="flush",
         spacing=FACET_SPACING,
         columns=facet_columns(len(panels), prepared.facet, data, columns),

@@ -296,7 +296,7 @@ def _faceted_diagram(
 
         def row(chart: Any, part: str, labels: bool, chunk: list[str] = chunk) -> Any:
             # FacetChart directly: its data comes from the enclosing vconcat
-            column = alt.Column(f"{PANEL}:N", sort=chunk, title=None, header=header(labels))
+            column = alt.Column(f"{PANEL}:N", sort=chunk, title=None, header=header(labels, width))
             return (
                 alt.FacetChart(
                     spec=chart, facet=alt.FacetMapping(column=column), spacing=16, bounds="flush"

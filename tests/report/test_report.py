@@ -7,6 +7,7 @@ import html
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -67,9 +68,10 @@ def test_report_header_table_and_charts(tables: dict[str, pl.DataFrame], tmp_pat
     assert names[:2] == ["model", "task"]
     for column in ("accuracy", "ECE", "MCE", "Brier", "perplexity", "bits/byte"):
         assert column in names
-    # five charts, each spec a JSON element the page draws
+    # seven charts (heatmap, picked diagram and the five of the groups), each spec a
+    # JSON element the page draws
     specs = re.findall(r'<script type="application/json" id="(chart-spec-\d)">', page)
-    assert specs == [f"chart-spec-{i}" for i in range(5)]
+    assert specs == [f"chart-spec-{i}" for i in range(7)]
     for spec_id in specs:
         assert f'data-vega-spec="{spec_id}"' in page
 
@@ -137,7 +139,7 @@ def test_hostile_names_are_escaped(tables: dict[str, pl.DataFrame]) -> None:
         assert "</script><script>alert(3)</script>" in values
     # only our own script elements
     assert page.count("<script>") == 3  # the sort code, the Vega bundle, the embed code
-    assert page.count('<script type="application/json"') == 5
+    assert page.count('<script type="application/json"') == 7
 
 
 def test_refuses_wrong_tables(tables: dict[str, pl.DataFrame], tmp_path: Path) -> None:
@@ -199,6 +201,8 @@ def test_report_charts_follow_the_tables(tables: dict[str, pl.DataFrame]) -> Non
 
     titles = [t for t, _, _ in report_charts(tables["comparison"], bin_statistics=tables["stats"])]
     assert titles == [
+        "Calibration gap by model and task",
+        "Reliability diagram of one group",
         "Reliability diagrams",
         "Confidence histograms",
         "Accuracy against ECE",
@@ -251,15 +255,38 @@ def test_charts_stay_bounded_and_say_what_they_leave_out() -> None:
     charts = report_charts(table, bin_statistics=stats, limit=6)
     ranked = table.sort("ece")["model"].to_list()
     expected = {*ranked[:3], *ranked[-3:]}
-    for title, note, chart in charts:
-        assert "34 of 40 groups are left out" in note, title
-        models = {
+
+    def models(chart: Any) -> set[str]:
+        return {
             row["model"]
             for data in chart.to_dict()["datasets"].values()
             for row in data
             if row.get("model") is not None
         }
-        assert models == expected, title
+
+    # the heatmap and the picked diagram hold every model up to HEATMAP_ROW_LIMIT
+    views, rest = charts[:2], charts[2:]
+    assert [title for title, _, _ in views] == [
+        "Calibration gap by model and task",
+        "Reliability diagram of one group",
+    ]
+    for title, note, chart in views:
+        assert "left out" not in note, title
+        assert models(chart) == set(table["model"]), title
+    for title, note, chart in rest:
+        assert "34 of 40 groups are left out" in note, title
+        assert models(chart) == expected, title
+    # beyond it, the 25 models of lowest mean ECE and the 25 of highest
+    many = pl.concat(
+        [preds, preds.with_columns(pl.col("model").str.replace("m", "n"))]
+    )  # 80 models
+    wide = cf.metrics_from_bin_statistics(cf.bin_statistics(many, by=["model", "task"]))
+    by_ece = wide.sort("ece", "model")["model"].to_list()
+    for title, note, chart in report_charts(
+        wide, bin_statistics=cf.bin_statistics(many, by=["model", "task"])
+    )[:2]:
+        assert "30 of 80 models are left out" in note, title
+        assert models(chart) == {*by_ece[:25], *by_ece[-25:]}, title
     # within the limit nothing is left out
     few = report_charts(table.head(6), bin_statistics=stats.filter(pl.col("model") < "m06"))
     assert not any("left out" in note for _, note, _ in few)
