@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -106,7 +107,8 @@ def test_report_renders_offline_and_hostile_names_stay_text(
     context, page, log = open_offline(browser, path)
     try:
         states = chart_states(page)
-        assert len(states) == 5  # reliability, histogram, scatter, Brier, perplexity
+        # heatmap, picked diagram, reliability, histogram, scatter, Brier, perplexity
+        assert len(states) == 7
         assert all(state == "true" for state, _ in states), states
         assert all(marks > 20 for _, marks in states), states
         assert log.errors == []
@@ -127,11 +129,11 @@ def test_report_renders_offline_and_hostile_names_stay_text(
         assert page.locator("img").count() == 0
         assert page.locator("h1 b, dl.meta i").count() == 0
         scripts = page.eval_on_selector_all("script", "els => els.map(e => e.type || 'js')")
-        assert scripts.count("application/json") == 5
-        assert len(scripts) == 5 + 3  # specs, the Vega bundle, the sort and embed code
+        assert scripts.count("application/json") == 7
+        assert len(scripts) == 7 + 3  # specs, the Vega bundle, the sort and embed code
         # tooltips (vega-tooltip builds HTML) show the names as text too
         seen = set()
-        points = page.locator("#chart-0 svg g.mark-symbol path")
+        points = page.locator("#chart-2 svg g.mark-symbol path")  # the reliability panels
         tooltip = page.locator("#vg-tooltip-element")
         for index in range(0, points.count(), 3):
             points.nth(index).hover(force=True)
@@ -145,6 +147,61 @@ def test_report_renders_offline_and_hostile_names_stay_text(
         assert log.dialogs == [] and log.errors == []
         page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
         assert (tmp_path / "report.png").stat().st_size > 10_000
+    finally:
+        context.close()
+
+
+def test_picking_a_model_changes_the_diagram(browser: Any, tmp_path: Path) -> None:
+    """12 models × 2 tasks: the dropdowns redraw the one diagram; the heatmap draws all."""
+    rng = np.random.default_rng(5)
+    n = 12 * 2 * 200
+    models = [f"model-{k:02d}-{'x' * 30}" for k in range(12)]
+    model = np.repeat(models, 400)
+    bias = np.repeat(np.linspace(-0.2, 0.2, 12), 400)
+    p = rng.uniform(0.3, 1.0, n)
+    preds = pl.DataFrame(
+        {
+            "model": np.where(model == models[3], HOSTILE["calibrated"], model),
+            "task": np.tile(["a", "b"], n // 2),
+            "confidence": p,
+            "correct": rng.random(n) < np.clip(p - bias, 0, 1),
+        }
+    )
+    stats = cf.bin_statistics(preds, by=["model", "task"])
+    comparison = cf.comparison_from_statistics(stats, replicates=20)
+    path = write_report(tmp_path / "report.html", comparison=comparison, bin_statistics=stats)
+    context, page, log = open_offline(browser, path)
+    try:
+        states = chart_states(page)
+        assert all(state == "true" for state, _ in states), states
+        assert all(marks > 20 for _, marks in states), states
+        heatmap, picked = page.locator("#chart-0"), page.locator("#chart-1")
+        assert heatmap.locator("svg g.mark-rect.role-mark path").count() == 24  # every cell
+        selects = picked.locator("select")
+        assert selects.count() == 2  # model, task
+        options = selects.nth(0).locator("option").all_inner_texts()
+        assert sorted(options) == sorted(set(preds["model"]))
+
+        def drawn() -> str:
+            return str(page.eval_on_selector("#chart-1 svg", "e => e.innerHTML"))
+
+        def choose(select: int, label: str) -> str:
+            page.evaluate("window.drawnBefore = document.querySelector('#chart-1 svg').innerHTML")
+            selects.nth(select).select_option(label=label)
+            page.wait_for_function(
+                "document.querySelector('#chart-1 svg').innerHTML !== window.drawnBefore"
+            )
+            return drawn()
+
+        first = drawn()
+        assert selects.nth(0).input_value() == options[0]  # the first model, preselected
+        # the hostile name sorts first: pick another model, then it, then the other task
+        seen = [first, choose(0, models[7]), choose(0, HOSTILE["calibrated"]), choose(1, "b")]
+        assert len(set(seen)) == 3 and seen[0] == seen[2]  # back to the first model: same
+        assert log.errors == [] and log.dialogs == [] and log.requests == []
+        assert page.locator("img").count() == 0
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= page.viewport_size["width"]
     finally:
         context.close()
 
