@@ -198,6 +198,32 @@ def in_panels(
     ).properties(title=title)
 
 
+def sized_panels(
+    chart: Any,
+    prepared: Prepared,
+    data: pl.DataFrame,
+    size: tuple[float, float],
+    title: str,
+    *,
+    columns: int | None,
+    subtitle: str = "",
+) -> alt.TopLevelMixin:
+    """``chart`` at ``size`` (width, height) a panel, titled (with ``subtitle``), in panels.
+
+    The scaffolding the families' charts end with: :func:`in_panels` on ``data``.
+    """
+    import altair as alt
+
+    width, height = size
+    return in_panels(
+        chart.properties(width=width, height=height),
+        prepared,
+        data,
+        title=alt.Title(title, subtitle=subtitle) if subtitle else title,
+        columns=columns,
+    )
+
+
 def check_flag(name: str, value: bool) -> None:
     """Refuse anything but True or False."""
     if not isinstance(value, bool):

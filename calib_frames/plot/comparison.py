@@ -25,6 +25,7 @@ from calib_frames.plot._common import (
     key_tooltips,
     palette,
     short_label,
+    sized_panels,
 )
 from calib_frames.plot.tables import (
     COLOR,
@@ -297,11 +298,16 @@ def metric_scatter(
         else (alt.value(1.0) if many else faded)
     )
     layers += _label_layers(x_enc, y_domain, label_opacity)
-    chart = alt.layer(*layers).properties(width=width, height=height)
     heading = title if title is not None else f"{y_title} against {x_title}"
-    subtitle = "grey tick: ECE noise floor" if floor else []
-    return in_panels(
-        chart, prepared, points, title=alt.Title(heading, subtitle=subtitle), columns=columns
+    subtitle = "grey tick: ECE noise floor" if floor else ""
+    return sized_panels(
+        alt.layer(*layers),
+        prepared,
+        points,
+        (width, height),
+        heading,
+        columns=columns,
+        subtitle=subtitle,
     )
 
 

@@ -18,9 +18,9 @@ from calib_frames.plot._common import (
     facet_columns,
     group_encoding,
     group_lines,
-    in_panels,
     inline_data,
     key_tooltips,
+    sized_panels,
     unit_scale,
 )
 from calib_frames.plot.tables import (
@@ -65,10 +65,14 @@ def _curve_table(
     *,
     color: str | Sequence[str] | None,
     facet: str | Sequence[str] | None,
+    before: Sequence[str] = (),
 ) -> tuple[Prepared, list[str]]:
-    """The table checked to hold the numeric ``columns`` after its keys, and prepared."""
+    """The table checked to hold the numeric ``columns`` after its keys, and prepared.
+
+    The keys end at the first of ``columns`` or of the optional ``before`` columns.
+    """
     data = frame(table, name)
-    keys = key_split(data.schema, frozenset(columns[:1]))
+    keys = key_split(data.schema, frozenset((*before, *columns[:1])))
     check_columns(data.schema, list(columns), role=role, built_by="", numeric=list(columns))
     return prepare(data, keys, color=color, facet=facet), keys
 
@@ -157,9 +161,10 @@ def smooth_reliability_chart(
             alt.Tooltip("y:Q", format=".3f"),
         ],
     )
-    layer = alt.layer(diagonal(), line).properties(width=width, height=height)
     heading = title if title is not None else "Smooth reliability curve"
-    return in_panels(layer, prepared, points, title=heading, columns=columns)
+    return sized_panels(
+        alt.layer(diagonal(), line), prepared, points, (width, height), heading, columns=columns
+    )
 
 
 def isotonic_reliability_chart(
@@ -399,9 +404,8 @@ def ece_bins_chart(
             alt.Tooltip("ece:Q", format=".4f"),
         ],
     )
-    chart = chart.properties(width=width, height=height)
     heading = title if title is not None else "ECE against the number of bins"
-    return in_panels(chart, prepared, points, title=heading, columns=columns)
+    return sized_panels(chart, prepared, points, (width, height), heading, columns=columns)
 
 
 def risk_coverage_chart(
@@ -426,17 +430,14 @@ def risk_coverage_chart(
     table
         keys…, ``coverage``, ``risk``, as :func:`~calib_frames.selective_curve` returns
         it (``points=`` keeps charts of large groups small).
-    color, facet, columns
-        Keys told apart by colour, keys making panels, and panels per row.
-    width, height
-        Size of one panel in pixels (default 300 × 220).
-    title
-        Chart title (default "Risk–coverage curves").
+    color, facet, columns, width, height, title
+        As for :func:`ece_bins_chart`; here a panel is 300 × 220 pixels and the title
+        "Risk–coverage curves" by default.
 
     Returns
     -------
     altair.TopLevelMixin
-        A ``Chart`` of one panel, or a ``FacetChart`` with one panel per facet value.
+        As :func:`ece_bins_chart` returns.
 
     Raises
     ------
@@ -456,18 +457,16 @@ def risk_coverage_chart(
     """
     import altair as alt
 
-    data = frame(table, "risk_coverage_chart")
-    skip = frozenset(("threshold", *RISK_COVERAGE_COLUMNS[:1]))
-    keys = key_split(data.schema, skip)
-    check_columns(
-        data.schema,
-        list(RISK_COVERAGE_COLUMNS),
-        role="selective curve table",
-        built_by="",
-        numeric=list(RISK_COVERAGE_COLUMNS),
+    prepared, keys = _curve_table(
+        table,
+        RISK_COVERAGE_COLUMNS,
+        "selective curve table",
+        "risk_coverage_chart",
+        color=color,
+        facet=facet,
+        before=("threshold",),
     )
-    prepared = prepare(data, keys, color=color, facet=facet)
-    extra = ["threshold"] if "threshold" in data.columns else []
+    extra = ["threshold"] if "threshold" in prepared.data.columns else []
     points = (
         prepared.data.with_columns(pl.col(*RISK_COVERAGE_COLUMNS).cast(pl.Float64))
         .filter(pl.col("coverage").is_finite(), pl.col("risk").is_finite())
@@ -493,6 +492,5 @@ def risk_coverage_chart(
         y=alt.Y("risk:Q", scale=alt.Scale(zero=True), title="risk (error rate of answered)"),
         tooltip=tooltips,
     )
-    chart = chart.properties(width=width, height=height)
     heading = title if title is not None else "Risk–coverage curves"
-    return in_panels(chart, prepared, points, title=heading, columns=columns)
+    return sized_panels(chart, prepared, points, (width, height), heading, columns=columns)

@@ -16,7 +16,7 @@ import polars as pl
 
 from calib_frames.estimators.drift import VERDICT_TITLES
 from calib_frames.exceptions import TableError
-from calib_frames.plot._common import SINGLE, check_size, field, in_panels, key_tooltips
+from calib_frames.plot._common import SINGLE, check_size, field, key_tooltips, sized_panels
 from calib_frames.plot.tables import (
     COMPARISON_COLUMNS,
     PANEL,
@@ -194,20 +194,22 @@ def trend_chart(
         .mark_point(filled=True, size=30, color=CHANGED)
         .encode(x=x, y=y, tooltip=tooltips)
     )
-    chart = alt.layer(*layers).properties(width=width, height=height)
-    heading = title if title is not None else f"{metric_title} per batch"
+    chart = alt.layer(*layers)
     notes = ["band: bootstrap interval"] if band else []
     notes += ["dashed: ECE noise floor"] if floor else []
     notes += (
         ["red: changed against the earlier batches (point: the batch tested)"] if status else []
     )
     wrap = columns if columns is not None else min(5, max(1, len(prepared.panels)))
-    return in_panels(
+    heading = title if title is not None else f"{metric_title} per batch"
+    return sized_panels(
         chart,
         prepared,
         prepared.data,
-        title=alt.Title(heading, subtitle="; ".join(notes) or []),
+        (width, height),
+        heading,
         columns=wrap,
+        subtitle="; ".join(notes),
     )
 
 
