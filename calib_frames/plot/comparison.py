@@ -686,8 +686,9 @@ def perplexity_chart(
     return alt.hconcat(*panels, spacing=12, title=alt.Title(heading))
 
 
-HEATMAP_WIDTH = 900
-"""Most pixels the cells of :func:`calibration_heatmap` take across (labels and legend aside)."""
+HEATMAP_WIDTH, HEATMAP_HEIGHT = 900, 900
+"""Pixels the cells of :func:`calibration_heatmap` take across and down at most (labels and
+legend aside), unless a cell would be under 10 pixels."""
 
 
 def calibration_heatmap(
@@ -722,8 +723,8 @@ def calibration_heatmap(
         The key of the rows (default: the first key); the other keys together make the
         columns (one column, "all", when there is no other key).
     cell
-        Side of a cell in pixels (default: what fits the columns in 900 pixels, between
-        10 and 28).
+        Side of a cell in pixels (default: what fits the columns in 900 pixels across and
+        the rows in 900 down, between 10 and 28).
     title
         Chart title (default "Calibration gap by group" or "ECE by group").
 
@@ -792,7 +793,8 @@ def calibration_heatmap(
     )
     rows, columns = prepared.colors, prepared.panels
     if cell is None:
-        cell = min(28.0, max(10.0, HEATMAP_WIDTH / max(len(columns), 1)))
+        fit = min(HEATMAP_WIDTH / max(len(columns), 1), HEATMAP_HEIGHT / max(len(rows), 1))
+        cell = min(28.0, max(10.0, fit))
     # the scale spans the cells with enough predictions (a 5-prediction cell's gap is noise)
     enough = cells.filter(pl.col("_status").ne_missing(TOO_FEW))
     top = enough.get_column(value).abs().quantile(0.98) if enough.height else None

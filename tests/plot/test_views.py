@@ -108,6 +108,9 @@ def test_heatmap_fits_fifty_by_sixty() -> None:
     spec = calibration_heatmap(grid).to_dict()
     assert spec["width"] == 900 and spec["height"] == 750  # 15-pixel cells
     assert len(rows_of(spec)) == 3000
+    # 50 models on one task: the rows fit 900 pixels down
+    column = calibration_heatmap(grid.filter(pl.col("task") == "t0")).to_dict()
+    assert (column["width"], column["height"]) == (18, 900)
 
 
 def test_heatmap_refuses() -> None:
