@@ -226,8 +226,8 @@ def report_charts(
     facet = list(bin_keys) if many else bin_keys[1:]
     panels = bins.select(facet).n_unique() if facet else 1
     # a grid of model × task: a column per task, unless there is one task
-    by_task = many and len(facet) >= 2 and bins.select(facet[-1]).n_unique() > 1
-    columns = None if by_task else (min(panels, 4) if facet else None)
+    column_per_task = many and len(facet) >= 2 and bins.select(facet[-1]).n_unique() > 1
+    columns = None if column_per_task else (min(panels, 4) if facet else None)
     overlay = bool(facet) and not many
     note = (
         "Accuracy against mean confidence per bin; bars to the diagonal show each bin's "
