@@ -20,7 +20,8 @@ function                           draws
 :func:`confidence_histogram`       predictions per confidence bin, per group
 :func:`metric_scatter`             accuracy vs ECE (or Brier, ...), one point per group
 :func:`brier_decomposition_chart`  reliability vs resolution, diverging bars
-:func:`perplexity_chart`           perplexity and bits per byte side by side
+:func:`perplexity_chart`           perplexity (or word / byte perplexity) and bits per
+                                   byte side by side, intervals as bars
 :func:`smooth_reliability_chart`   a smooth reliability curve table (x, y)
 :func:`isotonic_reliability_chart` CORP / isotonic blocks as a step curve
 :func:`ece_bins_chart`             ECE against the number of bins
@@ -33,7 +34,8 @@ function                           draws
 
 One module per family of charts, named after what it draws from:
 :mod:`~calib_frames.plot.reliability` (a bin table), :mod:`~calib_frames.plot.comparison`
-(a metrics or comparison table, one mark per group), :mod:`~calib_frames.plot.curves`
+(a metrics or comparison table, one mark per group), :mod:`~calib_frames.plot.perplexity`
+(its perplexity columns), :mod:`~calib_frames.plot.curves`
 (an estimator's curve table), :mod:`~calib_frames.plot.ranking` (a ranking-metrics
 table) and :mod:`~calib_frames.plot.over_time` (a table of batches);
 :mod:`~calib_frames.plot.export` saves them. :mod:`calib_frames.plot.tables`
@@ -46,7 +48,7 @@ altair and vl-convert are imported when a chart is built or saved, so ``import
 calib_frames`` (and this module) stays fast.
 """
 
-from calib_frames.plot.comparison import brier_decomposition_chart, metric_scatter, perplexity_chart
+from calib_frames.plot.comparison import brier_decomposition_chart, metric_scatter
 from calib_frames.plot.curves import (
     ece_bins_chart,
     isotonic_reliability_chart,
@@ -55,6 +57,7 @@ from calib_frames.plot.curves import (
 )
 from calib_frames.plot.export import chart_html, embed_json, save_chart
 from calib_frames.plot.over_time import trend_chart
+from calib_frames.plot.perplexity import perplexity_chart
 from calib_frames.plot.ranking import metric_at_k_chart
 from calib_frames.plot.reliability import confidence_histogram, reliability_diagram
 

@@ -21,6 +21,7 @@ from calib_frames.plot import (
     risk_coverage_chart,
     trend_chart,
 )
+from calib_frames.plot.perplexity import perplexity_measures
 from calib_frames.plot.tables import COMPARISON_COLUMNS, frame, key_split, spec_keys
 from calib_frames.schema import RELIABILITY
 
@@ -196,15 +197,19 @@ def report_charts(
             )
         )
     source = table if perplexity is None else frame(perplexity, "report perplexity")
-    if "perplexity" in source.columns and source.get_column("perplexity").is_not_null().any():
+    measures = perplexity_measures(source)  # lm-eval's rolling tasks: word/byte, bits/byte
+    if measures:
         ppl_keys = key_split(source.schema, COMPARISON_COLUMNS)
-        ppl_note = "Per token, and bits per byte."
+        what = " and ".join(m.replace("_", " ") for m in measures)
+        ppl_note = f"{what.capitalize()} per group, lower is better; bars: 95% intervals."
         if ppl_keys:
-            chosen, groups = _extremes(source, ppl_keys, "perplexity", limit)
+            ranked = source.filter(pl.col(measures[0]).is_finite())
+            chosen, groups = _extremes(ranked, ppl_keys, measures[0], limit)
             if groups > limit:
                 source = _kept(source, chosen)
                 ppl_note += (
-                    f" Drawn: the {limit // 2} groups of lowest perplexity and the "
+                    f" Drawn: the {limit // 2} groups of lowest {measures[0].replace('_', ' ')} "
+                    "and the "
                     f"{limit - limit // 2} of highest; {groups - limit:,} of {groups:,} are "
                     "left out."
                 )
