@@ -88,8 +88,8 @@ def perplexity_chart(
     :math:`\exp(L / \text{bytes})` and bits per byte :math:`L / (\text{bytes} \ln 2)`.
     The left panel draws the first of perplexity, word perplexity and byte perplexity
     that the table has values of; the right one bits per byte, else bits per token.
-    Lower is better in both. Groups are on the vertical axis, the other keys are colours
-    (e.g. model on the axis, one colour per task). A bar through a dot spans
+    Lower is better in both. Groups are on the vertical axis, lowest first; the other
+    keys are colours (e.g. model on the axis, one colour per task). A bar through a dot spans
     ``<measure>_ci_low`` to ``<measure>_ci_high`` where the table has them (the bootstrap
     intervals of :func:`~calib_frames.estimators.perplexity_intervals`). Rows with no
     value (a comparison table's calibration-only rows) are left out.
@@ -168,7 +168,14 @@ def perplexity_chart(
         .filter(pl.any_horizontal(pl.col(*measures).is_finite()))
         .select(*keys, COLOR, PANEL, *measures, *bounds, *extra)
     )
-    labels = dots.get_column(PANEL).unique(maintain_order=True).to_list()
+    # best first: the groups on the axis by their lowest value of the first measure
+    labels = (
+        dots.group_by(PANEL, maintain_order=True)
+        .agg(pl.col(measures[0]).min())
+        .sort(measures[0], nulls_last=True, maintain_order=True)
+        .get_column(PANEL)
+        .to_list()
+    )
     tooltips = [
         *key_tooltips(keys),
         *[alt.Tooltip(f"{m}:Q", format=".4f") for m in (*measures, *bounds)],
@@ -191,7 +198,10 @@ def perplexity_chart(
         highlight = None
         dot_color = alt.value(SINGLE)
         opacity = alt.value(1.0)
-    height = max(60, 20 * len(labels))
+    # several colours on one row get a line each (an offset), so no bar hides another
+    shades = dots.get_column(COLOR).n_unique() if prepared.color else 1
+    offset: dict[str, Any] = {"yOffset": alt.YOffset(f"{COLOR}:N")} if shades > 1 else {}
+    height = max(60, len(labels) * max(20, 9 * shades))
     base = alt.Chart()
     panels = []
     for position, measure in enumerate(measures):
@@ -207,10 +217,10 @@ def perplexity_chart(
             f"{measure}:Q",
             title=_TITLES[measure],
             scale=alt.Scale(zero=False, nice=True),
-            axis=alt.Axis(labelOverlap=True, tickCount=6),
+            axis=alt.Axis(labelOverlap="greedy", labelSeparation=6, tickCount=6),
         )
         dot = base.mark_point(filled=True, size=60).encode(
-            x=x, y=y, color=dot_color, opacity=opacity, tooltip=tooltips
+            x=x, y=y, color=dot_color, opacity=opacity, tooltip=tooltips, **offset
         )
         if highlight is not None and position == 0:
             dot = dot.add_params(highlight)
@@ -222,6 +232,7 @@ def perplexity_chart(
                     x=alt.X(f"{measure}_ci_low:Q", title=_TITLES[measure]),
                     x2=f"{measure}_ci_high:Q",
                     y=y,
+                    **offset,
                     color=dot_color,
                     opacity=opacity,
                     tooltip=tooltips,

@@ -183,6 +183,7 @@ _DETAIL = frozenset(
         "ece_noise_floor",
         "ece_p_value",
         "mce_task_mean",
+        "brier_task_mean",
         "log_loss_task_mean",
         "reliability",
         "resolution",
