@@ -65,11 +65,13 @@ def report_charts(
 
     Reliability diagrams and confidence histograms of the bin statistics, then, as the
     comparison table has the columns, accuracy against ECE, the Brier decomposition,
-    perplexity and, with a selective curve table, the risk–coverage curves. Up to
+    perplexity (whichever of :data:`~calib_frames.plot.perplexity.PERPLEXITY_MEASURES` the
+    tables have values of: lm-eval's rolling tasks give word and byte perplexity and bits
+    per byte) and, with a selective curve table, the risk–coverage curves. Up to
     :data:`OVERLAY_LIMIT` models share a panel (one panel per task); more get a panel
     each. Charts stay bounded whatever the number of groups: beyond ``limit`` groups they
     summarise, drawing the ``limit // 2`` groups of lowest ECE and the rest of highest
-    (perplexity: lowest and highest perplexity), and each chart's note says how many it
+    (perplexity: lowest and highest of its first measure), and each chart's note says how many it
     left out.
 
     Parameters

@@ -333,10 +333,13 @@ def write_report(
 
     The file has a header (inputs with their row counts, predictions and groups, group
     keys, binning, date, versions), the comparison table (one row per group, numbers
-    formatted, sortable by clicking a header, the best value of each column marked, and
-    ``<metric>_ci_low``/``_ci_high`` shown as intervals when present) and the charts:
+    formatted, sortable by clicking a header, filtered by the text typed above it, its
+    columns in groups shown or hidden by tick boxes, the best value of each column marked,
+    and ``<metric>_ci_low``/``_ci_high`` shown as intervals on hover or on request) in a
+    box that scrolls inside the page, and the charts:
     reliability diagrams, confidence histograms, accuracy against ECE, the Brier
-    decomposition, when there is perplexity, perplexity and bits per byte, and with
+    decomposition, when there are token or byte counts, perplexity (or word / byte
+    perplexity) and bits per byte, and with
     ``selective=`` the risk–coverage curves. It opens
     with no network (Vega inlined, a Content-Security-Policy allowing no request). The
     file is written atomically (a temporary file in the same folder, then
