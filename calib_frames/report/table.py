@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from collections.abc import Sequence
 
 import polars as pl
+
+from calib_frames.exceptions import ArgumentError
 
 __all__ = ["COLUMN_GROUPS", "REPORT_COLUMNS", "table_html"]
 
@@ -230,6 +233,34 @@ def _toolbar(table_id: str, groups: list[str], *, details: bool, intervals: bool
     )
 
 
+def _column_style(
+    table_id: str, leading: int, order: list[tuple[str | None, str]], schema: pl.Schema
+) -> str:
+    """The table's own style: which body cells each toggle hides, by column position.
+
+    The header cells carry their group as a class; body cells do not (at 2,000 models
+    that is 200,000 class attributes), so their rules go by ``nth-child``.
+    """
+    hides: dict[str, list[int]] = {}
+    text: list[int] = []
+    for position, (slug, column) in enumerate(order, start=leading + 1):
+        if slug is not None:
+            hides.setdefault(f"g-{slug}", []).append(position)
+        if column in _DETAIL:
+            hides.setdefault("detail", []).append(position)
+        if not schema[column].is_numeric():
+            text.append(position)
+    cell = f"#{table_id} > tbody > tr > td"
+    rules = [
+        ", ".join(f"#{table_id}.hide-{name} > tbody > tr > td:nth-child({k})" for k in columns)
+        + " { display: none; }"
+        for name, columns in hides.items()
+    ]
+    if text:
+        rules.append(", ".join(f"{cell}:nth-child({k})" for k in text) + " { text-align: left; }")
+    return "<style>\n" + "\n".join(rules) + "\n</style>"
+
+
 def table_html(
     comparison: pl.DataFrame, *, keys: list[str], within: list[str], table_id: str = "comparison"
 ) -> str:
@@ -239,7 +270,8 @@ def table_html(
     columns of :data:`REPORT_COLUMNS` it has, in the groups of :data:`COLUMN_GROUPS`
     (a header row names them), numbers formatted. Where the table has
     ``<column>_ci_low`` / ``_ci_high``, the interval is the cell's title (shown on
-    hover) and, with "intervals" ticked, in brackets in the cell. A toolbar above the
+    hover) and, with "intervals" ticked, in brackets in the cell (written there by the
+    script: a 2,000-model page does not carry each interval twice). A toolbar above the
     table filters its rows by the keys' text, shows or hides each group, the less-read
     columns ("all columns") and the intervals. Each cell keeps its raw value in
     ``data-value`` for the page's script (``assets/report.js``); every name and value is
@@ -259,7 +291,13 @@ def table_html(
     Returns
     -------
     str
-        The toolbar and the ``<table>`` (inside a ``<div>`` that scrolls, not the page).
+        The toolbar, the table's style (the toggles' rules) and the ``<table>`` (inside
+        a ``<div>`` that scrolls, not the page).
+
+    Raises
+    ------
+    ArgumentError
+        If ``table_id`` is not a plain HTML id.
 
     Examples
     --------
@@ -267,11 +305,15 @@ def table_html(
     >>> from calib_frames.report.table import table_html
     >>> table = pl.DataFrame({"model": ["a", "<b>"], "ece": [0.05, 0.02]})
     >>> page = table_html(table, keys=["model"], within=[])
-    >>> '<td class="g-calibration best" data-value="0.02">0.0200</td>' in page
+    >>> '<td class="best" data-value="0.02">0.0200</td>' in page
     True
     >>> "&lt;b&gt;" in page, "<b>" in page
     (True, False)
     """
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", table_id):
+        raise ArgumentError(
+            f"table_id= must be a plain HTML id (letters, digits, -, _), got {table_id!r}"
+        )
     shown = [
         c
         for c in REPORT_COLUMNS
@@ -329,15 +371,15 @@ def table_html(
             low, high = row.get(f"{column}_ci_low"), row.get(f"{column}_ci_high")
             if column in has_ci and (low is not None or high is not None):
                 interval = html.escape(f"[{_format(low, column)}, {_format(high, column)}]")
-                title = f' title="95% interval {interval}"'
-                text += f'<span class="ci"> {interval}</span>'
-            classes = _classes(*groups_of[column], "best" if flag[column] else "")
+                title = f' title="95% interval {interval}"'  # the script shows it on request
+            classes = ' class="best"' if flag[column] else ""
             cells.append(f'<td{classes} data-value="{html.escape(_raw(value))}"{title}>{text}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
     details = any(c in _DETAIL for _, c in order)
     hidden = ["hide-ci"] + (["hide-detail"] if details else [])
     return (
         _toolbar(table_id, groups, details=details, intervals=bool(has_ci))
+        + _column_style(table_id, len(keys), order, comparison.schema)
         + f'<div class="scroll"><table class="comparison sortable {" ".join(hidden)}" '
         f'id="{html.escape(table_id)}">\n<thead><tr class="groups">'
         + "".join(group_row)

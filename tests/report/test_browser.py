@@ -389,32 +389,47 @@ def test_column_toggles_and_intervals_on_demand(
 
         before = shown_headers()
         assert "ECE" in before and "RMSCE" not in before
-        assert span_total() == len(before)
+
+        def shown_cells() -> int:  # of the first row: hidden with their headers
+            return int(
+                page.eval_on_selector_all(
+                    "#comparison tbody tr:first-child td",
+                    "els => els.filter(e => getComputedStyle(e).display !== 'none').length",
+                )
+            )
+
+        assert span_total() == len(before) == shown_cells()
         toolbar = '.toolbar[data-table="comparison"]'
         page.locator(f'{toolbar} input[data-toggle="detail"]').check()
         assert "RMSCE" in shown_headers() and span_total() == len(shown_headers())
+        assert shown_cells() == len(shown_headers())
         page.locator(f'{toolbar} input[data-toggle="g-calibration"]').uncheck()
         assert "ECE" not in shown_headers() and "calibration" not in group_spans()
-        assert span_total() == len(shown_headers())
+        assert span_total() == len(shown_headers()) == shown_cells()
         # intervals: in the title on hover; in the cell once ticked
-        cell = page.locator("#comparison tbody tr:first-child td.g-accuracy").first
-        assert cell.get_attribute("title").startswith("95% interval [")
-        assert not cell.locator(".ci").is_visible()
+        accuracy = 1 + page.eval_on_selector_all(
+            head, "els => els.findIndex(e => e.textContent === 'accuracy')"
+        )
+        cell = page.locator(f"#comparison tbody tr:first-child td:nth-child({accuracy})")
+        title = cell.get_attribute("title")
+        assert title.startswith("95% interval [")
+        assert cell.locator(".ci").count() == 0
         page.locator(f'{toolbar} input[data-toggle="ci"]').check()
         assert cell.locator(".ci").is_visible()
+        assert cell.locator(".ci").text_content() == " " + title.removeprefix("95% interval ")
+        page.locator(f'{toolbar} input[data-toggle="ci"]').uncheck()
+        assert not cell.locator(".ci").is_visible()
         # the sort still works, on the rows the filter left
         page.locator(f"{toolbar} input.filter").fill("mmlu")
-        column = shown_headers().index("accuracy")
-        header = page.locator(head).filter(has_text="accuracy").first
-        header.click()
+        page.locator(head).nth(accuracy - 1).click()
         values = [
             float(v)
             for v in page.eval_on_selector_all(
-                "#comparison tbody tr:not([hidden]) td.g-accuracy:not(.detail)",
+                f"#comparison tbody tr:not([hidden]) td:nth-child({accuracy})",
                 "els => els.map(e => e.getAttribute('data-value'))",
             )
         ]
-        assert column > 0 and len(values) == 12 and values == sorted(values)
+        assert len(values) == 12 and values == sorted(values)
         assert log.errors == []
     finally:
         context.close()

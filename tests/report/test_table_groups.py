@@ -7,9 +7,11 @@ import re
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 import calib_frames as cf
 from calib_frames.cli import main
+from calib_frames.exceptions import ArgumentError
 from calib_frames.report import report_html
 from calib_frames.report.table import COLUMN_GROUPS, REPORT_COLUMNS, table_html
 
@@ -43,6 +45,11 @@ def test_groups_head_the_columns_they_span() -> None:
     assert labels == ["model", "predictions", "accuracy", "ECE", "RMSCE", "Brier"]
     assert '<th class="g-calibration detail"' in column_row
     assert 'id="t"' in page and 'data-table="t"' in page
+    # the body cells are hidden by position (RMSCE is the 5th column)
+    assert "#t.hide-detail > tbody > tr > td:nth-child(5) { display: none; }" in page
+    assert "#t.hide-g-scores > tbody > tr > td:nth-child(6) { display: none; }" in page
+    with pytest.raises(ArgumentError, match="table_id"):
+        table_html(table, keys=["model"], within=[], table_id='x"><b>')
     assert 'class="comparison sortable hide-ci hide-detail"' in page
     # without intervals, no "intervals" box; with details, an "all columns" one
     assert 'data-toggle="ci"' not in page and 'data-toggle="detail"' in page

@@ -54,6 +54,21 @@
     });
   }
 
+  // The intervals live in the cells' titles; ticked, each is written into its cell once.
+  function writeIntervals(table) {
+    if (table.getAttribute("data-intervals") === "written") { return; }
+    Array.prototype.forEach.call(table.tBodies[0].querySelectorAll("td[title]"), function (cell) {
+      var title = cell.getAttribute("title");
+      var start = title.indexOf("[");
+      if (cell.classList.contains("key") || start === -1) { return; }
+      var span = document.createElement("span");
+      span.className = "ci";
+      span.textContent = " " + title.slice(start);
+      cell.appendChild(span);
+    });
+    table.setAttribute("data-intervals", "written");
+  }
+
   function toolbar(bar) {
     var table = document.getElementById(bar.getAttribute("data-table"));
     if (!table) { return; }
@@ -78,6 +93,7 @@
     filter.addEventListener("input", apply);
     Array.prototype.forEach.call(bar.querySelectorAll("input[data-toggle]"), function (box) {
       box.addEventListener("change", function () {
+        if (box.getAttribute("data-toggle") === "ci" && box.checked) { writeIntervals(table); }
         table.classList.toggle("hide-" + box.getAttribute("data-toggle"), !box.checked);
         spanGroups(table);
       });
