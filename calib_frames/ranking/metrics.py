@@ -70,9 +70,15 @@ Policies (each one is an argument, and is recorded in the output table):
 Queries of the run that the qrels do not judge at all are never evaluated (as in
 trec_eval and ranx); the output counts them in ``queries_unjudged``.
 
-The row-level stage ranks every run row with a window over (keys…, query), so it holds the
-run in memory (per query, in memory); everything after the join with the positive qrels
-works on the relevant rows only.
+The row-level stage ranks every run row with a window over (keys…, query) and counts each
+query's distinct items, so it holds the rows it works on in memory; everything after the
+join with the positive qrels works on the relevant rows only. A run of more than
+``PARTITION_ROWS`` (10^7) rows with integer or string query ids goes through that stage in
+ranges of whole queries of about that many rows, one range collected at a time, so its
+peak memory stays that of one range and its time grows linearly with the run; the numbers
+are those of one pass (every metric of a query depends only on the query's own rows).
+A lazy run is then read once per range, plus once for the query counts that set the
+ranges; a parquet scan sorted by query reads only the row groups of each range.
 """
 
 from __future__ import annotations
