@@ -645,10 +645,15 @@ PARTITION_ROWS = 10_000_000
 """Run rows per partition of the row-level stage: a larger run is ranked in query ranges."""
 
 
+def _positive(qrels: pl.LazyFrame, spec: _Spec) -> pl.LazyFrame:
+    """The qrels rows with a relevance > 0 (the only ones that carry a metric)."""
+    rel = pl.col(spec.relevance).cast(pl.Float64)
+    return qrels.filter(rel > 0).select(*spec.shared, spec.query, spec.item, spec.relevance)
+
+
 def _query_pass(run: pl.LazyFrame, qrels: pl.LazyFrame, spec: _Spec) -> pl.LazyFrame:
     """Per (keys…, query) of the run: its counts (:func:`_run_counts`) and metric sums."""
-    rel = pl.col(spec.relevance).cast(pl.Float64)
-    positive = qrels.filter(rel > 0).select(*spec.shared, spec.query, spec.item, spec.relevance)
+    positive = _positive(qrels, spec)
     ideal, _ = _ideal(positive, qrels, spec)
     sums = _query_sums(_ranked_relevant(run, positive, spec), ideal, spec)
     return _run_counts(run, spec).join(sums, on=spec.part, how="left", nulls_equal=True)
@@ -711,14 +716,13 @@ def _per_query_full(
     """
     part = spec.part
     qkey = [*spec.shared, spec.query]
-    rel = pl.col(spec.relevance).cast(pl.Float64)
     # integer ids of different widths (Int32 in the run, UInt8 in the qrels) join as Int64
     run_schema, qrels_schema = run.collect_schema(), qrels.collect_schema()
     widen = [c for c in (spec.query, spec.item) if run_schema[c] != qrels_schema[c]]
     if widen:
         run = run.with_columns(pl.col(widen).cast(pl.Int64))
         qrels = qrels.with_columns(pl.col(widen).cast(pl.Int64))
-    positive = qrels.filter(rel > 0).select(*qkey, spec.item, spec.relevance)
+    positive = _positive(qrels, spec)
 
     per_query = _per_query_pass(run, qrels, spec)
     run_q = per_query.select(*part, *_RUN_COUNTS)
