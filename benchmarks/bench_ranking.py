@@ -43,6 +43,15 @@ and torchmetrics groups the queries in a Python loop. ``ratio`` = peer seconds /
 calib_frames seconds (> 1: calib_frames is faster), from the same process and data, best of
 ``--repeats`` (2) calls each, interleaved. A mismatch exits 1. ``--quick``: 300 queries x
 20 items, 5 judged, one repeat, every peer.
+
+Scale: ``calib_frames_all`` seconds at each size divided by (size / smallest size) x the
+smallest size's seconds (1.0: linear in the run's size). Peak memory (``--no-memory`` skips
+it): one call of ``calib_frames_all`` in a fresh interpreter per size and source, its peak
+resident memory (``harness.peak_rss``: VmHWM, reset after the setup) — ``memory``: the run
+and qrels built in the child as above (the peak includes the run itself, ``baseline``),
+``parquet``: ``pl.scan_parquet`` of the same frames written once under ``--data-dir``
+(``benchmarks/results/data/``; sorted by query, row groups of 2^20 rows), nothing held before
+the call.
 """
 
 from __future__ import annotations
@@ -63,7 +72,7 @@ import polars.selectors as cs
 
 from benchmarks import harness, report
 from benchmarks.peers import Registry, Result
-from benchmarks.workload import Source, Spec, frame_source
+from benchmarks.workload import DATA_DIR, Source, Spec, frame_source
 from calib_frames.ranking import ranking_metrics
 
 K = (1, 5, 10)
@@ -242,6 +251,66 @@ def prepare_torchmetrics(run: pl.DataFrame, qrels: pl.DataFrame) -> tuple[Any, .
     )
 
 
+def ranking_paths(n_queries: int, args: argparse.Namespace) -> tuple[Path, Path]:
+    """Parquet copies of the run and qrels of one size (written once, then reused)."""
+    tag = f"v1_q{n_queries}_i{args.items}_j{args.judged}_s{args.seed}"
+    paths = (args.data_dir / f"ranking_run_{tag}.parquet",
+             args.data_dir / f"ranking_qrels_{tag}.parquet")  # fmt: skip
+    if not all(path.exists() for path in paths):
+        args.data_dir.mkdir(parents=True, exist_ok=True)
+        for frame, path in zip(
+            make_data(n_queries, args.items, args.judged, args.seed), paths, strict=True
+        ):
+            frame.write_parquet(path, row_group_size=2**20)
+    return paths
+
+
+def prepare_memory(payload: dict[str, Any]) -> Any:
+    """``prepare`` of one peak-memory run (``harness.peak_rss``): the call to measure."""
+    if payload["source"] == "parquet":
+        run, qrels = pl.scan_parquet(payload["run"]), pl.scan_parquet(payload["qrels"])
+    else:
+        built = make_data(payload["queries"], payload["items"], payload["judged"], payload["seed"])
+        run, qrels = built[0].lazy(), built[1].lazy()
+    return lambda: ranking_metrics(run, qrels, k=K, no_relevant="zero").collect()
+
+
+def memory_runs(n_queries: int, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Peak RSS of one ``calib_frames_all`` call per source in a fresh interpreter."""
+    run_path, qrels_path = ranking_paths(n_queries, args)
+    out = []
+    for source in ("memory", "parquet"):
+        payload = {"source": source, "queries": n_queries, "items": args.items,
+                   "judged": args.judged, "seed": args.seed, "run": str(run_path),
+                   "qrels": str(qrels_path), "preload": []}  # fmt: skip
+        peak = harness.peak_rss("benchmarks.bench_ranking:prepare_memory", payload)
+        out.append({"queries": n_queries, "source": source, **peak})
+    return out
+
+
+def print_scale(runs: list[dict[str, Any]], memory: list[dict[str, Any]]) -> None:
+    """Seconds against linear growth from the smallest size; the peak memory per source."""
+    timed = [r for r in runs if "calib_frames_all" in r["seconds"]]
+    if len(timed) > 1:
+        first = timed[0]
+        print("\n## Scale (calib_frames_all seconds / (size ratio x smallest size's seconds))\n")
+        for r in timed:
+            linear = r["rows"] / first["rows"] * first["seconds"]["calib_frames_all"]
+            print(f"{r['groups']:.0e} queries: {r['seconds']['calib_frames_all']:.2f} s, "
+                  f"{r['seconds']['calib_frames_all'] / linear:.2f} x linear")  # fmt: skip
+    if memory:
+        print("\n## Peak memory of one calib_frames_all call (fresh interpreter)\n")
+        print("| queries | source | seconds | baseline MiB | peak MiB | peak - baseline MiB |")
+        print("|---|---|---|---|---|---|")
+        for m in memory:
+            if "error" in m:
+                print(f"| {m['queries']:.0e} | {m['source']} | error: {m['error']} | | | |")
+                continue
+            print(f"| {m['queries']:.0e} | {m['source']} | {m['seconds']:.2f} "
+                  f"| {m['baseline_mb']:,.0f} | {m['peak_mb']:,.0f} "
+                  f"| {m['peak_mb'] - m['baseline_mb']:,.0f} |")  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--queries", type=float, nargs="+", default=[1e4])
@@ -252,6 +321,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=2, help="best of N (torchmetrics: 1)")
     parser.add_argument("--quick", action="store_true", help="300 queries x 20 items: seconds")
+    parser.add_argument("--data-dir", type=Path, default=DATA_DIR, help="the parquet copies")
+    parser.add_argument(
+        "--no-memory", action="store_true", help="skip the fresh-process peak-memory runs"
+    )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     if args.quick:
@@ -260,14 +333,19 @@ def main(argv: list[str] | None = None) -> int:
     report.print_header("Ranking metrics against ranx and torchmetrics", env)
     print(f"\n{args.items} items per query, {args.judged} judged")
     runs: list[dict[str, Any]] = []
+    memory: list[dict[str, Any]] = []
     failed = 0
     for q in args.queries:
         got, bad = bench_size(int(q), args)
         runs += got
         failed += bad
+        if not args.no_memory:
+            memory += memory_runs(int(q), args)
+    failed += sum("error" in m for m in memory)
     report.summary(runs, reference="calib_frames_all")
     report.summary(runs, reference="calib_frames_k10")
-    report.save_json(args.json, environment=env, runs=runs)
+    print_scale(runs, memory)
+    report.save_json(args.json, environment=env, runs=runs, memory=memory)
     print("\ncross-check ok" if not failed else f"\n{failed} check(s) FAILED")
     return 1 if failed else 0
 

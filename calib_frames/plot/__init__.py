@@ -22,7 +22,8 @@ function                           draws
 :func:`brier_decomposition_chart`  reliability vs resolution, diverging bars
 :func:`calibration_heatmap`        model × task grid of the calibration gap (or
                                    ECE), noise-floor verdict on each cell
-:func:`perplexity_chart`           perplexity and bits per byte side by side
+:func:`perplexity_chart`           perplexity (or word / byte perplexity) and bits per
+                                   byte side by side, intervals as bars
 :func:`smooth_reliability_chart`   a smooth reliability curve table (x, y)
 :func:`isotonic_reliability_chart` CORP / isotonic blocks as a step curve
 :func:`ece_bins_chart`             ECE against the number of bins
@@ -35,7 +36,8 @@ function                           draws
 
 One module per family of charts, named after what it draws from:
 :mod:`~calib_frames.plot.reliability` (a bin table), :mod:`~calib_frames.plot.comparison`
-(a metrics or comparison table, one mark per group), :mod:`~calib_frames.plot.curves`
+(a metrics or comparison table, one mark per group), :mod:`~calib_frames.plot.perplexity`
+(its perplexity columns), :mod:`~calib_frames.plot.curves`
 (an estimator's curve table), :mod:`~calib_frames.plot.ranking` (a ranking-metrics
 table) and :mod:`~calib_frames.plot.over_time` (a table of batches);
 :mod:`~calib_frames.plot.export` saves them. :mod:`calib_frames.plot.tables`
@@ -52,7 +54,6 @@ from calib_frames.plot.comparison import (
     brier_decomposition_chart,
     calibration_heatmap,
     metric_scatter,
-    perplexity_chart,
 )
 from calib_frames.plot.curves import (
     ece_bins_chart,
@@ -62,6 +63,7 @@ from calib_frames.plot.curves import (
 )
 from calib_frames.plot.export import chart_html, embed_json, save_chart
 from calib_frames.plot.over_time import trend_chart
+from calib_frames.plot.perplexity import perplexity_chart
 from calib_frames.plot.ranking import metric_at_k_chart
 from calib_frames.plot.reliability import confidence_histogram, reliability_diagram
 

@@ -1,8 +1,8 @@
 """Groups side by side on their metrics: one mark per row of a metrics or comparison table.
 
-:func:`metric_scatter` places each group by two metrics, :func:`brier_decomposition_chart`
-splits its Brier score into reliability and resolution, and :func:`perplexity_chart`
-lines up its perplexity and bits per byte. Every value drawn is read from the table.
+:func:`metric_scatter` places each group by two metrics and :func:`brier_decomposition_chart`
+splits its Brier score into reliability and resolution (perplexity has its own module,
+:mod:`calib_frames.plot.perplexity`). Every value drawn is read from the table.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from calib_frames._deprecated import moved
 from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.plot._common import (
     SINGLE,
@@ -23,7 +24,6 @@ from calib_frames.plot._common import (
     in_panels,
     inline_data,
     key_tooltips,
-    palette,
     short_label,
     sized_panels,
 )
@@ -50,8 +50,9 @@ __all__ = [
     "brier_decomposition_chart",
     "calibration_heatmap",
     "metric_scatter",
-    "perplexity_chart",
 ]
+
+__getattr__ = moved(__name__, {"perplexity_chart": "calib_frames.plot.perplexity.perplexity_chart"})
 
 LABEL_LIMIT = 6
 """Above this many points in one panel of :func:`metric_scatter`, only the best and the
@@ -543,147 +544,6 @@ def brier_decomposition_chart(
         columns=wanted,
         inline=False,
     )
-
-
-def perplexity_chart(
-    metrics: pl.DataFrame | pl.LazyFrame,
-    *,
-    label: str | None = None,
-    color: str | Sequence[str] | None = None,
-    width: float = 240,
-    title: str | None = None,
-) -> alt.TopLevelMixin:
-    """Perplexity and bits per byte side by side, one dot per group.
-
-    A dot plot per measure (``perplexity``, and ``bits_per_byte`` when the table has it
-    with values; else ``bits_per_token``), groups on the vertical axis, other keys as
-    colours (e.g. model on the axis, one colour per task). Values are read from the
-    table. Groups with no perplexity (a comparison table's calibration-only rows) are
-    left out.
-
-    Parameters
-    ----------
-    metrics
-        A perplexity table (:func:`~calib_frames.perplexity`) or comparison table.
-    label
-        Key on the vertical axis (default: the first key).
-    color
-        Key(s) told apart by colour (default: the other keys).
-    width
-        Width of each of the two panels in pixels.
-    title
-        Chart title (default "Perplexity").
-
-    Returns
-    -------
-    altair.TopLevelMixin
-        An ``HConcatChart`` (or a ``Chart`` when there is one measure).
-
-    Raises
-    ------
-    TableError
-        If there is no ``perplexity`` column, or no row has a perplexity.
-
-    Examples
-    --------
-    >>> import polars as pl
-    >>> import calib_frames as cf
-    >>> from calib_frames.plot import perplexity_chart
-    >>> toks = pl.DataFrame({"model": ["a", "b"], "nll": [8.0, 6.0], "tokens": [4, 4],
-    ...                      "bytes": [16, 16]})
-    >>> table = cf.perplexity(toks, by="model", tokens="tokens", bytes="bytes")
-    >>> spec = perplexity_chart(table).to_dict()
-    >>> [panel["encoding"]["x"]["field"] for panel in spec["hconcat"]]
-    ['perplexity', 'bits_per_byte']
-    """
-    import altair as alt
-
-    check_size("width", width)
-    data, keys = _metrics_table(
-        metrics, "perplexity_chart", ["perplexity"], role="perplexity table", built_by="perplexity"
-    )
-    label_keys = _label_keys(label, keys)
-    prepared = prepare(
-        data,
-        keys,
-        color=color if color is not None else [k for k in keys if k not in label_keys],
-        facet=label_keys,
-    )
-    measures = ["perplexity"]
-    for candidate in ("bits_per_byte", "bits_per_token"):
-        if (
-            candidate in data.columns
-            and data.schema[candidate].is_numeric()
-            and data.get_column(candidate).cast(pl.Float64).is_finite().any()
-        ):
-            measures.append(candidate)
-            break
-    dots = prepared.data.with_columns(pl.col(measures).cast(pl.Float64)).filter(
-        pl.col("perplexity").is_finite()
-    )
-    if dots.height == 0 and data.height > 0:
-        raise TableError("perplexity table: no row has a finite perplexity")
-    extra = [c for c in ("tokens", "bytes") if c in data.columns]
-    dots = dots.select(*keys, COLOR, PANEL, *measures, *extra)
-    labels = dots.get_column(PANEL).unique(maintain_order=True).to_list()
-    n_colors = dots.get_column(COLOR).n_unique()
-    tooltips = [
-        *key_tooltips(keys),
-        *[alt.Tooltip(f"{m}:Q", format=".4f") for m in measures],
-        *[alt.Tooltip(f"{c}:Q", format=",") for c in extra],
-    ]
-    titles = {
-        "perplexity": "perplexity (per token)",
-        "bits_per_byte": "bits per byte",
-        "bits_per_token": "bits per token",
-    }
-    if prepared.color:
-        highlight = alt.selection_point(name="highlight_ppl", fields=[COLOR], bind="legend")
-        dot_color: Any = alt.Color(
-            f"{COLOR}:N",
-            title=" × ".join(prepared.color),
-            scale=alt.Scale(
-                domain=[c for c in prepared.colors if c in set(dots.get_column(COLOR))],
-                scheme=palette(n_colors),
-            ),
-            legend=alt.Legend(labelLimit=200),
-        )
-        opacity: Any = emphasis(highlight, 0.15)
-    else:
-        highlight = None
-        dot_color = alt.value(SINGLE)
-        opacity = alt.value(1.0)
-    height = max(60, 20 * len(labels))
-    panels = []
-    for position, measure in enumerate(measures):
-        panel = (
-            alt.Chart(inline_data(dots))
-            .mark_point(filled=True, size=60)
-            .encode(
-                x=alt.X(
-                    f"{measure}:Q", title=titles[measure], scale=alt.Scale(zero=False, nice=True)
-                ),
-                y=alt.Y(
-                    f"{PANEL}:N",
-                    title=None,
-                    sort=labels,
-                    axis=alt.Axis(labelLimit=180, grid=True)
-                    if position == 0
-                    else alt.Axis(labels=False, ticks=False, grid=True),
-                ),
-                color=dot_color,
-                opacity=opacity,
-                tooltip=tooltips,
-            )
-            .properties(width=width, height=height)
-        )
-        if highlight is not None and position == 0:
-            panel = panel.add_params(highlight)
-        panels.append(panel)
-    heading = title if title is not None else "Perplexity"
-    if len(panels) == 1:
-        return panels[0].properties(title=heading)  # type: ignore[no-any-return]
-    return alt.hconcat(*panels, spacing=12, title=alt.Title(heading))
 
 
 HEATMAP_WIDTH, HEATMAP_HEIGHT = 900, 900

@@ -70,13 +70,20 @@ Policies (each one is an argument, and is recorded in the output table):
 Queries of the run that the qrels do not judge at all are never evaluated (as in
 trec_eval and ranx); the output counts them in ``queries_unjudged``.
 
-The row-level stage ranks every run row with a window over (keys…, query), so it holds the
-run in memory (per query, in memory); everything after the join with the positive qrels
-works on the relevant rows only.
+The row-level stage ranks every run row with a window over (keys…, query) and counts each
+query's distinct items, so it holds the rows it works on in memory; everything after the
+join with the positive qrels works on the relevant rows only. A run of more than
+``PARTITION_ROWS`` (10^7) rows with integer or string query ids goes through that stage in
+ranges of whole queries of about that many rows, one range collected at a time, so its
+peak memory stays that of one range and its time grows linearly with the run; the numbers
+are those of one pass (every metric of a query depends only on the query's own rows).
+A lazy run is then read once per range, plus once for the query counts that set the
+ranges; a parquet scan sorted by query reads only the row groups of each range.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 from collections.abc import Iterable, Sequence
@@ -634,6 +641,71 @@ def _ranked_relevant(run: pl.LazyFrame, positive: pl.LazyFrame, spec: _Spec) -> 
     )
 
 
+PARTITION_ROWS = 10_000_000
+"""Run rows per partition of the row-level stage: a larger run is ranked in query ranges."""
+
+
+def _positive(qrels: pl.LazyFrame, spec: _Spec) -> pl.LazyFrame:
+    """The qrels rows with a relevance > 0 (the only ones that carry a metric)."""
+    rel = pl.col(spec.relevance).cast(pl.Float64)
+    return qrels.filter(rel > 0).select(*spec.shared, spec.query, spec.item, spec.relevance)
+
+
+def _query_pass(run: pl.LazyFrame, qrels: pl.LazyFrame, spec: _Spec) -> pl.LazyFrame:
+    """Per (keys…, query) of the run: its counts (:func:`_run_counts`) and metric sums."""
+    positive = _positive(qrels, spec)
+    ideal, _ = _ideal(positive, qrels, spec)
+    sums = _query_sums(_ranked_relevant(run, positive, spec), ideal, spec)
+    return _run_counts(run, spec).join(sums, on=spec.part, how="left", nulls_equal=True)
+
+
+def _per_query_pass(run: pl.LazyFrame, qrels: pl.LazyFrame, spec: _Spec) -> pl.LazyFrame:
+    """The per-query counts and sums, in query ranges of about ``PARTITION_ROWS`` run rows.
+
+    The row-level stage (the ranks, the distinct items per query) holds its rows in
+    memory, so a run of more than ``PARTITION_ROWS`` rows (integer or string query ids) is
+    cut, when collected, into ranges of whole queries (every group's rows of a query fall
+    in the same range), each range of run and qrels collected on its own and the per-query
+    rows concatenated. A query's values depend only on its own rows, so the numbers are
+    those of one pass. A lazy run is read once per range (on a scan sorted by query,
+    predicate pushdown skips the row groups outside the range).
+    """
+    one_pass = _query_pass(run, qrels, spec)
+    ids = run.collect_schema()[spec.query]
+    if not (ids.is_integer() or ids == pl.String):
+        return one_pass
+
+    def compute() -> pl.DataFrame:
+        if run.select(pl.len()).collect().item() <= PARTITION_ROWS:
+            return one_pass.collect()
+        query, rows = pl.col(spec.query), pl.col(working("rows"))
+        # the first query of each range: a range starts where the rows before it pass a
+        # multiple of PARTITION_ROWS (in query order)
+        starts = (
+            run.group_by(spec.query)
+            .agg(pl.len().alias(working("rows")))
+            .drop_nulls()
+            .sort(spec.query)
+            .group_by((rows.cum_sum() - rows) // PARTITION_ROWS)
+            .agg(query.min())
+            .sort(spec.query)
+            .collect()[spec.query]
+            .to_list()
+        )
+        parts = []
+        for low, high in itertools.pairwise([None, *starts[1:], None]):
+            inside = pl.lit(True) if low is None else query >= low
+            if high is not None:
+                inside = inside & (query < high)
+            if low is None:  # the first range also takes the null ids (bad rows)
+                inside = inside | query.is_null()
+            parts.append(_query_pass(run.filter(inside), qrels.filter(inside), spec).collect())
+        return pl.concat(parts)
+
+    # cached: the frame is read several times by the plan, computed once per collect
+    return pl.defer(compute, schema=one_pass.collect_schema()).cache()
+
+
 def _per_query_full(
     run: pl.LazyFrame, qrels: pl.LazyFrame, spec: _Spec
 ) -> tuple[pl.LazyFrame, pl.LazyFrame, pl.LazyFrame]:
@@ -644,18 +716,18 @@ def _per_query_full(
     """
     part = spec.part
     qkey = [*spec.shared, spec.query]
-    rel = pl.col(spec.relevance).cast(pl.Float64)
     # integer ids of different widths (Int32 in the run, UInt8 in the qrels) join as Int64
     run_schema, qrels_schema = run.collect_schema(), qrels.collect_schema()
     widen = [c for c in (spec.query, spec.item) if run_schema[c] != qrels_schema[c]]
     if widen:
         run = run.with_columns(pl.col(widen).cast(pl.Int64))
         qrels = qrels.with_columns(pl.col(widen).cast(pl.Int64))
-    positive = qrels.filter(rel > 0).select(*qkey, spec.item, spec.relevance)
+    positive = _positive(qrels, spec)
 
-    run_q, checks = _counts_and_checks(run, qrels, spec)
+    per_query = _per_query_pass(run, qrels, spec)
+    run_q = per_query.select(*part, *_RUN_COUNTS)
+    checks = _checks(run_q, qrels, spec)
     ideal, judged = _ideal(positive, qrels, spec)
-    per_query = _query_sums(_ranked_relevant(run, positive, spec), ideal, spec)
 
     # the expected queries of every group
     if spec.keys:
@@ -669,7 +741,7 @@ def _per_query_full(
     full = (
         expected.join(run_q.select(*part, "retrieved"), on=part, how="left", nulls_equal=True)
         .join(ideal, on=qkey, how="left", nulls_equal=True)
-        .join(per_query, on=part, how="left", nulls_equal=True)
+        .join(per_query.drop(_RUN_COUNTS), on=part, how="left", nulls_equal=True)
     )
     sum_columns = [c for c in full.collect_schema().names() if c.startswith(RESERVED_PREFIX)]
     full = full.with_columns(
@@ -709,20 +781,25 @@ def _per_query_full(
     return full, checks, unjudged
 
 
-def _counts_and_checks(
-    run: pl.LazyFrame, qrels: pl.LazyFrame, spec: _Spec
-) -> tuple[pl.LazyFrame, pl.LazyFrame]:
-    """Per (keys…, query) of the run: its size; and the 1-row frame of row-check counts."""
-    part = spec.part
-    qkey = [*spec.shared, spec.query]
-    rel = pl.col(spec.relevance).cast(pl.Float64)
+_RUN_COUNTS = ("retrieved", working("distinct"), working("null_item"), working("bad_order"))
+"""The per-query columns of :func:`_run_counts`."""
+
+
+def _run_counts(run: pl.LazyFrame, spec: _Spec) -> pl.LazyFrame:
+    """Per (keys…, query) of the run: its size, distinct items, null items, bad orders."""
     order = pl.col(spec.order).cast(pl.Float64)
-    run_q = run.group_by(part).agg(
+    return run.group_by(spec.part).agg(
         pl.len().alias("retrieved"),
         pl.col(spec.item).n_unique().alias(working("distinct")),
         pl.col(spec.item).null_count().alias(working("null_item")),
         (order.is_null() | order.is_nan()).sum().alias(working("bad_order")),
     )
+
+
+def _checks(run_q: pl.LazyFrame, qrels: pl.LazyFrame, spec: _Spec) -> pl.LazyFrame:
+    """The 1-row frame of row-check counts, from :func:`_run_counts` and the qrels."""
+    qkey = [*spec.shared, spec.query]
+    rel = pl.col(spec.relevance).cast(pl.Float64)
     qrels_checks = qrels.select(
         pl.len().alias(working("qrels_rows")),
         (pl.len() - pl.struct(*qkey, spec.item).n_unique()).alias(working("qrels_dup")),
@@ -740,7 +817,7 @@ def _counts_and_checks(
         ).alias(working("run_null_id")),
         pl.col(working("bad_order")).sum().alias(working("run_bad_order")),
     ).join(qrels_checks, how="cross")
-    return run_q, checks
+    return checks
 
 
 def _ideal(
@@ -861,11 +938,11 @@ _COUNTS = tuple(
                          ("qrels", ("rows", "null_id", "bad_rel", "dup")))
     for name in names
 )  # fmt: skip
-"""The row-check counts of :func:`_counts_and_checks` (one row, both tables)."""
+"""The row-check counts of :func:`_checks` (one row, both tables)."""
 
 
 def _row_checks(spec: _Spec) -> list[RowCheck]:
-    """The row contracts of run and qrels, counted by :func:`_counts_and_checks`."""
+    """The row contracts of run and qrels, counted by :func:`_checks`."""
     order = pl.col(spec.order).cast(pl.Float64)
     rel = pl.col(spec.relevance).cast(pl.Float64)
     null_id = pl.col(spec.query).is_null() | pl.col(spec.item).is_null()

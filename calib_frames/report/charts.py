@@ -22,6 +22,7 @@ from calib_frames.plot import (
     risk_coverage_chart,
     trend_chart,
 )
+from calib_frames.plot.perplexity import perplexity_measures
 from calib_frames.plot.tables import COMPARISON_COLUMNS, frame, key_split, spec_keys
 from calib_frames.schema import RELIABILITY
 
@@ -124,6 +125,18 @@ def _views(
     return views
 
 
+def _wall_columns(bins: pl.DataFrame, facet: list[str], *, many: bool) -> int | None:
+    """Panels per row of the reliability panels (None: one panel, or a column per task).
+
+    A grid of model × task has a column per task, unless there is one task; else up to 4.
+    """
+    if not facet:
+        return None
+    if many and len(facet) >= 2 and bins.select(facet[-1]).n_unique() > 1:
+        return None
+    return min(bins.select(facet).n_unique(), 4)
+
+
 def report_charts(
     comparison: pl.DataFrame | pl.LazyFrame,
     *,
@@ -142,11 +155,13 @@ def report_charts(
     bins once, one diagram drawn). Then reliability diagrams and confidence histograms of
     the bin statistics, then, as the
     comparison table has the columns, accuracy against ECE, the Brier decomposition,
-    perplexity and, with a selective curve table, the risk–coverage curves. Up to
+    perplexity (whichever of :data:`~calib_frames.plot.perplexity.PERPLEXITY_MEASURES` the
+    tables have values of: lm-eval's rolling tasks give word and byte perplexity and bits
+    per byte) and, with a selective curve table, the risk–coverage curves. Up to
     :data:`OVERLAY_LIMIT` models share a panel (one panel per task); more get a panel
     each. Charts stay bounded whatever the number of groups: beyond ``limit`` groups they
     summarise, drawing the ``limit // 2`` groups of lowest ECE and the rest of highest
-    (perplexity: lowest and highest perplexity), and each chart's note says how many it
+    (perplexity: lowest and highest of its first measure), and each chart's note says how many it
     left out.
 
     Parameters
@@ -224,10 +239,7 @@ def report_charts(
     # model × task), where twenty overlaid curves would not be readable.
     many = bool(bin_keys) and bins.get_column(bin_keys[0]).n_unique() > OVERLAY_LIMIT
     facet = list(bin_keys) if many else bin_keys[1:]
-    panels = bins.select(facet).n_unique() if facet else 1
-    # a grid of model × task: a column per task, unless there is one task
-    column_per_task = many and len(facet) >= 2 and bins.select(facet[-1]).n_unique() > 1
-    columns = None if column_per_task else (min(panels, 4) if facet else None)
+    columns = _wall_columns(bins, facet, many=many)
     overlay = bool(facet) and not many
     note = (
         "Accuracy against mean confidence per bin; bars to the diagonal show each bin's "
@@ -238,8 +250,8 @@ def report_charts(
     if overlay:
         note += " Click a legend entry to highlight a model."
     note += left_out
-    built: list[tuple[str, str, Any]] = [*views]
-    built += [
+    built: list[tuple[str, str, Any]] = [
+        *views,
         (
             "Reliability diagrams",
             note,
@@ -280,15 +292,19 @@ def report_charts(
             )
         )
     source = table if perplexity is None else frame(perplexity, "report perplexity")
-    if "perplexity" in source.columns and source.get_column("perplexity").is_not_null().any():
+    measures = perplexity_measures(source)  # lm-eval's rolling tasks: word/byte, bits/byte
+    if measures:
         ppl_keys = key_split(source.schema, COMPARISON_COLUMNS)
-        ppl_note = "Per token, and bits per byte."
+        what = " and ".join(m.replace("_", " ") for m in measures)
+        ppl_note = f"{what.capitalize()} per group, lower is better; bars: 95% intervals."
         if ppl_keys:
-            chosen, groups = _extremes(source, ppl_keys, "perplexity", limit)
+            ranked = source.filter(pl.col(measures[0]).is_finite())
+            chosen, groups = _extremes(ranked, ppl_keys, measures[0], limit)
             if groups > limit:
                 source = _kept(source, chosen)
                 ppl_note += (
-                    f" Drawn: the {limit // 2} groups of lowest perplexity and the "
+                    f" Drawn: the {limit // 2} groups of lowest {measures[0].replace('_', ' ')} "
+                    "and the "
                     f"{limit - limit // 2} of highest; {groups - limit:,} of {groups:,} are "
                     "left out."
                 )

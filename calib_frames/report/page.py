@@ -64,13 +64,14 @@ def _leaderboard_section(board: pl.DataFrame | pl.LazyFrame | None) -> list[str]
     table = frame(board, "report leaderboard")
     model = table.columns[0]
     note = (
-        "One row per model across its tasks, best pooled ECE first; click a header to sort. "
+        "One row per model across its tasks, best pooled ECE first; click a header to sort, "
+        "type in the box to filter. "
         "Pooled: all the model's predictions together; mean over tasks: every task counts "
         "once. Miscalibrated tasks: ECE beyond the noise floor of a calibrated model."
     )
     return [
         f'<section><h2>Leaderboard</h2><p class="note">{html.escape(note)}</p>\n'
-        f"{table_html(table, keys=[model], within=[])}</section>"
+        f"{table_html(table, keys=[model], within=[], table_id='leaderboard')}</section>"
     ]
 
 
@@ -240,8 +241,9 @@ def report_html(
         f'<header><h1>{html.escape(title)}</h1>\n<dl class="meta">\n{header}\n</dl></header>',
         *_leaderboard_section(leaderboard),
         "<section><h2>Comparison</h2>"
-        f'<p class="note">Click a column header to sort. {html.escape(best_note)} '
-        "Intervals in brackets where the table has them.</p>\n"
+        f'<p class="note">Click a column header to sort; type a model or task in the box to '
+        f"show only its rows. {html.escape(best_note)} Hover a value for its interval, or "
+        "tick “intervals” to show them all.</p>\n"
         f"{table_html(sorted_table, keys=keys, within=within)}</section>",
     ]
     specs: dict[str, dict[str, Any]] = {}
@@ -331,10 +333,13 @@ def write_report(
 
     The file has a header (inputs with their row counts, predictions and groups, group
     keys, binning, date, versions), the comparison table (one row per group, numbers
-    formatted, sortable by clicking a header, the best value of each column marked, and
-    ``<metric>_ci_low``/``_ci_high`` shown as intervals when present) and the charts:
+    formatted, sortable by clicking a header, filtered by the text typed above it, its
+    columns in groups shown or hidden by tick boxes, the best value of each column marked,
+    and ``<metric>_ci_low``/``_ci_high`` shown as intervals on hover or on request) in a
+    box that scrolls inside the page, and the charts:
     reliability diagrams, confidence histograms, accuracy against ECE, the Brier
-    decomposition, when there is perplexity, perplexity and bits per byte, and with
+    decomposition, when there are token or byte counts, perplexity (or word / byte
+    perplexity) and bits per byte, and with
     ``selective=`` the risk–coverage curves. It opens
     with no network (Vega inlined, a Content-Security-Policy allowing no request). The
     file is written atomically (a temporary file in the same folder, then

@@ -1,4 +1,4 @@
-"""The report's comparison table: one row per group, sortable, the best values marked.
+"""The report's comparison table: one row per group, sortable, filterable, best values marked.
 
 Markup only: every key, column name and value is HTML-escaped here, and the page's sort
 script (``assets/report.js``) reads the raw values from ``data-value``.
@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from collections.abc import Sequence
 
 import polars as pl
 
-__all__ = ["REPORT_COLUMNS", "table_html"]
+from calib_frames.exceptions import ArgumentError
+
+__all__ = ["COLUMN_GROUPS", "REPORT_COLUMNS", "table_html"]
 
 # Comparison-table columns shown in the report, in order, with how "best" is decided:
 # "max" (higher is better), "min" (lower is better), "zero" (closest to zero), None.
@@ -125,14 +128,154 @@ def _best_flags(table: pl.DataFrame, columns: Sequence[str], within: Sequence[st
     return table.select(flags)
 
 
-def table_html(comparison: pl.DataFrame, *, keys: list[str], within: list[str]) -> str:
-    """The comparison table as a sortable HTML table, the best value of each column marked.
+# Column groups of the table, in order, each with its columns in display order; a
+# toolbar above the table shows or hides a group. Columns in no group (tasks, count)
+# are always shown.
+COLUMN_GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "accuracy": ("accuracy", ("accuracy", "accuracy_task_mean", "acc_norm")),
+    "calibration": (
+        "calibration",
+        (
+            "ece",
+            "ece_task_mean",
+            "mce",
+            "mce_task_mean",
+            "overconfidence",
+            "mean_confidence",
+            "rmsce",
+            "rmsce_debiased",
+        ),
+    ),
+    "noise": (
+        "noise floor",
+        ("verdict", "miscalibrated_tasks", "ece_p_value", "ece_noise_floor"),
+    ),
+    "scores": (
+        "Brier and log loss",
+        (
+            "brier",
+            "brier_task_mean",
+            "log_loss",
+            "log_loss_task_mean",
+            "reliability",
+            "resolution",
+            "uncertainty",
+            "brier_multiclass",
+        ),
+    ),
+    "perplexity": (
+        "perplexity",
+        (
+            "perplexity",
+            "perplexity_task_mean",
+            "bits_per_byte",
+            "bits_per_token",
+            "byte_perplexity",
+            "word_perplexity",
+        ),
+    ),
+}
+"""The table's column groups: slug → (label, columns), in the table's order."""
+
+# Shown only with "all columns" ticked: the columns a first reading does without.
+_DETAIL = frozenset(
+    {
+        "mean_confidence",
+        "rmsce",
+        "rmsce_debiased",
+        "ece_noise_floor",
+        "ece_p_value",
+        "mce_task_mean",
+        "brier_task_mean",
+        "log_loss_task_mean",
+        "reliability",
+        "resolution",
+        "uncertainty",
+        "bits_per_token",
+        "byte_perplexity",
+        "word_perplexity",
+    }
+)
+
+
+def _ordered(columns: Sequence[str]) -> list[tuple[str | None, str]]:
+    """(group slug or None, column) for the shown columns: ungrouped first, then by group."""
+    present = set(columns)
+    grouped = {c for _, members in COLUMN_GROUPS.values() for c in members}
+    order: list[tuple[str | None, str]] = [(None, c) for c in columns if c not in grouped]
+    for slug, (_, members) in COLUMN_GROUPS.items():
+        order += [(slug, c) for c in members if c in present]
+    return order
+
+
+def _classes(*names: str) -> str:
+    joined = " ".join(n for n in names if n)
+    return f' class="{joined}"' if joined else ""
+
+
+def _toolbar(table_id: str, groups: list[str], *, details: bool, intervals: bool) -> str:
+    """The filter box and the column toggles above a table (wired by ``report.js``)."""
+    boxes = [
+        f'<label><input type="checkbox" data-toggle="g-{slug}" checked> '
+        f"{html.escape(COLUMN_GROUPS[slug][0])}</label>"
+        for slug in groups
+    ]
+    if details:
+        boxes.append('<label><input type="checkbox" data-toggle="detail"> all columns</label>')
+    if intervals:
+        boxes.append('<label><input type="checkbox" data-toggle="ci"> intervals</label>')
+    return (
+        f'<div class="toolbar" data-table="{html.escape(table_id)}">'
+        '<input type="search" class="filter" placeholder="Filter: model or task" '
+        f'aria-label="Filter the rows of {html.escape(table_id)} by model or task">'
+        f'<span class="toggles">Columns: {" ".join(boxes)}</span>'
+        '<span class="shown" aria-live="polite"></span></div>'
+    )
+
+
+def _column_style(
+    table_id: str, leading: int, order: list[tuple[str | None, str]], schema: pl.Schema
+) -> str:
+    """The table's own style: which body cells each toggle hides, by column position.
+
+    The header cells carry their group as a class; body cells do not (at 2,000 models
+    that is 200,000 class attributes), so their rules go by ``nth-child``.
+    """
+    hides: dict[str, list[int]] = {}
+    text: list[int] = []
+    for position, (slug, column) in enumerate(order, start=leading + 1):
+        if slug is not None:
+            hides.setdefault(f"g-{slug}", []).append(position)
+        if column in _DETAIL:
+            hides.setdefault("detail", []).append(position)
+        if not schema[column].is_numeric():
+            text.append(position)
+    cell = f"#{table_id} > tbody > tr > td"
+    rules = [
+        ", ".join(f"#{table_id}.hide-{name} > tbody > tr > td:nth-child({k})" for k in columns)
+        + " { display: none; }"
+        for name, columns in hides.items()
+    ]
+    if text:
+        rules.append(", ".join(f"{cell}:nth-child({k})" for k in text) + " { text-align: left; }")
+    return "<style>\n" + "\n".join(rules) + "\n</style>"
+
+
+def table_html(
+    comparison: pl.DataFrame, *, keys: list[str], within: list[str], table_id: str = "comparison"
+) -> str:
+    """The comparison table as a sortable, filterable HTML table, best values marked.
 
     One row per row of ``comparison`` (in its order), the ``keys`` first, then the
-    columns of :data:`REPORT_COLUMNS` it has, numbers formatted and, where the table has
-    ``<column>_ci_low`` / ``_ci_high``, the interval in brackets. Each cell keeps its raw
-    value in ``data-value`` for the page's sort script; every name and value is
-    HTML-escaped.
+    columns of :data:`REPORT_COLUMNS` it has, in the groups of :data:`COLUMN_GROUPS`
+    (a header row names them), numbers formatted. Where the table has
+    ``<column>_ci_low`` / ``_ci_high``, the interval is the cell's title (shown on
+    hover) and, with "intervals" ticked, in brackets in the cell (written there by the
+    script: a 2,000-model page does not carry each interval twice). A toolbar above the
+    table filters its rows by the keys' text, shows or hides each group, the less-read
+    columns ("all columns") and the intervals. Each cell keeps its raw value in
+    ``data-value`` for the page's script (``assets/report.js``); every name and value is
+    HTML-escaped, and the script writes text only.
 
     Parameters
     ----------
@@ -142,11 +285,19 @@ def table_html(comparison: pl.DataFrame, *, keys: list[str], within: list[str]) 
         Its group keys.
     within
         Keys within which the best value of a column is marked (``[]``: among all rows).
+    table_id
+        The ``id`` of the ``<table>`` (one per table on a page).
 
     Returns
     -------
     str
-        The ``<table>`` (inside a scrolling ``<div>``).
+        The toolbar, the table's style (the toggles' rules) and the ``<table>`` (inside
+        a ``<div>`` that scrolls, not the page).
+
+    Raises
+    ------
+    ArgumentError
+        If ``table_id`` is not a plain HTML id.
 
     Examples
     --------
@@ -154,51 +305,85 @@ def table_html(comparison: pl.DataFrame, *, keys: list[str], within: list[str]) 
     >>> from calib_frames.report.table import table_html
     >>> table = pl.DataFrame({"model": ["a", "<b>"], "ece": [0.05, 0.02]})
     >>> page = table_html(table, keys=["model"], within=[])
-    >>> '<td class="best" data-value="0.02">0.0200</td>' in page, "&lt;b&gt;" in page
-    (True, True)
+    >>> '<td class="best" data-value="0.02">0.0200</td>' in page
+    True
+    >>> "&lt;b&gt;" in page, "<b>" in page
+    (True, False)
     """
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", table_id):
+        raise ArgumentError(
+            f"table_id= must be a plain HTML id (letters, digits, -, _), got {table_id!r}"
+        )
     shown = [
         c
         for c in REPORT_COLUMNS
         if c in comparison.columns
         and (comparison.schema[c].is_numeric() or comparison.schema[c] == pl.String)
     ]
+    order = _ordered(shown)
     best = _best_flags(comparison, shown, within)
+    has_ci = {
+        c
+        for c in shown
+        if f"{c}_ci_low" in comparison.columns and f"{c}_ci_high" in comparison.columns
+    }
+    groups_of = {
+        column: (
+            f"g-{slug}" if slug else "",
+            "detail" if column in _DETAIL else "",
+            "" if comparison.schema[column].is_numeric() else "text",
+        )
+        for slug, column in order
+    }
     head = [f'<th class="key" scope="col" data-type="text">{html.escape(key)}</th>' for key in keys]
-    for column in shown:
+    for _, column in order:
         label = _TITLES.get(column, column.replace("_", " "))
-        ci = f"{column}_ci_low" in comparison.columns and f"{column}_ci_high" in comparison.columns
-        note = " (95% interval)" if ci else ""
+        note = " (hover a cell for its 95% interval)" if column in has_ci else ""
         kind = "number" if comparison.schema[column].is_numeric() else "text"
         head.append(
-            f'<th scope="col" data-type="{kind}" title="{html.escape(column + note)}">'
-            f"{html.escape(label)}</th>"
+            f'<th{_classes(*groups_of[column])} scope="col" data-type="{kind}" '
+            f'title="{html.escape(column + note)}">{html.escape(label)}</th>'
+        )
+    leading = len(keys) + sum(1 for slug, _ in order if slug is None)
+    groups = [slug for slug in COLUMN_GROUPS if any(s == slug for s, _ in order)]
+    # the first column's cell stays in place (sticky) with its column
+    group_row = ['<th class="key"></th>'] if leading else []
+    if leading > 1:
+        group_row.append(f'<th class="key" colspan="{leading - 1}"></th>')
+    for slug in groups:
+        visible = sum(1 for s, c in order if s == slug and c not in _DETAIL)
+        only_details = " detail" if visible == 0 else ""  # shown with "all columns"
+        group_row.append(
+            f'<th class="group g-{slug}{only_details}" scope="colgroup" '
+            f'colspan="{max(visible, 1)}">{html.escape(COLUMN_GROUPS[slug][0])}</th>'
         )
     body = []
-    rows = comparison.to_dicts()
-    flags = best.to_dicts()
-    for row, flag in zip(rows, flags, strict=True):
+    for row, flag in zip(comparison.to_dicts(), best.to_dicts(), strict=True):
         cells = []
         for key in keys:
             value = row[key]
-            text = "(null)" if value is None else str(value)
-            cells.append(
-                f'<td class="key" data-value="{html.escape(text)}">{html.escape(text)}</td>'
-            )
-        for column in shown:
+            text = html.escape("(null)" if value is None else str(value))
+            cells.append(f'<td class="key" data-value="{text}" title="{text}">{text}</td>')
+        for _, column in order:
             value = row[column]
             text = html.escape(_format(value, column))
+            title = ""
             low, high = row.get(f"{column}_ci_low"), row.get(f"{column}_ci_high")
-            if f"{column}_ci_low" in row and (low is not None or high is not None):
-                text += (
-                    f' <span class="ci">[{html.escape(_format(low, column))}, '
-                    f"{html.escape(_format(high, column))}]</span>"
-                )
-            css = ' class="best"' if flag[column] else ""
-            cells.append(f'<td{css} data-value="{html.escape(_raw(value))}">{text}</td>')
+            if column in has_ci and (low is not None or high is not None):
+                interval = html.escape(f"[{_format(low, column)}, {_format(high, column)}]")
+                title = f' title="95% interval {interval}"'  # the script shows it on request
+            classes = ' class="best"' if flag[column] else ""
+            cells.append(f'<td{classes} data-value="{html.escape(_raw(value))}"{title}>{text}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
+    details = any(c in _DETAIL for _, c in order)
+    hidden = ["hide-ci"] + (["hide-detail"] if details else [])
     return (
-        '<div class="scroll"><table class="comparison" id="comparison">\n<thead><tr>'
+        _toolbar(table_id, groups, details=details, intervals=bool(has_ci))
+        + _column_style(table_id, len(keys), order, comparison.schema)
+        + f'<div class="scroll"><table class="comparison sortable {" ".join(hidden)}" '
+        f'id="{html.escape(table_id)}">\n<thead><tr class="groups">'
+        + "".join(group_row)
+        + "</tr><tr>"
         + "".join(head)
         + "</tr></thead>\n<tbody>\n"
         + "\n".join(body)

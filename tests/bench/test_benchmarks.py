@@ -233,13 +233,16 @@ def test_bench_recalibrate_quick(tmp_path: Path) -> None:
 
 def test_bench_ranking_quick(tmp_path: Path) -> None:
     out = tmp_path / "ranking.json"
-    proc = run("bench_ranking", "--quick", "--json", str(out))
+    proc = run("bench_ranking", "--quick", "--json", str(out), "--data-dir", str(tmp_path))
     checks = json.loads(out.read_text())["runs"]
     by_peer = {name: c for r in checks for name, c in r["checks"].items()}
     assert all(c["ok"] for c in checks_of(out))
     for peer, fields in (("ranx", 29), ("torchmetrics", 6)):  # map@10 is left out for torch
         assert peer in by_peer or f"skipping {peer}" in proc.stdout
         assert peer not in by_peer or len(by_peer[peer]["diffs"]) == fields
+    memory = json.loads(out.read_text())["memory"]
+    assert {m["source"] for m in memory} == {"memory", "parquet"}
+    assert all(m["peak_mb"] >= m["baseline_mb"] > 0 for m in memory)
     assert "cross-check ok" in proc.stdout
 
 

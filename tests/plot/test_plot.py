@@ -28,7 +28,6 @@ from calib_frames.plot import (
     embed_json,
     isotonic_reliability_chart,
     metric_scatter,
-    perplexity_chart,
     reliability_diagram,
     save_chart,
     smooth_reliability_chart,
@@ -398,32 +397,6 @@ def test_brier_decomposition_sides(tables: dict[str, pl.DataFrame]) -> None:
     assert spec["spec"]["mark"]["type"] == "bar"
     with pytest.raises(TableError, match="resolution"):
         brier_decomposition_chart(metrics.drop("resolution"))
-
-
-def test_perplexity_chart(tables: dict[str, pl.DataFrame]) -> None:
-    ppl = tables["ppl"]
-    spec = perplexity_chart(ppl).to_dict()
-    assert [p["encoding"]["x"]["field"] for p in spec["hconcat"]] == [
-        "perplexity",
-        "bits_per_byte",
-    ]
-    assert len(datasets(spec)[0]) == ppl.height
-    # calibration-only rows of a comparison table (null perplexity) are left out
-    partial = tables["comparison"].with_columns(
-        perplexity=pl.when(pl.col("task") == "code").then(None).otherwise(pl.col("perplexity"))
-    )
-    rows = datasets(perplexity_chart(partial).to_dict())[0]
-    assert len(rows) == ppl.height - 3
-    no_bytes = cf.perplexity(
-        pl.DataFrame({"model": ["a"], "nll": [3.0], "tokens": [2]}), by="model", tokens="tokens"
-    )
-    single = perplexity_chart(no_bytes).to_dict()
-    assert [p["encoding"]["x"]["field"] for p in single["hconcat"]] == [
-        "perplexity",
-        "bits_per_token",
-    ]
-    with pytest.raises(TableError, match="perplexity"):
-        perplexity_chart(tables["metrics"])
 
 
 def test_smooth_curve_chart() -> None:

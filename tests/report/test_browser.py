@@ -4,6 +4,8 @@ The page is loaded from a file with the browser context offline and every non-fi
 request aborted and recorded. Checked: every chart drew (an SVG with marks), no console
 error or uncaught exception, no request left the page, and the hostile model names show
 as text without running anything (no dialog was opened, no element they spell exists).
+At leaderboard size (12 and 50 models, in 1366×768 and 1920×1080 windows): the page never
+scrolls sideways, the filter finds every model, the column toggles and the sort work.
 """
 
 from __future__ import annotations
@@ -216,9 +218,9 @@ def test_report_table_sorts_in_the_browser(
     )
     context, page, log = open_offline(browser, path)
     try:
-        headers = page.locator("#comparison thead th").all_inner_texts()
+        headers = page.locator("#comparison thead tr:last-child th").all_inner_texts()
         column = headers.index("ECE")
-        header = page.locator("#comparison thead th").nth(column)
+        header = page.locator("#comparison thead tr:last-child th").nth(column)
         header.click()
         assert header.get_attribute("aria-sort") == "ascending"
 
@@ -290,3 +292,201 @@ def test_missing_chromium_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(conftest.shutil, "which", lambda name: None)
     with pytest.raises(pytest.fail.Exception, match="need Chromium"):
         conftest.locate_chromium()
+
+
+MANY = (12, 50)
+WINDOWS = ({"width": 1366, "height": 768}, {"width": 1920, "height": 1080})
+
+
+def many_models(count: int) -> dict[str, pl.DataFrame]:
+    """``count`` models (long names, three hostile) on four tasks, and a perplexity task."""
+    rng = np.random.default_rng(count)
+    models = [f"llama-3-{k}b-instruct-checkpoint-{k:04d}" for k in range(count)]
+    models[:3] = list(HOSTILE.values())
+    tasks = ["arc_challenge", "hellaswag_long_task_name", "mmlu", "truthfulqa_mc2"]
+    per_group = 150
+    n = count * len(tasks) * per_group
+    model = np.repeat(np.arange(count), len(tasks) * per_group)
+    confidence = rng.uniform(0.3, 1.0, n)
+    skew = rng.uniform(-0.15, 0.15, count)[model]
+    predictions = pl.DataFrame(
+        {
+            "model": np.array(models)[model],
+            "task": np.tile(np.repeat(tasks, per_group), count),
+            "confidence": confidence,
+            "correct": rng.uniform(0, 1, n) < np.clip(confidence + skew, 0, 1),
+        }
+    )
+    documents = 20
+    losses = pl.DataFrame(
+        {
+            "model": np.repeat(models, documents),
+            "task": "wikitext",
+            "nll": rng.gamma(30, 2, count * documents),
+            "tokens": rng.integers(20, 40, count * documents),
+            "bytes": rng.integers(80, 160, count * documents),
+        }
+    )
+    by = ["model", "task"]
+    stats = cf.bin_statistics(predictions, by=by)
+    table = cf.compare(predictions, losses, by=by, tokens="tokens", bytes="bytes", replicates=20)
+    board = cf.leaderboard(table, stats, replicates=20)
+    return {"stats": stats, "comparison": table, "leaderboard": board}
+
+
+@pytest.fixture(scope="module")
+def many_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[int, tuple[Path, list[str]]]:
+    """The report of 12 and of 50 models (built once), with the model names."""
+    reports = {}
+    for count in MANY:
+        tables = many_models(count)
+        folder = tmp_path_factory.mktemp(f"models{count}")
+        path = write_report(
+            folder / "report.html",
+            comparison=tables["comparison"],
+            bin_statistics=tables["stats"],
+            leaderboard=tables["leaderboard"],
+        )
+        reports[count] = (path, tables["leaderboard"].get_column("model").to_list())
+    return reports
+
+
+def visible_keys(page: Any, table: str) -> list[str]:
+    return page.eval_on_selector_all(
+        f"#{table} tbody tr:not([hidden]) td.key:first-child",
+        "els => els.map(e => e.textContent)",
+    )
+
+
+@pytest.mark.parametrize("window", WINDOWS, ids=lambda w: f"{w['width']}x{w['height']}")
+@pytest.mark.parametrize("count", MANY)
+def test_page_fits_the_window_and_the_filter_finds_every_model(
+    browser: Any, many_reports: dict[int, tuple[Path, list[str]]], count: int, window: Any
+) -> None:
+    path, models = many_reports[count]
+    context = browser.new_context(offline=True, viewport=window)
+    page = context.new_page()
+    log = PageLog(page)
+    try:
+        page.goto(path.resolve().as_uri())
+        page.wait_for_function(
+            "document.querySelectorAll('[data-vega-spec]').length === "
+            "document.querySelectorAll('[data-rendered]').length",
+            timeout=RENDER_TIMEOUT_MS,
+        )
+        states = chart_states(page)
+        assert [t for t in page.locator("h2").all_inner_texts()][-1] == "Perplexity"
+        # heatmap, picked diagram, reliability, histogram, scatter, Brier, perplexity
+        assert len(states) == 7 and all(s == "true" and m > 20 for s, m in states), states
+        # no sideways scroll of the page; the charts and tables stay inside the content
+        scroll, inner = page.evaluate("[document.documentElement.scrollWidth, innerWidth]")
+        assert scroll <= inner
+        boxes = page.eval_on_selector_all(
+            ".chart, .scroll", "els => els.map(e => e.getBoundingClientRect().right)"
+        )
+        assert max(boxes) <= inner
+        # every model findable: typed in the filter, its rows alone stay
+        filter_box = page.locator('.toolbar[data-table="comparison"] input.filter')
+        rows = len(visible_keys(page, "comparison"))
+        for model in models:
+            filter_box.fill(model)
+            shown = visible_keys(page, "comparison")
+            assert shown and set(shown) == {model}, model
+            assert len(shown) == 5  # four tasks and the perplexity task
+        status = page.locator('.toolbar[data-table="comparison"] .shown').inner_text()
+        assert status == f"5 of {rows} rows"
+        filter_box.fill("wikitext")
+        assert len(visible_keys(page, "comparison")) == count
+        filter_box.fill("")
+        assert len(visible_keys(page, "comparison")) == rows
+        board_filter = page.locator('.toolbar[data-table="leaderboard"] input.filter')
+        board_filter.fill(models[-1])
+        assert visible_keys(page, "leaderboard") == [models[-1]]
+        # the hostile names are text: in the table, typed into the filter, and nothing ran
+        board_filter.fill("</script><script>")
+        assert visible_keys(page, "leaderboard") == [HOSTILE["underconfident"]]
+        assert page.locator("img").count() == 0
+        assert log.dialogs == [] and log.errors == [] and log.requests == []
+    finally:
+        context.close()
+
+
+def test_column_toggles_and_intervals_on_demand(
+    browser: Any, many_reports: dict[int, tuple[Path, list[str]]]
+) -> None:
+    path, _ = many_reports[12]
+    context, page, log = open_offline(browser, path)
+    try:
+        head = "#comparison thead tr:last-child th"
+
+        def shown_headers() -> list[str]:
+            return page.eval_on_selector_all(
+                head,
+                "els => els.filter(e => getComputedStyle(e).display !== 'none')"
+                ".map(e => e.textContent)",
+            )
+
+        def group_spans() -> dict[str, int]:
+            return dict(
+                page.eval_on_selector_all(
+                    "#comparison thead tr.groups th.group",
+                    "els => els.filter(e => getComputedStyle(e).display !== 'none')"
+                    ".map(e => [e.textContent, e.colSpan])",
+                )
+            )
+
+        def span_total() -> int:
+            return int(
+                page.eval_on_selector_all(
+                    "#comparison thead tr.groups th",
+                    "els => els.filter(e => getComputedStyle(e).display !== 'none')"
+                    ".reduce((n, e) => n + e.colSpan, 0)",
+                )
+            )
+
+        before = shown_headers()
+        assert "ECE" in before and "RMSCE" not in before
+
+        def shown_cells() -> int:  # of the first row: hidden with their headers
+            return int(
+                page.eval_on_selector_all(
+                    "#comparison tbody tr:first-child td",
+                    "els => els.filter(e => getComputedStyle(e).display !== 'none').length",
+                )
+            )
+
+        assert span_total() == len(before) == shown_cells()
+        toolbar = '.toolbar[data-table="comparison"]'
+        page.locator(f'{toolbar} input[data-toggle="detail"]').check()
+        assert "RMSCE" in shown_headers() and span_total() == len(shown_headers())
+        assert shown_cells() == len(shown_headers())
+        page.locator(f'{toolbar} input[data-toggle="g-calibration"]').uncheck()
+        assert "ECE" not in shown_headers() and "calibration" not in group_spans()
+        assert span_total() == len(shown_headers()) == shown_cells()
+        # intervals: in the title on hover; in the cell once ticked
+        accuracy = 1 + page.eval_on_selector_all(
+            head, "els => els.findIndex(e => e.textContent === 'accuracy')"
+        )
+        cell = page.locator(f"#comparison tbody tr:first-child td:nth-child({accuracy})")
+        title = cell.get_attribute("title")
+        assert title.startswith("95% interval [")
+        assert cell.locator(".ci").count() == 0
+        page.locator(f'{toolbar} input[data-toggle="ci"]').check()
+        assert cell.locator(".ci").is_visible()
+        assert cell.locator(".ci").text_content() == " " + title.removeprefix("95% interval ")
+        page.locator(f'{toolbar} input[data-toggle="ci"]').uncheck()
+        assert not cell.locator(".ci").is_visible()
+        # the sort still works, on the rows the filter left
+        page.locator(f"{toolbar} input.filter").fill("mmlu")
+        page.locator(head).nth(accuracy - 1).click()
+        values = [
+            float(v)
+            for v in page.eval_on_selector_all(
+                f"#comparison tbody tr:not([hidden]) td:nth-child({accuracy})",
+                "els => els.map(e => e.getAttribute('data-value'))",
+            )
+        ]
+        assert len(values) == 12 and values == sorted(values)
+        assert log.errors == []
+    finally:
+        context.close()

@@ -1,34 +1,106 @@
 (function () {
   "use strict";
-  var table = document.getElementById("comparison");
-  if (!table) { return; }
-  var headers = table.tHead.rows[0].cells;
-  Array.prototype.forEach.call(headers, function (header, column) {
-    header.setAttribute("tabindex", "0");
-    function sort() {
-      var ascending = header.getAttribute("aria-sort") !== "ascending";
-      Array.prototype.forEach.call(headers, function (h) { h.removeAttribute("aria-sort"); });
-      header.setAttribute("aria-sort", ascending ? "ascending" : "descending");
-      var body = table.tBodies[0];
-      var rows = Array.prototype.slice.call(body.rows);
-      var numeric = header.getAttribute("data-type") === "number";
-      rows.sort(function (a, b) {
-        var x = a.cells[column].getAttribute("data-value");
-        var y = b.cells[column].getAttribute("data-value");
-        if (numeric) {
-          var p = x === "" ? NaN : Number(x), q = y === "" ? NaN : Number(y);
-          if (isNaN(p) && isNaN(q)) { return 0; }
-          if (isNaN(p)) { return 1; }
-          if (isNaN(q)) { return -1; }
-          return ascending ? p - q : q - p;
-        }
-        return ascending ? x.localeCompare(y) : y.localeCompare(x);
+  // Sorting, filtering and column toggles of the report's tables. Data is read from
+  // attributes and text, and only text is written (textContent): no name becomes markup.
+  function columnRow(table) {
+    var rows = table.tHead.rows;
+    return rows[rows.length - 1];
+  }
+
+  function sortable(table) {
+    var headers = columnRow(table).cells;
+    Array.prototype.forEach.call(headers, function (header, column) {
+      header.setAttribute("tabindex", "0");
+      function sort() {
+        var ascending = header.getAttribute("aria-sort") !== "ascending";
+        Array.prototype.forEach.call(headers, function (h) { h.removeAttribute("aria-sort"); });
+        header.setAttribute("aria-sort", ascending ? "ascending" : "descending");
+        var body = table.tBodies[0];
+        var rows = Array.prototype.slice.call(body.rows);
+        var numeric = header.getAttribute("data-type") === "number";
+        rows.sort(function (a, b) {
+          var x = a.cells[column].getAttribute("data-value");
+          var y = b.cells[column].getAttribute("data-value");
+          if (numeric) {
+            var p = x === "" ? NaN : Number(x), q = y === "" ? NaN : Number(y);
+            if (isNaN(p) && isNaN(q)) { return 0; }
+            if (isNaN(p)) { return 1; }
+            if (isNaN(q)) { return -1; }
+            return ascending ? p - q : q - p;
+          }
+          return ascending ? x.localeCompare(y) : y.localeCompare(x);
+        });
+        rows.forEach(function (row) { body.appendChild(row); });
+      }
+      header.addEventListener("click", sort);
+      header.addEventListener("keydown", function (event) {
+        if (event.key === "Enter" || event.key === " ") { event.preventDefault(); sort(); }
       });
-      rows.forEach(function (row) { body.appendChild(row); });
-    }
-    header.addEventListener("click", sort);
-    header.addEventListener("keydown", function (event) {
-      if (event.key === "Enter" || event.key === " ") { event.preventDefault(); sort(); }
     });
-  });
+  }
+
+  // A group's header spans the columns of the group that are shown.
+  function spanGroups(table) {
+    var headers = columnRow(table).cells;
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (group) {
+      if (!group.classList.contains("group")) { return; }
+      var slug = Array.prototype.filter.call(group.classList, function (c) {
+        return c.indexOf("g-") === 0;
+      })[0];
+      var shown = Array.prototype.filter.call(headers, function (h) {
+        return h.classList.contains(slug) && getComputedStyle(h).display !== "none";
+      }).length;
+      group.colSpan = Math.max(shown, 1);
+    });
+  }
+
+  // The intervals live in the cells' titles; ticked, each is written into its cell once.
+  function writeIntervals(table) {
+    if (table.getAttribute("data-intervals") === "written") { return; }
+    Array.prototype.forEach.call(table.tBodies[0].querySelectorAll("td[title]"), function (cell) {
+      var title = cell.getAttribute("title");
+      var start = title.indexOf("[");
+      if (cell.classList.contains("key") || start === -1) { return; }
+      var span = document.createElement("span");
+      span.className = "ci";
+      span.textContent = " " + title.slice(start);
+      cell.appendChild(span);
+    });
+    table.setAttribute("data-intervals", "written");
+  }
+
+  function toolbar(bar) {
+    var table = document.getElementById(bar.getAttribute("data-table"));
+    if (!table) { return; }
+    var rows = Array.prototype.slice.call(table.tBodies[0].rows);
+    var keys = rows.map(function (row) {
+      return Array.prototype.filter.call(row.cells, function (cell) {
+        return cell.classList.contains("key");
+      }).map(function (cell) { return cell.getAttribute("data-value").toLowerCase(); }).join(" ");
+    });
+    var status = bar.querySelector(".shown");
+    var filter = bar.querySelector("input.filter");
+    function apply() {
+      var terms = filter.value.toLowerCase().split(/\s+/).filter(Boolean);
+      var shown = 0;
+      rows.forEach(function (row, index) {
+        var match = terms.every(function (term) { return keys[index].indexOf(term) !== -1; });
+        row.hidden = !match;
+        if (match) { shown += 1; }
+      });
+      status.textContent = terms.length ? shown + " of " + rows.length + " rows" : "";
+    }
+    filter.addEventListener("input", apply);
+    Array.prototype.forEach.call(bar.querySelectorAll("input[data-toggle]"), function (box) {
+      box.addEventListener("change", function () {
+        if (box.getAttribute("data-toggle") === "ci" && box.checked) { writeIntervals(table); }
+        table.classList.toggle("hide-" + box.getAttribute("data-toggle"), !box.checked);
+        spanGroups(table);
+      });
+    });
+    apply();
+  }
+
+  Array.prototype.forEach.call(document.querySelectorAll("table.sortable"), sortable);
+  Array.prototype.forEach.call(document.querySelectorAll(".toolbar[data-table]"), toolbar);
 })();

@@ -1,0 +1,249 @@
+"""Perplexity per group: one dot per row of a perplexity or comparison table, with intervals.
+
+:func:`perplexity_chart` draws what the table has of perplexity (per token, else per word
+or per byte) and of bits per byte (else bits per token), each in its own panel, with the
+bootstrap interval as a bar where the table has ``<measure>_ci_low`` / ``_ci_high``. The
+rolling tasks of lm-evaluation-harness give word and byte perplexity and bits per byte
+only; ``cf.perplexity`` gives all of them from token counts. Every value drawn is read from
+the table.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from calib_frames.exceptions import TableError
+from calib_frames.plot._common import (
+    SINGLE,
+    check_size,
+    emphasis,
+    inline_data,
+    key_tooltips,
+    palette,
+)
+from calib_frames.plot.comparison import _label_keys, _metrics_table
+from calib_frames.plot.tables import COLOR, PANEL, prepare
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    import altair as alt
+
+__all__ = ["PERPLEXITY_MEASURES", "perplexity_chart", "perplexity_measures"]
+
+PERPLEXITY_MEASURES: tuple[tuple[str, ...], ...] = (
+    ("perplexity", "word_perplexity", "byte_perplexity"),
+    ("bits_per_byte", "bits_per_token"),
+)
+"""The chart's panels: each draws the first of its columns that has a finite value."""
+
+_TITLES = {
+    "perplexity": "perplexity (per token)",
+    "word_perplexity": "word perplexity",
+    "byte_perplexity": "byte perplexity",
+    "bits_per_byte": "bits per byte",
+    "bits_per_token": "bits per token",
+}
+
+
+def perplexity_measures(table: pl.DataFrame) -> list[str]:
+    """The columns :func:`perplexity_chart` draws from ``table`` (empty: none has values).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.plot.perplexity import perplexity_measures
+    >>> perplexity_measures(pl.DataFrame({"task": ["wiki"], "word_perplexity": [40.0],
+    ...                                   "bits_per_byte": [1.1], "perplexity": [None]}))
+    ['word_perplexity', 'bits_per_byte']
+    """
+    measures = []
+    for candidates in PERPLEXITY_MEASURES:
+        for candidate in candidates:
+            if (
+                candidate in table.columns
+                and table.schema[candidate].is_numeric()
+                and table.get_column(candidate).cast(pl.Float64).is_finite().any()
+            ):
+                measures.append(candidate)
+                break
+    return measures
+
+
+def perplexity_chart(
+    metrics: pl.DataFrame | pl.LazyFrame,
+    *,
+    label: str | None = None,
+    color: str | Sequence[str] | None = None,
+    width: float = 240,
+    title: str | None = None,
+) -> alt.TopLevelMixin:
+    r"""Perplexity and bits per byte side by side, one dot per group, intervals as bars.
+
+    With :math:`L = \sum \mathrm{nll}` (nats) over a group's documents, the measures are,
+    as lm-evaluation-harness defines them: perplexity :math:`\exp(L / \text{tokens})`,
+    word perplexity :math:`\exp(L / \text{words})`, byte perplexity
+    :math:`\exp(L / \text{bytes})` and bits per byte :math:`L / (\text{bytes} \ln 2)`.
+    The left panel draws the first of perplexity, word perplexity and byte perplexity
+    that the table has values of; the right one bits per byte, else bits per token.
+    Lower is better in both. Groups are on the vertical axis, lowest first; the other
+    keys are colours (e.g. model on the axis, one colour per task). A bar through a dot spans
+    ``<measure>_ci_low`` to ``<measure>_ci_high`` where the table has them (the bootstrap
+    intervals of :func:`~calib_frames.estimators.perplexity_intervals`). Rows with no
+    value (a comparison table's calibration-only rows) are left out.
+
+    Parameters
+    ----------
+    metrics
+        A perplexity table (:func:`~calib_frames.perplexity`), a comparison table, or
+        lm-eval's aggregates (:func:`~calib_frames.comparison.lm_eval_comparison`).
+    label
+        Key on the vertical axis (default: the first key).
+    color
+        Key(s) told apart by colour (default: the other keys).
+    width
+        Width of each of the two panels in pixels.
+    title
+        Chart title (default "Perplexity").
+
+    Returns
+    -------
+    altair.TopLevelMixin
+        An ``HConcatChart`` (or a ``LayerChart`` when there is one measure).
+
+    Raises
+    ------
+    TableError
+        If the table has no perplexity or bits-per-byte column, or no finite value.
+
+    See Also
+    --------
+    calib_frames.perplexity : the table, from NLL rows.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import calib_frames as cf
+    >>> from calib_frames.plot import perplexity_chart
+    >>> toks = pl.DataFrame({"model": ["a", "b"], "nll": [8.0, 6.0], "tokens": [4, 4],
+    ...                      "bytes": [16, 16]})
+    >>> table = cf.perplexity(toks, by="model", tokens="tokens", bytes="bytes")
+    >>> spec = perplexity_chart(table).to_dict()
+    >>> [panel["layer"][0]["encoding"]["x"]["field"] for panel in spec["hconcat"]]
+    ['perplexity', 'bits_per_byte']
+    """
+    import altair as alt
+
+    check_size("width", width)
+    columns = [c for group in PERPLEXITY_MEASURES for c in group]
+    data, keys = _metrics_table(
+        metrics, "perplexity_chart", [], role="perplexity table", built_by="perplexity"
+    )
+    if not any(c in data.columns for c in columns):
+        raise TableError(
+            "perplexity table: no perplexity column (one of "
+            f"{', '.join(columns)}); build it with calib_frames.perplexity"
+        )
+    measures = perplexity_measures(data)
+    if not measures:
+        raise TableError("perplexity table: no row has a finite perplexity or bits per byte")
+    on_axis = _label_keys(label, keys)
+    prepared = prepare(
+        data,
+        keys,
+        color=color if color is not None else [k for k in keys if k not in on_axis],
+        facet=on_axis,
+    )
+    bounds = [
+        bound
+        for m in measures
+        if f"{m}_ci_low" in data.columns and f"{m}_ci_high" in data.columns
+        for bound in (f"{m}_ci_low", f"{m}_ci_high")
+    ]
+    extra = [c for c in ("tokens", "bytes", "words") if c in data.columns]
+    dots = (
+        prepared.data.with_columns(pl.col(*measures, *bounds).cast(pl.Float64))
+        .filter(pl.any_horizontal(pl.col(*measures).is_finite()))
+        .select(*keys, COLOR, PANEL, *measures, *bounds, *extra)
+    )
+    # best first: the groups on the axis by their lowest value of the first measure
+    labels = (
+        dots.group_by(PANEL, maintain_order=True)
+        .agg(pl.col(measures[0]).min())
+        .sort(measures[0], nulls_last=True, maintain_order=True)
+        .get_column(PANEL)
+        .to_list()
+    )
+    tooltips = [
+        *key_tooltips(keys),
+        *[alt.Tooltip(f"{m}:Q", format=".4f") for m in (*measures, *bounds)],
+        *[alt.Tooltip(f"{c}:Q", format=",") for c in extra],
+    ]
+    if prepared.color:
+        highlight = alt.selection_point(name="highlight_ppl", fields=[COLOR], bind="legend")
+        present = set(dots.get_column(COLOR))
+        dot_color: Any = alt.Color(
+            f"{COLOR}:N",
+            title=" × ".join(prepared.color),
+            scale=alt.Scale(
+                domain=[c for c in prepared.colors if c in present],
+                scheme=palette(len(present)),
+            ),
+            legend=alt.Legend(labelLimit=200),
+        )
+        opacity: Any = emphasis(highlight, 0.15)
+    else:
+        highlight = None
+        dot_color = alt.value(SINGLE)
+        opacity = alt.value(1.0)
+    # several colours on one row get a line each (an offset), so no bar hides another
+    shades = dots.get_column(COLOR).n_unique() if prepared.color else 1
+    offset: dict[str, Any] = {"yOffset": alt.YOffset(f"{COLOR}:N")} if shades > 1 else {}
+    height = max(60, len(labels) * max(20, 9 * shades))
+    base = alt.Chart()
+    panels = []
+    for position, measure in enumerate(measures):
+        y = alt.Y(
+            f"{PANEL}:N",
+            title=None,
+            sort=labels,
+            axis=alt.Axis(labelLimit=180, grid=True)
+            if position == 0
+            else alt.Axis(labels=False, ticks=False, grid=True),
+        )
+        x = alt.X(
+            f"{measure}:Q",
+            title=_TITLES[measure],
+            scale=alt.Scale(zero=False, nice=True),
+            axis=alt.Axis(labelOverlap="greedy", labelSeparation=6, tickCount=6),
+        )
+        dot = base.mark_point(filled=True, size=60).encode(
+            x=x, y=y, color=dot_color, opacity=opacity, tooltip=tooltips, **offset
+        )
+        if highlight is not None and position == 0:
+            dot = dot.add_params(highlight)
+        layers = [dot]
+        if f"{measure}_ci_low" in bounds:
+            layers.insert(
+                0,
+                base.mark_rule(strokeWidth=2).encode(
+                    x=alt.X(f"{measure}_ci_low:Q", title=_TITLES[measure]),
+                    x2=f"{measure}_ci_high:Q",
+                    y=y,
+                    **offset,
+                    color=dot_color,
+                    opacity=opacity,
+                    tooltip=tooltips,
+                ),
+            )
+        panels.append(
+            alt.layer(*layers, data=inline_data(dots))
+            .transform_filter(f"isFinite(datum.{measure})")
+            .properties(width=width, height=height)
+        )
+    heading = title if title is not None else "Perplexity"
+    if len(panels) == 1:
+        return panels[0].properties(title=heading)
+    return alt.hconcat(*panels, spacing=12, title=alt.Title(heading))
