@@ -60,7 +60,8 @@ MANY_COLORS = 5
 only (20 overlaid gap bars are not readable)."""
 
 _DIAGRAM_METRICS = ["ece", "mce", "brier"]
-_COUNT_LABEL = "datum.value == 0 ? '0' : format(datum.value, '~s')"
+_COUNT_LABEL = "datum.value % 1 ? '' : format(datum.value, '~s')"
+"""Count axis labels: whole numbers only (a small count must not read "500m")."""
 _BAR = "#8c9bb5"
 
 
@@ -816,7 +817,9 @@ def confidence_histogram(
     y = alt.Y(
         "_share:Q" if share else "count:Q",
         title="share of predictions" if share else "predictions",
-        axis=alt.Axis(format=".0%" if share else "~s", tickCount=4),
+        axis=alt.Axis(format=".0%", tickCount=4)
+        if share
+        else alt.Axis(tickCount=4, tickMinStep=1, labelExpr=_COUNT_LABEL),
     )
     tooltips = [
         *_bin_tooltips(keys),
