@@ -633,6 +633,10 @@ def calibration_heatmap(
     )
     if not keys:
         raise TableError("calibration_heatmap: the table has no group key (use by= with a key)")
+    if "count" in data.columns:  # groups with tokens only (a perplexity task) have no cell
+        data = data.filter(pl.col("count").fill_null(0) > 0)
+    if data.is_empty():
+        raise TableError("calibration_heatmap: no group of the table has predictions")
     row_keys = _label_keys(label, keys)
     prepared = prepare(data, keys, color=row_keys, facet=[k for k in keys if k not in row_keys])
     names = data.columns

@@ -125,6 +125,26 @@ def test_heatmap_refuses() -> None:
         calibration_heatmap(table.drop("overconfidence"))
 
 
+def test_heatmap_leaves_out_groups_without_predictions(shipped: pl.DataFrame) -> None:
+    tokens = pl.read_parquet(DATA / "synthetic_tokens.parquet").with_columns(
+        task=pl.lit("wikitext")
+    )
+    ppl = cf.perplexity(tokens, by=["model", "task"], tokens="tokens", bytes="bytes")
+    table = cf.comparison_table(
+        cf.metrics_from_bin_statistics(
+            cf.bin_statistics(
+                pl.read_parquet(DATA / "synthetic_predictions.parquet"), by=["model", "task"]
+            )
+        ),
+        ppl,
+    )
+    assert "wikitext" in table.get_column("task").to_list()
+    cells = rows_of(calibration_heatmap(table).to_dict())
+    assert len(cells) == shipped.height  # the token-only task has no cell
+    with pytest.raises(TableError, match="no group of the table has predictions"):
+        calibration_heatmap(table.filter(pl.col("task") == "wikitext"))
+
+
 def test_scatter_past_the_palette(many: pl.DataFrame) -> None:
     assert many.get_column("model").n_unique() > PALETTE_LIMIT > LABEL_LIMIT
     spec = metric_scatter(many).to_dict()
