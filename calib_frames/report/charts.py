@@ -50,9 +50,14 @@ def _extremes(
 ) -> tuple[pl.DataFrame, int]:
     """The keys of the ``limit // 2`` lowest and the rest highest ``column``; the group count.
 
-    All the groups when there are at most ``limit``.
+    All the groups when there are at most ``limit``. Groups without a ``column`` value
+    (token-only groups for ECE, prediction-only ones for perplexity) are not counted.
     """
-    ranked = table.select(*keys, column).unique(subset=keys, keep="first", maintain_order=True)
+    ranked = (
+        table.select(*keys, column)
+        .drop_nulls(column)
+        .unique(subset=keys, keep="first", maintain_order=True)
+    )
     if ranked.height <= limit:
         return ranked.select(keys), ranked.height
     ranked = ranked.sort(column, *keys, nulls_last=True)
