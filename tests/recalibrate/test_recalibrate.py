@@ -644,3 +644,44 @@ def test_options_active_subset_gives_the_same_fit(
             fits[threshold]["temperature"], fits[0.0]["temperature"], rtol=1e-12
         )
         assert fits[threshold]["iterations"].to_list() == fits[0.0]["iterations"].to_list()
+
+
+@pytest.mark.parametrize("ragged", [False, True])
+def test_options_start_from_a_sample_gives_the_same_fit(
+    ragged: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rough fit on every few questions moves the start, not the minimum nor L(1)."""
+    from calib_frames.recalibrate import temperature as module
+
+    frame = _options(seed=5, questions=160, k=4, models=3)
+    # a group of 3 questions gets at most one sampled question; one whose gold option
+    # is always the likeliest wants T at the lower bound
+    frame = frame.filter((pl.col("model") != "m2") | (pl.col("question") < 3))
+    top = pl.col("loglik") == pl.col("loglik").max().over("model", "question")
+    frame = frame.with_columns(
+        is_gold=pl.when(pl.col("model") == "m1").then(top).otherwise(pl.col("is_gold"))
+    )
+    if ragged:
+        keep = np.random.default_rng(3).uniform(size=frame.height) < 0.7
+        frame = frame.filter(pl.Series(keep) | pl.col("is_gold"))
+    monkeypatch.setattr(module, "_SAMPLE_STEP", 4)
+    fits = {}
+    for least in (0, 10**9):  # always, never
+        monkeypatch.setattr(module, "_SAMPLE_FROM", least)
+        fits[least] = fit_temperature(frame, by="model", kind="options").sort("model")
+    sampled, plain = fits[0], fits[10**9]
+    np.testing.assert_allclose(sampled["temperature"], plain["temperature"], rtol=1e-9)
+    assert sampled["at_bound"].to_list() == plain["at_bound"].to_list() == [False, True, False]
+    for model in ("m0", "m2"):
+        sub = frame.filter(pl.col("model") == model)
+        questions = sub.partition_by("question", maintain_order=True)
+        before = sum(
+            _options_nll(1.0, q["loglik"].to_numpy()[None, :], np.flatnonzero(q["is_gold"]))
+            for q in questions
+        )
+        row = sampled.filter(pl.col("model") == model)
+        assert row["nll_before"].item() == pytest.approx(before / len(questions), rel=1e-12)
+        np.testing.assert_allclose(
+            row["nll_after"].item(), plain.filter(pl.col("model") == model)["nll_after"].item(),
+            rtol=1e-12,
+        )  # fmt: skip
