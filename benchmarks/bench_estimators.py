@@ -49,6 +49,7 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -100,14 +101,31 @@ SELECTIVE, HELM = Registry(), Registry()
 HELM_COMPARED = ("ece_10_bin", "ece_1_bin", "selective_cov_acc_area", "selective_acc@10")
 
 
-@SMOOTH.peer(
-    "smooth_ece",
-    role="subject",
-    what='smooth_ece(df, by="model")',
-    normalise=lambda out, src: columns(out, ("smooth_ece", "bandwidth"), ("model",)),
-)
-def run_smooth(src: Source) -> pl.DataFrame:
-    return smooth_ece(src.table(), by="model")
+def subject(
+    registry: Registry,
+    name: str,
+    estimator: Callable[..., pl.DataFrame],
+    names: tuple[str, ...],
+    *,
+    by: tuple[str, ...] = ("model",),
+    note: str = "",
+) -> None:
+    """Register ``estimator(df, by="model")`` as the subject of ``registry``, compared on
+    ``names`` (rows sorted by ``by``)."""
+    registry.peer(
+        name,
+        role="subject",
+        what=f'{estimator.__name__}(df, by="model"){note}',
+        normalise=lambda out, src: columns(out, names, by),
+    )(lambda src: estimator(src.table(), by="model"))
+
+
+def by_name(names: tuple[str, ...]) -> Callable[[np.ndarray, Source], Result]:
+    """The normaliser of a loop's (groups, len(names)) array: one result per name."""
+    return lambda out, src: Result(dict(zip(names, out.T, strict=True)))
+
+
+subject(SMOOTH, "smooth_ece", smooth_ece, ("smooth_ece", "bandwidth"))
 
 
 @SMOOTH.peer(
@@ -124,20 +142,13 @@ def run_relplot(src: Source) -> np.ndarray:
         return np.array([relplot.smECE(f, y, return_width=True) for f, y in groups_of(src)])
 
 
-@CORP.peer(
-    "corp",
-    role="subject",
-    what='corp_decomposition(df, by="model")',
-    normalise=lambda out, src: columns(out, CORP_TERMS, ("model",)),
-)
-def run_corp(src: Source) -> pl.DataFrame:
-    return corp_decomposition(src.table(), by="model")
+subject(CORP, "corp", corp_decomposition, CORP_TERMS)
 
 
 @CORP.peer(
     "model_diag_loop",
     what="model_diagnostics.scoring.decompose(y, f, scoring_function=SquaredError()) per group",
-    normalise=lambda out, src: Result(dict(zip(CORP_TERMS, out.T, strict=True))),
+    normalise=by_name(CORP_TERMS),
     needs="model_diagnostics",
 )
 def run_model_diagnostics(src: Source) -> np.ndarray:
@@ -189,14 +200,10 @@ def run_sklearn(src: Source) -> list[Any]:
     return [IsotonicRegression().fit(f, y) for f, y in groups_of(src)]
 
 
-@BINS.peer(
-    "ece_by_bin_count",
-    role="subject",
-    what='ece_by_bin_count(df, by="model") (M = 5 ... 30, one pass)',
-    normalise=lambda out, src: columns(out, ("ece",), ("model", "bins")),
-)
-def run_bin_counts(src: Source) -> pl.DataFrame:
-    return ece_by_bin_count(src.table(), by="model")
+subject(
+    BINS, "ece_by_bin_count", ece_by_bin_count, ("ece",), by=("model", "bins"),
+    note=" (M = 5 ... 30, one pass)",
+)  # fmt: skip
 
 
 @BINS.peer(
@@ -214,14 +221,7 @@ def run_metrics_loop(src: Source) -> pl.DataFrame:
     return pl.concat(parts).sort("model", "bins")
 
 
-@SELECTIVE.peer(
-    "selective",
-    role="subject",
-    what='selective_metrics(df, by="model")',
-    normalise=lambda out, src: columns(out, ("aurc",), ("model",)),
-)
-def run_selective(src: Source) -> pl.DataFrame:
-    return selective_metrics(src.table(), by="model")
+subject(SELECTIVE, "selective", selective_metrics, ("aurc",))
 
 
 @SELECTIVE.peer(
@@ -238,20 +238,13 @@ def run_cal_selective(src: Source) -> np.ndarray:
     )
 
 
-@HELM.peer(
-    "helm",
-    role="subject",
-    what='helm_calibration(df, by="model")',
-    normalise=lambda out, src: columns(out, HELM_COMPARED, ("model",)),
-)
-def run_helm(src: Source) -> pl.DataFrame:
-    return helm_calibration(src.table(), by="model")
+subject(HELM, "helm", helm_calibration, HELM_COMPARED)
 
 
 @HELM.peer(
     "cal_helm_loop",
     what="HELM's uncertainty-calibration calls (ECEs, selective stats, Platt) per group",
-    normalise=lambda out, src: Result(dict(zip(HELM_COMPARED, out.T, strict=True))),
+    normalise=by_name(HELM_COMPARED),
     needs="calibration",
 )
 def run_cal_helm(src: Source) -> np.ndarray:

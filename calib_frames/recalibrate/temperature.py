@@ -249,27 +249,24 @@ def fit_temperature(
     if not n_groups or derivatives is None or loss is None:
         return return_like(predictions, _core.params_frame(groups, None, fit, TEMPERATURE).lazy())
     one = np.ones(n_groups)
+
+    def solve(objective: Derivatives, start: np.ndarray, tolerance: float) -> _core.NewtonResult:
+        return _core.newton_1d(
+            objective,
+            start=start,
+            lower=1.0 / high,
+            upper=1.0 / low,
+            rtol=tolerance,
+            max_iter=max_iter,
+        )
+
     start = one
     if sample is not None:
         # a rough fit on the sample first: the fit on every row then starts a few percent
         # from its minimum and takes fewer steps over all the rows
-        rough = _core.newton_1d(
-            sample,
-            start=one,
-            lower=1.0 / high,
-            upper=1.0 / low,
-            rtol=_SAMPLE_TOL,
-            max_iter=max_iter,
-        )
+        rough = solve(sample, one, _SAMPLE_TOL)
         start = np.where(rough.converged & ~rough.at_bound, rough.x, 1.0)
-    result = _core.newton_1d(
-        derivatives,
-        start=start,
-        lower=1.0 / high,
-        upper=1.0 / low,
-        rtol=rtol,
-        max_iter=max_iter,
-    )
+    result = solve(derivatives, start, rtol)
     beta = result.x
     # the options objective reports L at every evaluated point: at the start (1/T = 1
     # when the bounds allow it and there was no rough fit) and where each group
