@@ -120,9 +120,25 @@ def subject(
     )(lambda src: estimator(src.table(), by="model"))
 
 
-def by_name(names: tuple[str, ...]) -> Callable[[np.ndarray, Source], Result]:
-    """The normaliser of a loop's (groups, len(names)) array: one result per name."""
-    return lambda out, src: Result(dict(zip(names, out.T, strict=True)))
+PerGroup = Callable[[np.ndarray, np.ndarray], list[float]]
+
+
+def group_loop(
+    registry: Registry, name: str, *, what: str, names: tuple[str, ...], needs: str
+) -> Callable[[PerGroup], PerGroup]:
+    """Register a peer that calls the decorated ``one(f, y)`` for each group in turn; its
+    list is that group's values of ``names``."""
+
+    def register(one: PerGroup) -> PerGroup:
+        registry.peer(
+            name,
+            what=what,
+            normalise=lambda out, src: Result(dict(zip(names, out.T, strict=True))),
+            needs=needs,
+        )(lambda src: np.array([one(f, y) for f, y in groups_of(src)]))
+        return one
+
+    return register
 
 
 subject(SMOOTH, "smooth_ece", smooth_ece, ("smooth_ece", "bandwidth"))
@@ -145,22 +161,18 @@ def run_relplot(src: Source) -> np.ndarray:
 subject(CORP, "corp", corp_decomposition, CORP_TERMS)
 
 
-@CORP.peer(
+@group_loop(
+    CORP,
     "model_diag_loop",
     what="model_diagnostics.scoring.decompose(y, f, scoring_function=SquaredError()) per group",
-    normalise=by_name(CORP_TERMS),
+    names=CORP_TERMS,
     needs="model_diagnostics",
 )
-def run_model_diagnostics(src: Source) -> np.ndarray:
+def model_diagnostics_of(f: np.ndarray, y: np.ndarray) -> list[float]:
     from model_diagnostics.scoring import SquaredError, decompose
 
-    rows = []
-    for f, y in groups_of(src):
-        table = decompose(y, f, scoring_function=SquaredError())
-        rows.append(
-            [table[c][0] for c in ("score", "miscalibration", "discrimination", "uncertainty")]
-        )
-    return np.array(rows)
+    table = decompose(y, f, scoring_function=SquaredError())
+    return [table[c][0] for c in ("score", "miscalibration", "discrimination", "uncertainty")]
 
 
 def blocks_at_rows(out: pl.DataFrame, src: Source) -> Result:
@@ -241,32 +253,28 @@ def run_cal_selective(src: Source) -> np.ndarray:
 subject(HELM, "helm", helm_calibration, HELM_COMPARED)
 
 
-@HELM.peer(
+@group_loop(
+    HELM,
     "cal_helm_loop",
     what="HELM's uncertainty-calibration calls (ECEs, selective stats, Platt) per group",
-    normalise=by_name(HELM_COMPARED),
+    names=HELM_COMPARED,
     needs="calibration",
 )
-def run_cal_helm(src: Source) -> np.ndarray:
+def helm_calls_of(f: np.ndarray, y: np.ndarray) -> list[float]:
     import calibration
 
-    rows = []
-    for f, y in groups_of(src):
-        labels = y.astype(np.int64)
-        area, top = calibration.get_selective_stats(f, labels)
-        scaler = calibration.get_platt_scaler(f, labels)
-        recalibrated = scaler(f)
-        calibration.get_ece_em(recalibrated, labels, num_bins=10)
-        calibration.get_ece(recalibrated, labels, num_bins=1)
-        rows.append(
-            [
-                calibration.get_ece_em(f, labels, num_bins=10),
-                calibration.get_ece(f, labels, num_bins=1),
-                area,
-                top,
-            ]
-        )
-    return np.array(rows)
+    labels = y.astype(np.int64)
+    area, top = calibration.get_selective_stats(f, labels)
+    scaler = calibration.get_platt_scaler(f, labels)
+    recalibrated = scaler(f)
+    calibration.get_ece_em(recalibrated, labels, num_bins=10)
+    calibration.get_ece(recalibrated, labels, num_bins=1)
+    return [
+        calibration.get_ece_em(f, labels, num_bins=10),
+        calibration.get_ece(f, labels, num_bins=1),
+        area,
+        top,
+    ]
 
 
 PAIRS = {
