@@ -360,6 +360,9 @@ class Options:
 def collect_options(fit: FitRows) -> Options:
     """Collect and check option fit rows: log-likelihood and gold flag per option row.
 
+    The rows are read out of polars once; the checks run on those arrays, and only a
+    failing one goes through :func:`~calib_frames.validation.check_rows` for its message.
+
     Raises
     ------
     DataError

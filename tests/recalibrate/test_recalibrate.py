@@ -685,3 +685,32 @@ def test_options_start_from_a_sample_gives_the_same_fit(
             row["nll_after"].item(), plain.filter(pl.col("model") == model)["nll_after"].item(),
             rtol=1e-12,
         )  # fmt: skip
+
+
+def test_bad_options_found_on_the_arrays() -> None:
+    """The checks on the collected arrays: nulls, a flag of 2, and gold rows that number
+    the questions but sit two in one question and none in the next."""
+    frame = _options(questions=5, models=1).with_columns(pl.col("is_gold").cast(pl.Int64))
+    null_loglik = frame.with_columns(
+        loglik=pl.when(pl.col("question") == 3).then(None).otherwise(pl.col("loglik"))
+    )
+    with pytest.raises(DataError, match=r"loglik.*4 of 20 rows"):
+        fit_temperature(null_loglik, kind="options")
+    for flag in (None, 2):
+        bad = frame.with_columns(
+            is_gold=pl.when((pl.col("question") == 1) & (pl.col("option") == 0))
+            .then(flag)
+            .otherwise(pl.col("is_gold"))
+        )
+        with pytest.raises(DataError, match=r"is_gold.*1 of 20 rows"):
+            fit_temperature(bad, kind="options")
+    moved = frame.with_columns(  # question 1: options 0 and 1 gold; question 2: none
+        is_gold=pl.when(pl.col("question") == 1)
+        .then((pl.col("option") <= 1).cast(pl.Int64))
+        .when(pl.col("question") == 2)
+        .then(0)
+        .otherwise(pl.col("is_gold"))
+    )
+    assert moved["is_gold"].sum() == 5
+    with pytest.raises(DataError, match=r"8 of 20 option rows .* without exactly one gold"):
+        fit_temperature(moved, kind="options")
