@@ -49,6 +49,7 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -100,14 +101,47 @@ SELECTIVE, HELM = Registry(), Registry()
 HELM_COMPARED = ("ece_10_bin", "ece_1_bin", "selective_cov_acc_area", "selective_acc@10")
 
 
-@SMOOTH.peer(
-    "smooth_ece",
-    role="subject",
-    what='smooth_ece(df, by="model")',
-    normalise=lambda out, src: columns(out, ("smooth_ece", "bandwidth"), ("model",)),
-)
-def run_smooth(src: Source) -> pl.DataFrame:
-    return smooth_ece(src.table(), by="model")
+def subject(
+    registry: Registry,
+    name: str,
+    estimator: Callable[..., pl.DataFrame],
+    names: tuple[str, ...],
+    *,
+    by: tuple[str, ...] = ("model",),
+    note: str = "",
+) -> None:
+    """Register ``estimator(df, by="model")`` as the subject of ``registry``, compared on
+    ``names`` (rows sorted by ``by``)."""
+    registry.peer(
+        name,
+        role="subject",
+        what=f'{estimator.__name__}(df, by="model"){note}',
+        normalise=lambda out, src: columns(out, names, by),
+    )(lambda src: estimator(src.table(), by="model"))
+
+
+PerGroup = Callable[[np.ndarray, np.ndarray], list[float]]
+
+
+def group_loop(
+    registry: Registry, name: str, *, what: str, names: tuple[str, ...], needs: str
+) -> Callable[[PerGroup], PerGroup]:
+    """Register a peer that calls the decorated ``one(f, y)`` for each group in turn; its
+    list is that group's values of ``names``."""
+
+    def register(one: PerGroup) -> PerGroup:
+        registry.peer(
+            name,
+            what=what,
+            normalise=lambda out, src: Result(dict(zip(names, out.T, strict=True))),
+            needs=needs,
+        )(lambda src: np.array([one(f, y) for f, y in groups_of(src)]))
+        return one
+
+    return register
+
+
+subject(SMOOTH, "smooth_ece", smooth_ece, ("smooth_ece", "bandwidth"))
 
 
 @SMOOTH.peer(
@@ -124,32 +158,21 @@ def run_relplot(src: Source) -> np.ndarray:
         return np.array([relplot.smECE(f, y, return_width=True) for f, y in groups_of(src)])
 
 
-@CORP.peer(
-    "corp",
-    role="subject",
-    what='corp_decomposition(df, by="model")',
-    normalise=lambda out, src: columns(out, CORP_TERMS, ("model",)),
-)
-def run_corp(src: Source) -> pl.DataFrame:
-    return corp_decomposition(src.table(), by="model")
+subject(CORP, "corp", corp_decomposition, CORP_TERMS)
 
 
-@CORP.peer(
+@group_loop(
+    CORP,
     "model_diag_loop",
     what="model_diagnostics.scoring.decompose(y, f, scoring_function=SquaredError()) per group",
-    normalise=lambda out, src: Result(dict(zip(CORP_TERMS, out.T, strict=True))),
+    names=CORP_TERMS,
     needs="model_diagnostics",
 )
-def run_model_diagnostics(src: Source) -> np.ndarray:
+def model_diagnostics_of(f: np.ndarray, y: np.ndarray) -> list[float]:
     from model_diagnostics.scoring import SquaredError, decompose
 
-    rows = []
-    for f, y in groups_of(src):
-        table = decompose(y, f, scoring_function=SquaredError())
-        rows.append(
-            [table[c][0] for c in ("score", "miscalibration", "discrimination", "uncertainty")]
-        )
-    return np.array(rows)
+    table = decompose(y, f, scoring_function=SquaredError())
+    return [table[c][0] for c in ("score", "miscalibration", "discrimination", "uncertainty")]
 
 
 def blocks_at_rows(out: pl.DataFrame, src: Source) -> Result:
@@ -189,14 +212,10 @@ def run_sklearn(src: Source) -> list[Any]:
     return [IsotonicRegression().fit(f, y) for f, y in groups_of(src)]
 
 
-@BINS.peer(
-    "ece_by_bin_count",
-    role="subject",
-    what='ece_by_bin_count(df, by="model") (M = 5 ... 30, one pass)',
-    normalise=lambda out, src: columns(out, ("ece",), ("model", "bins")),
-)
-def run_bin_counts(src: Source) -> pl.DataFrame:
-    return ece_by_bin_count(src.table(), by="model")
+subject(
+    BINS, "ece_by_bin_count", ece_by_bin_count, ("ece",), by=("model", "bins"),
+    note=" (M = 5 ... 30, one pass)",
+)  # fmt: skip
 
 
 @BINS.peer(
@@ -214,14 +233,7 @@ def run_metrics_loop(src: Source) -> pl.DataFrame:
     return pl.concat(parts).sort("model", "bins")
 
 
-@SELECTIVE.peer(
-    "selective",
-    role="subject",
-    what='selective_metrics(df, by="model")',
-    normalise=lambda out, src: columns(out, ("aurc",), ("model",)),
-)
-def run_selective(src: Source) -> pl.DataFrame:
-    return selective_metrics(src.table(), by="model")
+subject(SELECTIVE, "selective", selective_metrics, ("aurc",))
 
 
 @SELECTIVE.peer(
@@ -238,42 +250,31 @@ def run_cal_selective(src: Source) -> np.ndarray:
     )
 
 
-@HELM.peer(
-    "helm",
-    role="subject",
-    what='helm_calibration(df, by="model")',
-    normalise=lambda out, src: columns(out, HELM_COMPARED, ("model",)),
-)
-def run_helm(src: Source) -> pl.DataFrame:
-    return helm_calibration(src.table(), by="model")
+subject(HELM, "helm", helm_calibration, HELM_COMPARED)
 
 
-@HELM.peer(
+@group_loop(
+    HELM,
     "cal_helm_loop",
     what="HELM's uncertainty-calibration calls (ECEs, selective stats, Platt) per group",
-    normalise=lambda out, src: Result(dict(zip(HELM_COMPARED, out.T, strict=True))),
+    names=HELM_COMPARED,
     needs="calibration",
 )
-def run_cal_helm(src: Source) -> np.ndarray:
+def helm_calls_of(f: np.ndarray, y: np.ndarray) -> list[float]:
     import calibration
 
-    rows = []
-    for f, y in groups_of(src):
-        labels = y.astype(np.int64)
-        area, top = calibration.get_selective_stats(f, labels)
-        scaler = calibration.get_platt_scaler(f, labels)
-        recalibrated = scaler(f)
-        calibration.get_ece_em(recalibrated, labels, num_bins=10)
-        calibration.get_ece(recalibrated, labels, num_bins=1)
-        rows.append(
-            [
-                calibration.get_ece_em(f, labels, num_bins=10),
-                calibration.get_ece(f, labels, num_bins=1),
-                area,
-                top,
-            ]
-        )
-    return np.array(rows)
+    labels = y.astype(np.int64)
+    area, top = calibration.get_selective_stats(f, labels)
+    scaler = calibration.get_platt_scaler(f, labels)
+    recalibrated = scaler(f)
+    calibration.get_ece_em(recalibrated, labels, num_bins=10)
+    calibration.get_ece(recalibrated, labels, num_bins=1)
+    return [
+        calibration.get_ece_em(f, labels, num_bins=10),
+        calibration.get_ece(f, labels, num_bins=1),
+        area,
+        top,
+    ]
 
 
 PAIRS = {

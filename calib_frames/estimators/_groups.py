@@ -1,26 +1,41 @@
 """Shared plumbing of the in-memory estimators: the checked prediction rows, groups.
 
 The estimators collect the rows of every group (they are not additive).
-:func:`prediction_frame` checks the column roles at once and the rows when they are
-collected (through :mod:`calib_frames.validation`); :func:`grouped` gathers the rows
-group by group and :func:`attach` puts the per-group results next to the key table.
+:func:`group_rows` is their preamble: the keys, the rows of :func:`prediction_frame`
+(which checks the column roles at once and the rows when they are collected, through
+:mod:`calib_frames.validation`) and the result's schema; :meth:`GroupRows.result` runs
+the estimator over the collected rows. :func:`grouped` gathers the rows group by group
+and :func:`attach` puts the per-group results next to the key table.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from calib_frames.validation import RowCheck, check_rows, not_true, require_columns, working
+from calib_frames.validation import (
+    Frame,
+    RowCheck,
+    as_lazy,
+    check_rows,
+    group_keys,
+    not_true,
+    require_columns,
+    return_like,
+    working,
+)
 
 __all__ = [
+    "GroupRows",
     "P",
     "W",
     "Y",
     "attach",
+    "group_rows",
     "grouped",
     "prediction_checks",
     "prediction_frame",
@@ -29,6 +44,7 @@ __all__ = [
 
 P, Y, W = working("p"), working("y"), working("w")
 """The working columns of :func:`prediction_frame`: confidence, outcome, weight (Float64)."""
+_PACKED = working("rows")
 
 
 def require_prediction_columns(
@@ -129,6 +145,51 @@ def prediction_frame(
     )
 
 
+@dataclass(frozen=True)
+class GroupRows:
+    """The checked rows of a per-group estimator, its keys and its result's schema."""
+
+    rows: pl.LazyFrame
+    keys: list[str]
+    schema: dict[str, pl.DataType]
+
+    def result(self, predictions: Frame, compute: Callable[[pl.DataFrame], pl.DataFrame]) -> Frame:
+        """``compute`` of the collected rows, as a frame of the input's kind."""
+        return return_like(predictions, self.rows.map_batches(compute, schema=self.schema))
+
+
+def group_rows(
+    predictions: Frame,
+    *,
+    confidence: str,
+    correct: str,
+    by: str | Sequence[str] | None,
+    weight: str | None,
+    columns: Mapping[str, pl.DataType],
+    reserved: Sequence[str] = (),
+    position: str | None = None,
+) -> GroupRows:
+    """The preamble of a per-group estimator whose result has ``columns`` after the keys.
+
+    The keys of ``by``, the rows of :func:`prediction_frame` (no key may be named like
+    an output column or one of ``reserved``) with their input position in a
+    ``position`` column if given (the bootstrap's hash), and the result's schema.
+    """
+    keys = group_keys(by)
+    rows = prediction_frame(
+        as_lazy(predictions),
+        confidence=confidence,
+        correct=correct,
+        weight=weight,
+        keys=keys,
+        reserved=(*columns, *reserved),
+    )
+    schema = {**{k: rows.collect_schema()[k] for k in keys}, **columns}
+    if position is not None:
+        rows = rows.with_row_index(position)
+    return GroupRows(rows, keys, schema)
+
+
 def attach(table: pl.DataFrame, columns: Sequence[pl.Series]) -> pl.DataFrame:
     """The key table (possibly without columns) with per-group result columns appended."""
     if table.width == 0:
@@ -147,16 +208,18 @@ def grouped(
 
     One ``group_by`` with a per-group sort and an explode: the groups are sorted in
     parallel and in cache, several times faster than one sort of all rows by
-    (keys…, value).
+    (keys…, value). The value columns travel as one struct, so each group is sorted
+    once (not once per column).
     """
     values = [c for c in rows.columns if c not in keys]
     if not keys:
         ordered = rows.sort(sort_by, maintain_order=True) if sort_by is not None else rows
         return np.zeros(rows.height, dtype=np.int64), pl.DataFrame(), 1, ordered.select(values)
-    gathered_columns = (
-        pl.col(values) if sort_by is None else pl.col(values).sort_by(sort_by, maintain_order=True)
-    )
-    gathered = rows.group_by(keys).agg(gathered_columns).sort(keys, nulls_last=True)
-    lengths = gathered[values[0]].list.len().to_numpy().astype(np.int64)
+    packed = pl.struct(values)
+    if sort_by is not None:
+        packed = packed.sort_by(sort_by, maintain_order=True)
+    gathered = rows.group_by(keys).agg(packed.alias(_PACKED)).sort(keys, nulls_last=True)
+    lengths = gathered[_PACKED].list.len().to_numpy().astype(np.int64)
     group = np.repeat(np.arange(gathered.height, dtype=np.int64), lengths)
-    return group, gathered.select(keys), gathered.height, gathered.select(values).explode(values)
+    unpacked = gathered.select(_PACKED).explode(_PACKED).unnest(_PACKED)
+    return group, gathered.select(keys), gathered.height, unpacked

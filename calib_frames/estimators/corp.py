@@ -49,10 +49,10 @@ import numpy.typing as npt
 import polars as pl
 
 from calib_frames._deprecated import moved
-from calib_frames.estimators._groups import P, W, Y, attach, grouped, prediction_frame
+from calib_frames.estimators._groups import P, W, Y, attach, group_rows, grouped
 from calib_frames.estimators.isotonic import pav_blocks
 from calib_frames.exceptions import ArgumentError
-from calib_frames.validation import Frame, as_lazy, group_keys, return_like
+from calib_frames.validation import Frame
 
 __all__ = [
     "CORP_DECOMPOSITION_COLUMNS",
@@ -197,16 +197,11 @@ def corp_reliability(
     │ 2     ┆ 0.8              ┆ 0.8              ┆ 1     ┆ 1.0    ┆ 1.0          │
     └───────┴──────────────────┴──────────────────┴───────┴────────┴──────────────┘
     """
-    keys = group_keys(by)
-    rows = prediction_frame(
-        as_lazy(predictions),
-        confidence=confidence,
-        correct=correct,
-        weight=weight,
-        keys=keys,
-        reserved=tuple(CORP_RELIABILITY_COLUMNS),
-    )
-    schema = {**{k: rows.collect_schema()[k] for k in keys}, **CORP_RELIABILITY_COLUMNS}
+    prepared = group_rows(
+        predictions, confidence=confidence, correct=correct, by=by, weight=weight,
+        columns=CORP_RELIABILITY_COLUMNS,
+    )  # fmt: skip
+    keys, schema = prepared.keys, prepared.schema
 
     def fit(frame: pl.DataFrame) -> pl.DataFrame:
         points = _points(frame, weight=weight, keys=keys)
@@ -238,7 +233,7 @@ def corp_reliability(
             ],
         )
 
-    return return_like(predictions, rows.map_batches(fit, schema=schema))
+    return prepared.result(predictions, fit)
 
 
 def corp_decomposition(
@@ -309,16 +304,11 @@ def corp_decomposition(
     """
     if score not in ("brier", "log"):
         raise ArgumentError(f"score= must be 'brier' or 'log', got {score!r}")
-    keys = group_keys(by)
-    rows = prediction_frame(
-        as_lazy(predictions),
-        confidence=confidence,
-        correct=correct,
-        weight=weight,
-        keys=keys,
-        reserved=tuple(CORP_DECOMPOSITION_COLUMNS),
-    )
-    schema = {**{k: rows.collect_schema()[k] for k in keys}, **CORP_DECOMPOSITION_COLUMNS}
+    prepared = group_rows(
+        predictions, confidence=confidence, correct=correct, by=by, weight=weight,
+        columns=CORP_DECOMPOSITION_COLUMNS,
+    )  # fmt: skip
+    keys, schema = prepared.keys, prepared.schema
 
     def fit(frame: pl.DataFrame) -> pl.DataFrame:
         points = _points(frame, weight=weight, keys=keys)
@@ -361,7 +351,7 @@ def corp_decomposition(
             ],
         )
 
-    return return_like(predictions, rows.map_batches(fit, schema=schema))
+    return prepared.result(predictions, fit)
 
 
 def _sum_by(index: npt.NDArray[np.int64], values: F64Array, size: int) -> F64Array:

@@ -194,14 +194,22 @@ def _fit_blocks(
     group, table, _, values = grouped(rows, keys, sort_by=_X)
     if values.height == 0:
         return pl.DataFrame(schema={**rows.select(keys).schema, **BLOCK_COLUMNS})
-    xs = values[_X].to_numpy().astype(np.float64)
-    ys = values[_WY].to_numpy().astype(np.float64)
-    ws = values[_W].to_numpy().astype(np.float64) if weighted else np.ones_like(xs)
-    ties = np.flatnonzero(np.r_[True, (group[1:] != group[:-1]) | (xs[1:] != xs[:-1])])
+    xs = values[_X].to_numpy()  # Float64 columns: no copy beyond polars' own
+    ys = values[_WY].to_numpy()
+    new_point = np.empty(xs.size, dtype=bool)
+    new_point[0] = True
+    np.not_equal(xs[1:], xs[:-1], out=new_point[1:])
+    new_point[1:] |= group[1:] != group[:-1]
+    ties = np.flatnonzero(new_point)
     point_group = group[ties]
-    point_w = np.add.reduceat(ws, ties)
-    point_wy = np.add.reduceat(ws * ys, ties)
     point_n = np.diff(np.r_[ties, xs.size])
+    if weighted:
+        ws = values[_W].to_numpy()
+        point_w = np.add.reduceat(ws, ties)
+        point_wy = np.add.reduceat(ws * ys, ties)
+    else:  # every row weighs 1: a point's weight is its row count
+        point_w = point_n.astype(np.float64)
+        point_wy = np.add.reduceat(ys, ties)
     block = pav_blocks(point_group, point_w, point_wy, increasing=increasing)
     first = np.flatnonzero(np.r_[True, block[1:] != block[:-1]])
     last_row = np.r_[ties[first[1:]] - 1, xs.size - 1]
@@ -243,12 +251,12 @@ def pav_blocks(
     # centre each group on its own first point, then stack the groups apart
     shifted = (mean - np.repeat(mean[first], np.diff(np.r_[first, n]))) + group * shift
     result: Any = isotonic_regression(shifted, weights=weight, increasing=True)
-    starts = np.asarray(result.blocks[:-1], dtype=np.int64)
     # a block never spans two groups: cut at group starts anyway (guards rounding)
-    starts = np.union1d(starts, first)
-    block = np.zeros(n, dtype=np.int64)
-    block[starts[1:]] = 1
-    block = np.cumsum(block)
+    cut = np.zeros(n, dtype=np.int64)
+    cut[np.asarray(result.blocks[:-1], dtype=np.int64)] = 1
+    cut[first] = 1
+    starts = np.flatnonzero(cut)
+    block = np.cumsum(cut) - 1
     # refit any group whose exact block means still decrease (rounding near ties)
     sw = np.bincount(block, weights=weight)
     swy = np.bincount(block, weights=weighted_sum)

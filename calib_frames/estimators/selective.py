@@ -67,11 +67,11 @@ import numpy.typing as npt
 import polars as pl
 from scipy.special import digamma
 
-from calib_frames.estimators._groups import P, W, Y, attach, grouped, prediction_frame
+from calib_frames.estimators._groups import P, W, Y, attach, group_rows, grouped
 from calib_frames.estimators.bootstrap import check_replicates, check_seed, poisson_weights
 from calib_frames.estimators.intervals import check_level
 from calib_frames.exceptions import ArgumentError
-from calib_frames.validation import Frame, as_lazy, group_keys, return_like, working
+from calib_frames.validation import Frame, working
 
 __all__ = [
     "SELECTIVE_CI_METRICS",
@@ -206,12 +206,11 @@ def selective_metrics(
     └────────┴─────────────┴────────┴──────────────────────┴──────────────────────┘
     """
     _check_options(coverage=coverage, target_accuracy=target_accuracy, ties=ties)
-    keys = group_keys(by)
-    rows = _rows(
-        predictions, confidence=confidence, correct=correct, keys=keys, weight=weight,
-        reserved=tuple(SELECTIVE_COLUMNS),
+    prepared = group_rows(
+        predictions, confidence=confidence, correct=correct, by=by, weight=weight,
+        columns=SELECTIVE_COLUMNS,
     )  # fmt: skip
-    schema = {**{k: rows.collect_schema()[k] for k in keys}, **SELECTIVE_COLUMNS}
+    keys, schema = prepared.keys, prepared.schema
 
     def compute(frame: pl.DataFrame) -> pl.DataFrame:
         ranked = _ranked(frame, keys, weight=weight, ties=ties)
@@ -234,7 +233,7 @@ def selective_metrics(
             ],
         ).select(list(schema))
 
-    return return_like(predictions, rows.map_batches(compute, schema=schema))
+    return prepared.result(predictions, compute)
 
 
 def selective_curve(
@@ -307,12 +306,11 @@ def selective_curve(
         isinstance(points, bool) or not isinstance(points, int) or points < 2
     ):
         raise ArgumentError(f"points= must be None or an integer >= 2, got {points!r}")
-    keys = group_keys(by)
-    rows = _rows(
-        predictions, confidence=confidence, correct=correct, keys=keys, weight=weight,
-        reserved=tuple(SELECTIVE_CURVE_COLUMNS),
+    prepared = group_rows(
+        predictions, confidence=confidence, correct=correct, by=by, weight=weight,
+        columns=SELECTIVE_CURVE_COLUMNS,
     )  # fmt: skip
-    schema = {**{k: rows.collect_schema()[k] for k in keys}, **SELECTIVE_CURVE_COLUMNS}
+    keys, schema = prepared.keys, prepared.schema
 
     def compute(frame: pl.DataFrame) -> pl.DataFrame:
         ranked = _ranked(frame, keys, weight=weight, ties=ties)
@@ -346,7 +344,7 @@ def selective_curve(
             ],
         )
 
-    return return_like(predictions, rows.map_batches(compute, schema=schema))
+    return prepared.result(predictions, compute)
 
 
 def selective_intervals(
@@ -416,15 +414,14 @@ def selective_intervals(
     check_replicates(replicates)
     check_level(level)
     check_seed(seed)
-    keys = group_keys(by)
     names: list[str] = [
         f"{name}_ci_{side}" for name in SELECTIVE_CI_METRICS for side in ("low", "high")
     ]
-    rows = _rows(
-        predictions, confidence=confidence, correct=correct, keys=keys, weight=weight,
-        reserved=names,
-    ).with_row_index(_ROW)  # fmt: skip
-    schema = {**{k: rows.collect_schema()[k] for k in keys}, **dict.fromkeys(names, pl.Float64())}
+    prepared = group_rows(
+        predictions, confidence=confidence, correct=correct, by=by, weight=weight,
+        columns=dict.fromkeys(names, pl.Float64()), position=_ROW,
+    )  # fmt: skip
+    keys, schema = prepared.keys, prepared.schema
     alpha = (1.0 - level) / 2.0
 
     def compute(frame: pl.DataFrame) -> pl.DataFrame:
@@ -458,7 +455,7 @@ def selective_intervals(
                 )
         return attach(ranked.table, columns)
 
-    return return_like(predictions, rows.map_batches(compute, schema=schema))
+    return prepared.result(predictions, compute)
 
 
 def _check_options(
@@ -474,27 +471,6 @@ def _check_options(
         raise ArgumentError(f"target_accuracy= must be a number in [0, 1], got {target_accuracy!r}")
     if ties not in ("average", "pessimistic", "optimistic"):
         raise ArgumentError(f"ties= must be 'average', 'pessimistic' or 'optimistic', got {ties!r}")
-
-
-def _rows(
-    predictions: Frame,
-    *,
-    confidence: str,
-    correct: str,
-    keys: list[str],
-    weight: str | None,
-    reserved: Sequence[str],
-) -> pl.LazyFrame:
-    """The checked rows (keys…, P, Y[, W]); the bootstrap adds their position ``_ROW``."""
-    rows = prediction_frame(
-        as_lazy(predictions),
-        confidence=confidence,
-        correct=correct,
-        weight=weight,
-        keys=keys,
-        reserved=reserved,
-    )
-    return rows
 
 
 @dataclass(frozen=True)

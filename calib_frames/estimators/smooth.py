@@ -66,9 +66,9 @@ import numpy.typing as npt
 import polars as pl
 from numpy.lib.stride_tricks import sliding_window_view
 
-from calib_frames.estimators._groups import P, W, Y, attach, grouped, prediction_frame
+from calib_frames.estimators._groups import P, W, Y, attach, group_rows, grouped
 from calib_frames.exceptions import ArgumentError
-from calib_frames.validation import Frame, as_lazy, group_keys, return_like
+from calib_frames.validation import Frame
 
 __all__ = ["SMOOTH_CURVE_COLUMNS", "SMOOTH_ECE_COLUMNS", "smooth_ece", "smooth_reliability_curve"]
 
@@ -172,16 +172,11 @@ def smooth_ece(
     └───────┴───────┴────────────┴───────────┘
     """
     _check_bandwidth(bandwidth, eps)
-    keys = group_keys(by)
-    rows = prediction_frame(
-        as_lazy(predictions),
-        confidence=confidence,
-        correct=correct,
-        keys=keys,
-        reserved=tuple(SMOOTH_ECE_COLUMNS),
-        weight=weight,
-    )
-    schema = {**{k: rows.collect_schema()[k] for k in keys}, **SMOOTH_ECE_COLUMNS}
+    prepared = group_rows(
+        predictions, confidence=confidence, correct=correct, by=by, weight=weight,
+        columns=SMOOTH_ECE_COLUMNS,
+    )  # fmt: skip
+    keys, schema = prepared.keys, prepared.schema
 
     def compute(frame: pl.DataFrame) -> pl.DataFrame:
         group, table, n_groups, frame = grouped(frame, keys)
@@ -203,7 +198,7 @@ def smooth_ece(
             ],
         )
 
-    return return_like(predictions, rows.map_batches(compute, schema=schema))
+    return prepared.result(predictions, compute)
 
 
 def smooth_reliability_curve(
@@ -281,16 +276,11 @@ def smooth_reliability_curve(
     _check_bandwidth(bandwidth, eps)
     if isinstance(points, bool) or not isinstance(points, int) or points < 2:
         raise ArgumentError(f"points= must be an integer >= 2, got {points!r}")
-    keys = group_keys(by)
-    rows = prediction_frame(
-        as_lazy(predictions),
-        confidence=confidence,
-        correct=correct,
-        keys=keys,
-        reserved=tuple(SMOOTH_CURVE_COLUMNS),
-        weight=weight,
-    )
-    schema = {**{k: rows.collect_schema()[k] for k in keys}, **SMOOTH_CURVE_COLUMNS}
+    prepared = group_rows(
+        predictions, confidence=confidence, correct=correct, by=by, weight=weight,
+        columns=SMOOTH_CURVE_COLUMNS,
+    )  # fmt: skip
+    keys, schema = prepared.keys, prepared.schema
 
     def compute(frame: pl.DataFrame) -> pl.DataFrame:
         group, table, n_groups, frame = grouped(frame, keys)
@@ -317,7 +307,7 @@ def smooth_reliability_curve(
             ],
         )
 
-    return return_like(predictions, rows.map_batches(compute, schema=schema))
+    return prepared.result(predictions, compute)
 
 
 def _check_bandwidth(bandwidth: float | None, eps: float) -> None:

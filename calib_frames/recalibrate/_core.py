@@ -353,12 +353,15 @@ class Options:
     question_group: FloatArray  # int64 group index per question
     starts: FloatArray  # the first row of each question
     loglik: FloatArray
-    gold: FloatArray  # 1.0 on the gold option's row
+    gold_rows: FloatArray  # the row of each question's gold option
     n_groups: int
 
 
 def collect_options(fit: FitRows) -> Options:
     """Collect and check option fit rows: log-likelihood and gold flag per option row.
+
+    The rows are read out of polars once; the checks run on those arrays, and only a
+    failing one goes through :func:`~calib_frames.validation.check_rows` for its message.
 
     Raises
     ------
@@ -380,15 +383,19 @@ def collect_options(fit: FitRows) -> Options:
             value=_GOLD,
         ),
     ]
-    frame = check_rows(frame, checks, keys=fit.keys)
-    ell = frame[_L].to_numpy().astype(np.float64)
-    gold = frame[_GOLD].to_numpy().astype(np.float64)
+    ell = frame[_L].to_numpy()  # Float64 already: no copy beyond polars' own
+    gold = frame[_GOLD].to_numpy()
+    # the checks run on the arrays; check_rows words the message when one fails (a
+    # null reads as NaN, which fails both)
+    if not (np.isfinite(ell).all() and np.all((gold == 0.0) | (gold == 1.0))):
+        check_rows(frame, checks, keys=fit.keys)
+    gold_rows = np.flatnonzero(gold)
     if ell.size:
-        gold_rows = np.flatnonzero(gold)
-        # one gold option per question: the gold rows are the questions' rows, one each,
-        # in question order (questions are contiguous runs)
+        # one gold option per question: as many gold rows as questions, the i-th inside
+        # question i (questions are contiguous runs, in row order)
+        ends = np.r_[starts[1:], ell.size]
         one_gold = gold_rows.size == starts.size and bool(
-            np.all(np.searchsorted(starts, gold_rows, side="right") - 1 == np.arange(starts.size))
+            np.all(gold_rows >= starts) and np.all(gold_rows < ends)
         )
         if not one_gold:
             sizes = np.diff(np.r_[starts, ell.size])
@@ -401,7 +408,7 @@ def collect_options(fit: FitRows) -> Options:
                 keys=fit.keys,
                 unit="option rows",
             )
-    return Options(groups, gq, starts, ell, gold, n)
+    return Options(groups, gq, starts, ell, gold_rows, n)
 
 
 def raise_flagged(

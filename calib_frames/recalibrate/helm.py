@@ -56,9 +56,9 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from calib_frames.estimators._groups import P, Y, attach, grouped, prediction_frame
+from calib_frames.estimators._groups import P, Y, attach, group_rows, grouped
 from calib_frames.recalibrate.platt import apply_platt, fit_platt
-from calib_frames.validation import Frame, as_lazy, group_keys, return_like
+from calib_frames.validation import Frame
 
 __all__ = ["HELM_CALIBRATION_COLUMNS", "helm_calibration"]
 
@@ -152,15 +152,11 @@ def helm_calibration(
     │ 0.4        ┆ 0.25      ┆ 1.0              │
     └────────────┴───────────┴──────────────────┘
     """
-    keys = group_keys(by)
-    rows = prediction_frame(
-        as_lazy(predictions),
-        confidence=confidence,
-        correct=correct,
-        keys=keys,
-        reserved=(*HELM_CALIBRATION_COLUMNS, _RECALIBRATED),
-    )
-    schema = {**{k: rows.collect_schema()[k] for k in keys}, **HELM_CALIBRATION_COLUMNS}
+    prepared = group_rows(
+        predictions, confidence=confidence, correct=correct, by=by, weight=None,
+        columns=HELM_CALIBRATION_COLUMNS, reserved=(_RECALIBRATED,),
+    )  # fmt: skip
+    keys, schema = prepared.keys, prepared.schema
 
     def compute(frame: pl.DataFrame) -> pl.DataFrame:
         if frame.height == 0:
@@ -199,7 +195,7 @@ def helm_calibration(
         ]
         return attach(table, [count, *series, pl.Series("in_sample", [True] * n_groups)])
 
-    return return_like(predictions, rows.map_batches(compute, schema=schema))
+    return prepared.result(predictions, compute)
 
 
 def _platt(frame: pl.DataFrame, keys: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:

@@ -644,3 +644,73 @@ def test_options_active_subset_gives_the_same_fit(
             fits[threshold]["temperature"], fits[0.0]["temperature"], rtol=1e-12
         )
         assert fits[threshold]["iterations"].to_list() == fits[0.0]["iterations"].to_list()
+
+
+@pytest.mark.parametrize("ragged", [False, True])
+def test_options_start_from_a_sample_gives_the_same_fit(
+    ragged: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rough fit on every few questions moves the start, not the minimum nor L(1)."""
+    from calib_frames.recalibrate import temperature as module
+
+    frame = _options(seed=5, questions=160, k=4, models=3)
+    # a group of 3 questions gets at most one sampled question; one whose gold option
+    # is always the likeliest wants T at the lower bound
+    frame = frame.filter((pl.col("model") != "m2") | (pl.col("question") < 3))
+    top = pl.col("loglik") == pl.col("loglik").max().over("model", "question")
+    frame = frame.with_columns(
+        is_gold=pl.when(pl.col("model") == "m1").then(top).otherwise(pl.col("is_gold"))
+    )
+    if ragged:
+        keep = np.random.default_rng(3).uniform(size=frame.height) < 0.7
+        frame = frame.filter(pl.Series(keep) | pl.col("is_gold"))
+    monkeypatch.setattr(module, "_SAMPLE_STEP", 4)
+    fits = {}
+    for least in (0, 10**9):  # always, never
+        monkeypatch.setattr(module, "_SAMPLE_FROM", least)
+        fits[least] = fit_temperature(frame, by="model", kind="options").sort("model")
+    sampled, plain = fits[0], fits[10**9]
+    np.testing.assert_allclose(sampled["temperature"], plain["temperature"], rtol=1e-9)
+    assert sampled["at_bound"].to_list() == plain["at_bound"].to_list() == [False, True, False]
+    for model in ("m0", "m2"):
+        sub = frame.filter(pl.col("model") == model)
+        questions = sub.partition_by("question", maintain_order=True)
+        before = sum(
+            _options_nll(1.0, q["loglik"].to_numpy()[None, :], np.flatnonzero(q["is_gold"]))
+            for q in questions
+        )
+        row = sampled.filter(pl.col("model") == model)
+        assert row["nll_before"].item() == pytest.approx(before / len(questions), rel=1e-12)
+        np.testing.assert_allclose(
+            row["nll_after"].item(), plain.filter(pl.col("model") == model)["nll_after"].item(),
+            rtol=1e-12,
+        )  # fmt: skip
+
+
+def test_bad_options_found_on_the_arrays() -> None:
+    """The checks on the collected arrays: nulls, a flag of 2, and gold rows that number
+    the questions but sit two in one question and none in the next."""
+    frame = _options(questions=5, models=1).with_columns(pl.col("is_gold").cast(pl.Int64))
+    null_loglik = frame.with_columns(
+        loglik=pl.when(pl.col("question") == 3).then(None).otherwise(pl.col("loglik"))
+    )
+    with pytest.raises(DataError, match=r"loglik.*4 of 20 rows"):
+        fit_temperature(null_loglik, kind="options")
+    for flag in (None, 2):
+        bad = frame.with_columns(
+            is_gold=pl.when((pl.col("question") == 1) & (pl.col("option") == 0))
+            .then(flag)
+            .otherwise(pl.col("is_gold"))
+        )
+        with pytest.raises(DataError, match=r"is_gold.*1 of 20 rows"):
+            fit_temperature(bad, kind="options")
+    moved = frame.with_columns(  # question 1: options 0 and 1 gold; question 2: none
+        is_gold=pl.when(pl.col("question") == 1)
+        .then((pl.col("option") <= 1).cast(pl.Int64))
+        .when(pl.col("question") == 2)
+        .then(0)
+        .otherwise(pl.col("is_gold"))
+    )
+    assert moved["is_gold"].sum() == 5
+    with pytest.raises(DataError, match=r"8 of 20 option rows .* without exactly one gold"):
+        fit_temperature(moved, kind="options")
