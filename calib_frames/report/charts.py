@@ -213,7 +213,8 @@ def report_charts(
     """
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 2:
         raise ArgumentError(f"limit= must be an integer >= 2, got {limit!r}")
-    table = frame(comparison, "report comparison")
+    # whole: the perplexity chart bounds its own groups (token-only ones too)
+    table = whole = frame(comparison, "report comparison")
     bins = frame(bin_statistics, "report bin_statistics")
     bin_keys = spec_keys(bins, RELIABILITY, "bin-statistics table")
     views = _views(table, bins, bin_keys)
@@ -296,7 +297,7 @@ def report_charts(
                 brier_decomposition_chart(table, columns=columns),
             )
         )
-    source = table if perplexity is None else frame(perplexity, "report perplexity")
+    source = whole if perplexity is None else frame(perplexity, "report perplexity")
     measures = perplexity_measures(source)  # lm-eval's rolling tasks: word/byte, bits/byte
     if measures:
         ppl_keys = key_split(source.schema, COMPARISON_COLUMNS)

@@ -299,3 +299,36 @@ def test_charts_stay_bounded_and_say_what_they_leave_out() -> None:
     # within the limit nothing is left out
     few = report_charts(table.head(6), bin_statistics=stats.filter(pl.col("model") < "m06"))
     assert not any("left out" in note for _, note, _ in few)
+
+
+def test_bounded_charts_rank_only_groups_with_predictions() -> None:
+    """A token-only task (null ECE) is neither among the "highest ECE" groups nor lost."""
+    from calib_frames.report import report_charts
+    from tests.factories import prediction_rows
+
+    models = [f"m{k:02d}" for k in range(12)]
+    predictions = prediction_rows(3, 12 * 2 * 100, models=models).with_columns(
+        task=pl.when(pl.int_range(pl.len()) % 2 == 0).then(pl.lit("a")).otherwise(pl.lit("b"))
+    )
+    losses = pl.DataFrame(
+        {
+            "model": models,
+            "task": "wikitext",
+            "nll": [30.0 + k for k in range(12)],
+            "tokens": [10] * 12,
+        }
+    )
+    stats = cf.bin_statistics(predictions, by=["model", "task"])
+    ppl = cf.perplexity(losses, by=["model", "task"], tokens="tokens")
+    comparison = cf.comparison_table(cf.metrics_from_bin_statistics(stats), ppl)
+    charts = {
+        title: (note, chart)
+        for title, note, chart in report_charts(comparison, bin_statistics=stats)
+    }
+    assert "of 24 groups are left out" in charts["Accuracy against ECE"][0]
+    drawn = {
+        (row["model"], row["task"])
+        for row in next(iter(charts["Accuracy against ECE"][1].to_dict()["datasets"].values()))
+    }
+    assert len(drawn) == 8 and all(task in ("a", "b") for _, task in drawn)
+    assert "Perplexity" in charts  # the token-only task still gets its chart
