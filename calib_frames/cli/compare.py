@@ -82,15 +82,26 @@ def print_summary(
     *,
     all_columns: bool = False,
     columns: Sequence[str] = SUMMARY,
+    rows: int | None = None,
+    written: str | None = None,
 ) -> None:
-    """Print the keys and the summary ``columns`` it has (every column with ``all_columns``)."""
+    """Print the keys and the summary ``columns`` it has (every column with ``all_columns``).
+
+    Every row, or with ``rows`` at most that many (the first and the last half, and a line
+    naming the file ``written`` that has them all).
+    """
     shown = (
         result
         if all_columns
         else result.select(*keys, *(name for name in columns if name in result.columns))
     )
-    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=10_000, float_precision=4):
+    cut = rows is not None and result.height > rows
+    with pl.Config(
+        tbl_rows=rows if cut else -1, tbl_cols=-1, tbl_width_chars=10_000, float_precision=4
+    ):
         print(shown)
+    if cut:
+        print(f"{result.height:,} rows, {rows} of them shown; all of them in {written}")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -83,6 +83,10 @@ from calib_frames.validation import as_lazy
 
 __all__ = ["add_parser", "run"]
 
+PRINTED_ROWS = 40
+"""Most rows of the leaderboard and of the comparison table that ``report`` prints (the
+files have them all: a nightly job's log should not hold 2,000 rows of each)."""
+
 TABLES = ("comparison.parquet", "comparison.csv", "comparison.json", "comparison.md")
 STATS_FILE = "bin_statistics.parquet"
 HTML_FILE = "report.html"
@@ -410,7 +414,13 @@ def _build(args: argparse.Namespace, outputs: list[Path], staging: Path) -> list
     if ppl is not None:
         keys += [k for k in PERPLEXITY.keys(ppl.schema) if k not in keys]
     if board is not None:
-        print_summary(board, [LEADERBOARD_MODEL], columns=LEADERBOARD_SUMMARY)
+        print_summary(
+            board,
+            [LEADERBOARD_MODEL],
+            columns=LEADERBOARD_SUMMARY,
+            rows=PRINTED_ROWS,
+            written="leaderboard.csv",
+        )
     _print_table(table, keys, over)
     print(f"wrote {table.height} groups to {args.out}: {', '.join(written)}")
     return written
@@ -487,7 +497,7 @@ def _print_table(table: pl.DataFrame, keys: list[str], over: OverTime | None) ->
     """The summary of the comparison table, or with ``--over batch`` the verdicts."""
     changes = None if over is None else over[1]
     if changes is None:
-        print_summary(table, keys)
+        print_summary(table, keys, rows=PRINTED_ROWS, written="comparison.csv")
         if over is not None:
             print("one batch: no earlier batch to compare it with yet")
         return

@@ -177,3 +177,33 @@ def test_unknown_output_extension(tmp_path: Path) -> None:
 def test_missing_input_file(tmp_path: Path) -> None:
     stderr = assert_clean_error(run("compare", tmp_path / "nope.parquet"))
     assert "nope.parquet" in stderr
+
+
+def test_report_prints_at_most_its_row_limit(tmp_path: Path) -> None:
+    from calib_frames.cli.report import PRINTED_ROWS
+    from tests.factories import prediction_rows
+
+    models = [f"m{k:02d}" for k in range(PRINTED_ROWS // 2 + 5)]  # 2 tasks each
+    predictions = prediction_rows(5, len(models) * 2 * 60, models=models).with_columns(
+        task=pl.when(pl.int_range(pl.len()) % 2 == 0).then(pl.lit("a")).otherwise(pl.lit("b"))
+    )
+    path = tmp_path / "preds.parquet"
+    predictions.write_parquet(path)
+    result = run(
+        "report",
+        path,
+        "--by",
+        "model,task",
+        "--out",
+        tmp_path / "r",
+        "--no-charts",
+        "--replicates",
+        "20",
+    )
+    assert result.returncode == 0, result.stderr
+    groups = len(models) * 2
+    assert f"{groups:,} rows, {PRINTED_ROWS} of them shown; all of them in comparison.csv" in (
+        result.stdout
+    )
+    assert "leaderboard.csv" not in result.stdout.split("rows, ")[0]  # models fit the limit
+    assert pl.read_csv(tmp_path / "r" / "comparison.csv").height == groups
