@@ -142,6 +142,37 @@ def _wall_columns(bins: pl.DataFrame, facet: list[str], *, many: bool) -> int | 
     return min(bins.select(facet).n_unique(), 4)
 
 
+def _perplexity_view(source: pl.DataFrame, limit: int) -> list[tuple[str, str, Any]]:
+    """The perplexity chart of ``source`` (none without a perplexity measure).
+
+    One row per model (the first key) with its tasks side by side, so beyond ``limit``
+    models it draws the half of lowest mean perplexity (its first measure) over the tasks
+    and the rest of highest, and its note says how many it left out.
+    """
+    measures = perplexity_measures(source)  # lm-eval's rolling tasks: word/byte, bits/byte
+    if not measures:
+        return []
+    ppl_keys = key_split(source.schema, COMPARISON_COLUMNS)
+    what = " and ".join(m.replace("_", " ") for m in measures)
+    note = f"{what.capitalize()} per group, lower is better; bars: 95% intervals."
+    if ppl_keys:
+        first = measures[0]
+        ranked = (
+            source.filter(pl.col(first).is_finite())
+            .group_by(ppl_keys[0], maintain_order=True)
+            .agg(pl.col(first).mean())
+        )
+        chosen, models = _extremes(ranked, ppl_keys[:1], first, limit)
+        if models > limit:
+            source = _kept(source, chosen)
+            note += (
+                f" Drawn: the {limit // 2} models of lowest mean {first.replace('_', ' ')} "
+                f"over the tasks and the {limit - limit // 2} of highest; "
+                f"{models - limit:,} of {models:,} models are left out."
+            )
+    return [("Perplexity", note, perplexity_chart(source))]
+
+
 def report_charts(
     comparison: pl.DataFrame | pl.LazyFrame,
     *,
@@ -166,8 +197,8 @@ def report_charts(
     :data:`OVERLAY_LIMIT` models share a panel (one panel per task); more get a panel
     each. Charts stay bounded whatever the number of groups: beyond ``limit`` groups they
     summarise, drawing the ``limit // 2`` groups of lowest ECE and the rest of highest
-    (perplexity: lowest and highest of its first measure), and each chart's note says how many it
-    left out.
+    (perplexity: the models of lowest and highest mean of its first measure), and each
+    chart's note says how many it left out.
 
     Parameters
     ----------
@@ -298,23 +329,7 @@ def report_charts(
             )
         )
     source = whole if perplexity is None else frame(perplexity, "report perplexity")
-    measures = perplexity_measures(source)  # lm-eval's rolling tasks: word/byte, bits/byte
-    if measures:
-        ppl_keys = key_split(source.schema, COMPARISON_COLUMNS)
-        what = " and ".join(m.replace("_", " ") for m in measures)
-        ppl_note = f"{what.capitalize()} per group, lower is better; bars: 95% intervals."
-        if ppl_keys:
-            ranked = source.filter(pl.col(measures[0]).is_finite())
-            chosen, groups = _extremes(ranked, ppl_keys, measures[0], limit)
-            if groups > limit:
-                source = _kept(source, chosen)
-                ppl_note += (
-                    f" Drawn: the {limit // 2} groups of lowest {measures[0].replace('_', ' ')} "
-                    "and the "
-                    f"{limit - limit // 2} of highest; {groups - limit:,} of {groups:,} are "
-                    "left out."
-                )
-        built.append(("Perplexity", ppl_note, perplexity_chart(source)))
+    built.extend(_perplexity_view(source, limit))
     if selective is not None:
         # one colour per model (the first key), a panel per task (the other keys)
         curve = frame(selective, "report selective")

@@ -332,3 +332,30 @@ def test_bounded_charts_rank_only_groups_with_predictions() -> None:
     }
     assert len(drawn) == 8 and all(task in ("a", "b") for _, task in drawn)
     assert "Perplexity" in charts  # the token-only task still gets its chart
+
+
+def test_perplexity_chart_bounds_models_not_groups() -> None:
+    """3 models × 4 tasks (12 groups) draw every model; 12 models keep 8 whole models."""
+    from calib_frames.report import report_charts
+    from tests.factories import DATA
+
+    predictions = pl.read_parquet(DATA / "synthetic_predictions.parquet")
+    tokens = pl.read_parquet(DATA / "synthetic_tokens.parquet")
+    stats = cf.bin_statistics(predictions, by=["model", "task"])
+    ppl = cf.perplexity(tokens, by=["model", "task"], tokens="tokens", bytes="bytes")
+    assert ppl.height > 8
+    table = cf.comparison_table(cf.metrics_from_bin_statistics(stats), ppl)
+    charts = {t: (n, c) for t, n, c in report_charts(table, bin_statistics=stats)}
+    note, chart = charts["Perplexity"]
+    assert "left out" not in note
+    rows = next(iter(chart.to_dict()["datasets"].values()))
+    assert {row["model"] for row in rows} == set(ppl.get_column("model").to_list())
+
+    many = pl.concat([tokens.with_columns(model=pl.col("model") + f"-{k}") for k in range(4)])
+    ppl = cf.perplexity(many, by=["model", "task"], tokens="tokens", bytes="bytes")
+    charts = {t: (n, c) for t, n, c in report_charts(table, bin_statistics=stats, perplexity=ppl)}
+    note, chart = charts["Perplexity"]
+    assert "4 of 12 models are left out" in note
+    rows = next(iter(chart.to_dict()["datasets"].values()))
+    kept = pl.DataFrame(rows).group_by("model").len()
+    assert kept.height == 8 and kept.get_column("len").n_unique() == 1  # whole models
