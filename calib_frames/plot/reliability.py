@@ -327,6 +327,11 @@ def _pick_keys(
     """The keys of ``pick=``, checked."""
     if pick is None:
         return []
+    if not isinstance(pick, str | Sequence) or not all(isinstance(k, str) for k in pick):
+        raise ArgumentError(
+            f"pick= takes a group key or a list of group keys, got {pick!r} of type "
+            f"{type(pick).__name__}"
+        )
     chosen = [pick] if isinstance(pick, str) else list(pick)
     unknown = [key for key in chosen if key not in keys]
     if unknown or not chosen:

@@ -233,3 +233,7 @@ def test_reliability_diagram_of_a_picked_group(shipped: pl.DataFrame) -> None:
         reliability_diagram(stats, pick="split")
     with pytest.raises(ArgumentError, match="leave facet= unset"):
         reliability_diagram(stats, pick="model", facet="task")
+    with pytest.raises(ArgumentError, match="pick= takes a group key or a list"):
+        reliability_diagram(stats, pick=5)  # type: ignore[arg-type]
+    with pytest.raises(ArgumentError, match="pick= takes a group key or a list"):
+        reliability_diagram(stats, pick=[pl.col("model")])  # type: ignore[list-item]
