@@ -50,11 +50,13 @@ batches of the window.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import re
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -382,6 +384,10 @@ def _build(args: argparse.Namespace, outputs: list[Path], staging: Path) -> list
         common.require_rows(stats, files)
         if sums is not None:
             common.require_rows(sums, files, what="token rows")
+    if not args.no_charts:
+        # importing altair takes ~0.4 s of one core: let it overlap the tables' polars
+        # queries, which release the GIL (the import lock keeps the main thread safe)
+        threading.Thread(target=importlib.import_module, args=("altair",), daemon=True).start()
     uncertainty = not args.no_uncertainty
     with common.stage(args, f"metrics{', intervals and noise floor' if uncertainty else ''}"):
         table = comparison_from_statistics(

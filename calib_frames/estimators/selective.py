@@ -65,7 +65,6 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 import polars as pl
-from scipy.special import digamma
 
 from calib_frames.estimators._groups import P, W, Y, attach, group_rows, grouped
 from calib_frames.estimators.bootstrap import check_replicates, check_seed, poisson_weights
@@ -569,6 +568,8 @@ def _digamma_step(x: F64Array, step: F64Array) -> F64Array:
     x⁻¹², the next below 1e-19), differenced term by term (ln(b/a) as log1p); else
     scipy's digamma (below 20 the difference does not cancel much).
     """
+    from scipy.special import digamma  # 0.2 s to import: not on every report's path
+
     x, step = np.broadcast_arrays(x, step)
     large = x >= 20.0
     out = np.empty(x.shape)
