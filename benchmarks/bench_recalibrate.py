@@ -19,7 +19,9 @@ def log_temperature(out: np.ndarray, src: Source) -> Result:
 options (``question`` Int64, ``loglik`` Float64 ~ N(0, s_g²), ``is_gold`` Boolean drawn from
 softmax(loglik / T_g) with a per-group true temperature T_g in [0.5, 3] and scale s_g in [1, 4]).
 Questions are shuffled across groups (option rows of a question stay together). The rows are an
-in-memory polars DataFrame; the peers get the same data as numpy arrays for free (not timed).
+in-memory polars DataFrame, the input of every method: the loops' conversion to numpy arrays
+(``to_numpy`` of the three columns, reshaped to (questions, K) — they are told K and that the
+rows of a question are contiguous — and the gold index) is timed, as calib_frames' collect is.
 
 Methods (each fits the same 2,000 temperatures)
 -----------------------------------------------
@@ -71,9 +73,7 @@ def log_temperature(out: np.ndarray, src: Source) -> Result:
     return Result({"log_temperature": np.log(out)})
 
 
-def make_options(
-    rows: int, groups: int, seed: int = 0
-) -> tuple[pl.DataFrame, dict[str, np.ndarray]]:
+def make_options(rows: int, groups: int, seed: int = 0) -> pl.DataFrame:
     rng = np.random.default_rng(seed)
     per_group = max(1, rows // (groups * K))
     n_q = per_group * groups
@@ -86,7 +86,7 @@ def make_options(
     gold = (rng.uniform(size=(n_q, 1)) > prob.cumsum(axis=1)).sum(axis=1).clip(0, K - 1)
     order = rng.permutation(n_q)  # questions in random group order
     group, ll, gold = group[order], ll[order], gold[order]
-    frame = pl.DataFrame(
+    return pl.DataFrame(
         {
             "group": np.repeat(group, K),
             "question": np.repeat(np.arange(n_q, dtype=np.int64), K),
@@ -94,7 +94,20 @@ def make_options(
             "is_gold": (np.tile(np.arange(K), n_q) == np.repeat(gold, K)),
         }
     )
-    return frame, {"group": group, "ll": ll, "gold": gold}
+
+
+def peer_arrays(src: Source) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The loops' input from the frame: (ll (questions, K), gold index, group bounds).
+
+    Questions sorted by group (stable argsort), ``bounds[g]:bounds[g + 1]`` the rows of group g.
+    """
+    frame = src.table()
+    group = frame["group"].to_numpy()[::K]
+    order = np.argsort(group, kind="stable")
+    ll = frame["loglik"].to_numpy().reshape(-1, K)[order]
+    gold = frame["is_gold"].to_numpy().reshape(-1, K).argmax(axis=1)[order]
+    bounds = np.searchsorted(group[order], np.arange(src.spec.groups + 1))
+    return ll, gold, bounds
 
 
 @REGISTRY.peer(
@@ -118,10 +131,8 @@ def run_calib_frames(src: Source) -> np.ndarray:
 def run_scipy(src: Source) -> np.ndarray:
     from scipy.optimize import minimize_scalar
 
-    arrays, groups = src.extra["arrays"], src.spec.groups
-    order = np.argsort(arrays["group"], kind="stable")
-    ll, gold = arrays["ll"][order], arrays["gold"][order]
-    bounds = np.searchsorted(arrays["group"][order], np.arange(groups + 1))
+    groups = src.spec.groups
+    ll, gold, bounds = peer_arrays(src)
     out = np.empty(groups)
     for g in range(groups):
         block = ll[bounds[g] : bounds[g + 1]]
@@ -149,7 +160,7 @@ def run_scipy(src: Source) -> np.ndarray:
     needs="sklearn",
 )
 def run_sklearn(src: Source) -> np.ndarray:
-    arrays, groups = src.extra["arrays"], src.spec.groups
+    groups = src.spec.groups
     from sklearn.base import BaseEstimator, ClassifierMixin
     from sklearn.calibration import CalibratedClassifierCV
     from sklearn.frozen import FrozenEstimator
@@ -166,9 +177,7 @@ def run_sklearn(src: Source) -> np.ndarray:
         def predict(self, X: np.ndarray) -> np.ndarray:
             return X.argmax(axis=1)
 
-    order = np.argsort(arrays["group"], kind="stable")
-    ll, gold = arrays["ll"][order], arrays["gold"][order]
-    bounds = np.searchsorted(arrays["group"][order], np.arange(groups + 1))
+    ll, gold, bounds = peer_arrays(src)
     clf = Softmax().fit(ll[:K], np.arange(K))
     out = np.empty(groups)
     with warnings.catch_warnings():
@@ -199,8 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     runs: list[dict[str, Any]] = []
     failed = 0
     for rows in (int(r) for r in args.rows):
-        frame, arrays = make_options(rows, args.groups, args.seed)
-        src = frame_source(frame, Spec(frame.height, args.groups, 1), arrays=arrays)
+        frame = make_options(rows, args.groups, args.seed)
+        src = frame_source(frame, Spec(frame.height, args.groups, 1))
         names = ["scipy_loop"]
         if rows <= args.sklearn_max_rows:
             names.append("sklearn_loop")
