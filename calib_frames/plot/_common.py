@@ -9,6 +9,7 @@ facets and refuses arguments the same way. altair is imported inside each functi
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -43,15 +44,26 @@ def inline_data(data: pl.DataFrame) -> alt.InlineData:
     Vega-Lite schema (0.6 s for 1,500 rows of 20 fields); the chart's ``to_dict`` still
     validates the whole spec, rows included.
     """
-    import altair as alt
     from altair.utils.schemapi import debug_mode
 
-    class Rows(alt.InlineData):
-        def __deepcopy__(self, memo: Any) -> Rows:
+    with debug_mode(False):
+        return _shared_rows()(values=records(data))
+
+
+@functools.cache
+def _shared_rows() -> type[alt.InlineData]:
+    """``InlineData`` that altair's chart copies share rather than copy (rows never change).
+
+    altair deep-copies every subchart each time charts are concatenated or layered and
+    again in ``to_dict``; shared rows save a fifth to a third of a report's chart time.
+    """
+    import altair as alt
+
+    class SharedRows(alt.InlineData):
+        def __deepcopy__(self, memo: Any) -> SharedRows:
             return self
 
-    with debug_mode(False):
-        return Rows(values=records(data))
+    return SharedRows
 
 
 def palette(count: int) -> Literal["dark2", "tableau20"]:
