@@ -545,7 +545,7 @@ def _write_charts(
     from calib_frames.estimators import with_accuracy_intervals
     from calib_frames.plot import save_chart
     from calib_frames.report import report_charts, write_report
-    from calib_frames.report.charts import over_time_charts
+    from calib_frames.report.charts import PICKED_DIAGRAM, over_time_charts
 
     with_intervals = with_accuracy_intervals(stats)
     assert isinstance(with_intervals, pl.DataFrame)
@@ -568,6 +568,8 @@ def _write_charts(
         )
     if not args.png:
         return [HTML_FILE]
+    # the picked diagram's dropdowns need the page; the reliability diagrams are its PNG
+    charts = [chart for chart in charts if chart[0] != PICKED_DIAGRAM]
     if over is not None:
         charts = [*charts, *over_time_charts(*over)]
     names = [

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import polars as pl
 
@@ -21,6 +21,8 @@ from calib_frames.plot.tables import COLOR, PANEL, Prepared, records
 
 if TYPE_CHECKING:
     import altair as alt
+
+T = TypeVar("T")
 
 DIAGONAL = "#9e9e9e"
 """The perfect-calibration diagonal."""
@@ -38,32 +40,62 @@ def field(name: str) -> str:
 
 
 def inline_data(data: pl.DataFrame) -> alt.InlineData:
-    """Inline rows (altair gathers identical ones into one top-level dataset).
+    """Inline rows (altair gathers identical ones into one top-level dataset), shared.
 
     Built without altair's check at construction, which validates every row against the
     Vega-Lite schema (0.6 s for 1,500 rows of 20 fields); the chart's ``to_dict`` still
     validates the whole spec, rows included.
     """
+    import altair as alt
     from altair.utils.schemapi import debug_mode
 
     with debug_mode(False):
-        return _shared_rows()(values=records(data))
+        return shared(alt.InlineData(values=records(data)))
 
 
-@functools.cache
-def _shared_rows() -> type[alt.InlineData]:
-    """``InlineData`` that altair's chart copies share rather than copy (rows never change).
+def _itself(part: Any, memo: Any = None) -> Any:
+    return part
 
-    altair deep-copies every subchart each time charts are concatenated or layered and
-    again in ``to_dict``; shared rows save a fifth to a third of a report's chart time.
+
+def shared(part: T) -> T:
+    """``part`` (an altair schema object), kept by reference in altair's deep copies.
+
+    altair deep-copies every subchart, down to each tooltip and scale, each time charts
+    are layered, faceted or concatenated and again in ``to_dict``: a report's nested
+    charts spent most of their build time copying. A shared part's copy is the part
+    itself (``__deepcopy__``), so compose charts from parts that are not changed in
+    place afterwards (altair's own methods never do: they replace channels, not edit
+    them).
     """
-    import altair as alt
+    object.__setattr__(part, "__deepcopy__", functools.partial(_itself, part))
+    return part
 
-    class SharedRows(alt.InlineData):
-        def __deepcopy__(self, memo: Any) -> SharedRows:
-            return self
 
-    return SharedRows
+def share_parts(*charts: T) -> tuple[T, ...]:
+    """``charts``, their channels and marks :func:`shared`, for layering or concatenating.
+
+    Walks compound charts (layers, facets, concatenations) down to the unit charts and
+    shares each channel of their encodings (tooltip lists item by item) and their mark.
+    """
+    from altair.utils.schemapi import SchemaBase
+
+    def walk(chart: Any) -> None:
+        kwds = getattr(chart, "_kwds", {})
+        for name in ("layer", "vconcat", "hconcat", "concat"):
+            for sub in kwds.get(name) or ():
+                walk(sub)
+        if isinstance(kwds.get("spec"), SchemaBase):
+            walk(kwds["spec"])
+        encoding = kwds.get("encoding")
+        channels = getattr(encoding, "_kwds", {}).values()
+        for part in (kwds.get("mark"), *channels):
+            for item in part if isinstance(part, list) else (part,):
+                if isinstance(item, SchemaBase):
+                    shared(item)
+
+    for chart in charts:
+        walk(chart)
+    return charts
 
 
 def palette(count: int) -> Literal["dark2", "tableau20"]:
@@ -108,7 +140,7 @@ def emphasis(highlight: Any, dim: float, *, empty: bool | None = None) -> Any:
     import altair as alt
 
     picked = alt.when(highlight) if empty is None else alt.when(highlight, empty=empty)
-    return picked.then(alt.value(1.0)).otherwise(alt.value(dim))
+    return alt.OpacityValue(**picked.then(alt.value(1.0)).otherwise(alt.value(dim)))
 
 
 def group_encoding(prepared: Prepared, name: str | None = None) -> tuple[Any, Any, Any]:
@@ -119,7 +151,7 @@ def group_encoding(prepared: Prepared, name: str | None = None) -> tuple[Any, An
     import altair as alt
 
     if not prepared.color:
-        return alt.value(SINGLE), alt.value(1.0), None
+        return alt.ColorValue(SINGLE), alt.OpacityValue(1.0), None
     highlight = alt.selection_point(name=name, fields=[COLOR], bind="legend")
     color = group_color(prepared, alt.Legend(labelLimit=200, symbolType="stroke"))
     return color, emphasis(highlight, 0.12), highlight
@@ -154,7 +186,7 @@ def diagonal(**mark: Any) -> alt.Chart:
         alt.Chart()
         .transform_aggregate(_rows="count()")
         .mark_rule(color=DIAGONAL, strokeDash=[4, 3], **mark)
-        .encode(x=alt.datum(0), y=alt.datum(0), x2=alt.datum(1), y2=alt.datum(1))
+        .encode(x=alt.XDatum(0), y=alt.YDatum(0), x2=alt.X2Datum(1), y2=alt.Y2Datum(1))
     )
 
 

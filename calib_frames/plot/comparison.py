@@ -24,6 +24,7 @@ from calib_frames.plot._common import (
     in_panels,
     inline_data,
     key_tooltips,
+    share_parts,
     short_label,
     sized_panels,
 )
@@ -251,10 +252,10 @@ def metric_scatter(
             clear="dblclick",
             bind=alt.binding_select(options=[None, *prepared.colors], name="highlight "),
         )
-        color: Any = (
-            alt.when(highlight, empty=False).then(alt.value(SINGLE)).otherwise(alt.value(GREY))
+        color: Any = alt.ColorValue(
+            **alt.when(highlight, empty=False).then(alt.value(SINGLE)).otherwise(alt.value(GREY))
         )
-        faded: Any = alt.value(0.8)
+        faded: Any = alt.OpacityValue(0.8)
     else:
         highlight = alt.selection_point(name="highlight_points", fields=[COLOR], bind="legend")
         color = group_color(prepared, alt.Legend(labelLimit=200))
@@ -294,15 +295,17 @@ def metric_scatter(
     # tooltips
     picked = alt.when(highlight, empty=False).then(alt.value(1.0))
     label_opacity = (
-        picked.when(alt.datum["_extreme"]).then(alt.value(1.0)).otherwise(alt.value(0.0))
+        alt.OpacityValue(
+            **picked.when(alt.datum["_extreme"]).then(alt.value(1.0)).otherwise(alt.value(0.0))
+        )
         if crowded > LABEL_LIMIT
-        else (alt.value(1.0) if many else faded)
+        else (alt.OpacityValue(1.0) if many else faded)
     )
     layers += _label_layers(x_enc, y_domain, label_opacity)
     heading = title if title is not None else f"{y_title} against {x_title}"
     subtitle = "grey tick: ECE noise floor" if floor else ""
     return sized_panels(
-        alt.layer(*layers),
+        alt.layer(*share_parts(*layers)),
         prepared,
         points,
         (width, height),
@@ -714,7 +717,7 @@ def calibration_heatmap(
             x=x,
             y=y,
             color=alt.Color(field=value, type="quantitative", title=legend_title, scale=scale),
-            opacity=faint.then(alt.value(0.3)).otherwise(alt.value(1.0)),
+            opacity=alt.OpacityValue(**faint.then(alt.value(0.3)).otherwise(alt.value(1.0))),
             tooltip=tooltips,
         )
     )
@@ -734,7 +737,7 @@ def calibration_heatmap(
         if "ece_beyond_noise" in names
         else []
     )
-    return alt.LayerChart(layer=[rects, dots], data=inline_data(cells)).properties(
+    return alt.LayerChart(layer=list(share_parts(rects, dots)), data=inline_data(cells)).properties(
         width=cell * len(columns),
         height=cell * len(rows),
         title=alt.Title(heading, subtitle=subtitle),

@@ -20,6 +20,7 @@ from calib_frames.plot._common import (
     group_lines,
     inline_data,
     key_tooltips,
+    share_parts,
     sized_panels,
     unit_scale,
 )
@@ -163,7 +164,12 @@ def smooth_reliability_chart(
     )
     heading = title if title is not None else "Smooth reliability curve"
     return sized_panels(
-        alt.layer(diagonal(), line), prepared, points, (width, height), heading, columns=columns
+        alt.layer(*share_parts(diagonal(), line)),
+        prepared,
+        points,
+        (width, height),
+        heading,
+        columns=columns,
     )
 
 
@@ -272,6 +278,7 @@ def isotonic_reliability_chart(
         )
     )
     rule = diagonal().properties(data=inline_data(blocks))
+    rule, line, marks = share_parts(rule, line, marks)
     layer = alt.layer(rule, line, marks).properties(width=width, height=height)
     heading = title if title is not None else "Isotonic (CORP) reliability curve"
     if not prepared.facet:

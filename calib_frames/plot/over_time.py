@@ -16,7 +16,14 @@ import polars as pl
 
 from calib_frames.estimators.drift import VERDICT_TITLES
 from calib_frames.exceptions import TableError
-from calib_frames.plot._common import SINGLE, check_size, field, key_tooltips, sized_panels
+from calib_frames.plot._common import (
+    SINGLE,
+    check_size,
+    field,
+    key_tooltips,
+    share_parts,
+    sized_panels,
+)
 from calib_frames.plot.tables import (
     COMPARISON_COLUMNS,
     PANEL,
@@ -194,7 +201,7 @@ def trend_chart(
         .mark_point(filled=True, size=30, color=CHANGED)
         .encode(x=x, y=y, tooltip=tooltips)
     )
-    chart = alt.layer(*layers)
+    chart = alt.layer(*share_parts(*layers))
     notes = ["band: bootstrap interval"] if band else []
     notes += ["dashed: ECE noise floor"] if floor else []
     notes += (

@@ -22,6 +22,7 @@ from calib_frames.plot._common import (
     inline_data,
     key_tooltips,
     palette,
+    share_parts,
 )
 from calib_frames.plot.comparison import _label_keys, _metrics_table
 from calib_frames.plot.tables import COLOR, PANEL, prepare
@@ -196,8 +197,8 @@ def perplexity_chart(
         opacity: Any = emphasis(highlight, 0.15)
     else:
         highlight = None
-        dot_color = alt.value(SINGLE)
-        opacity = alt.value(1.0)
+        dot_color = alt.ColorValue(SINGLE)
+        opacity = alt.OpacityValue(1.0)
     # several colours on one row get a line each (an offset), so no bar hides another
     shades = dots.get_column(COLOR).n_unique() if prepared.color else 1
     offset: dict[str, Any] = {"yOffset": alt.YOffset(f"{COLOR}:N")} if shades > 1 else {}
@@ -230,7 +231,7 @@ def perplexity_chart(
                 0,
                 base.mark_rule(strokeWidth=2).encode(
                     x=alt.X(f"{measure}_ci_low:Q", title=_TITLES[measure]),
-                    x2=f"{measure}_ci_high:Q",
+                    x2=alt.X2(f"{measure}_ci_high:Q"),
                     y=y,
                     **offset,
                     color=dot_color,
@@ -239,7 +240,7 @@ def perplexity_chart(
                 ),
             )
         panels.append(
-            alt.layer(*layers, data=inline_data(dots))
+            alt.layer(*share_parts(*layers), data=inline_data(dots))
             .transform_filter(f"isFinite(datum.{measure})")
             .properties(width=width, height=height)
         )

@@ -32,6 +32,7 @@ from calib_frames.plot._common import (
     in_panels,
     inline_data,
     key_tooltips,
+    share_parts,
     unit_scale,
 )
 from calib_frames.plot.tables import (
@@ -239,10 +240,10 @@ def reliability_diagram(
             params, chosen = _pick_params(picked, data)
             parts = [part.transform_filter(chosen) for part in parts]
             parts[0] = parts[0].add_params(*params)
-        stacked = alt.vconcat(*parts, spacing=6)
+        stacked = alt.vconcat(*share_parts(*parts), spacing=6)
         if with_metrics and several:
             side = _metrics_table(populated, prepared, highlight, height)
-            return alt.hconcat(stacked, side, spacing=24, title=alt.Title(heading))
+            return alt.hconcat(*share_parts(stacked, side), spacing=24, title=alt.Title(heading))
         return stacked.properties(title=alt.Title(heading, subtitle=subtitle))
     n_cols = facet_columns(len(panels), prepared.facet, populated, columns)
     return _faceted_diagram(
@@ -401,19 +402,24 @@ def _panel_metrics(
         layers.append(
             alt.Chart()
             .mark_point(filled=True, shape="square", size=40)
-            .encode(y=y, x=alt.value(4), color=_swatch_color(prepared), opacity=faded)
+            .encode(y=y, x=alt.XValue(4), color=_swatch_color(prepared), opacity=faded)  # type: ignore[no-untyped-call]
         )
         text_opacity: Any = faded
     else:
-        text_opacity = alt.value(1.0)
+        text_opacity = alt.OpacityValue(1.0)
     layers.append(
         alt.Chart()
         .transform_calculate(_summary=text)
         .mark_text(align="left", fontSize=10 if width >= 160 else 9, limit=width + 12)
-        .encode(y=y, x=alt.value(14 if several else 0), text="_summary:N", opacity=text_opacity)
+        .encode(
+            y=y,
+            x=alt.XValue(14 if several else 0),  # type: ignore[no-untyped-call]
+            text=alt.Text("_summary:N"),
+            opacity=text_opacity,
+        )
     )
     height = 13 * int(lines)  # type: ignore[arg-type]
-    chart = alt.layer(*layers).properties(width=width, height=height, view=NO_FRAME)
+    chart = alt.layer(*share_parts(*layers)).properties(width=width, height=height, view=NO_FRAME)
     return chart, summary
 
 
@@ -442,7 +448,7 @@ def _metrics_table(
     swatch = (
         alt.Chart()
         .mark_point(filled=True, size=70, shape="square")
-        .encode(y=y, x=alt.value(-8), color=_swatch_color(prepared), opacity=faded)
+        .encode(y=y, x=alt.XValue(-8), color=_swatch_color(prepared), opacity=faded)  # type: ignore[no-untyped-call]
     )
     numbers = (
         alt.Chart()
@@ -469,7 +475,7 @@ def _metrics_table(
             opacity=faded,
         )
     )
-    return alt.layer(swatch, numbers, data=inline_data(summary)).properties(
+    return alt.layer(*share_parts(swatch, numbers), data=inline_data(summary)).properties(
         width=180, height=row_height * len(labels), view=NO_FRAME
     )
 
@@ -588,9 +594,9 @@ def _diagram_layer(
         ]
     base = alt.Chart()
     if highlight is None:
-        colors: Any = alt.value(SINGLE)
-        line_opacity: Any = alt.value(1.0)
-        gap_opacity: Any = alt.value(0.75)
+        colors: Any = alt.ColorValue(SINGLE)
+        line_opacity: Any = alt.OpacityValue(1.0)
+        gap_opacity: Any = alt.OpacityValue(0.75)
     else:
         legend = alt.Legend(
             orient="right",
@@ -600,8 +606,8 @@ def _diagram_layer(
         )
         colors = group_color(prepared, legend)
         line_opacity = emphasis(highlight, 0.12)
-        gap_opacity = (
-            alt.when(highlight, empty=not many).then(alt.value(0.7)).otherwise(alt.value(0.0))
+        gap_opacity = alt.OpacityValue(
+            **alt.when(highlight, empty=not many).then(alt.value(0.7)).otherwise(alt.value(0.0))
         )
     line = group_lines(
         base.mark_line(strokeWidth=1.8, point=alt.OverlayMarkDef(size=28, filled=True)),
@@ -647,7 +653,7 @@ def _diagram_layer(
             y=y,
             y2=alt.Y2("mean_confidence:Q"),
             stroke=direction,
-            opacity=alt.value(0.3),
+            opacity=alt.OpacityValue(0.3),
             tooltip=tooltips,
         )
     )
@@ -663,7 +669,7 @@ def _diagram_layer(
                 tooltip=tooltips,
             )
         )
-    return alt.LayerChart(layer=layers)
+    return alt.LayerChart(layer=list(share_parts(*layers)))
 
 
 def _direction_labels() -> str:
@@ -687,9 +693,9 @@ def _count_marks(y: alt.Y, tooltips: list[Any], *, color: Any = None, opacity: A
             .mark_bar(color=_BAR, stroke="white", strokeWidth=0.5)
             .encode(
                 x=alt.X("bin_lower:Q", scale=unit, title="confidence"),
-                x2="bin_upper:Q",
+                x2=alt.X2("bin_upper:Q"),
                 y=y,
-                y2=alt.datum(0),
+                y2=alt.Y2Datum(0),
                 tooltip=tooltips,
             )
         )

@@ -45,6 +45,11 @@ HEATMAP_ROW_LIMIT = 50
 """Most models (rows) of the report's heatmap: beyond it, the best and the worst by mean ECE."""
 
 
+PICKED_DIAGRAM = "Reliability diagram of one group"
+"""The title of the chart whose group the reader picks in dropdowns (no PNG: a static
+image would show only the first group)."""
+
+
 def _extremes(
     table: pl.DataFrame, keys: list[str], column: str, limit: int
 ) -> tuple[pl.DataFrame, int]:
@@ -122,7 +127,7 @@ def _views(
         )
         views.append(
             (
-                "Reliability diagram of one group",
+                PICKED_DIAGRAM,
                 note + left_out,
                 reliability_diagram(bins, metrics=metrics, pick=bin_keys),
             )

@@ -328,6 +328,7 @@ def test_report_writes_intervals_html_and_charts(tmp_path: Path) -> None:
     pngs = sorted(p.name for p in out.glob("*.png"))
     assert "reliability_diagrams.png" in pngs
     assert "risk_coverage_curves.png" in pngs
+    assert "reliability_diagram_of_one_group.png" not in pngs  # its dropdowns need the page
     assert "Risk–coverage curves" in html
     for png in out.glob("*.png"):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -32,7 +32,7 @@ from calib_frames.plot import (
     save_chart,
     smooth_reliability_chart,
 )
-from calib_frames.plot._common import field
+from calib_frames.plot._common import field, share_parts
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -123,6 +123,27 @@ def test_one_model_diagram_marks_and_rows(tables: dict[str, pl.DataFrame]) -> No
     for name in ("_bin_range", "count", "accuracy", "mean_confidence", "_gap", "ece", "mce"):
         assert name in tooltip_fields
     compiles(spec)
+
+
+def test_shared_parts_keep_the_spec_and_are_not_copied() -> None:
+    """Composed from shared parts, a chart's spec is what altair's own copies give."""
+    import altair as alt
+
+    def parts() -> list[alt.Chart]:
+        tips = [alt.Tooltip("a:Q", title="a"), alt.Tooltip("b:N")]
+        return [
+            alt.Chart().mark_point().encode(x=alt.X("a:Q"), y="b:N", tooltip=tips),
+            alt.Chart().mark_rule().encode(x=alt.XDatum(0), opacity=alt.OpacityValue(0.3)),
+        ]
+
+    data = alt.InlineData(values=[{"a": 1, "b": "x"}])
+    plain = alt.vconcat(alt.layer(*parts(), data=data), alt.layer(*parts(), data=data))
+    shared = share_parts(*parts())
+    composed = alt.vconcat(alt.layer(*shared, data=data), alt.layer(*parts(), data=data))
+    assert composed.to_dict() == plain.to_dict()
+    x = shared[0].encoding.x
+    assert composed.vconcat[0].layer[0].encoding.x is x  # kept by reference
+    assert composed.vconcat[1].layer[0].encoding.x is not x  # unshared parts are copied
 
 
 def test_gap_direction_follows_the_diagonal(tables: dict[str, pl.DataFrame]) -> None:
