@@ -64,8 +64,11 @@ EMBED_SCRIPT = """\
   Array.prototype.forEach.call(targets, function (target) {
     var source = document.getElementById(target.getAttribute("data-vega-spec"));
     var spec = JSON.parse(source.textContent);
-    vegaEmbed(target, spec, options).then(function () {
+    vegaEmbed(target, spec, options).then(function (result) {
+      target.vegaSpec = spec;
+      target.vegaView = result.view;
       target.setAttribute("data-rendered", "true");
+      target.dispatchEvent(new CustomEvent("vegaready", { bubbles: true }));
     }).catch(function (error) {
       target.setAttribute("data-rendered", "error");
       target.textContent = "This chart could not be drawn: " + error;

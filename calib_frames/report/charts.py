@@ -97,7 +97,8 @@ def _views(
     """The heatmap (two or more keys) and the reliability diagram of a picked group.
 
     Both over the same models: every model up to :data:`HEATMAP_ROW_LIMIT`, else the
-    extremes of :func:`_bounded_models`.
+    extremes of :func:`_bounded_models`. Their specs' ``usermeta`` (``{"pick": "cells"}``,
+    ``{"pick": [keys]}``) lets the page's script pick a clicked cell's group.
     """
     keys = key_split(table.schema, COMPARISON_COLUMNS)
     if not keys or "ece" not in table.columns or keys[:1] != bin_keys[:1]:
@@ -106,6 +107,8 @@ def _views(
     if chosen is not None:
         table, bins = _kept(table, chosen), _kept(bins, chosen)
     views: list[tuple[str, str, Any]] = []
+    groups = bins.select(bin_keys).n_unique()
+    linked = groups > 1 and sorted(keys) == sorted(bin_keys)
     if len(keys) >= 2 and "overconfidence" in table.columns:
         note = (
             "One cell per model and task, coloured by the calibration gap, mean confidence "
@@ -113,14 +116,16 @@ def _views(
             "beyond the noise of a calibrated model, faint cells have too few predictions. "
             "Hover a cell for the whole names and numbers."
         )
-        views.append(
-            ("Calibration gap by model and task", note + left_out, calibration_heatmap(table))
-        )
-    groups = bins.select(bin_keys).n_unique()
+        heatmap = calibration_heatmap(table)
+        if linked:  # the page's script: a click on a cell picks its group below
+            heatmap = heatmap.properties(usermeta={"pick": "cells"})
+            note += " Click a cell to draw its reliability diagram below."
+        views.append(("Calibration gap by model and task", note + left_out, heatmap))
     if groups > 1:
         metrics = table if sorted(keys) == sorted(bin_keys) else None
         note = (
-            f"One group at a time, of {groups:,}: pick it in the dropdowns under the chart. "
+            f"One group at a time, of {groups:,}: pick it in the dropdowns under the chart"
+            f"{' (or click its cell in the heatmap)' if linked and len(keys) >= 2 else ''}. "
             "Bars to the diagonal show each bin's gap (red: overconfident; blue: "
             "underconfident), dashed and faint for bins of fewer than "
             f"{MCE_MIN_COUNT} predictions."
@@ -129,7 +134,9 @@ def _views(
             (
                 PICKED_DIAGRAM,
                 note + left_out,
-                reliability_diagram(bins, metrics=metrics, pick=bin_keys),
+                reliability_diagram(bins, metrics=metrics, pick=bin_keys).properties(
+                    usermeta={"pick": bin_keys}
+                ),
             )
         )
     return views

@@ -154,7 +154,8 @@ def test_report_renders_offline_and_hostile_names_stay_text(
 
 
 def test_picking_a_model_changes_the_diagram(browser: Any, tmp_path: Path) -> None:
-    """12 models × 2 tasks: the dropdowns redraw the one diagram; the heatmap draws all."""
+    """12 models × 2 tasks: the dropdowns redraw the one diagram, and so does a click on a
+    heatmap cell (its group picked in the dropdowns); the heatmap draws all."""
     rng = np.random.default_rng(5)
     n = 12 * 2 * 200
     models = [f"model-{k:02d}-{'x' * 30}" for k in range(12)]
@@ -200,6 +201,19 @@ def test_picking_a_model_changes_the_diagram(browser: Any, tmp_path: Path) -> No
         # the hostile name sorts first: pick another model, then it, then the other task
         seen = [first, choose(0, models[7]), choose(0, HOSTILE["calibrated"]), choose(1, "b")]
         assert len(set(seen)) == 3 and seen[0] == seen[2]  # back to the first model: same
+        # a click on a heatmap cell picks its group in the dropdowns and redraws the diagram
+        cell = heatmap.locator(f'svg g.mark-rect.role-mark path[aria-label*="{models[7]}"]')
+        label = str(cell.first.get_attribute("aria-label"))
+        page.evaluate("window.drawnBefore = document.querySelector('#chart-1 svg').innerHTML")
+        cell.first.click()
+        page.wait_for_function(
+            "document.querySelector('#chart-1 svg').innerHTML !== window.drawnBefore"
+        )
+        picked_model, picked_task = (selects.nth(k).input_value() for k in (0, 1))
+        assert picked_model == models[7]
+        assert f"model: {picked_model}" in label and f"task: {picked_task}" in label
+        if picked_task == "a":  # model 7 on task a was drawn before, by the dropdown
+            assert drawn() == seen[1]
         assert log.errors == [] and log.dialogs == [] and log.requests == []
         assert page.locator("img").count() == 0
         width = page.evaluate("document.documentElement.scrollWidth")

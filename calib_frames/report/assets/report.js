@@ -101,6 +101,31 @@
     apply();
   }
 
+  // A click on a heatmap cell picks its group in the diagram of one group: the charts
+  // say their part in their spec's usermeta ({"pick": "cells"} and {"pick": [keys]}).
+  var pickFrom = null, pickInto = null;
+  function link() {
+    if (!pickFrom || !pickInto || pickFrom.getAttribute("data-linked")) { return; }
+    pickFrom.setAttribute("data-linked", "true");
+    var keys = pickInto.vegaSpec.usermeta.pick, diagram = pickInto.vegaView;
+    pickFrom.vegaView.addEventListener("click", function (event, item) {
+      var row = item && item.datum;
+      if (!row || !keys.every(function (key) { return key in row; })) { return; }
+      keys.forEach(function (key, index) { diagram.signal("pick_" + index, row[key]); });
+      diagram.runAsync();
+      var box = pickInto.getBoundingClientRect();
+      if (box.top < 0 || box.top > window.innerHeight * 0.6) {
+        pickInto.scrollIntoView({ block: "start" });
+      }
+    });
+  }
+  document.addEventListener("vegaready", function (event) {
+    var meta = event.target.vegaSpec.usermeta;
+    if (!meta || !meta.pick) { return; }
+    if (meta.pick === "cells") { pickFrom = event.target; } else { pickInto = event.target; }
+    link();
+  });
+
   Array.prototype.forEach.call(document.querySelectorAll("table.sortable"), sortable);
   Array.prototype.forEach.call(document.querySelectorAll(".toolbar[data-table]"), toolbar);
 })();
