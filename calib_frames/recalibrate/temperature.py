@@ -122,6 +122,7 @@ class _Problem:
     clipped: np.ndarray  # clipped rows per group
     sample: Derivatives | None = None  # (L′, L″) on a sample of the rows, for the start
     at_one: Callable[[], np.ndarray] | None = None  # L at 1/T = 1, after the solve
+    fingerprints: np.ndarray | None = None  # per group, when the collect summed them
 
 
 def fit_temperature(
@@ -302,7 +303,8 @@ def fit_temperature(
         "at_bound": result.at_bound,
         "clipped": problem.clipped,
     }
-    return return_like(predictions, _core.params_frame(groups, values, fit, TEMPERATURE).lazy())
+    table = _core.params_frame(groups, values, fit, TEMPERATURE, problem.fingerprints)
+    return return_like(predictions, table.lazy())
 
 
 def _binary_problem(fit: _core.FitRows, *, epsilon: float) -> _Problem:
@@ -358,6 +360,7 @@ def _options_problem(fit: _core.FitRows) -> _Problem:
         np.zeros(n),
         None if sample is None else sample.derivatives,
         full.at_one,
+        data.fingerprints,
     )
 
 
@@ -439,13 +442,24 @@ class _OptionSums:
             top = np.maximum.reduceat(ell, starts)
             return cls(ell - np.repeat(top, sizes), gold_l - top, starts, sizes)
         table = ell.reshape(-1, width)
-        top = _column_reduce(np.maximum, table)
-        likeliest = np.full(top.size, width - 1)  # the first column holding the maximum
-        for k in range(width - 2, -1, -1):
-            likeliest[table[:, k] == top] = k
-        rest = np.empty((width - 1, top.size))
-        for k in range(width - 1):
-            np.subtract(np.where(k < likeliest, table[:, k], table[:, k + 1]), top, out=rest[k])
+        top, rest = np.empty(table.shape[0]), np.empty((width - 1, table.shape[0]))
+        # block by block, in the cache: the columns of m, then the first option with
+        # m = 0 (the likeliest) takes the last option's m, and the last row is dropped
+        block = min(table.shape[0], _BLOCK)
+        m, seen, hit = np.empty((width, block)), np.empty(block, bool), np.empty(block, bool)
+        for q0 in range(0, table.shape[0], _BLOCK):
+            rows, peak = table[q0 : q0 + _BLOCK], top[q0 : q0 + _BLOCK]
+            n = rows.shape[0]
+            _column_reduce(np.maximum, rows, out=peak)
+            mb, sb, hb = m[:, :n], seen[:n], hit[:n]
+            np.subtract(rows.T, peak, out=mb)
+            sb[:] = False
+            for k in range(width - 1):
+                np.equal(mb[k], 0.0, out=hb)
+                hb &= ~sb
+                np.copyto(mb[k], mb[-1], where=hb)
+                sb |= hb
+            rest[:, q0 : q0 + n] = mb[:-1]
         return cls(rest, gold_l - top, starts, sizes)
 
     def every(self, step: int) -> _OptionSums:
@@ -538,15 +552,14 @@ def _per_question(o: np.ndarray, *, second: bool, at_one: bool) -> None:
         np.log(o[-1], out=o[-1])
 
 
-def _column_reduce(ufunc: np.ufunc, values: np.ndarray) -> np.ndarray:
-    """Reduce each row of a (rows, K) array with small K, column by column.
+def _column_reduce(ufunc: np.ufunc, values: np.ndarray, *, out: np.ndarray) -> None:
+    """Reduce each row of a (rows, K) array with small K into ``out``, column by column.
 
     Faster than numpy's reduction over a short last axis.
     """
-    out: np.ndarray = values[:, 0].copy()
+    np.copyto(out, values[:, 0])
     for k in range(1, values.shape[1]):
         ufunc(out, values[:, k], out=out)
-    return out
 
 
 def apply_temperature(

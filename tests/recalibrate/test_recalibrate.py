@@ -714,3 +714,25 @@ def test_bad_options_found_on_the_arrays() -> None:
     assert moved["is_gold"].sum() == 5
     with pytest.raises(DataError, match=r"8 of 20 option rows .* without exactly one gold"):
         fit_temperature(moved, kind="options")
+
+
+@pytest.mark.parametrize("scatter", [False, True])
+def test_options_fingerprints_summed_in_the_collect_match_polars(scatter: bool) -> None:
+    """The options fit hashes its rows in its collect; the sums are polars' fingerprints."""
+    from calib_frames.recalibrate._core import fingerprint
+
+    frame = _options(seed=6, questions=40, k=3, models=4).with_columns(
+        pl.col("is_gold").cast(pl.Int8)
+    )
+    if scatter:  # the options of a question apart: the fit sorts its rows first
+        frame = frame.sample(fraction=1.0, shuffle=True, seed=1)
+    params = fit_temperature(frame, by="model", kind="options").sort("model")
+    expected = (
+        frame.group_by("model")
+        .agg(fingerprint(pl.col("loglik")).alias("fit_fingerprint"))
+        .sort("model")
+    )
+    assert params.select("model", "fit_fingerprint").rows() == expected.rows()
+    one = frame.filter(pl.col("model") == "m1")  # question ids repeat across models
+    whole = fit_temperature(one, kind="options")["fit_fingerprint"].item()
+    assert whole == one.select(fingerprint(pl.col("loglik"))).item()
