@@ -63,7 +63,8 @@ _G = working("group")
 P, Y, W = working("p"), working("y"), working("w")
 _L, _GOLD = working("loglik"), working("gold")
 _FLAG = working("flag")
-_HASH = working("hash")
+# integer key dtypes numbered through a table over their range (int64 holds them)
+_RANGED = (pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32)
 FINGERPRINT = "fit_fingerprint"
 """The parameters tables' column that identifies the fit rows of ``fitted_on="frame"``."""
 _FINGERPRINT_SEED = 0x5EED
@@ -274,14 +275,7 @@ def collect_grouped(
         n_groups = 1 if height else 0
         size = height if per_row else starts.size
         return pl.DataFrame(), np.zeros(size, dtype=np.int64), collected, n_groups, starts
-    groups = heads.select(keys).unique().sort(keys, nulls_last=True)
-    index = groups.with_row_index(_G)
-    run_group = (
-        heads.select(keys)
-        .join(index, on=list(keys), how="left", nulls_equal=True, maintain_order="left")[_G]
-        .to_numpy()
-        .astype(np.int64)
-    )
+    groups, run_group = _group_index(heads.select(keys))
     if not per_row:
         return groups, run_group, collected, groups.height, starts
     group = np.repeat(run_group, np.diff(np.r_[starts, height]))
@@ -289,16 +283,50 @@ def collect_grouped(
 
 
 def _runs(frame: pl.DataFrame, columns: Sequence[str]) -> tuple[FloatArray, pl.DataFrame]:
-    """Start row of each run of equal consecutive ``columns`` values, and those rows."""
+    """Start row of each run of equal consecutive ``columns`` values, and those rows.
+
+    An integer column without nulls is compared with itself shifted in numpy (read in
+    place), any other with polars' ``ne_missing`` (nulls equal).
+    """
     if not columns or frame.height == 0:
         return np.zeros(min(frame.height, 1), dtype=np.int64), frame.select(columns).head(1)
-    changed = pl.lit(False)
+    changed = np.zeros(frame.height - 1, dtype=bool)
     for column in columns:
-        changed = changed | pl.col(column).ne_missing(pl.col(column).shift(1))
+        series = frame[column]
+        if series.dtype.is_integer() and not series.null_count():
+            values = series.to_numpy()
+            changed |= values[1:] != values[:-1]
+        else:
+            shifted = pl.col(column).ne_missing(pl.col(column).shift(1))
+            changed |= frame.select(shifted).to_series().to_numpy()[1:]
     # the first row starts a run whatever its flag (a null first value is not "changed")
-    flags = frame.select(changed.alias("b"))["b"].to_numpy()[1:]
-    starts = np.r_[0, np.flatnonzero(flags) + 1]
+    starts = np.r_[0, np.flatnonzero(changed) + 1]
     return starts, frame.select(columns)[starts]
+
+
+def _group_index(keys: pl.DataFrame) -> tuple[pl.DataFrame, FloatArray]:
+    """The distinct rows of ``keys`` in key order (nulls last), and each row's index there.
+
+    One integer key without nulls (and a range at most a few times the rows) is numbered
+    through a table over its range; other keys by a join with their distinct rows.
+    """
+    if keys.width == 1:
+        column = keys.to_series()
+        if column.dtype in _RANGED and not column.null_count() and len(column):
+            values = column.to_numpy().astype(np.int64)
+            low, high = int(values.min()), int(values.max())
+            if high - low <= 4 * len(values):
+                present = np.zeros(high - low + 1, dtype=bool)
+                present[values - low] = True
+                distinct = pl.Series(column.name, np.flatnonzero(present) + low)
+                index: FloatArray = (np.cumsum(present) - 1)[values - low]
+                return pl.DataFrame([distinct.cast(column.dtype)]), index
+    groups = keys.unique().sort(keys.columns, nulls_last=True)
+    numbered = groups.with_row_index(_G)
+    joined = keys.join(
+        numbered, on=keys.columns, how="left", nulls_equal=True, maintain_order="left"
+    )
+    return groups, joined[_G].to_numpy().astype(np.int64)
 
 
 def _distinct_runs(heads: pl.DataFrame, columns: Sequence[str]) -> bool:
@@ -377,8 +405,8 @@ def collect_options(fit: FitRows) -> Options:
 
     The rows are read out of polars once; the checks run on those arrays, and only a
     failing one goes through :func:`~calib_frames.validation.check_rows` for its message.
-    With ``fitted_on="frame"`` the same pass hashes the rows for the groups' fingerprints
-    (:func:`group_fingerprints`).
+    With ``fitted_on="frame"`` the collected log-likelihoods are hashed for the groups'
+    fingerprints (:func:`group_fingerprints`).
 
     Raises
     ------
@@ -388,8 +416,6 @@ def collect_options(fit: FitRows) -> Options:
     """
     question, loglik, is_gold = (fit.columns[r] for r in ("question", "loglik", "is_gold"))
     values = {_L: pl.col(loglik).cast(pl.Float64), _GOLD: pl.col(is_gold)}
-    if fit.scheme.fitted_on == "frame":
-        values[_HASH] = fingerprint_hash(fingerprint_value(fit.columns))
     groups, gq, frame, n, starts = collect_grouped(
         fit.rows, fit.keys, values, runs_of=question, per_row=False
     )
@@ -433,8 +459,11 @@ def collect_options(fit: FitRows) -> Options:
                 unit="option rows",
             )
     prints = None
-    if _HASH in frame.columns:
-        prints = group_fingerprints(frame[_HASH].to_numpy(), starts, gq, n)
+    if fit.scheme.fitted_on == "frame":
+        # hashed here, not in the collect: an extra column there cuts every column of
+        # the collected frame into chunks, and each later read of them copies
+        hashes = frame.select(fingerprint_hash(pl.col(_L))).to_series().to_numpy()
+        prints = group_fingerprints(hashes, starts, gq, n)
     return Options(groups, gq, starts, ell, gold_rows, n, prints)
 
 

@@ -736,3 +736,31 @@ def test_options_fingerprints_summed_in_the_collect_match_polars(scatter: bool) 
     one = frame.filter(pl.col("model") == "m1")  # question ids repeat across models
     whole = fit_temperature(one, kind="options")["fit_fingerprint"].item()
     assert whole == one.select(fingerprint(pl.col("loglik"))).item()
+
+
+@pytest.mark.parametrize(
+    ("dtype", "keys"),
+    [
+        (pl.Int8, [-128, 0, 127]),
+        (pl.UInt16, [3, 4, 7]),
+        (pl.Int64, [-(10**12), 0, 10**12]),  # a sparse range: by a join
+        (pl.UInt64, [0, 2**63, 2**64 - 1]),  # beyond int64: by a join
+        (pl.String, ["b", "c", "a"]),
+    ],
+)
+def test_options_group_keys_numbered_by_range_or_join(dtype: pl.DataType, keys: list) -> None:
+    """Integer keys are numbered through a table over their range, others by a join: the
+    same groups, in key order, with the key's dtype."""
+    frame = _options(seed=8, questions=30, k=4, models=3)
+    mapping = pl.Series(keys, dtype=dtype)
+    keyed = frame.with_columns(
+        key=pl.col("model").replace_strict(["m0", "m1", "m2"], mapping, return_dtype=dtype)
+    )
+    by_key = fit_temperature(keyed, by="key", kind="options")
+    by_model = fit_temperature(frame, by="model", kind="options")
+    assert by_key.schema["key"] == dtype
+    assert by_key["key"].to_list() == sorted(keys)
+    order = np.argsort(np.argsort(keys, kind="stable"))  # model i is the order[i]-th group
+    np.testing.assert_allclose(
+        by_key["temperature"].to_numpy()[order], by_model["temperature"], rtol=1e-12
+    )
