@@ -285,23 +285,29 @@ def collect_grouped(
 def _runs(frame: pl.DataFrame, columns: Sequence[str]) -> tuple[FloatArray, pl.DataFrame]:
     """Start row of each run of equal consecutive ``columns`` values, and those rows.
 
-    An integer column without nulls is compared with itself shifted in numpy (read in
-    place), any other with polars' ``ne_missing`` (nulls equal).
+    An integer column without nulls is compared with itself shifted, and its first rows
+    taken, in numpy (read in place); any other column with polars (``ne_missing``: nulls
+    equal).
     """
     if not columns or frame.height == 0:
         return np.zeros(min(frame.height, 1), dtype=np.int64), frame.select(columns).head(1)
     changed = np.zeros(frame.height - 1, dtype=bool)
+    read = {}
     for column in columns:
         series = frame[column]
         if series.dtype.is_integer() and not series.null_count():
-            values = series.to_numpy()
+            values = read[column] = series.to_numpy()
             changed |= values[1:] != values[:-1]
         else:
             shifted = pl.col(column).ne_missing(pl.col(column).shift(1))
             changed |= frame.select(shifted).to_series().to_numpy()[1:]
     # the first row starts a run whatever its flag (a null first value is not "changed")
     starts = np.r_[0, np.flatnonzero(changed) + 1]
-    return starts, frame.select(columns)[starts]
+    heads = [
+        pl.Series(c, read[c][starts], dtype=frame.schema[c]) if c in read else frame[c][starts]
+        for c in columns
+    ]
+    return starts, pl.DataFrame(heads)
 
 
 def _group_index(keys: pl.DataFrame) -> tuple[pl.DataFrame, FloatArray]:
