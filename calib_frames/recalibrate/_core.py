@@ -320,12 +320,13 @@ def _group_index(keys: pl.DataFrame) -> tuple[pl.DataFrame, FloatArray]:
         column = keys.to_series()
         if column.dtype in _RANGED and not column.null_count() and len(column):
             values = column.to_numpy().astype(np.int64)
-            low, high = int(values.min()), int(values.max())
-            if high - low <= 4 * len(values):
-                present = np.zeros(high - low + 1, dtype=bool)
-                present[values - low] = True
+            low = int(values.min())
+            values -= low
+            if int(values.max()) <= 4 * len(values):
+                present = np.zeros(int(values.max()) + 1, dtype=bool)
+                present[values] = True
                 distinct = pl.Series(column.name, np.flatnonzero(present) + low)
-                index: FloatArray = (np.cumsum(present) - 1)[values - low]
+                index: FloatArray = (np.cumsum(present) - 1)[values]
                 return pl.DataFrame([distinct.cast(column.dtype)]), index
     groups = keys.unique().sort(keys.columns, nulls_last=True)
     numbered = groups.with_row_index(_G)
