@@ -764,3 +764,25 @@ def test_options_group_keys_numbered_by_range_or_join(dtype: pl.DataType, keys: 
     np.testing.assert_allclose(
         by_key["temperature"].to_numpy()[order], by_model["temperature"], rtol=1e-12
     )
+
+
+@pytest.mark.parametrize("text", [False, True])
+def test_options_question_ids_in_any_order_give_the_same_fit(text: bool) -> None:
+    """Increasing question ids need no hash check of the runs; ids in another order (each
+    question still contiguous) and scattered options give the same temperatures."""
+    frame = _options(seed=9, questions=50, k=4, models=2)
+    frame = frame.with_columns(
+        question=pl.col("model").str.slice(1).cast(pl.Int64) * 1000 + pl.col("question")
+    )
+    if text:
+        padded = pl.col("question").cast(pl.String).str.zfill(5)
+        frame = frame.with_columns(pl.format("q{}", padded))  # increasing as text too
+    increasing = fit_temperature(frame, by="model", kind="options")
+    questions = frame.select(pl.col("question").unique(maintain_order=True))
+    shuffled = questions.sample(fraction=1.0, shuffle=True, seed=4).with_row_index("rank")
+    reordered = frame.join(shuffled, on="question").sort("rank", "option").drop("rank")
+    scattered = frame.sample(fraction=1.0, shuffle=True, seed=5)
+    for other in (reordered, scattered):
+        refit = fit_temperature(other, by="model", kind="options")
+        np.testing.assert_allclose(refit["temperature"], increasing["temperature"], rtol=1e-12)
+        assert refit["fit_fingerprint"].to_list() == increasing["fit_fingerprint"].to_list()
