@@ -31,7 +31,7 @@ a group whose answers are all correct wants T → 0). With many questions per gr
 relative 10⁻³ and starts each group there (1/T = 1 where that rough fit ended on a
 bound): the full-data iteration then needs about three passes over the rows instead of
 seven, and stops by the same rule, so the fitted T differs from a start at 1 only
-within ``tol``.
+within ``tol``; its first pass also sums L at 1/T = 1 (``nll_before``).
 
 Temperature never changes which option has the largest probability (ℓ/T keeps the
 order for T > 0), so accuracy is unchanged; a binary confidence stays on its side of
