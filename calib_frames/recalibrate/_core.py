@@ -50,7 +50,9 @@ __all__ = [
     "collect_binary",
     "collect_options",
     "fingerprint",
+    "fingerprint_hash",
     "fit_rows",
+    "group_fingerprints",
     "newton_1d",
     "params_frame",
     "raise_flagged",
@@ -61,6 +63,8 @@ _G = working("group")
 P, Y, W = working("p"), working("y"), working("w")
 _L, _GOLD = working("loglik"), working("gold")
 _FLAG = working("flag")
+# integer key dtypes numbered through a table over their range (int64 holds them)
+_RANGED = (pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32)
 FINGERPRINT = "fit_fingerprint"
 """The parameters tables' column that identifies the fit rows of ``fitted_on="frame"``."""
 _FINGERPRINT_SEED = 0x5EED
@@ -250,9 +254,9 @@ def collect_grouped(
     the small table of distinct keys, and the run's group index repeated over its rows.
     With ``runs_of``, the rows of one question must be contiguous for the per-question
     sums: they usually are (the options of a question arrive together); that no
-    question has two runs is checked (a hash of each run's first row, sorted, then an
-    exact check only if two hashes collide), and otherwise the rows are sorted by keys
-    and question first.
+    question has two runs is checked (question ids that increase from run to run, else a
+    hash of each run's first row, sorted, then an exact check only if two hashes
+    collide), and otherwise the rows are sorted by keys and question first.
 
     Returns the groups table (keys, one row per group in index order), the group index
     per row (``per_row=False``: per run), the collected frame (keys, [``runs_of``] and the
@@ -271,14 +275,7 @@ def collect_grouped(
         n_groups = 1 if height else 0
         size = height if per_row else starts.size
         return pl.DataFrame(), np.zeros(size, dtype=np.int64), collected, n_groups, starts
-    groups = heads.select(keys).unique().sort(keys, nulls_last=True)
-    index = groups.with_row_index(_G)
-    run_group = (
-        heads.select(keys)
-        .join(index, on=list(keys), how="left", nulls_equal=True, maintain_order="left")[_G]
-        .to_numpy()
-        .astype(np.int64)
-    )
+    groups, run_group = _group_index(heads.select(keys))
     if not per_row:
         return groups, run_group, collected, groups.height, starts
     group = np.repeat(run_group, np.diff(np.r_[starts, height]))
@@ -286,20 +283,72 @@ def collect_grouped(
 
 
 def _runs(frame: pl.DataFrame, columns: Sequence[str]) -> tuple[FloatArray, pl.DataFrame]:
-    """Start row of each run of equal consecutive ``columns`` values, and those rows."""
+    """Start row of each run of equal consecutive ``columns`` values, and those rows.
+
+    An integer column without nulls is compared with itself shifted, and its first rows
+    taken, in numpy (read in place); any other column with polars (``ne_missing``: nulls
+    equal).
+    """
     if not columns or frame.height == 0:
         return np.zeros(min(frame.height, 1), dtype=np.int64), frame.select(columns).head(1)
-    first = pl.int_range(pl.len()) == 0
+    changed = np.zeros(frame.height - 1, dtype=bool)
+    read = {}
     for column in columns:
-        first = first | pl.col(column).ne_missing(pl.col(column).shift(1))
-    starts = np.flatnonzero(frame.select(first.alias("b"))["b"].to_numpy())
-    return starts, frame.select(columns)[starts]
+        series = frame[column]
+        if series.dtype.is_integer() and not series.null_count():
+            values = read[column] = series.to_numpy()
+            changed |= values[1:] != values[:-1]
+        else:
+            shifted = pl.col(column).ne_missing(pl.col(column).shift(1))
+            changed |= frame.select(shifted).to_series().to_numpy()[1:]
+    # the first row starts a run whatever its flag (a null first value is not "changed")
+    starts = np.r_[0, np.flatnonzero(changed) + 1]
+    heads = [
+        pl.Series(c, read[c][starts], dtype=frame.schema[c]) if c in read else frame[c][starts]
+        for c in columns
+    ]
+    return starts, pl.DataFrame(heads)
+
+
+def _group_index(keys: pl.DataFrame) -> tuple[pl.DataFrame, FloatArray]:
+    """The distinct rows of ``keys`` in key order (nulls last), and each row's index there.
+
+    One integer key without nulls (and a range at most a few times the rows) is numbered
+    through a table over its range; other keys by a join with their distinct rows.
+    """
+    if keys.width == 1:
+        column = keys.to_series()
+        if column.dtype in _RANGED and not column.null_count() and len(column):
+            values = column.to_numpy().astype(np.int64)
+            low = int(values.min())
+            values -= low
+            if int(values.max()) <= 4 * len(values):
+                present = np.zeros(int(values.max()) + 1, dtype=bool)
+                present[values] = True
+                distinct = pl.Series(column.name, np.flatnonzero(present) + low)
+                index: FloatArray = (np.cumsum(present) - 1)[values]
+                return pl.DataFrame([distinct.cast(column.dtype)]), index
+    groups = keys.unique().sort(keys.columns, nulls_last=True)
+    numbered = groups.with_row_index(_G)
+    joined = keys.join(
+        numbered, on=keys.columns, how="left", nulls_equal=True, maintain_order="left"
+    )
+    return groups, joined[_G].to_numpy().astype(np.int64)
 
 
 def _distinct_runs(heads: pl.DataFrame, columns: Sequence[str]) -> bool:
-    """Whether no value of ``columns`` starts two runs (i.e. every value is contiguous)."""
+    """Whether no value of ``columns`` starts two runs (i.e. every value is contiguous).
+
+    Question ids that increase from run to run are distinct (one pass); else a hash of
+    each run's first row is sorted, and only two equal hashes need an exact check.
+    """
     if heads.height < 2:
         return True
+    last = heads[columns[-1]]
+    if last.dtype.is_numeric() or last.dtype == pl.String:
+        increasing = last.slice(1) > last.slice(0, heads.height - 1)
+        if increasing.fill_null(False).all():
+            return True
     hashed = heads.select(pl.struct(*columns).hash(seed=0).alias("h"))["h"].to_numpy()
     ordered = np.sort(hashed)
     if not (ordered[1:] == ordered[:-1]).any():
@@ -355,6 +404,7 @@ class Options:
     loglik: FloatArray
     gold_rows: FloatArray  # the row of each question's gold option
     n_groups: int
+    fingerprints: FloatArray | None  # per group (``fitted_on="frame"`` only), else None
 
 
 def collect_options(fit: FitRows) -> Options:
@@ -362,6 +412,8 @@ def collect_options(fit: FitRows) -> Options:
 
     The rows are read out of polars once; the checks run on those arrays, and only a
     failing one goes through :func:`~calib_frames.validation.check_rows` for its message.
+    With ``fitted_on="frame"`` the collected log-likelihoods are hashed for the groups'
+    fingerprints (:func:`group_fingerprints`).
 
     Raises
     ------
@@ -370,7 +422,7 @@ def collect_options(fit: FitRows) -> Options:
         questions without exactly one gold option.
     """
     question, loglik, is_gold = (fit.columns[r] for r in ("question", "loglik", "is_gold"))
-    values = {_L: pl.col(loglik).cast(pl.Float64), _GOLD: pl.col(is_gold).cast(pl.Float64)}
+    values = {_L: pl.col(loglik).cast(pl.Float64), _GOLD: pl.col(is_gold)}
     groups, gq, frame, n, starts = collect_grouped(
         fit.rows, fit.keys, values, runs_of=question, per_row=False
     )
@@ -384,11 +436,16 @@ def collect_options(fit: FitRows) -> Options:
         ),
     ]
     ell = frame[_L].to_numpy()  # Float64 already: no copy beyond polars' own
-    gold = frame[_GOLD].to_numpy()
-    # the checks run on the arrays; check_rows words the message when one fails (a
-    # null reads as NaN, which fails both)
-    if not (np.isfinite(ell).all() and np.all((gold == 0.0) | (gold == 1.0))):
-        check_rows(frame, checks, keys=fit.keys)
+    flags = frame[_GOLD]
+    # Boolean flags without nulls are valid as they are; others are read as 0/1 numbers
+    plain = flags.dtype == pl.Boolean and not flags.null_count()
+    gold = flags.to_numpy() if plain else flags.cast(pl.Float64).to_numpy()
+    # the checks run on the arrays (a sum is finite only if every term is, up to an
+    # overflow that check_rows then clears); check_rows words the message when one
+    # fails, on the flags read as numbers (a null reads as NaN, which fails both)
+    worded = frame.lazy().with_columns(pl.col(_GOLD).cast(pl.Float64))
+    if not (np.isfinite(ell.sum()) and (plain or np.all((gold == 0.0) | (gold == 1.0)))):
+        check_rows(worded.collect(), checks, keys=fit.keys)
     gold_rows = np.flatnonzero(gold)
     if ell.size:
         # one gold option per question: as many gold rows as questions, the i-th inside
@@ -399,16 +456,22 @@ def collect_options(fit: FitRows) -> Options:
         )
         if not one_gold:
             sizes = np.diff(np.r_[starts, ell.size])
-            bad_question = np.add.reduceat(gold, starts) != 1
+            bad_question = np.add.reduceat(gold.astype(np.float64), starts) != 1
             raise_flagged(
-                frame,
+                worded.collect(),
                 np.repeat(bad_question, sizes),
                 question,
                 "in questions without exactly one gold option",
                 keys=fit.keys,
                 unit="option rows",
             )
-    return Options(groups, gq, starts, ell, gold_rows, n)
+    prints = None
+    if fit.scheme.fitted_on == "frame":
+        # hashed here, not in the collect: an extra column there cuts every column of
+        # the collected frame into chunks, and each later read of them copies
+        hashes = frame.select(fingerprint_hash(pl.col(_L))).to_series().to_numpy()
+        prints = group_fingerprints(hashes, starts, gq, n)
+    return Options(groups, gq, starts, ell, gold_rows, n, prints)
 
 
 def raise_flagged(
@@ -540,9 +603,28 @@ def fingerprint(value: pl.Expr) -> pl.Expr:
 
     Two sets of rows with the same values (in any order) give the same number; others
     collide with probability about 2⁻⁶⁴. The hash is polars' ``Expr.hash`` with a fixed
-    seed, stable for a given polars version.
+    seed (:func:`fingerprint_hash`), stable for a given polars version.
     """
-    return value.cast(pl.Float64).hash(seed=_FINGERPRINT_SEED).sum()
+    return fingerprint_hash(value).sum()
+
+
+def fingerprint_hash(value: pl.Expr) -> pl.Expr:
+    """The hash of each row that :func:`fingerprint` sums."""
+    return value.cast(pl.Float64).hash(seed=_FINGERPRINT_SEED)
+
+
+def group_fingerprints(
+    hashes: FloatArray, starts: FloatArray, run_group: FloatArray, n_groups: int
+) -> FloatArray:
+    """:func:`fingerprint` of each group, from the rows' :func:`fingerprint_hash`.
+
+    The rows come in runs (``starts``) of one group each (``run_group``); the sums wrap
+    in UInt64 as polars' do, so any order of summing gives the same number.
+    """
+    out = np.zeros(n_groups, dtype=np.uint64)
+    if hashes.size:
+        np.add.at(out, run_group, np.add.reduceat(hashes, starts))
+    return out
 
 
 def fingerprint_value(columns: Mapping[str, str]) -> pl.Expr:
@@ -554,15 +636,21 @@ def fingerprint_value(columns: Mapping[str, str]) -> pl.Expr:
     return pl.col(columns["loglik"] if "loglik" in columns else columns["confidence"])
 
 
-def fingerprinted(table: pl.LazyFrame, fit: FitRows) -> pl.LazyFrame:
+def fingerprinted(
+    table: pl.LazyFrame, fit: FitRows, fingerprints: FloatArray | None = None
+) -> pl.LazyFrame:
     """``table`` with :data:`FINGERPRINT`: the fit rows' fingerprint per group.
 
     Only for ``fitted_on="frame"`` (fit on one frame, apply to another), where nothing
     else tells ``apply_*`` that it was given the fit rows again; null for the other
-    schemes, which label their fit rows themselves.
+    schemes, which label their fit rows themselves. ``fingerprints``: those of the
+    table's groups, in its row order, when the fit already summed them
+    (:func:`group_fingerprints`), else a pass over the fit rows sums them here.
     """
     if fit.scheme.fitted_on != "frame":
         return table.with_columns(pl.lit(None, dtype=pl.UInt64).alias(FINGERPRINT))
+    if fingerprints is not None:
+        return table.with_columns(pl.Series(FINGERPRINT, fingerprints, dtype=pl.UInt64))
     value = fingerprint(fingerprint_value(fit.columns)).alias(FINGERPRINT)
     if not fit.keys:
         return table.join(fit.rows.select(value), how="cross", maintain_order="left")
@@ -571,12 +659,17 @@ def fingerprinted(table: pl.LazyFrame, fit: FitRows) -> pl.LazyFrame:
 
 
 def params_frame(
-    groups: pl.DataFrame, values: Mapping[str, Any] | None, fit: FitRows, table: Table
+    groups: pl.DataFrame,
+    values: Mapping[str, Any] | None,
+    fit: FitRows,
+    table: Table,
+    fingerprints: FloatArray | None = None,
 ) -> pl.DataFrame:
     """Keys…, the ``table``'s columns, then ``fitted_on``, ``in_sample`` and the fingerprint.
 
     ``values`` maps each column of ``table`` (but the labels) to one value per group
     of ``groups`` (cast to the table's dtype); ``None`` gives a table without rows.
+    ``fingerprints``: per group of ``groups``, when the fit summed them already.
     """
     labels = ("fitted_on", "in_sample", FINGERPRINT)
     names = [name for name in table.names if name not in labels]
@@ -588,7 +681,8 @@ def params_frame(
     )
     if groups.width:
         data = pl.concat([groups, data], how="horizontal")
-    return fingerprinted(data.lazy().with_columns(*fit.scheme.labels()), fit).collect()
+    labelled = data.lazy().with_columns(*fit.scheme.labels())
+    return fingerprinted(labelled, fit, None if values is None else fingerprints).collect()
 
 
 def check_bounds(bounds: tuple[float, float]) -> tuple[float, float]:

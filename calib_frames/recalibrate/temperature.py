@@ -31,7 +31,7 @@ a group whose answers are all correct wants T → 0). With many questions per gr
 relative 10⁻³ and starts each group there (1/T = 1 where that rough fit ended on a
 bound): the full-data iteration then needs about three passes over the rows instead of
 seven, and stops by the same rule, so the fitted T differs from a start at 1 only
-within ``tol``.
+within ``tol``; its first pass also sums L at 1/T = 1 (``nll_before``).
 
 Temperature never changes which option has the largest probability (ℓ/T keeps the
 order for T > 0), so accuracy is unchanged; a binary confidence stays on its side of
@@ -43,7 +43,9 @@ lazy join of the small parameters table on its keys.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -105,18 +107,22 @@ TEMPERATURE = Table(
 
 Derivatives = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray | None]]
 Loss = Callable[[np.ndarray], np.ndarray]
-# groups, number of groups, (L', L'') of 1/T, L of 1/T, rows, total weight, clipped
-# rows, and (L', L'') of 1/T on a sample of the rows (for the starting point) or None
-_Problem = tuple[
-    pl.DataFrame,
-    int,
-    Derivatives | None,
-    Loss | None,
-    np.ndarray,
-    np.ndarray,
-    np.ndarray,
-    Derivatives | None,
-]
+
+
+@dataclass
+class _Problem:
+    """What the solver needs of one kind of input; the objectives are of 1/T per group."""
+
+    groups: pl.DataFrame
+    n_groups: int
+    derivatives: Derivatives | None  # (L′, L″[, L]) of 1/T
+    loss: Loss | None  # L of 1/T
+    count: np.ndarray  # rows (questions) per group
+    total: np.ndarray  # total weight per group
+    clipped: np.ndarray  # clipped rows per group
+    sample: Derivatives | None = None  # (L′, L″) on a sample of the rows, for the start
+    at_one: Callable[[], np.ndarray] | None = None  # L at 1/T = 1, after the solve
+    fingerprints: np.ndarray | None = None  # per group, when the collect summed them
 
 
 def fit_temperature(
@@ -252,10 +258,10 @@ def fit_temperature(
             numbers=["loglik"],
         )
         problem = _options_problem(fit)
-    groups, n_groups, derivatives, loss, count, total, clipped, sample = problem
-    if not n_groups or derivatives is None or loss is None:
+    groups, derivatives, loss = problem.groups, problem.derivatives, problem.loss
+    if not problem.n_groups or derivatives is None or loss is None:
         return return_like(predictions, _core.params_frame(groups, None, fit, TEMPERATURE).lazy())
-    one = np.ones(n_groups)
+    one = np.ones(problem.n_groups)
 
     def solve(objective: Derivatives, start: np.ndarray, tolerance: float) -> _core.NewtonResult:
         return _core.newton_1d(
@@ -268,35 +274,37 @@ def fit_temperature(
         )
 
     start = one
-    if sample is not None:
+    if problem.sample is not None:
         # a rough fit on the sample first: the fit on every row then starts a few percent
         # from its minimum and takes fewer steps over all the rows
-        rough = solve(sample, one, _SAMPLE_TOL)
+        rough = solve(problem.sample, one, _SAMPLE_TOL)
         start = np.where(rough.converged & ~rough.at_bound, rough.x, 1.0)
     result = solve(derivatives, start, rtol)
     beta = result.x
-    # the options objective reports L at every evaluated point: at the start (1/T = 1
-    # when the bounds allow it and there was no rough fit) and where each group
-    # stopped; else evaluate it here
-    at_one = sample is None and result.start_loss is not None and 1.0 / high <= 1.0 <= 1.0 / low
-    before = result.start_loss if at_one and result.start_loss is not None else loss(one)
+    if problem.at_one is not None:
+        before = problem.at_one()  # the options objective sums it in its first pass
+    elif result.start_loss is not None and 1.0 / high <= 1.0 <= 1.0 / low:
+        before = result.start_loss  # the objective reported L at the start, 1/T = 1
+    else:
+        before = loss(one)
     after = result.loss
     if after is None or not np.all(np.isfinite(after)):
         after = loss(beta)
     with np.errstate(divide="ignore", invalid="ignore"):
-        nll_before = before / total
-        nll_after = after / total
+        nll_before = before / problem.total
+        nll_after = after / problem.total
     values = {
         "temperature": 1.0 / beta,
         "nll_before": nll_before,
         "nll_after": nll_after,
-        "count": count,
+        "count": problem.count,
         "iterations": result.iterations,
         "converged": result.converged,
         "at_bound": result.at_bound,
-        "clipped": clipped,
+        "clipped": problem.clipped,
     }
-    return return_like(predictions, _core.params_frame(groups, values, fit, TEMPERATURE).lazy())
+    table = _core.params_frame(groups, values, fit, TEMPERATURE, problem.fingerprints)
+    return return_like(predictions, table.lazy())
 
 
 def _binary_problem(fit: _core.FitRows, *, epsilon: float) -> _Problem:
@@ -319,7 +327,7 @@ def _binary_problem(fit: _core.FitRows, *, epsilon: float) -> _Problem:
 
     count = np.bincount(g, minlength=n)
     total_weight = _core.group_sum(g, w, n)
-    return data.groups, n, derivatives, loss, count, total_weight, clipped, None
+    return _Problem(data.groups, n, derivatives, loss, count, total_weight, clipped)
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -332,185 +340,211 @@ def _options_problem(fit: _core.FitRows) -> _Problem:
     data = _core.collect_options(fit)
     ell, starts, gq, n = data.loglik, data.starts, data.question_group, data.n_groups
     if ell.size == 0:
-        return data.groups, 0, None, None, np.zeros(0), np.zeros(0), np.zeros(0), None
-    sizes = np.diff(np.r_[starts, ell.size])
-    gold_l = ell[data.gold_rows]
-    derivatives, loss, count = _option_objective(
-        ell, gold_l, starts=starts, sizes=sizes, gq=gq, n=n
-    )
+        return _Problem(data.groups, 0, None, None, np.zeros(0), np.zeros(0), np.zeros(0))
+    sums = _OptionSums.of_rows(ell, ell[data.gold_rows], starts)
+    full = _OptionObjective(sums, gq, n, with_one=True)
     sample = None
     if starts.size >= _SAMPLE_FROM * n:
         # every _SAMPLE_STEP-th question (groups keep their share of the questions
         # whatever the order of the rows)
-        picked = np.arange(0, starts.size, _SAMPLE_STEP)
-        picked_sizes = sizes[picked]
-        rows = np.repeat(starts[picked], picked_sizes) + _ranks(picked_sizes)
-        sample, _, _ = _option_objective(
-            ell[rows],
-            gold_l[picked],
-            starts=np.r_[0, np.cumsum(picked_sizes)[:-1]],
-            sizes=picked_sizes,
-            gq=gq[picked],
-            n=n,
-        )
-    total = count.astype(np.float64)
-    return data.groups, n, derivatives, loss, count, total, np.zeros(n), sample
+        picked = slice(0, None, _SAMPLE_STEP)
+        sample = _OptionObjective(sums.every(_SAMPLE_STEP), gq[picked], n, with_one=False)
+    count = np.bincount(gq, minlength=n)
+    return _Problem(
+        data.groups,
+        n,
+        full.derivatives,
+        full.loss,
+        count,
+        count.astype(np.float64),
+        np.zeros(n),
+        None if sample is None else sample.derivatives,
+        full.at_one,
+        data.fingerprints,
+    )
 
 
-def _option_objective(
-    ell: np.ndarray,
-    gold_l: np.ndarray,
-    *,
-    starts: np.ndarray,
-    sizes: np.ndarray,
-    gq: np.ndarray,
-    n: int,
-) -> tuple[Derivatives, Loss, np.ndarray]:
+class _OptionObjective:
     """(L′, L″) and L of 1/T per group for option rows contiguous per question.
 
-    ``gold_l`` is the gold option's log-likelihood and ``gq`` the group of each question.
-    With m = ℓ − max_q ℓ (≤ 0, so exp never overflows) and m_gold = ℓ_gold − max_q ℓ, a
-    question contributes L_q = log Σ exp(β m) − β m_gold, L′_q = E_β[m] − m_gold and
-    L″_q = Var_β[m]. The curvature handed to the Newton iteration is Halley's,
-    L″ − L′L‴/(2L″) with L‴_q the third central moment of m (kept at least L″/2), so
-    its step L′/curvature converges cubically: about three passes over the rows from
-    the rough start instead of five. Once most groups have stopped, only the questions
-    of the others are evaluated.
+    ``gq`` is the group of each question of ``sums``. With m = ℓ − max_q ℓ (≤ 0, so exp
+    never overflows) and m_gold = ℓ_gold − max_q ℓ, a question contributes
+    L_q = log Σ exp(β m) − β m_gold, L′_q = E_β[m] − m_gold and L″_q = Var_β[m]; the
+    Σ m_gold of each group is summed once. The curvature handed to the Newton iteration
+    is Halley's, L″ − L′L‴/(2L″) with L‴_q the third central moment of m (kept at least
+    L″/2), so its step L′/curvature converges cubically: about three passes over the rows
+    from the rough start instead of five. Once most groups have stopped, only the
+    questions of the others are evaluated. ``with_one``: the first pass over every
+    question also sums L at 1/T = 1 (:meth:`at_one`), so that no pass of its own is
+    needed for ``nll_before``.
     """
-    sums = _OptionSums(ell, starts, sizes)
-    m_gold = gold_l - sums.top  # <= 0
+
+    def __init__(self, sums: _OptionSums, gq: np.ndarray, n: int, *, with_one: bool) -> None:
+        self.sums, self.gq, self.n = sums, gq, n
+        self.gold = _core.group_sum(gq, sums.m_gold, n)  # Σ m_gold per group
+        self.one: np.ndarray | None = None
+        self.with_one = with_one
 
     def derivatives(
-        beta: np.ndarray, active: np.ndarray
+        self, beta: np.ndarray, active: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        gq, n = self.gq, self.n
         subset = np.flatnonzero(active[gq]) if active.mean() < _ACTIVE_SUBSET else None
-        qg, mg = (gq, m_gold) if subset is None else (gq[subset], m_gold[subset])
-        value, grad, hess, third = sums.of(beta[qg], mg, second=True, subset=subset)
-        g, h = _core.group_sum(qg, grad, n), _core.group_sum(qg, hess, n)
+        qg = gq if subset is None else gq[subset]
+        one = self.with_one and self.one is None and subset is None
+        terms = self.sums.of(beta[qg], second=True, subset=subset, at_one=one)
+        log_sum, mean, variance, third = (_core.group_sum(qg, t, n) for t in terms[:4])
+        if one:
+            self.one = _core.group_sum(qg, terms[4], n) - self.gold
+        g, h = mean - self.gold, variance
         with np.errstate(divide="ignore", invalid="ignore"):
-            halley = h - g * _core.group_sum(qg, third, n) / (2.0 * h)
+            halley = h - g * third / (2.0 * h)
         # L itself comes nearly free
-        return g, np.where(halley >= 0.5 * h, halley, 0.5 * h), _core.group_sum(qg, value, n)
+        return g, np.where(halley >= 0.5 * h, halley, 0.5 * h), log_sum - beta * self.gold
 
-    def loss(beta: np.ndarray) -> np.ndarray:
-        (value,) = sums.of(beta[gq], m_gold, second=False)
-        return _core.group_sum(gq, value, n)
+    def loss(self, beta: np.ndarray) -> np.ndarray:
+        (log_sum,) = self.sums.of(beta[self.gq], second=False)
+        out: np.ndarray = _core.group_sum(self.gq, log_sum, self.n) - beta * self.gold
+        return out
 
-    return derivatives, loss, np.bincount(gq, minlength=n)
+    def at_one(self) -> np.ndarray:
+        """L at 1/T = 1 per group (from the first full pass, else evaluated here)."""
+        return self.loss(np.ones(self.n)) if self.one is None else self.one
 
 
 class _OptionSums:
-    """Per question: L_q, L′_q, L″_q and L‴_q from Σ e·mʲ (j = 0…3), e = exp(β_q m).
+    """Per question: log Σ e and the mean, variance, third central moment of m (e = e^(βm)).
+
+    They come from the sums Σ e·mʲ (j = 0…3).
 
     The sums run over blocks of questions small enough for their arrays to stay in the
     CPU cache (a loop over blocks of rows, not over groups), so each pass costs one read
     of m instead of several round trips to memory. When every question has K options,
-    ℓ is kept as a (questions, K) array, m = ℓ − max is formed block by block (no
-    array of m the size of the input), and row sums are products with a vector of ones
-    (numpy's sum over a short last axis is slow).
+    m is kept column by column, a (K − 1, questions) array of the options other than the
+    likeliest one (its m = 0 adds e = 1 to Σ e and nothing to the other sums), and the
+    sums over options are products with a vector of ones (numpy's sum over a short axis
+    is slow); else m is one array of rows and the sums are ``np.add.reduceat``.
     """
 
-    def __init__(self, ell: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> None:
+    def __init__(
+        self, m: np.ndarray, m_gold: np.ndarray, starts: np.ndarray, sizes: np.ndarray
+    ) -> None:
+        self.m, self.m_gold, self.starts, self.sizes = m, m_gold, starts, sizes
+        self.dense = m.ndim == 2
+        self.ones = np.ones(m.shape[0])
+
+    @classmethod
+    def of_rows(cls, ell: np.ndarray, gold_l: np.ndarray, starts: np.ndarray) -> _OptionSums:
+        """From ℓ of option rows contiguous per question and the gold option's ℓ."""
+        sizes = np.diff(np.r_[starts, ell.size])
         width = int(sizes[0])
-        self.dense = bool(np.all(sizes == width))
-        self.ones = np.ones(width)
-        self.starts, self.sizes = starts, sizes
+        if not np.all(sizes == width):
+            top = np.maximum.reduceat(ell, starts)
+            return cls(ell - np.repeat(top, sizes), gold_l - top, starts, sizes)
+        table = ell.reshape(-1, width)
+        top, rest = np.empty(table.shape[0]), np.empty((width - 1, table.shape[0]))
+        # block by block, in the cache: a running maximum over the options, each step
+        # keeping the smaller of the two in ``rest``, leaves the maximum out of ``rest``
+        # (exact selections: the same values as ℓ − max of every other option)
+        for q0 in range(0, table.shape[0], _BLOCK):
+            rows, peak = table[q0 : q0 + _BLOCK], top[q0 : q0 + _BLOCK]
+            block = rest[:, q0 : q0 + _BLOCK]
+            np.copyto(peak, rows[:, 0])
+            for k in range(1, width):
+                np.minimum(peak, rows[:, k], out=block[k - 1])
+                np.maximum(peak, rows[:, k], out=peak)
+            block -= peak
+        return cls(rest, gold_l - top, starts, sizes)
+
+    def every(self, step: int) -> _OptionSums:
+        """The sums of every ``step``-th question."""
+        picked = np.arange(0, self.m_gold.size, step)
+        m_gold, sizes = self.m_gold[picked], self.sizes[picked]
         if self.dense:
-            # ℓ itself, (questions, K): m = ℓ − max is formed per block, in the cache
-            self.m = ell.reshape(-1, width)
-            self.top = _column_reduce(np.maximum, self.m)
-        else:
-            self.top = np.maximum.reduceat(ell, starts)
-            self.m = ell - np.repeat(self.top, sizes)
+            return _OptionSums(self.m[:, ::step].copy(), m_gold, picked, sizes)
+        starts = np.r_[0, np.cumsum(sizes)[:-1]]
+        return _OptionSums(self.m[self._rows(picked)], m_gold, starts, sizes)
+
+    def _rows(self, questions: np.ndarray) -> np.ndarray:
+        """The rows of ``questions`` (ragged m)."""
+        sizes = self.sizes[questions]
+        rows: np.ndarray = np.repeat(self.starts[questions], sizes) + _ranks(sizes)
+        return rows
 
     def of(
         self,
         bq: np.ndarray,
-        m_gold: np.ndarray,
         *,
         second: bool,
         subset: np.ndarray | None = None,
-    ) -> list[np.ndarray]:
-        """[L_q] or [L_q, L′_q, L″_q, L‴_q] of every question, or of ``subset`` of them.
+        at_one: bool = False,
+    ) -> np.ndarray:
+        """Rows log Σ e [, mean, variance, third central moment of m][, log Σ e at β = 1].
 
-        ``bq`` and ``m_gold``: β and m_gold of each question evaluated.
+        One column per question, or per question of ``subset``; ``bq``: the β of each.
         """
-        m, top, sizes = self.m, self.top, self.sizes
-        if subset is not None:
-            sizes, top = sizes[subset], top[subset]
-            rows = subset if self.dense else np.repeat(self.starts[subset], sizes) + _ranks(sizes)
-            m = m[rows]
+        m, sizes = self.m, self.sizes
+        if subset is not None and self.dense:
+            m = np.take(m, subset, axis=1)  # faster than m[:, subset]
+        elif subset is not None:
+            m, sizes = m[self._rows(subset)], sizes[subset]
         count = bq.size
-        starts = self.starts if subset is None else np.r_[0, np.cumsum(sizes)[:-1]]
         q_edges = np.r_[np.arange(0, count, _BLOCK), count]
-        r_edges = np.r_[starts, int(sizes.sum())][q_edges]
-        out = [np.empty(count) for _ in range(4 if second else 1)]
-        blocks = zip(q_edges[:-1], q_edges[1:], r_edges[:-1], r_edges[1:], strict=True)
+        out = np.empty(((4 if second else 1) + at_one, count))
         if self.dense:
             # in place, in one cache-sized buffer: no allocation per block
-            shape = (min(count, _BLOCK), self.ones.size)
-            buffer, shifted = np.empty(shape), np.empty(shape)
-            for q0, q1, _, _ in blocks:
-                mb, e = shifted[: q1 - q0], buffer[: q1 - q0]
-                np.subtract(m[q0:q1], top[q0:q1, None], out=mb)
-                np.multiply(bq[q0:q1, None], mb, out=e)
+            buffer = np.empty((m.shape[0], min(count, _BLOCK)))
+            for q0, q1 in itertools.pairwise(q_edges):
+                mb, e, o = m[:, q0:q1], buffer[:, : q1 - q0], out[:, q0:q1]
+                if at_one:
+                    np.exp(mb, out=e)
+                    np.matmul(self.ones, e, out=o[-1])
+                    o[-1] += 1.0
+                np.multiply(bq[q0:q1], mb, out=e)
                 np.exp(e, out=e)
-                np.matmul(e, self.ones, out=out[0][q0:q1])
-                if second:
+                np.matmul(self.ones, e, out=o[0])
+                o[0] += 1.0  # the likeliest option
+                for j in range(1, 4 if second else 1):
                     np.multiply(e, mb, out=e)
-                    np.matmul(e, self.ones, out=out[1][q0:q1])
-                    np.multiply(e, mb, out=e)
-                    np.matmul(e, self.ones, out=out[2][q0:q1])
-                    np.multiply(e, mb, out=e)
-                    np.matmul(e, self.ones, out=out[3][q0:q1])
-                _per_question(out, q0, q1, bq, m_gold)
+                    np.matmul(self.ones, e, out=o[j])
+                _per_question(o, second=second, at_one=at_one)
             return out
-        for q0, q1, r0, r1 in blocks:
-            mb = m[r0:r1]
-            e = np.exp(np.repeat(bq[q0:q1], sizes[q0:q1]) * mb)
+        starts = self.starts if subset is None else np.r_[0, np.cumsum(sizes)[:-1]]
+        r_edges = np.r_[starts, m.size][q_edges]
+        for q0, q1, r0, r1 in zip(
+            q_edges[:-1], q_edges[1:], r_edges[:-1], r_edges[1:], strict=True
+        ):
+            mb, o = m[r0:r1], out[:, q0:q1]
             local = starts[q0:q1] - r0
-            out[0][q0:q1] = np.add.reduceat(e, local)
-            if second:
-                em = e * mb
-                out[1][q0:q1] = np.add.reduceat(em, local)
-                em2 = em * mb
-                out[2][q0:q1] = np.add.reduceat(em2, local)
-                out[3][q0:q1] = np.add.reduceat(em2 * mb, local)
-            _per_question(out, q0, q1, bq, m_gold)
+            if at_one:
+                o[-1] = np.add.reduceat(np.exp(mb), local)
+            e = np.exp(np.repeat(bq[q0:q1], sizes[q0:q1]) * mb)
+            o[0] = np.add.reduceat(e, local)
+            for j in range(1, 4 if second else 1):
+                e *= mb
+                o[j] = np.add.reduceat(e, local)
+            _per_question(o, second=second, at_one=at_one)
         return out
 
 
-def _per_question(
-    out: list[np.ndarray], q0: int, q1: int, bq: np.ndarray, m_gold: np.ndarray
-) -> None:
-    """Turn the sums of questions q0…q1 into L_q[, L′_q, L″_q, L‴_q], in place (in the cache).
+def _per_question(o: np.ndarray, *, second: bool, at_one: bool) -> None:
+    """Turn the sums sⱼ = Σ e·mʲ of a block of questions into their terms, in place.
 
-    With μ = s₁/s₀: L_q = log s₀ − β m_gold, L′_q = μ − m_gold,
-    L″_q = max(s₂/s₀ − μ², 0), L‴_q = s₃/s₀ − 3μ L″_q − μ³.
+    With r = 1/s₀ and μ = s₁r: log s₀, μ, the variance max(s₂r − μ², 0) and the third
+    central moment s₃r − 3μ·variance − μ³ (a last row, log Σ e at β = 1, gets its log).
     """
-    s0, mg = out[0][q0:q1], m_gold[q0:q1]
-    if len(out) == 4:
-        s1, s2, s3 = out[1][q0:q1], out[2][q0:q1], out[3][q0:q1]
-        np.divide(s1, s0, out=s1)  # the mean of m
-        np.divide(s2, s0, out=s2)
-        np.divide(s3, s0, out=s3)
+    if second:
+        s0, s1, s2, s3 = o[0], o[1], o[2], o[3]
+        r = 1.0 / s0
+        s1 *= r  # the mean of m
+        s2 *= r
+        s3 *= r
         s2 -= s1 * s1
         np.maximum(s2, 0.0, out=s2)  # the variance of m
         s3 -= s1 * (3.0 * s2 + s1 * s1)  # the third central moment
-        s1 -= mg
-    np.log(s0, out=s0)
-    s0 -= bq[q0:q1] * mg
-
-
-def _column_reduce(ufunc: np.ufunc, values: np.ndarray) -> np.ndarray:
-    """Reduce each row of a (rows, K) array with small K, column by column.
-
-    Faster than numpy's reduction over a short last axis.
-    """
-    out: np.ndarray = values[:, 0].copy()
-    for k in range(1, values.shape[1]):
-        ufunc(out, values[:, k], out=out)
-    return out
+    np.log(o[0], out=o[0])
+    if at_one:
+        np.log(o[-1], out=o[-1])
 
 
 def apply_temperature(

@@ -714,3 +714,75 @@ def test_bad_options_found_on_the_arrays() -> None:
     assert moved["is_gold"].sum() == 5
     with pytest.raises(DataError, match=r"8 of 20 option rows .* without exactly one gold"):
         fit_temperature(moved, kind="options")
+
+
+@pytest.mark.parametrize("scatter", [False, True])
+def test_options_fingerprints_summed_in_the_collect_match_polars(scatter: bool) -> None:
+    """The options fit hashes its rows in its collect; the sums are polars' fingerprints."""
+    from calib_frames.recalibrate._core import fingerprint
+
+    frame = _options(seed=6, questions=40, k=3, models=4).with_columns(
+        pl.col("is_gold").cast(pl.Int8)
+    )
+    if scatter:  # the options of a question apart: the fit sorts its rows first
+        frame = frame.sample(fraction=1.0, shuffle=True, seed=1)
+    params = fit_temperature(frame, by="model", kind="options").sort("model")
+    expected = (
+        frame.group_by("model")
+        .agg(fingerprint(pl.col("loglik")).alias("fit_fingerprint"))
+        .sort("model")
+    )
+    assert params.select("model", "fit_fingerprint").rows() == expected.rows()
+    one = frame.filter(pl.col("model") == "m1")  # question ids repeat across models
+    whole = fit_temperature(one, kind="options")["fit_fingerprint"].item()
+    assert whole == one.select(fingerprint(pl.col("loglik"))).item()
+
+
+@pytest.mark.parametrize(
+    ("dtype", "keys"),
+    [
+        (pl.Int8, [-128, 0, 127]),
+        (pl.UInt16, [3, 4, 7]),
+        (pl.Int64, [-(10**12), 0, 10**12]),  # a sparse range: by a join
+        (pl.UInt64, [0, 2**63, 2**64 - 1]),  # beyond int64: by a join
+        (pl.String, ["b", "c", "a"]),
+    ],
+)
+def test_options_group_keys_numbered_by_range_or_join(dtype: pl.DataType, keys: list) -> None:
+    """Integer keys are numbered through a table over their range, others by a join: the
+    same groups, in key order, with the key's dtype."""
+    frame = _options(seed=8, questions=30, k=4, models=3)
+    mapping = pl.Series(keys, dtype=dtype)
+    keyed = frame.with_columns(
+        key=pl.col("model").replace_strict(["m0", "m1", "m2"], mapping, return_dtype=dtype)
+    )
+    by_key = fit_temperature(keyed, by="key", kind="options")
+    by_model = fit_temperature(frame, by="model", kind="options")
+    assert by_key.schema["key"] == dtype
+    assert by_key["key"].to_list() == sorted(keys)
+    order = np.argsort(np.argsort(keys, kind="stable"))  # model i is the order[i]-th group
+    np.testing.assert_allclose(
+        by_key["temperature"].to_numpy()[order], by_model["temperature"], rtol=1e-12
+    )
+
+
+@pytest.mark.parametrize("text", [False, True])
+def test_options_question_ids_in_any_order_give_the_same_fit(text: bool) -> None:
+    """Increasing question ids need no hash check of the runs; ids in another order (each
+    question still contiguous) and scattered options give the same temperatures."""
+    frame = _options(seed=9, questions=50, k=4, models=2)
+    frame = frame.with_columns(
+        question=pl.col("model").str.slice(1).cast(pl.Int64) * 1000 + pl.col("question")
+    )
+    if text:
+        padded = pl.col("question").cast(pl.String).str.zfill(5)
+        frame = frame.with_columns(pl.format("q{}", padded))  # increasing as text too
+    increasing = fit_temperature(frame, by="model", kind="options")
+    questions = frame.select(pl.col("question").unique(maintain_order=True))
+    shuffled = questions.sample(fraction=1.0, shuffle=True, seed=4).with_row_index("rank")
+    reordered = frame.join(shuffled, on="question").sort("rank", "option").drop("rank")
+    scattered = frame.sample(fraction=1.0, shuffle=True, seed=5)
+    for other in (reordered, scattered):
+        refit = fit_temperature(other, by="model", kind="options")
+        np.testing.assert_allclose(refit["temperature"], increasing["temperature"], rtol=1e-12)
+        assert refit["fit_fingerprint"].to_list() == increasing["fit_fingerprint"].to_list()
