@@ -260,6 +260,10 @@ def metric_expressions(
     }
 
 
+_GROUP_ACCURACY = "__group_accuracy"
+"""The group's accuracy on each bin row of a table (a window column of the query)."""
+
+
 def _table_metrics(mce_min_count: int) -> dict[str, pl.Expr]:
     return metric_expressions(
         [TABLE_BIN],
@@ -269,10 +273,6 @@ def _table_metrics(mce_min_count: int) -> dict[str, pl.Expr]:
         mce_min_count=mce_min_count,
         bin_accuracy=pl.col(_GROUP_ACCURACY),
     )
-
-
-_GROUP_ACCURACY = "__group_accuracy"
-"""The group's accuracy on each bin row of a table (a window column of the query)."""
 
 
 def metrics_from_bin_statistics(stats: Frame, *, mce_min_count: int = MCE_MIN_COUNT) -> Frame:
@@ -324,8 +324,9 @@ def metrics_from_bin_statistics(stats: Frame, *, mce_min_count: int = MCE_MIN_CO
             f"group key(s) {clashes} clash with metric columns of the same name; "
             "rename them first, e.g. frame.rename({'count': 'count_key'})"
         )
-    exprs = [expr.alias(name) for name, expr in _table_metrics(mce_min_count).items()]
-    accuracy = pl.col("weight_correct").sum() / pl.col("weight").sum()
+    formulas = _table_metrics(mce_min_count)
+    exprs = [expr.alias(name) for name, expr in formulas.items()]
+    accuracy = formulas["accuracy"]  # an aggregate only: as a window, every bin row has it
     if keys:
         lazy = lazy.with_columns(accuracy.over(keys).alias(_GROUP_ACCURACY))
         result = lazy.group_by(keys).agg(exprs).sort(keys, nulls_last=True)

@@ -108,8 +108,9 @@ def _views(
         table, bins = _kept(table, chosen), _kept(bins, chosen)
     views: list[tuple[str, str, Any]] = []
     groups = bins.select(bin_keys).n_unique()
-    linked = groups > 1 and sorted(keys) == sorted(bin_keys)
-    if len(keys) >= 2 and "overconfidence" in table.columns:
+    heatmap_drawn = len(keys) >= 2 and "overconfidence" in table.columns
+    linked = heatmap_drawn and groups > 1 and sorted(keys) == sorted(bin_keys)
+    if heatmap_drawn:
         note = (
             "One cell per model and task, coloured by the calibration gap, mean confidence "
             "− accuracy (red: overconfident; blue: underconfident); a dot marks an ECE "
@@ -125,7 +126,7 @@ def _views(
         metrics = table if sorted(keys) == sorted(bin_keys) else None
         note = (
             f"One group at a time, of {groups:,}: pick it in the dropdowns under the chart"
-            f"{' (or click its cell in the heatmap)' if linked and len(keys) >= 2 else ''}. "
+            f"{' (or click its cell in the heatmap)' if linked else ''}. "
             "Bars to the diagonal show each bin's gap (red: overconfident; blue: "
             "underconfident), dashed and faint for bins of fewer than "
             f"{MCE_MIN_COUNT} predictions."
