@@ -341,7 +341,10 @@ def guarded_scan(
     ``build`` makes the native LazyFrame; its schema is resolved now (a file that is not
     what it claims raises here). The returned LazyFrame is a polars IO source that
     forwards projections, predicates and row limits to the native scan and streams its
-    batches; a polars error while reading is turned into ``locate(schema, error)``.
+    batches in the size the engine asks for (the streaming engine's morsels, so that its
+    pipeline starts on the first rows: 2^20-row chunks made the guarded scan 20% slower
+    than the bare one over 10^7 rows of parquet); a polars error while reading is
+    turned into ``locate(schema, error)``.
     """
     try:
         native = build()
@@ -365,7 +368,7 @@ def guarded_scan(
         if n_rows is not None:
             query = query.head(n_rows)
         try:
-            yield from query.collect_batches()
+            yield from query.collect_batches(chunk_size=batch_size)
         except (pl.exceptions.PolarsError, OSError) as error:
             raise locate(schema, error) from error
 
