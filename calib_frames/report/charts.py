@@ -257,6 +257,22 @@ def report_charts(
     """
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 2:
         raise ArgumentError(f"limit= must be an integer >= 2, got {limit!r}")
+    from altair.utils.schemapi import debug_mode
+
+    # altair validates every schema object as it is made (a quarter of the build at 100
+    # groups); these charts' whole specs are validated by the tests' to_dict instead
+    with debug_mode(False):
+        return _charts(comparison, bin_statistics, perplexity, selective, limit)
+
+
+def _charts(
+    comparison: pl.DataFrame | pl.LazyFrame,
+    bin_statistics: pl.DataFrame | pl.LazyFrame,
+    perplexity: pl.DataFrame | pl.LazyFrame | None,
+    selective: pl.DataFrame | pl.LazyFrame | None,
+    limit: int,
+) -> list[tuple[str, str, Any]]:
+    """The body of :func:`report_charts`."""
     # whole: the perplexity chart bounds its own groups (token-only ones too)
     table = whole = frame(comparison, "report comparison")
     bins = frame(bin_statistics, "report bin_statistics")
