@@ -53,6 +53,7 @@ weight, which is exact when the weights are equal within a bin.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
 import numpy as np
@@ -408,7 +409,8 @@ def uncertainty_from_bin_statistics(
     intervals_from_bin_statistics` joined with the noise floor of
     :func:`noise_floor_from_bin_statistics`: the columns a report adds to
     :func:`~calib_frames.metrics_from_bin_statistics` (join on the keys). Costs groups ×
-    bins × (replicates + noise_replicates), not rows.
+    bins × (replicates + noise_replicates), not rows; the two run at the same time, in
+    two threads (the same numbers as one after the other).
 
     Parameters
     ----------
@@ -450,20 +452,33 @@ def uncertainty_from_bin_statistics(
     """
     lazy = as_lazy(stats)
     keys: list[str] = BIN_STATISTICS.keys(lazy.collect_schema())
-    intervals = intervals_from_bin_statistics(lazy, replicates=replicates, level=level, seed=seed)
-    noise = noise_floor_from_bin_statistics(
-        lazy,
+    intervals = partial(
+        intervals_from_bin_statistics, replicates=replicates, level=level, seed=seed
+    )
+    noise = partial(
+        noise_floor_from_bin_statistics,
         replicates=noise_replicates,
         level=noise_level,
         alpha=alpha,
         min_count=min_count,
         min_bins=min_bins,
         seed=seed + 1,
-    ).select(*keys, *NOISE_COLUMNS[1:])
-    if keys:
-        result = intervals.join(noise, on=keys, how="left", nulls_equal=True).sort(
-            keys, nulls_last=True
-        )
-    else:
-        result = pl.concat([intervals, noise], how="horizontal")
-    return return_like(stats, result)
+    )
+    # the argument checks and the output schema, now (lazy: nothing runs)
+    schema = dict(intervals(lazy).collect_schema())
+    noise_schema = noise(lazy).collect_schema()
+    schema.update({name: noise_schema[name] for name in NOISE_COLUMNS[1:]})
+
+    def both(frame: pl.DataFrame) -> pl.DataFrame:
+        # the noise floor's draws run in a second thread while the bootstrap runs here:
+        # numpy draws outside the GIL, and each keeps its own generator and order
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            floor = pool.submit(noise, frame)
+            bounds = intervals(frame)
+            drawn = floor.result().select(*keys, *NOISE_COLUMNS[1:])
+        assert isinstance(bounds, pl.DataFrame) and isinstance(drawn, pl.DataFrame)
+        if not keys:
+            return pl.concat([bounds, drawn], how="horizontal")
+        return bounds.join(drawn, on=keys, how="left", nulls_equal=True).sort(keys, nulls_last=True)
+
+    return return_like(stats, lazy.map_batches(both, schema=schema))
