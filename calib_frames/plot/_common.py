@@ -64,18 +64,19 @@ def shared(part: T) -> T:
     are layered, faceted or concatenated and again in ``to_dict``: a report's nested
     charts spent most of their build time copying. A shared part's copy is the part
     itself (``__deepcopy__``), so compose charts from parts that are not changed in
-    place afterwards (altair's own methods never do: they replace channels, not edit
-    them).
+    place afterwards (altair's own methods never do: ``encode`` makes a new encoding,
+    it does not edit the old one).
     """
     object.__setattr__(part, "__deepcopy__", functools.partial(_itself, part))
     return part
 
 
 def share_parts(*charts: T) -> tuple[T, ...]:
-    """``charts``, their channels and marks :func:`shared`, for layering or concatenating.
+    """``charts``, their encodings and marks :func:`shared`, for layering or concatenating.
 
     Walks compound charts (layers, facets, concatenations) down to the unit charts and
-    shares each channel of their encodings (tooltip lists item by item) and their mark.
+    shares the encoding (with every channel in it: a copy otherwise walks all ~60 of its
+    channel slots) and the mark of each.
     """
     from altair.utils.schemapi import SchemaBase
 
@@ -86,12 +87,9 @@ def share_parts(*charts: T) -> tuple[T, ...]:
                 walk(sub)
         if isinstance(kwds.get("spec"), SchemaBase):
             walk(kwds["spec"])
-        encoding = kwds.get("encoding")
-        channels = getattr(encoding, "_kwds", {}).values()
-        for part in (kwds.get("mark"), *channels):
-            for item in part if isinstance(part, list) else (part,):
-                if isinstance(item, SchemaBase):
-                    shared(item)
+        for part in (kwds.get("mark"), kwds.get("encoding")):
+            if isinstance(part, SchemaBase):
+                shared(part)
 
     for chart in charts:
         walk(chart)

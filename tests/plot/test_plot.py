@@ -141,9 +141,11 @@ def test_shared_parts_keep_the_spec_and_are_not_copied() -> None:
     shared = share_parts(*parts())
     composed = alt.vconcat(alt.layer(*shared, data=data), alt.layer(*parts(), data=data))
     assert composed.to_dict() == plain.to_dict()
-    x = shared[0].encoding.x
-    assert composed.vconcat[0].layer[0].encoding.x is x  # kept by reference
-    assert composed.vconcat[1].layer[0].encoding.x is not x  # unshared parts are copied
+    encoding = shared[0].encoding
+    assert composed.vconcat[0].layer[0].encoding is encoding  # kept by reference
+    assert composed.vconcat[1].layer[0].encoding is not encoding  # unshared parts are copied
+    assert shared[0].encode(y="a:Q").encoding is not encoding  # encode makes a new one
+    assert encoding.y.to_dict() == {"field": "b", "type": "nominal"}  # and leaves it
 
 
 def test_gap_direction_follows_the_diagonal(tables: dict[str, pl.DataFrame]) -> None:
