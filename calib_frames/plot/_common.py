@@ -10,6 +10,7 @@ facets and refuses arguments the same way. altair is imported inside each functi
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -94,6 +95,38 @@ def share_parts(*charts: T) -> tuple[T, ...]:
     for chart in charts:
         walk(chart)
     return charts
+
+
+def pick_keys(pick: str | Sequence[str] | None, keys: Sequence[str]) -> list[str]:
+    """The group keys of a ``pick=`` argument, checked against the chart's ``keys``."""
+    if pick is None:
+        return []
+    if not isinstance(pick, str | Sequence) or not all(isinstance(k, str) for k in pick):
+        raise ArgumentError(
+            f"pick= takes a group key or a list of group keys, got {pick!r} of type "
+            f"{type(pick).__name__}"
+        )
+    chosen = [pick] if isinstance(pick, str) else list(pick)
+    unknown = [key for key in chosen if key not in keys]
+    if unknown or not chosen:
+        raise ArgumentError(
+            f"pick= names {unknown or chosen}, which are not group keys {list(keys)}"
+        )
+    return chosen
+
+
+def picked_group(keys: Sequence[str]) -> tuple[list[str], str]:
+    """The parameters that name a picked group, one per key, and the test of a row.
+
+    The parameters are ``pick_0``, ``pick_1`` … in the order of ``keys`` (the names a
+    page's script sets: the report links a heatmap's cells to a picked diagram by them);
+    the test is the Vega expression true on the picked group's rows.
+    """
+    names = [f"pick_{position}" for position in range(len(keys))]
+    test = " && ".join(
+        f"datum[{json.dumps(key)}] === {name}" for key, name in zip(keys, names, strict=True)
+    )
+    return names, test
 
 
 def palette(count: int) -> Literal["dark2", "tableau20"]:

@@ -24,6 +24,8 @@ from calib_frames.plot._common import (
     in_panels,
     inline_data,
     key_tooltips,
+    pick_keys,
+    picked_group,
     share_parts,
     short_label,
     sized_panels,
@@ -561,6 +563,7 @@ def calibration_heatmap(
     label: str | None = None,
     cell: float | None = None,
     title: str | None = None,
+    pick: str | Sequence[str] | None = None,
 ) -> alt.LayerChart:
     """A grid of groups, one row per model and one column per task, coloured by miscalibration.
 
@@ -590,11 +593,17 @@ def calibration_heatmap(
         the rows in 900 down, between 10 and 28).
     title
         Chart title (default "Calibration gap by group" or "ECE by group").
+    pick
+        Keys of a group to outline (default none): the chart then holds one parameter
+        per key, ``pick_0``, ``pick_1`` … in this order, null at first (nothing
+        outlined), and outlines the cell whose keys equal them. A page sets them: the
+        report's script sets them to the group picked in its reliability diagram of one
+        group (:func:`~calib_frames.plot.reliability_diagram` with the same ``pick=``).
 
     Returns
     -------
     altair.LayerChart
-        The cells, then the dots.
+        The cells, then the dots (then, with ``pick``, the outline).
 
     Raises
     ------
@@ -636,6 +645,7 @@ def calibration_heatmap(
     )
     if not keys:
         raise TableError("calibration_heatmap: the table has no group key (use by= with a key)")
+    picked = pick_keys(pick, keys)
     if "count" in data.columns:  # groups with tokens only (a perplexity task) have no cell
         data = data.filter(pl.col("count").fill_null(0) > 0)
     if data.is_empty():
@@ -737,7 +747,20 @@ def calibration_heatmap(
         if "ece_beyond_noise" in names
         else []
     )
-    return alt.LayerChart(layer=list(share_parts(rects, dots)), data=inline_data(cells)).properties(
+    layers = [rects, dots]
+    params: list[Any] = []
+    if picked:
+        names, test = picked_group(picked)
+        params = [alt.param(name=name, value=None) for name in names]
+        # unfilled, so a click inside still lands on the cell below
+        outline = (
+            alt.Chart()
+            .transform_filter(test)
+            .mark_rect(filled=False, stroke="#000000", strokeWidth=2.5, aria=False)
+        )
+        layers.append(outline.encode(x=x, y=y))
+    chart = alt.LayerChart(layer=list(share_parts(*layers)), data=inline_data(cells))
+    return chart.add_params(*params).properties(
         width=cell * len(columns),
         height=cell * len(rows),
         title=alt.Title(heading, subtitle=subtitle),

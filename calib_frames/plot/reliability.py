@@ -8,7 +8,6 @@ read from its metrics table.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +31,8 @@ from calib_frames.plot._common import (
     in_panels,
     inline_data,
     key_tooltips,
+    pick_keys,
+    picked_group,
     share_parts,
     unit_scale,
 )
@@ -326,20 +327,8 @@ def _pick_keys(
     pick: str | Sequence[str] | None, keys: Sequence[str], *, facet: object, histogram: bool
 ) -> list[str]:
     """The keys of ``pick=``, checked."""
-    if pick is None:
-        return []
-    if not isinstance(pick, str | Sequence) or not all(isinstance(k, str) for k in pick):
-        raise ArgumentError(
-            f"pick= takes a group key or a list of group keys, got {pick!r} of type "
-            f"{type(pick).__name__}"
-        )
-    chosen = [pick] if isinstance(pick, str) else list(pick)
-    unknown = [key for key in chosen if key not in keys]
-    if unknown or not chosen:
-        raise ArgumentError(
-            f"pick= names {unknown or chosen}, which are not group keys {list(keys)}"
-        )
-    if facet is not None or not histogram:
+    chosen = pick_keys(pick, keys)
+    if chosen and (facet is not None or not histogram):
         raise ArgumentError("pick= draws one chart: leave facet= unset and histogram=True")
     return chosen
 
@@ -348,13 +337,13 @@ def _pick_params(picked: Sequence[str], data: pl.DataFrame) -> tuple[list[Any], 
     """A dropdown per picked key (its values, the first preselected) and the filter."""
     import altair as alt
 
-    params, tests = [], []
-    for position, key in enumerate(picked):
+    names, test = picked_group(picked)
+    params = []
+    for name, key in zip(names, picked, strict=True):
         column = data.get_column(key).drop_nulls()
         if not (column.dtype.is_numeric() or column.dtype in (pl.String, pl.Boolean)):
             column = column.cast(pl.String)  # as the chart's data carry it (records)
         values = column.unique().sort().to_list()
-        name = f"pick_{position}"
         params.append(
             alt.param(
                 name=name,
@@ -362,8 +351,7 @@ def _pick_params(picked: Sequence[str], data: pl.DataFrame) -> tuple[list[Any], 
                 bind=alt.binding_select(options=values, name=f"{key} "),
             )
         )
-        tests.append(f"datum[{json.dumps(key)}] === {name}")
-    return params, " && ".join(tests)
+    return params, test
 
 
 def _hist_x(highlight: Any) -> str:

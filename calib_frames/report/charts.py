@@ -117,10 +117,12 @@ def _views(
             "beyond the noise of a calibrated model, faint cells have too few predictions. "
             "Hover a cell for the whole names and numbers."
         )
-        heatmap = calibration_heatmap(table)
-        if linked:  # the page's script: a click on a cell picks its group below
+        # linked, the page's script picks a clicked cell's group in the diagram below
+        # and outlines the cell of the group that diagram draws
+        heatmap = calibration_heatmap(table, pick=bin_keys if linked else None)
+        if linked:
             heatmap = heatmap.properties(usermeta={"pick": "cells"})
-            note += " Click a cell to draw its reliability diagram below."
+            note += " Click a cell to draw its reliability diagram below (its cell is outlined)."
         views.append(("Calibration gap by model and task", note + left_out, heatmap))
     if groups > 1:
         metrics = table if sorted(keys) == sorted(bin_keys) else None

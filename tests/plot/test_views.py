@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from typing import Any
 
 import polars as pl
@@ -237,3 +238,38 @@ def test_reliability_diagram_of_a_picked_group(shipped: pl.DataFrame) -> None:
         reliability_diagram(stats, pick=5)  # type: ignore[arg-type]
     with pytest.raises(ArgumentError, match="pick= takes a group key or a list"):
         reliability_diagram(stats, pick=[pl.col("model")])  # type: ignore[list-item]
+
+
+def test_heatmap_outlines_a_picked_group(shipped: pl.DataFrame) -> None:
+    """``pick=``: parameters named as the picked diagram's, null at first (no outline)."""
+    spec = calibration_heatmap(shipped, pick=["task", "model"]).to_dict()
+    assert spec["params"] == [{"name": "pick_0", "value": None}, {"name": "pick_1", "value": None}]
+    cells, _, outline = layers(spec)
+    diagram = reliability_diagram(
+        cf.bin_statistics(
+            pl.read_parquet(DATA / "synthetic_predictions.parquet"), by=["model", "task"]
+        ),
+        pick=["task", "model"],
+    ).to_dict()
+    # the same parameters, the same test of a row: the page sets one from the other
+    assert outline["transform"] == diagram["vconcat"][0]["transform"]
+    assert outline["transform"] == [
+        {"filter": 'datum["task"] === pick_0 && datum["model"] === pick_1'}
+    ]
+    assert outline["mark"]["filled"] is False and outline["mark"]["aria"] is False
+    assert outline["encoding"]["x"] == cells["encoding"]["x"]
+    assert "params" not in calibration_heatmap(shipped).to_dict()  # nothing to set
+
+    def outlined(values: list[object]) -> int:
+        for param, value in zip(spec["params"], values, strict=True):
+            param["value"] = value
+        svg = vlc.vegalite_to_svg(spec)
+        # the outline layer's mark group (self-closing when empty): a path per outlined cell
+        group = re.search(r'<g class="mark-rect role-mark layer_2_marks"[^>]*?(/>|>.*?</g>)', svg)
+        assert group is not None
+        return group.group(1).count("<path")
+
+    assert outlined([None, None]) == 0  # no group picked yet: nothing outlined
+    assert outlined(["reading", "calibrated"]) == 1
+    with pytest.raises(ArgumentError, match="not group keys"):
+        calibration_heatmap(shipped, pick="split")

@@ -153,9 +153,35 @@ def test_report_renders_offline_and_hostile_names_stay_text(
         context.close()
 
 
-def test_picking_a_model_changes_the_diagram(browser: Any, tmp_path: Path) -> None:
-    """12 models × 2 tasks: the dropdowns redraw the one diagram, and so does a click on a
-    heatmap cell (its group picked in the dropdowns); the heatmap draws all."""
+OUTLINED = """() => {
+  const svg = document.querySelector("#chart-0 svg");
+  const lines = svg.querySelectorAll('g.mark-rect.role-mark[aria-hidden="true"] path');
+  if (lines.length !== 1) { return null; }
+  const box = lines[0].getBoundingClientRect();
+  const x = box.x + box.width / 2, y = box.y + box.height / 2;
+  for (const cell of svg.querySelectorAll("g.mark-rect.role-mark path[aria-label]")) {
+    const at = cell.getBoundingClientRect();
+    if (Math.abs(at.x + at.width / 2 - x) < 2 && Math.abs(at.y + at.height / 2 - y) < 2) {
+      return cell.getAttribute("aria-label");
+    }
+  }
+  return null;
+}"""
+"""The aria label of the heatmap cell under its outline (null: no outline, or not on one)."""
+
+
+def outline_on(page: Any, *parts: str) -> str:
+    """Wait until one heatmap cell is outlined, with ``parts`` in its label; the label."""
+    page.wait_for_function(
+        f"parts => {{ const label = ({OUTLINED})(); "
+        "return label !== null && parts.every(part => label.includes(part)); }",
+        arg=list(parts),
+    )
+    return str(page.evaluate(OUTLINED))
+
+
+def twelve_models() -> tuple[list[str], pl.DataFrame]:
+    """12 models (long names; the fourth named hostilely) × 2 tasks, 200 predictions each."""
     rng = np.random.default_rng(5)
     n = 12 * 2 * 200
     models = [f"model-{k:02d}-{'x' * 30}" for k in range(12)]
@@ -170,6 +196,14 @@ def test_picking_a_model_changes_the_diagram(browser: Any, tmp_path: Path) -> No
             "correct": rng.random(n) < np.clip(p - bias, 0, 1),
         }
     )
+    return models, preds
+
+
+def test_picking_a_model_changes_the_diagram(browser: Any, tmp_path: Path) -> None:
+    """12 models × 2 tasks: the dropdowns redraw the one diagram, and so does a click on a
+    heatmap cell (its group picked in the dropdowns); the heatmap draws all, and outlines
+    the cell of the group the diagram draws."""
+    models, preds = twelve_models()
     stats = cf.bin_statistics(preds, by=["model", "task"])
     comparison = cf.comparison_from_statistics(stats, replicates=20)
     path = write_report(tmp_path / "report.html", comparison=comparison, bin_statistics=stats)
@@ -179,7 +213,9 @@ def test_picking_a_model_changes_the_diagram(browser: Any, tmp_path: Path) -> No
         assert all(state == "true" for state, _ in states), states
         assert all(marks > 20 for _, marks in states), states
         heatmap, picked = page.locator("#chart-0"), page.locator("#chart-1")
-        assert heatmap.locator("svg g.mark-rect.role-mark path").count() == 24  # every cell
+        cells = heatmap.locator("svg g.mark-rect.role-mark path[aria-label]")
+        assert cells.count() == 24  # every cell
+
         selects = picked.locator("select")
         assert selects.count() == 2  # model, task
         options = selects.nth(0).locator("option").all_inner_texts()
@@ -198,8 +234,11 @@ def test_picking_a_model_changes_the_diagram(browser: Any, tmp_path: Path) -> No
 
         first = drawn()
         assert selects.nth(0).input_value() == options[0]  # the first model, preselected
+        outline_on(page, f"model: {options[0]}", "task: a")  # the group drawn is outlined
         # the hostile name sorts first: pick another model, then it, then the other task
-        seen = [first, choose(0, models[7]), choose(0, HOSTILE["calibrated"]), choose(1, "b")]
+        seen = [first, choose(0, models[7])]
+        outline_on(page, f"model: {models[7]}", "task: a")  # the outline follows the dropdowns
+        seen += [choose(0, HOSTILE["calibrated"]), choose(1, "b")]
         assert len(set(seen)) == 3 and seen[0] == seen[2]  # back to the first model: same
         # a click on a heatmap cell picks its group in the dropdowns and redraws the diagram
         cell = heatmap.locator(f'svg g.mark-rect.role-mark path[aria-label*="{models[7]}"]')
@@ -212,6 +251,7 @@ def test_picking_a_model_changes_the_diagram(browser: Any, tmp_path: Path) -> No
         picked_model, picked_task = (selects.nth(k).input_value() for k in (0, 1))
         assert picked_model == models[7]
         assert f"model: {picked_model}" in label and f"task: {picked_task}" in label
+        assert outline_on(page, f"model: {picked_model}", f"task: {picked_task}") == label
         if picked_task == "a":  # model 7 on task a was drawn before, by the dropdown
             assert drawn() == seen[1]
         assert log.errors == [] and log.dialogs == [] and log.requests == []

@@ -101,14 +101,25 @@
     apply();
   }
 
-  // A click on a heatmap cell picks its group in the diagram of one group: the charts
-  // say their part in their spec's usermeta ({"pick": "cells"} and {"pick": [keys]}).
+  // A click on a heatmap cell picks its group in the diagram of one group, and the
+  // heatmap outlines the cell of the group the diagram draws (both hold the parameters
+  // pick_0, pick_1 …): the charts say their part in their spec's usermeta
+  // ({"pick": "cells"} and {"pick": [keys]}).
   var pickFrom = null, pickInto = null;
   function link() {
     if (!pickFrom || !pickInto || pickFrom.getAttribute("data-linked")) { return; }
     pickFrom.setAttribute("data-linked", "true");
     var keys = pickInto.vegaSpec.usermeta.pick, diagram = pickInto.vegaView;
-    pickFrom.vegaView.addEventListener("click", function (event, item) {
+    var heatmap = pickFrom.vegaView;
+    function outline() {
+      keys.forEach(function (key, index) {
+        heatmap.signal("pick_" + index, diagram.signal("pick_" + index));
+      });
+      heatmap.runAsync();
+    }
+    keys.forEach(function (key, index) { diagram.addSignalListener("pick_" + index, outline); });
+    outline();
+    heatmap.addEventListener("click", function (event, item) {
       var row = item && item.datum;
       if (!row || !keys.every(function (key) { return key in row; })) { return; }
       keys.forEach(function (key, index) { diagram.signal("pick_" + index, row[key]); });
