@@ -7,7 +7,11 @@ best of ``--repeats``; the table gives their seconds, the ratio report / compare
 same run, report's peak resident memory (``wait4``'s ``ru_maxrss``) and its exit status. The
 commands run from cached bytecode, as an installed package does (a first, untimed run of
 each writes it; not with ``--quick``). The report runs with its defaults (tables with
-intervals and noise floor, leaderboard, HTML page; no PNG). Run from the repository root::
+intervals and noise floor, leaderboard, HTML page; no PNG). Two more commands show where
+the report's time goes, as ratios to compare from the same run: ``report --no-charts``
+(the same tables with intervals and noise floor, no page) and ``python -c "import
+altair"`` (what the charts cost before the first one is built). Run from the repository
+root::
 
     .venv/bin/python -m benchmarks.bench_report             # 12, 100 and 2,000 groups
     .venv/bin/python benchmarks/bench_report.py --quick     # 12 and 40 groups, once
@@ -43,7 +47,7 @@ QUICK = {12: (3, 4, 200), 40: (40, 1, 50)}
 
 
 def timed(argv: list[str]) -> tuple[float, float, int, str]:
-    """Seconds, peak RSS in MiB and exit status of one command, and its stderr's tail."""
+    """Seconds, peak RSS in MiB and exit status of ``python ARGV…``, and its stderr's tail."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     # as an installed package runs: from its cached bytecode (a PYTHONDONTWRITEBYTECODE
@@ -52,7 +56,7 @@ def timed(argv: list[str]) -> tuple[float, float, int, str]:
     started = time.perf_counter()
     with tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "calib_frames", *argv],
+            [sys.executable, *argv],
             stdout=subprocess.DEVNULL,
             stderr=err,
             cwd=ROOT,
@@ -81,10 +85,16 @@ def main(argv: list[str] | None = None) -> int:
         path, _ = ensure_data(spec, args.data_dir)
         best: dict[str, tuple[float, float, int, str]] = {}
         with tempfile.TemporaryDirectory() as folder:
+            cli = ["-m", "calib_frames"]
             commands = {
-                "compare": ["compare", str(path), "--by", "model,task"],
-                "report": ["report", str(path), "--by", "model,task", "--out", f"{folder}/r"],
-            }
+                "compare": [*cli, "compare", str(path), "--by", "model,task"],
+                "report": [*cli, "report", str(path), "--by", "model,task", "--out", f"{folder}/r"],
+                "tables": [
+                    *cli, "report", str(path), "--by", "model,task", "--out", f"{folder}/t",
+                    "--no-charts",
+                ],
+                "altair": ["-c", "import altair"],
+            }  # fmt: skip
             if not args.quick:  # untimed: writes the bytecode, warms the page cache
                 for command in commands.values():
                     timed(command)
@@ -104,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
             "compare_s": best["compare"][0],
             "report_s": best["report"][0],
             "ratio": best["report"][0] / best["compare"][0],
+            "tables_s": best["tables"][0],
+            "altair_s": best["altair"][0],
             "report_peak_mb": best["report"][1],
             "compare_peak_mb": best["compare"][1],
             "exit": status,
@@ -112,13 +124,18 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
         if not ok:
             print(f"  !! {groups} groups FAILED: {status}, {height} rows; {best['report'][3]}")
-    print("\n## Summary of ratios (report / compare, best of the same run)\n")
-    print("| groups | rows | compare s | report s | report / compare | report peak MiB | ok |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | :-: |")
+    print("\n## Summary of ratios (to compare, best of the same run)\n")
+    print(
+        "| groups | rows | compare s | report s | report / compare | report --no-charts "
+        "/ compare | import altair / compare | report peak MiB | ok |"
+    )
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | :-: |")
     for r in rows:
+        base = r["compare_s"]
         print(
-            f"| {r['groups']:,} | {r['rows']:,} | {r['compare_s']:.2f} | {r['report_s']:.2f} "
-            f"| {r['ratio']:.1f}× | {r['report_peak_mb']:,.0f} | {'yes' if r['ok'] else 'FAILED'} |"
+            f"| {r['groups']:,} | {r['rows']:,} | {base:.2f} | {r['report_s']:.2f} "
+            f"| {r['ratio']:.1f}× | {r['tables_s'] / base:.1f}× | {r['altair_s'] / base:.1f}× "
+            f"| {r['report_peak_mb']:,.0f} | {'yes' if r['ok'] else 'FAILED'} |"
         )
     if args.json is not None:
         args.json.write_text(json.dumps({"environment": environment(), "runs": rows}, indent=1))

@@ -299,6 +299,7 @@ def test_bench_report_quick(tmp_path: Path) -> None:
     proc = run("bench_report", "--quick", "--data-dir", str(tmp_path), "--json", str(out))
     saved = json.loads(out.read_text())
     assert [r["groups"] for r in saved["runs"]] == [12, 40]
-    assert all(r["ok"] and r["exit"] == {"compare": 0, "report": 0} for r in saved["runs"])
-    assert all(r["ratio"] > 0 for r in saved["runs"])
+    exits = {"compare": 0, "report": 0, "tables": 0, "altair": 0}
+    assert all(r["ok"] and r["exit"] == exits for r in saved["runs"])
+    assert all(r["ratio"] > 0 and r["tables_s"] > 0 and r["altair_s"] > 0 for r in saved["runs"])
     assert "## Summary of ratios" in proc.stdout
