@@ -573,7 +573,9 @@ def calibration_heatmap(
     scale symmetric about 0), or ``ece`` (white at 0 to red). When the table has the
     noise-floor columns (``ece_beyond_noise``, ``verdict``), a dark dot marks each cell
     whose ECE is beyond the noise of a calibrated model, and cells with too few
-    predictions (or one populated bin) are drawn faint. Tooltips give the whole group
+    predictions (or one populated bin) are drawn faint; the colour scale ends at the 98th
+    percentile of the value over the other cells (over every cell when all are faint), so
+    that a few noisy cells do not wash the rest out. Tooltips give the whole group
     names, ECE with its interval (``ece_ci_low``/``ece_ci_high``), the gap, the verdict
     and the number of predictions. Axis labels longer than 22 (tasks) or 30 (models)
     characters are cut in the middle; the tooltips keep the names whole.
@@ -672,9 +674,11 @@ def calibration_heatmap(
     if cell is None:
         fit = min(HEATMAP_WIDTH / max(len(columns), 1), HEATMAP_HEIGHT / max(len(rows), 1))
         cell = min(28.0, max(10.0, fit))
-    # the scale spans the cells with enough predictions (a 5-prediction cell's gap is noise)
+    # the scale spans the cells with enough predictions (a 5-prediction cell's gap is
+    # noise), or every cell when none has enough (a sweep of small groups)
     enough = cells.filter(pl.col("_status").ne_missing(TOO_FEW))
-    top = enough.get_column(value).abs().quantile(0.98) if enough.height else None
+    basis = enough if enough.height else cells
+    top = basis.get_column(value).abs().quantile(0.98)
     top = float(top) if top is not None and top > 0 else 1.0
     if value == "ece":
         scale = alt.Scale(scheme="reds", domain=[0, top], clamp=True)

@@ -273,3 +273,21 @@ def test_heatmap_outlines_a_picked_group(shipped: pl.DataFrame) -> None:
     assert outlined(["reading", "calibrated"]) == 1
     with pytest.raises(ArgumentError, match="not group keys"):
         calibration_heatmap(shipped, pick="split")
+
+
+def test_heatmap_scale_of_a_sweep_of_small_groups() -> None:
+    """Every cell too small for the noise floor: the scale spans them all, not ±1."""
+    sweep = pl.DataFrame(
+        {
+            "model": [f"m{i}" for i in range(40)],
+            "task": "t",
+            "count": 20,
+            "overconfidence": [0.01 * (i % 5) for i in range(40)],
+            "ece": 0.05,
+            "ece_beyond_noise": False,
+            "verdict": "too few predictions",
+        }
+    )
+    spec = calibration_heatmap(sweep).to_dict()
+    assert {r["_status"] for r in rows_of(spec)} == {"too few predictions"}
+    assert layers(spec)[0]["encoding"]["color"]["scale"]["domain"] == [-0.04, 0.04]
