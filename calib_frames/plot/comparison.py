@@ -752,11 +752,8 @@ def calibration_heatmap(
         else []
     )
     layers = [rects, dots]
-    params: list[Any] = []
-    if picked:
-        names, test = picked_group(picked)
-        params = [alt.param(name=name, value=None) for name in names]
-        # unfilled, so a click inside still lands on the cell below
+    names, test = picked_group(picked)
+    if picked:  # unfilled, so a click inside still lands on the cell below
         outline = (
             alt.Chart()
             .transform_filter(test)
@@ -764,7 +761,7 @@ def calibration_heatmap(
         )
         layers.append(outline.encode(x=x, y=y))
     chart = alt.LayerChart(layer=list(share_parts(*layers)), data=inline_data(cells))
-    return chart.add_params(*params).properties(
+    return chart.add_params(*(alt.param(name=name, value=None) for name in names)).properties(
         width=cell * len(columns),
         height=cell * len(rows),
         title=alt.Title(heading, subtitle=subtitle),

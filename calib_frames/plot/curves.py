@@ -278,8 +278,7 @@ def isotonic_reliability_chart(
         )
     )
     rule = diagonal().properties(data=inline_data(blocks))
-    rule, line, marks = share_parts(rule, line, marks)
-    layer = alt.layer(rule, line, marks).properties(width=width, height=height)
+    layer = alt.layer(*share_parts(rule, line, marks)).properties(width=width, height=height)
     heading = title if title is not None else "Isotonic (CORP) reliability curve"
     if not prepared.facet:
         return layer.properties(title=heading)
