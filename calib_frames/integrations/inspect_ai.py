@@ -194,10 +194,10 @@ def _unreduced(name: str) -> Callable[[Callable[_P, Metric]], Callable[_P, Metri
     return register
 
 
-def _calibration_metric(name: str, **options: int) -> Metric:
+def _calibration_metric(name: str, *, bins: int = 10, mce_min_count: int = 10) -> Metric:
     def compute(scores: list[SampleScore]) -> float:
         frame, _ = _predictions(scores)
-        return group_metrics(frame, **options)[name]
+        return group_metrics(frame, bins=bins, mce_min_count=mce_min_count)[name]
 
     return compute
 
@@ -362,11 +362,13 @@ def choice_with_confidence() -> Scorer:
     """
     score_choice = choice()
 
-    async def score(state: TaskState, target: Target) -> Score:
+    async def score(state: TaskState, target: Target) -> Score | None:
         if state.choices and all(option.correct is None for option in state.choices):
             answers = parse_answers(state, multiple_correct=len(target.target) > 1)
             set_choices_based_on_generated_response(state, answers)
         result = await score_choice(state, target)
+        if result is None:  # choice() always scores; the protocol allows None
+            return None
         chosen = [i for i, option in enumerate(state.choices) if option.correct is True]
         confidence = (
             answer_confidence(state.output, chr(65 + chosen[0]), len(state.choices))
