@@ -87,7 +87,8 @@ from inspect_ai.scorer import (
     value_to_float,
 )
 
-# the multiple_choice solver's answer parser: the same reading of "ANSWER: X" on rescoring
+# inspect's registry naming, and the multiple_choice solver's parser of "ANSWER: X"
+from inspect_ai._util.registry import registry_name
 from inspect_ai.solver import TaskState
 from inspect_ai.solver._multiple_choice import (
     parse_answers,
@@ -185,11 +186,23 @@ def _predictions(scores: list[SampleScore]) -> tuple[pl.DataFrame, int]:
     return frame, len(pairs) - len(known)
 
 
+def _namespaced(factory: Callable[..., object], name: str) -> str:
+    """The name to register ``factory`` with so that inspect lists it as calib_frames/name.
+
+    inspect prefixes the package of an installed or editable-installed distribution
+    itself, but it finds the distribution by the first ``calib_frames`` metadata on
+    ``sys.path``: a source checkout's ``calib_frames.egg-info`` (left by ``pip install
+    -e``) hides the editable marker, and the name would stay bare.
+    """
+    return name if "/" in registry_name(factory, name) else f"calib_frames/{name}"
+
+
 def _unreduced(name: str) -> Callable[[Callable[_P, Metric]], Callable[_P, Metric]]:
     """Register a metric factory with inspect (unreduced scores), keeping its docstring."""
 
     def register(factory: Callable[_P, Metric]) -> Callable[_P, Metric]:
-        return functools.wraps(factory)(metric(name, scores="unreduced")(factory))
+        registered = metric(_namespaced(factory, name), scores="unreduced")(factory)
+        return functools.wraps(factory)(registered)
 
     return register
 
@@ -327,18 +340,7 @@ def missing_confidence() -> Metric:
     return compute
 
 
-@scorer(
-    metrics=[
-        accuracy(),
-        stderr(),
-        ece(),
-        mce(),
-        brier(),
-        log_loss(),
-        missing_confidence(),
-    ]
-)
-def choice_with_confidence() -> Scorer:
+def _choice_with_confidence() -> Scorer:
     """inspect's ``choice()`` score, with the chosen letter's confidence in its metadata.
 
     The value, answer and explanation are ``choice()``'s; ``metadata["confidence"]`` is
@@ -379,6 +381,12 @@ def choice_with_confidence() -> Scorer:
         return result.model_copy(update={"metadata": metadata})
 
     return score
+
+
+choice_with_confidence = scorer(
+    metrics=[accuracy(), stderr(), ece(), mce(), brier(), log_loss(), missing_confidence()],
+    name=_namespaced(_choice_with_confidence, "choice_with_confidence"),
+)(_choice_with_confidence)
 
 
 def run_statistics(log: EvalLog, *, bins: int = 10) -> pl.DataFrame:

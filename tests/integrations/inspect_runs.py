@@ -56,13 +56,14 @@ from calib_frames.integrations.inspect_ai import (
 
 LETTERS = "ABCD"
 SEED = 33
+QUESTIONS = 40
 OTHERS = ["A", " E", " The", " a", " None"]  # tokens that take some of the probability
 
 
 def samples() -> list[Sample]:
     rng = random.Random(SEED)
     rows = []
-    for i in range(24):
+    for i in range(QUESTIONS):
         kind = "easy" if i % 3 else "hard"
         name = {5: "q-empty", 7: "q-format", 11: "q-cot"}.get(i, f"q-{i}")
         rows.append(
@@ -116,7 +117,7 @@ class Answers:
         self.calls[sample] = n + 1
         rng = random.Random(f"{SEED}-{sample}-{n}")
         logits = {" " + letter: rng.gauss(0.0, 1.0) for letter in LETTERS}
-        logits[" " + gold] += 2.5 if kind == "easy" else 0.3
+        logits[" " + gold] += 3.0 if kind == "easy" else 0.3
         for other in OTHERS:
             logits[other] = rng.gauss(-1.5 if kind == "hard" else -3.0, 1.0)
         top = max(logits.values())
