@@ -170,7 +170,8 @@ def test_group_pooled_ece_from_the_bin_tables(lm_eval_run: Path) -> None:
         reported[t]["ece,none"] * per_task[t] for t in subtasks  # type: ignore[operator]
     ) / sum(per_task.values())
     assert reported["calib_group"]["ece,none"] == pytest.approx(mean_of_tasks, rel=1e-12)
-    assert abs(pooled["ece"].item() - mean_of_tasks) > 1e-6  # not the same number
+    # per bin the pooled gap is at most the sum of the subtasks' gaps (equal when all err alike)
+    assert pooled["ece"].item() <= mean_of_tasks + 1e-12
 
 
 @pytest.mark.slow
