@@ -411,7 +411,20 @@ def run_statistics(log: EvalLog, *, bins: int = 10) -> pl.DataFrame:
 
     Examples
     --------
-    >>> from inspect_ai.log import list_eval_logs  # doctest: +SKIP
+    A run of 40 questions × 2 epochs, 61 of the 80 answers with a confidence
+    (``data/inspect_ai/harness``); its reported ECE is the table's:
+
+    >>> from pathlib import Path
+    >>> import calib_frames as cf
+    >>> from inspect_ai.log import read_eval_log
+    >>> (path,) = Path("data/inspect_ai/harness").glob("*.eval")
+    >>> log = read_eval_log(str(path))
+    >>> stats = run_statistics(log)
+    >>> stats.select("task", "scorer").unique().rows(), int(stats["count"].sum())
+    ([('calib_mc_epochs', 'choice_with_confidence')], 61)
+    >>> reported = log.results.scores[1].metrics["ece"].value
+    >>> abs(cf.metrics_from_bin_statistics(stats)["ece"].item() - reported) < 1e-12
+    True
     """
     if log.samples is None and log.location:
         log = read_eval_log(log.location)
@@ -451,7 +464,17 @@ def write_run_statistics(log: EvalLog, folder: str | Path, *, bins: int = 10) ->
 
     Examples
     --------
-    >>> from inspect_ai.log import read_eval_log  # doctest: +SKIP
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> import calib_frames as cf
+    >>> from inspect_ai.log import read_eval_log
+    >>> (path,) = Path("data/inspect_ai/harness").glob("*.eval")
+    >>> log = read_eval_log(str(path))
+    >>> written = write_run_statistics(log, tempfile.mkdtemp())
+    >>> written.name == f"{log.eval.eval_id}.parquet"
+    True
+    >>> cf.read_statistics(written).batches == [log.eval.eval_id]
+    True
     """
     stats = run_statistics(log, bins=bins)
     if stats.height == 0:
