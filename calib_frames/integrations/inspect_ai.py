@@ -54,8 +54,8 @@ under ``calib_frames/``: ``--scorer calib_frames/choice_with_confidence`` and
 ``--metric calib_frames/ece`` work on inspect's command line.
 
 **Statistics for the nightly job.** With ``CALIB_FRAMES_STATISTICS_DIR`` set when inspect
-starts, the hook :class:`StatisticsHook` writes each finished run's bin statistics (per model, task and
-scorer) to ``<dir>/<eval_id>.parquet`` with :func:`~calib_frames.write_statistics`
+starts, the hook :class:`StatisticsHook` writes each finished run's bin statistics (per
+model, task and scorer) to ``<dir>/<eval_id>.parquet`` with :func:`~calib_frames.write_statistics`
 (batch id: the run's ``eval_id``, batch time: ``eval.created``); ``calib-frames merge``
 and :func:`~calib_frames.read_statistics` fold them.
 """
@@ -70,6 +70,9 @@ from pathlib import Path
 from typing import ParamSpec
 
 import polars as pl
+
+# inspect's registry naming, and the multiple_choice solver's parser of "ANSWER: X"
+from inspect_ai._util.registry import registry_name
 from inspect_ai.hooks import Hooks, TaskEnd, hooks
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import ModelOutput
@@ -86,9 +89,6 @@ from inspect_ai.scorer import (
     stderr,
     value_to_float,
 )
-
-# inspect's registry naming, and the multiple_choice solver's parser of "ANSWER: X"
-from inspect_ai._util.registry import registry_name
 from inspect_ai.solver import TaskState
 from inspect_ai.solver._multiple_choice import (
     parse_answers,
@@ -176,8 +176,7 @@ def answer_confidence(output: ModelOutput, letter: str, options: int) -> float |
 def _predictions(scores: list[SampleScore]) -> tuple[pl.DataFrame, int]:
     """The scores with a confidence as prediction rows, and how many had none."""
     pairs = [
-        ((s.score.metadata or {}).get(CONFIDENCE), _TO_FLOAT(s.score.value) == 1.0)
-        for s in scores
+        ((s.score.metadata or {}).get(CONFIDENCE), _TO_FLOAT(s.score.value) == 1.0) for s in scores
     ]
     known = [(p, y) for p, y in pairs if p is not None]
     frame = pl.DataFrame(
@@ -341,7 +340,7 @@ def missing_confidence() -> Metric:
 
 
 def _choice_with_confidence() -> Scorer:
-    """inspect's ``choice()`` score, with the chosen letter's confidence in its metadata.
+    """Inspect's ``choice()`` score, with the chosen letter's confidence in its metadata.
 
     The value, answer and explanation are ``choice()``'s; ``metadata["confidence"]`` is
     :func:`answer_confidence` of the one chosen letter (None when there is none, or no

@@ -109,7 +109,7 @@ class Answers:
         self.calls: dict[str, int] = {}
         self.count = 0
 
-    def __call__(self, input, tools, tool_choice, config):  # noqa: A002 (mockllm's names)
+    def __call__(self, input, tools, tool_choice, config):
         text = input[-1].text
         sample = next(name for key, name in PROMPTS.items() if key in text)
         gold, kind = TARGETS[sample]
@@ -169,7 +169,9 @@ def run(log_dir: str, name: str) -> None:
             epochs=Epochs(1, []),
             name="calib_mc_grouped",
         ),
-        "plain": Task(dataset=dataset, solver=multiple_choice(), scorer=choice(), name="calib_mc_plain"),
+        "plain": Task(
+            dataset=dataset, solver=multiple_choice(), scorer=choice(), name="calib_mc_plain"
+        ),
         "none": Task(
             dataset=dataset,
             solver=multiple_choice(),

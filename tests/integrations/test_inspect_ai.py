@@ -11,11 +11,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 from harness_runs import HERE, ROOT, harness_env, run, scripts_bin
-from inspect_runs import QUESTIONS
 from inspect_ai._util.registry import registry_info
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import Logprob, Logprobs, ModelOutput, TopLogprob
 from inspect_ai.scorer import SampleScore, Score, grouped
+from inspect_runs import QUESTIONS
 
 import calib_frames as cf
 from calib_frames.integrations import inspect_ai as integration
@@ -61,8 +61,13 @@ def scores(pairs: list[tuple[object, float | None]], **metadata: str) -> list[Sa
 
 def test_confidence_is_the_letters_share_at_the_answer_token() -> None:
     # " B" and "B" both count for B; " The" is not a letter; E is not an option of 4.
-    top = [(" B", math.log(0.5)), ("B", math.log(0.1)), (" A", math.log(0.2)),
-           (" The", math.log(0.1)), (" E", math.log(0.05))]  # fmt: skip
+    top = [
+        (" B", math.log(0.5)),
+        ("B", math.log(0.1)),
+        (" A", math.log(0.2)),
+        (" The", math.log(0.1)),
+        (" E", math.log(0.05)),
+    ]
     output = reply([("ANSWER", 0.0, None), (":", 0.0, None), (" B", math.log(0.5), top)])
     assert answer_confidence(output, "B", 4) == pytest.approx(0.6 / 0.8, rel=1e-15)
     assert answer_confidence(output, "A", 4) is None  # no token of the reply is A
@@ -95,8 +100,18 @@ def test_no_confidence_without_logprobs_or_letters() -> None:
 
 def test_metrics_are_calibration_metrics_of_the_scores() -> None:
     # inspect's reduced scores are floats (C -> 1.0): full credit is correct, P (0.5) is not
-    pairs = [("C", 0.95), (1.0, 0.95), ("I", 0.95), ("P", 0.7), (0.5, 0.7), ("C", 0.3),
-             ("yes", 0.3), ("N", 0.05), ("C", None), ("I", None)]  # fmt: skip
+    pairs = [
+        ("C", 0.95),
+        (1.0, 0.95),
+        ("I", 0.95),
+        ("P", 0.7),
+        (0.5, 0.7),
+        ("C", 0.3),
+        ("yes", 0.3),
+        ("N", 0.05),
+        ("C", None),
+        ("I", None),
+    ]
     frame = pl.DataFrame(
         {
             "confidence": [0.95, 0.95, 0.95, 0.7, 0.7, 0.3, 0.3, 0.05],
@@ -216,7 +231,9 @@ def test_each_sample_records_the_readers_letter_confidence(runs: dict[str, Path]
     with_answer = both.filter(pl.col("answer") != "")
     diff = (with_answer["recorded"] - with_answer["letter_confidence"]).abs().max()
     assert diff is not None and diff < 1e-15
-    assert with_answer["recorded"].is_null().sum() == with_answer["letter_confidence"].is_null().sum()
+    assert (
+        with_answer["recorded"].is_null().sum() == with_answer["letter_confidence"].is_null().sum()
+    )
     # the chain-of-thought reply names another letter first; the answer's own token counts
     cot = both.filter(pl.col("sample") == "q-cot").drop_nulls("recorded")
     assert cot.height >= 1
@@ -271,15 +288,23 @@ def test_the_hook_writes_each_runs_bin_statistics(runs: dict[str, Path]) -> None
 
 
 @pytest.mark.slow
-def test_inspect_score_appends_confidences_to_a_log(
-    runs: dict[str, Path], tmp_path: Path
-) -> None:
+def test_inspect_score_appends_confidences_to_a_log(runs: dict[str, Path], tmp_path: Path) -> None:
     """``inspect score LOG --scorer calib_frames/... --action append`` on a choice() log."""
     env = harness_env(tmp_path)
     out = tmp_path / "scored.eval"
-    command = [scripts_bin("inspect"), "score", str(runs["plain"]), "--scorer",
-               f"calib_frames/{SCORER}", "--action", "append", "--output-file", str(out),
-               "--display", "none"]  # fmt: skip
+    command = [
+        scripts_bin("inspect"),
+        "score",
+        str(runs["plain"]),
+        "--scorer",
+        f"calib_frames/{SCORER}",
+        "--action",
+        "append",
+        "--output-file",
+        str(out),
+        "--display",
+        "none",
+    ]
     run(command, env, ROOT)
     log = read_eval_log(str(out), header_only=True)
     assert log.results is not None

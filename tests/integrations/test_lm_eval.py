@@ -37,7 +37,11 @@ def choice_task(name: str, data: str, *, calibrated: bool = True) -> str:
     if calibrated:
         lines.append(f"process_results: {HOOK}.process_results")
     lines.append("metric_list:")
-    for metric, aggregation in [("acc", "mean"), ("acc_norm", "mean"), ("brier_score", "brier_score")]:
+    for metric, aggregation in [
+        ("acc", "mean"),
+        ("acc_norm", "mean"),
+        ("brier_score", "brier_score"),
+    ]:
         lines.append(f"  - metric: {metric}\n    aggregation: {aggregation}")
     if calibrated:
         for metric in CALIBRATION:
@@ -61,7 +65,7 @@ def loss_task(name: str, data: str, output_type: str, text: str, target: str) ->
     )
 
 
-GROUP = f"""group: calib_group
+GROUP = """group: calib_group
 task:
   - calib_colors_cf
   - calib_sums_cf
@@ -83,20 +87,36 @@ def lm_eval_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     yamls = {
         "calib_colors_cf": choice_task("calib_colors_cf", "calib_colors.jsonl"),
         "calib_sums_cf": choice_task("calib_sums_cf", "calib_sums.jsonl"),
-        "calib_colors_plain": choice_task("calib_colors_plain", "calib_colors.jsonl", calibrated=False),
-        "calib_ppl_cf": loss_task("calib_ppl_cf", "calib_ppl.jsonl", "loglikelihood_rolling", "", "{{text}}"),
+        "calib_colors_plain": choice_task(
+            "calib_colors_plain", "calib_colors.jsonl", calibrated=False
+        ),
+        "calib_ppl_cf": loss_task(
+            "calib_ppl_cf", "calib_ppl.jsonl", "loglikelihood_rolling", "", "{{text}}"
+        ),
         "calib_sums_ll": loss_task(
-            "calib_sums_ll", "calib_sums.jsonl", "loglikelihood", "{{question}}",
+            "calib_sums_ll",
+            "calib_sums.jsonl",
+            "loglikelihood",
+            "{{question}}",
             "{{choices[label]}}",
         ),
         "calib_group": GROUP,
-    }  # fmt: skip
+    }
     for name, text in yamls.items():
         (tasks / f"{name}.yaml").write_text(text, encoding="utf-8")
     out = tmp / "out"
-    command = [scripts_bin("lm_eval"), "--model", "dummy", "--tasks",
-               "calib_group,calib_colors_plain,calib_ppl_cf,calib_sums_ll",
-               "--include_path", str(tasks), "--output_path", str(out), "--log_samples"]  # fmt: skip
+    command = [
+        scripts_bin("lm_eval"),
+        "--model",
+        "dummy",
+        "--tasks",
+        "calib_group,calib_colors_plain,calib_ppl_cf,calib_sums_ll",
+        "--include_path",
+        str(tasks),
+        "--output_path",
+        str(out),
+        "--log_samples",
+    ]
     run(command, harness_env(tmp), tmp)
     return out
 
@@ -167,7 +187,8 @@ def test_group_pooled_ece_from_the_bin_tables(lm_eval_run: Path) -> None:
     sizes = preds.group_by("task").len()
     per_task = dict(zip(sizes["task"], sizes["len"], strict=True))
     mean_of_tasks = sum(
-        reported[t]["ece,none"] * per_task[t] for t in subtasks  # type: ignore[operator]
+        reported[t]["ece,none"] * per_task[t]
+        for t in subtasks  # type: ignore[operator]
     ) / sum(per_task.values())
     assert reported["calib_group"]["ece,none"] == pytest.approx(mean_of_tasks, rel=1e-12)
     # per bin the pooled gap is at most the sum of the subtasks' gaps (equal when all err alike)
@@ -205,8 +226,14 @@ def test_process_results_refuses_to_run_outside_lm_eval() -> None:
 
 
 def test_aggregations_of_no_document_are_nan() -> None:
-    for aggregation in (integration.ece, integration.mce, integration.brier, integration.log_loss,
-                        integration.word_perplexity, integration.bits_per_byte):  # fmt: skip
+    for aggregation in (
+        integration.ece,
+        integration.mce,
+        integration.brier,
+        integration.log_loss,
+        integration.word_perplexity,
+        integration.bits_per_byte,
+    ):
         assert math.isnan(aggregation([]))
 
 
