@@ -98,6 +98,10 @@ EXPECTED: dict[str, list[str]] = {
         "inspect's accuracy reproduced for 8 (model, task, scorer) groups",
         "All inspect_ai leaderboard checks passed.\n",
     ],
+    "harness_calibration.ipynb": [
+        "inspect reported ece",
+        "All harness calibration checks passed.\n",
+    ],
 }
 
 
