@@ -28,7 +28,6 @@ from typing import Generic
 
 import polars as pl
 
-from calib_frames._deprecated import keyword_chooses, renamed_keywords
 from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.validation import (
     Frame,
@@ -384,8 +383,6 @@ def with_verbalized_confidence_skipping(
     return Skipped(return_like(table, kept), int(bad))
 
 
-@renamed_keywords(data="table")
-@keyword_chooses("on_unparsable", {"raise": None, "skip": with_verbalized_confidence_skipping})
 def with_verbalized_confidence(
     table: Frame,
     *,
@@ -401,7 +398,7 @@ def with_verbalized_confidence(
     Parameters
     ----------
     table
-        Frame with a String column of written confidences (called ``data`` until 0.2).
+        Frame with a String column of written confidences.
     column, output
         The input column and the name of the Float64 output column.
     scale, words, pattern, preset
@@ -411,9 +408,7 @@ def with_verbalized_confidence(
     -------
     DataFrame or LazyFrame
         The input with ``output`` added. To drop and count the rows that do not parse
-        instead, use :func:`with_verbalized_confidence_skipping` (what
-        ``on_unparsable="skip"`` did until 0.2; the keyword still works for one release,
-        with a DeprecationWarning).
+        instead, use :func:`with_verbalized_confidence_skipping`.
 
     Raises
     ------
