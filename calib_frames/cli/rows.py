@@ -1,8 +1,9 @@
 """The row inputs of ``compare``, ``report`` and ``stats``: arguments, queries, engines.
 
-Prediction files become a lazy bin-statistics query, token files a lazy NLL-sums query;
-:func:`collect_statistics` runs them on the chosen engine (polars streaming, in-memory,
-GPU with fallback, or Spark for the prediction pass).
+Prediction files (or evaluation logs, read by :func:`calib_frames.sources.scan_eval_logs`
+with their format's default keys) become a lazy bin-statistics query, token files a lazy
+NLL-sums query; :func:`collect_statistics` runs them on the chosen engine (polars
+streaming, in-memory, GPU with fallback, or Spark for the prediction pass).
 """
 
 from __future__ import annotations

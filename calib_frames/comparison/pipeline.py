@@ -242,17 +242,9 @@ def comparison_from_bin_statistics(
 
     Parameters
     ----------
-    stats
-        A bin-statistics table; lazy in, lazy out.
-    sums
-        An NLL-sums table (:func:`~calib_frames.nll_sums`), or ``None``.
-    mce_min_count
-        As for :func:`~calib_frames.metrics_from_bin_statistics` (default 10).
-    uncertainty
-        Add the intervals and the noise floor (costs groups × bins × replicates).
-    replicates, level, seed
-        Of the bootstrap (default 200, 0.95, 0: the report's; the noise floor draws
-        1000 times with seed + 1).
+    stats, sums, mce_min_count, uncertainty, replicates, level, seed
+        As for :func:`report_tables`: a bin-statistics table (lazy in, lazy out), an
+        NLL-sums table or ``None``, and the report's defaults.
 
     Returns
     -------
