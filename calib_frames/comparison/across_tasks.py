@@ -31,11 +31,9 @@ from statistics import NormalDist
 import polars as pl
 
 from calib_frames.comparison.side_by_side import with_columns_of
-from calib_frames.exceptions import TableError
 from calib_frames.metrics.calibration import metrics_from_bin_statistics
 from calib_frames.metrics.tokens import perplexity_from_nll_sums
 from calib_frames.nll import merge_nll_sums
-from calib_frames.schema import BIN_STATISTICS, NLL_SUMS
 from calib_frames.stats import merge_bin_statistics
 from calib_frames.validation import Frame, as_lazy, return_like
 
@@ -63,26 +61,16 @@ def leaderboard_of(
     column is computed), from a ``comparison`` already at hand (the report pipeline's),
     so that nothing is computed twice. ``comparison`` comes from ``stats`` and ``sums``
     (:func:`~calib_frames.comparison_from_bin_statistics`) with the same ``uncertainty``,
-    ``replicates``, ``level`` and ``seed``.
+    ``replicates``, ``level`` and ``seed``; ``model`` is a key of ``stats`` and of
+    ``sums`` (:func:`~calib_frames.comparison.report_tables` checks it).
 
     Returns
     -------
     DataFrame or LazyFrame (the kind of ``comparison``)
-
-    Raises
-    ------
-    TableError
-        ``model`` is not a key of ``stats`` (or of ``sums``).
     """
     from calib_frames.estimators.bootstrap import intervals_from_bin_statistics
 
     lazy_stats = as_lazy(stats)
-    keys: list[str] = BIN_STATISTICS.keys(lazy_stats.collect_schema())
-    if model not in keys:
-        raise TableError(
-            f"model={model!r} is not a key of the bin statistics (keys: {keys}); name the "
-            'key column that identifies a model with model="COL"'
-        )
     per_task = as_lazy(comparison)
     names = per_task.collect_schema().names()
     pooled_stats = merge_bin_statistics(lazy_stats, by=model)
@@ -111,10 +99,7 @@ def leaderboard_of(
             board, ci.select(model, *(c for c in bounds if c in present)), [model]
         )
     if sums is not None:
-        lazy_sums = as_lazy(sums)
-        if model not in NLL_SUMS.keys(lazy_sums.collect_schema()):
-            raise TableError(f"model={model!r} is not a key of the NLL sums")
-        ppl = as_lazy(perplexity_from_nll_sums(merge_nll_sums(lazy_sums, by=model)))
+        ppl = as_lazy(perplexity_from_nll_sums(merge_nll_sums(as_lazy(sums), by=model)))
         board = with_columns_of(board, ppl.select(model, "perplexity"), [model])
     averaged = [m for m in (*metrics, "perplexity") if m in names]
     z = NormalDist().inv_cdf((1 + level) / 2)

@@ -157,6 +157,10 @@ def clean_text(text: pl.Expr) -> pl.Expr:
     soft hyphen, direction marks: Unicode categories Cc and Cf) are removed. Leading and
     trailing whitespace is kept (callers strip it).
 
+    The one rule by which the readers compare answer text: the OpenAI reader's answer
+    tokens and their alternatives, inspect_ai's answer letters (so ``"B\u200b"`` is option
+    B to both), :func:`sample_consistency`'s answers and the verbalised confidences.
+
     Examples
     --------
     >>> import polars as pl
