@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from calib_frames.binning import Binning
     from calib_frames.comparison import (
         compare,
-        comparison_from_statistics,
+        comparison_from_bin_statistics,
         comparison_table,
         leaderboard,
     )
@@ -117,7 +117,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
     ),
     "calib_frames.comparison": (
         "compare",
-        "comparison_from_statistics",
+        "comparison_from_bin_statistics",
         "comparison_table",
         "leaderboard",
     ),
@@ -216,7 +216,7 @@ __all__ = [  # noqa: RUF022  (grouped by layer, as polars groups its own)
     "metrics_from_bin_statistics",
     # the report's tables in one call: per group, per model across tasks
     "compare",
-    "comparison_from_statistics",
+    "comparison_from_bin_statistics",
     "leaderboard",
     "perplexity",
     "perplexity_from_nll_sums",

@@ -39,7 +39,7 @@ from typing import Generic
 import polars as pl
 
 from calib_frames.binning import BinsLike
-from calib_frames.comparison.table import comparison_table
+from calib_frames.comparison.side_by_side import comparison_table
 from calib_frames.metrics.calibration import (
     MCE_MIN_COUNT,
     calibration_metrics,

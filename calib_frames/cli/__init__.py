@@ -36,7 +36,8 @@ class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescription
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
-        unset = action.default in (None, False, []) or action.default is argparse.SUPPRESS
+        default = action.default  # 0 is a default to show; False (a flag that is off) is not
+        unset = default is None or default is False or default == [] or default is argparse.SUPPRESS
         if "default" in text or action.required or unset:
             return text
         return super()._get_help_string(action) or text

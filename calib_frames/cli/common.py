@@ -36,10 +36,6 @@ __all__ = [
     "check_output_type",
     "check_outputs",
     "collect",
-    "is_lm_eval",
-    "lm_eval_predictions",
-    "log_format",
-    "log_predictions",
     "require_rows",
     "says_progress",
     "scan_inputs",
@@ -69,24 +65,16 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="KEYS",
         help="group keys, comma-separated and/or repeated: --by model,task",
     )
+    from calib_frames.sources.logs import LOG_FORMATS
+    from calib_frames.sources.paths import FORMAT_NAMES
+
+    found_by = ", ".join(record.found_by for record in LOG_FORMATS.values())
     parser.add_argument(
         "--format",
-        choices=[
-            "parquet",
-            "csv",
-            "tsv",
-            "jsonl",
-            "json",
-            "lm-eval",
-            "inspect",
-            "helm",
-            "lighteval",
-        ],
+        choices=[*FORMAT_NAMES, *LOG_FORMATS],
         default=None,
-        help="input format (default: from the file extension; evaluation logs are "
-        "recognised: lm-evaluation-harness folders by results_*.json, inspect_ai logs by "
-        ".eval (or their .json header), HELM run folders by per_instance_stats.json, "
-        "lighteval output by details_*.parquet)",
+        help=f"input format (default: from the file extension; evaluation logs are "
+        f"recognised: {found_by})",
     )
     parser.add_argument(
         "--schema",
@@ -224,8 +212,9 @@ def scan_inputs(
     ReadError
         A file that cannot be read as what it claims to be.
     """
-    from calib_frames.sources.files import FORMATS as KNOWN
-    from calib_frames.sources.files import Format, expand_paths, scan_table, scan_table_skipping
+    from calib_frames.sources.files import scan_table, scan_table_skipping
+    from calib_frames.sources.paths import FORMATS as KNOWN
+    from calib_frames.sources.paths import Format, expand_paths
 
     for text in inputs:
         path = Path(text)
@@ -255,148 +244,6 @@ def scan_inputs(
             )
         return scanned.frame, paths
     return scan_table(list(inputs), **options), paths
-
-
-LM_EVAL_KEYS = ["model", "task"]
-
-
-LOG_FORMATS = ("lm-eval", "inspect", "helm", "lighteval")
-"""The ``--format`` names of evaluation logs (read by their own readers)."""
-
-
-def _is_inspect_json(path: Path) -> bool:
-    """A ``.json`` file whose head has inspect's header keys (``status`` and ``eval``)."""
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(4096)
-    except OSError:
-        return False
-    return b'"status"' in head and b'"eval"' in head
-
-
-def _log_format_of(path: Path) -> str | None:
-    if path.is_file():
-        if path.suffix.lower() == ".eval" or (
-            path.suffix.lower() == ".json" and _is_inspect_json(path)
-        ):
-            return "inspect"
-        return "helm" if path.name == "per_instance_stats.json" else None
-    if not path.is_dir():
-        return None
-    if any(path.rglob("per_instance_stats.json")):
-        return "helm"
-    if any(path.rglob("details_*.parquet")):
-        return "lighteval"  # before lm-eval: lighteval writes results_*.json too
-    if any(path.rglob("*.eval")):
-        return "inspect"
-    if any(path.rglob("results_*.json")):
-        return "lm-eval"
-    if any(_is_inspect_json(file) for file in path.rglob("*.json")):
-        return "inspect"
-    return None
-
-
-def log_format(inputs: Sequence[str], format: str | None) -> str | None:
-    """The evaluation-log format of the inputs, or None for prediction files.
-
-    ``--format NAME`` for one of :data:`LOG_FORMATS`; without ``--format``, the format
-    every input is recognised as (see ``--format``'s help), when they all agree.
-    """
-    if format is not None:
-        return format if format in LOG_FORMATS else None
-    kinds = {_log_format_of(Path(p)) for p in inputs}
-    return kinds.pop() if len(kinds) == 1 and inputs else None
-
-
-def is_lm_eval(inputs: Sequence[str], format: str | None) -> bool:
-    """Whether the inputs are lm-evaluation-harness output folders.
-
-    ``--format lm-eval``, or every input a folder holding a ``results_*.json`` file (and
-    no lighteval ``details_*.parquet``).
-    """
-    return log_format(inputs, format) == "lm-eval"
-
-
-def lm_eval_predictions(inputs: Sequence[str]) -> tuple[pl.LazyFrame, list[Path]]:
-    """One prediction per question of the latest run of each model × task, and the files.
-
-    :func:`calib_frames.sources.scan_lm_eval_options` then
-    :func:`calib_frames.sources.choice_predictions` (raw scoring), keyed by model and task.
-
-    Raises
-    ------
-    ArgumentError
-        An input that is not a folder.
-    ReadError
-        A folder without ``results_*.json``, or a file lm-eval did not write whole.
-    """
-    from calib_frames.sources import choice_predictions, scan_lm_eval_options
-
-    for text in inputs:
-        if not Path(text).is_dir():
-            raise ArgumentError(f"{text}: an lm-evaluation-harness output folder is needed")
-        if not any(Path(text).rglob("results_*.json")):
-            raise ReadError(
-                f"{text}: no results_<date>.json under it (not an lm-evaluation-harness "
-                "output folder)"
-            )
-    files = sorted(f for p in inputs for f in Path(p).rglob("*.json*") if f.is_file())
-    # the latest run of each model × task (lm-eval's run stamps sort as times)
-    latest = pl.col("run") == pl.col("run").max().over(LM_EVAL_KEYS)
-    options = scan_lm_eval_options(list(inputs)).filter(latest)
-    predictions = choice_predictions(options, by=LM_EVAL_KEYS)
-    assert isinstance(predictions, pl.LazyFrame)
-    return predictions, files
-
-
-LOG_KEYS = {
-    "inspect": ["model", "task", "scorer"],
-    "helm": ["model", "task", "perturbation"],
-    "lighteval": ["model", "task"],
-}
-"""The default ``--by`` keys of each log format (``lm-eval``: :data:`LM_EVAL_KEYS`)."""
-
-
-def log_predictions(inputs: Sequence[str], kind: str) -> tuple[pl.LazyFrame, list[Path]]:
-    """The prediction rows of inspect_ai, HELM or lighteval logs, and the files read.
-
-    * ``inspect``: :func:`calib_frames.sources.scan_inspect_samples`, the latest run
-      (``eval.created``) of each model × task; one row per sample, epoch and scorer.
-    * ``helm``: :func:`calib_frames.sources.scan_helm_instances`; one row per instance
-      and perturbation.
-    * ``lighteval``: :func:`calib_frames.sources.scan_lighteval_options` then
-      :func:`calib_frames.sources.choice_predictions` (raw scoring), the latest run of
-      each model × task.
-
-    Rows without a confidence (an inspect sample without logprobs, a HELM instance
-    without ``max_prob``) are left out, and how many is said on stderr.
-
-    Raises
-    ------
-    ReadError
-        As the readers.
-    """
-    from calib_frames import sources
-    from calib_frames.sources.files import expand_paths
-
-    suffixes = {"inspect": (".eval", ".json"), "helm": (".json",), "lighteval": (".parquet",)}
-    files = [file for file, _ in expand_paths(list(inputs), suffixes=suffixes[kind])]
-    latest = pl.col("run") == pl.col("run").max().over("model", "task")
-    if kind == "lighteval":
-        options = sources.scan_lighteval_options(list(inputs)).filter(latest)
-        predictions = sources.choice_predictions(options, by=["model", "task", "run"])
-        assert isinstance(predictions, pl.LazyFrame)
-        return predictions, files
-    if kind == "inspect":
-        rows = sources.scan_inspect_samples(list(inputs)).filter(latest)
-        what = "inspect sample rows without logprobs"
-    else:
-        rows = sources.scan_helm_instances(list(inputs))
-        what = "HELM instances without max_prob"
-    missing = rows.select(pl.col("confidence").is_null().sum()).collect().item()
-    if missing:
-        print(f"calib-frames: left out {missing:,} {what} (no confidence)", file=sys.stderr)
-    return rows.filter(pl.col("confidence").is_not_null()), files
 
 
 def require_rows(

@@ -1,7 +1,13 @@
-"""``calib-frames compare``: print the comparison table (and optionally write it).
+"""``calib-frames compare``: print the per-group comparison table (and optionally write it).
 
 calib-frames compare PREDICTIONS… [--token-file TOKENS…] --by model,task [--bins 10]
-                     [--tokens COL | --token-level] [--output table.csv]
+                     [--tokens COL | --token-level] [--no-uncertainty] [--output table.csv]
+
+The table is :func:`calib_frames.compare`'s (built by
+:func:`calib_frames.comparison.report_tables`): metrics, and unless ``--no-uncertainty``
+their bootstrap intervals, the ECE noise floor and the verdict (``--replicates``,
+``--level``, ``--seed``, as ``report``), and with token files the perplexity with its
+intervals. ``report`` writes the same table as ``comparison.*``.
 """
 
 from __future__ import annotations
@@ -14,12 +20,26 @@ from typing import Any
 import polars as pl
 
 from calib_frames.cli import common
-from calib_frames.cli.rows import add_prediction_arguments, collect_statistics, row_queries
-from calib_frames.comparison.table import comparison_table
-from calib_frames.metrics.calibration import metrics_from_bin_statistics
-from calib_frames.metrics.tokens import perplexity_from_nll_sums
+from calib_frames.cli.rows import (
+    RowQueries,
+    add_prediction_arguments,
+    collect_statistics,
+    row_queries,
+)
+from calib_frames.comparison.pipeline import REPLICATES, ReportTables, report_tables
+from calib_frames.exceptions import ArgumentError
+from calib_frames.schema import BIN_STATISTICS, PERPLEXITY
+from calib_frames.validation import Frame
 
-__all__ = ["add_parser", "build_table", "run"]
+__all__ = [
+    "add_parser",
+    "add_uncertainty_arguments",
+    "check_uncertainty_arguments",
+    "print_summary",
+    "run",
+    "table_keys",
+    "tables_of",
+]
 
 SUMMARY = (
     "count",
@@ -43,13 +63,15 @@ def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
         "compare",
         help="print the per-group comparison table",
-        description="print the per-group comparison table",
+        description="print the per-group comparison table: metrics, intervals, noise floor, "
+        "verdict and perplexity (the table of calib_frames.compare)",
         epilog=(
             "example:\n  calib-frames compare data/synthetic_predictions.parquet \\\n    "
             "--token-file data/synthetic_tokens.parquet --by model,task"
         ),
     )
     add_prediction_arguments(parser)
+    add_uncertainty_arguments(parser)
     parser.add_argument("--output", type=Path, help="write the table (.csv, .parquet, .json, .md)")
     parser.add_argument(
         "--all-columns",
@@ -59,21 +81,63 @@ def add_parser(commands: Any) -> None:
     parser.set_defaults(run=run)
 
 
-def build_table(args: argparse.Namespace) -> tuple[pl.DataFrame, list[str], list[Path]]:
-    """The comparison table of the arguments, its keys, and every input file."""
-    queries = row_queries(args)
-    common.check_outputs([args.output], queries.files)
-    stats, sums = collect_statistics(queries, args)
-    common.require_rows(stats, queries.prediction_files)
-    if sums is not None:
-        token_files = [f for f in queries.files if f not in queries.prediction_files]
-        common.require_rows(sums, token_files, what="token rows")
-    table = metrics_from_bin_statistics(stats)
-    keys = list(queries.by)
-    if sums is not None:
-        table = comparison_table(table, perplexity_from_nll_sums(sums))
-        keys += [k for k in queries.tokens_by if k not in keys]
-    return table, keys, queries.files
+def add_uncertainty_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--no-uncertainty``, ``--replicates``, ``--level``, ``--seed`` (compare and report)."""
+    parser.add_argument(
+        "--no-uncertainty",
+        action="store_true",
+        help="skip the bootstrap intervals and the ECE noise floor (faster)",
+    )
+    parser.add_argument("--replicates", type=int, default=REPLICATES, help="bootstrap replicates")
+    parser.add_argument("--level", type=float, default=0.95, help="interval level")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the resampling")
+
+
+def check_uncertainty_arguments(args: argparse.Namespace) -> None:
+    """Refuse ``--replicates`` below 1 and a ``--level`` outside (0, 1)."""
+    if args.replicates < 1 or not 0 < args.level < 1:
+        raise ArgumentError("--replicates must be >= 1 and --level in (0, 1)")
+
+
+def tables_of(
+    args: argparse.Namespace,
+    stats: pl.DataFrame,
+    sums: pl.DataFrame | None,
+    queries: RowQueries | None,
+    *,
+    model: str | None = None,
+    beside: pl.DataFrame | None = None,
+) -> ReportTables[pl.DataFrame]:
+    """The report's tables of the statistics (:func:`calib_frames.comparison.report_tables`).
+
+    With the token rows of ``queries`` (none from statistics files) the perplexity has
+    its intervals.
+    """
+    with common.stage(
+        args, "metrics" + ("" if args.no_uncertainty else ", intervals and noise floor")
+    ):
+        return report_tables(
+            stats,
+            sums,
+            None if queries is None else queries.losses,
+            nll=args.nll,
+            tokens=None if queries is None else queries.tokens,
+            bytes=None if queries is None else queries.bytes,
+            model=model,
+            beside=beside,
+            uncertainty=not args.no_uncertainty,
+            replicates=args.replicates,
+            level=args.level,
+            seed=args.seed,
+        )
+
+
+def table_keys(stats: pl.DataFrame, perplexity: Frame | None) -> list[str]:
+    """The keys of the comparison table: those of the statistics, then the perplexity's own."""
+    keys: list[str] = BIN_STATISTICS.keys(stats.schema)
+    if perplexity is not None:
+        keys += [k for k in PERPLEXITY.keys(perplexity.collect_schema()) if k not in keys]
+    return keys
 
 
 def print_summary(
@@ -108,8 +172,18 @@ def run(args: argparse.Namespace) -> int:
     """Run ``compare``."""
     if args.output is not None:
         common.check_output_type(args.output)
-    result, keys, _ = build_table(args)
-    print_summary(result, keys, all_columns=args.all_columns)
+    check_uncertainty_arguments(args)
+    queries = row_queries(args)
+    common.check_outputs([args.output], queries.files)
+    stats, sums = collect_statistics(queries, args)
+    common.require_rows(stats, queries.prediction_files)
+    if sums is not None:
+        token_files = [f for f in queries.files if f not in queries.prediction_files]
+        common.require_rows(sums, token_files, what="token rows")
+    tables = tables_of(args, stats, sums, queries)
+    result = tables.comparison
+    assert isinstance(result, pl.DataFrame)
+    print_summary(result, table_keys(stats, tables.perplexity), all_columns=args.all_columns)
     if args.output is not None:
         common.write_frame(result, args.output)
         print(f"wrote {result.height} rows to {args.output}")

@@ -28,12 +28,15 @@ file                      content
                           curves, with ``--over batch`` the trends); bounded at 8 groups
 ========================  =================================================================
 
-Inputs are prediction files (parquet/CSV/JSONL, globs, hive folders), lm-evaluation-harness
-``--log_samples`` output folders (detected by their ``results_*.json``, or
-``--format lm-eval``), or statistics files from ``calib-frames stats``/``merge``
-(``--from-stats``: no raw row is read). From lm-eval folders the table has one row per
-model × task (its latest run, named in the ``run`` column), lm-eval's own aggregates
-beside calib_frames' (``*_lm_eval``).
+Inputs are prediction files (parquet/CSV/JSONL, globs, hive folders), evaluation logs
+(lm-evaluation-harness, inspect_ai, HELM, lighteval: :mod:`calib_frames.sources.logs`
+finds and reads them), or statistics files from ``calib-frames stats``/``merge``
+(``--from-stats``: no raw row is read). The tables are those of
+:func:`calib_frames.comparison.report_tables`. From lm-eval folders the table has one row
+per model × task (its latest run), lm-eval's own aggregates beside calib_frames'
+(``*_lm_eval``, the ``run`` column). The leaderboard names models by ``--model-key``
+(default: the key ``model``, else the first key, said on stderr); with a single key
+there is none.
 
 From statistics, ``--last N`` keeps the N latest batches (by the batch time ``stats``
 stored) and ``--over batch`` adds the figures over time, still reading no raw row:
@@ -55,6 +58,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -63,25 +67,22 @@ from typing import Any
 import polars as pl
 
 from calib_frames.cli import common
-from calib_frames.cli.compare import print_summary
+from calib_frames.cli.compare import (
+    add_uncertainty_arguments,
+    check_uncertainty_arguments,
+    print_summary,
+    table_keys,
+    tables_of,
+)
 from calib_frames.cli.rows import (
     RowQueries,
     add_prediction_arguments,
     collect_statistics,
     row_queries,
 )
-from calib_frames.comparison.board import leaderboard
-from calib_frames.comparison.report_table import (
-    REPLICATES,
-    comparison_from_statistics,
-    with_columns_of,
-)
-from calib_frames.comparison.table import comparison_table
 from calib_frames.exceptions import ArgumentError
-from calib_frames.metrics.tokens import perplexity_from_nll_sums
-from calib_frames.schema import BIN_STATISTICS, NLL_SUMS, PERPLEXITY
+from calib_frames.schema import BIN_STATISTICS
 from calib_frames.storage import StoredStatistics, read_statistics
-from calib_frames.validation import as_lazy
 
 __all__ = ["add_parser", "run"]
 
@@ -95,7 +96,7 @@ HTML_FILE = "report.html"
 OVER_TIME = ("batches.parquet", "batches.csv", "changes.parquet", "changes.csv")
 LEADERBOARD_TABLES = ("leaderboard.parquet", "leaderboard.csv", "leaderboard.md")
 LEADERBOARD_MODEL = "model"
-"""The key that names a model: with it and another key, the report has a leaderboard."""
+"""The key that names a model by default (without it, the first key: ``--model-key``)."""
 LEADERBOARD_SUMMARY = (
     "tasks",
     "accuracy",
@@ -108,7 +109,6 @@ LEADERBOARD_SUMMARY = (
 )
 MANIFEST = ".calib-frames-report"
 """The file that marks a folder as a report's (and lists its files)."""
-LM_EVAL_KEYS = ["model", "task"]
 
 
 def add_parser(commands: Any) -> None:
@@ -135,14 +135,14 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--nll-stats", action="append", default=[], metavar="NLL", help="NLL-sums files"
     )
+    add_uncertainty_arguments(parser)
     parser.add_argument(
-        "--no-uncertainty",
-        action="store_true",
-        help="skip the bootstrap intervals and the ECE noise floor (faster)",
+        "--model-key",
+        default=None,
+        metavar="KEY",
+        help="the key that names a model in the leaderboard (default: the key 'model', "
+        "else the first key)",
     )
-    parser.add_argument("--replicates", type=int, default=REPLICATES, help="bootstrap replicates")
-    parser.add_argument("--level", type=float, default=0.95, help="interval level")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the resampling")
     parser.add_argument(
         "--over",
         choices=["batch"],
@@ -180,58 +180,29 @@ def add_parser(commands: Any) -> None:
     parser.set_defaults(run=run)
 
 
-def _lm_eval_tables(args: argparse.Namespace) -> tuple[pl.DataFrame, pl.DataFrame, list[Path]]:
-    """Bin statistics of the multiple-choice tasks and lm-eval's own aggregates."""
-    from calib_frames.comparison.lm_eval import lm_eval_comparison
-    from calib_frames.stats import bin_statistics
+def _lm_eval_figures(args: argparse.Namespace, queries: RowQueries) -> pl.DataFrame | None:
+    """lm-eval's own figures of the latest runs, to put beside ours (lm-eval folders only).
 
-    predictions, files = common.lm_eval_predictions(args.inputs)
-    binning = common.binning_from(args)
-    latest = pl.col("run") == pl.col("run").max().over(LM_EVAL_KEYS)
-    query = bin_statistics(
-        predictions, by=LM_EVAL_KEYS, bins=binning, log_confidence="log_confidence"
-    )
-    stats = common.collect(as_lazy(query), engine=args.engine, files=files)
-    lm_eval = lm_eval_comparison(list(args.inputs), bins=binning.n_bins).filter(latest)
-    return stats, lm_eval, files
+    Per model × task: with other ``--by`` keys they are left out (said on stderr).
+    """
+    from calib_frames.comparison.beside_lm_eval import lm_eval_comparison
+    from calib_frames.sources.logs import latest_runs
 
-
-def _with_lm_eval(table: pl.DataFrame, lm_eval: pl.DataFrame) -> pl.DataFrame:
-    """The metrics table with lm-eval's columns beside it (one row per model × task × run)."""
-    ours = set(table.columns)
-    extra = [c for c in lm_eval.columns if c not in ours or c.endswith("_lm_eval")]
-    extra = [c for c in extra if c not in LM_EVAL_KEYS]
-    joined = table.join(
-        lm_eval.select(*LM_EVAL_KEYS, *extra), on=LM_EVAL_KEYS, how="full", coalesce=True
-    )
-    return joined.sort(LM_EVAL_KEYS, nulls_last=True)
-
-
-def _perplexity_intervals(
-    ppl: pl.DataFrame, args: argparse.Namespace, queries: RowQueries
-) -> pl.DataFrame:
-    """Perplexity intervals from the token rows (a second, small pass over the token files)."""
-    from calib_frames.estimators import perplexity_intervals
-
-    keys = PERPLEXITY.keys(ppl.schema)
-    tokens, _ = common.scan_inputs(
-        args.token_file,
-        format=args.format,
-        schema=args.schema,
-        columns=args.columns,
-        on_bad_record=args.on_bad_record,
-    )
-    intervals = perplexity_intervals(
-        tokens,
-        nll=args.nll,
-        tokens=queries.tokens,
-        bytes=queries.bytes,
-        by=keys,
-        replicates=args.replicates,
-        level=args.level,
-        seed=args.seed,
-    )
-    return with_columns_of(ppl.lazy(), as_lazy(intervals), keys).collect()
+    log_format = queries.log_format
+    if log_format is None or log_format.name != "lm-eval":
+        return None
+    if queries.by != log_format.by:
+        print(
+            f"calib-frames: lm-eval's own figures are per {' × '.join(log_format.by)}; "
+            f"left out of a table by {', '.join(queries.by)}",
+            file=sys.stderr,
+        )
+        return None
+    with common.stage(args, "lm-eval's own figures"):
+        figures = lm_eval_comparison(list(args.inputs), bins=queries.binning.n_bins)
+        latest = latest_runs(figures, by=log_format.by, run=log_format.run)
+    assert isinstance(latest, pl.DataFrame)
+    return latest
 
 
 def _stored(paths: list[str], last: int | None) -> StoredStatistics:
@@ -269,11 +240,10 @@ def _over_time(args: argparse.Namespace) -> OverTime:
 
 def _read(
     args: argparse.Namespace, outputs: list[Path]
-) -> tuple[pl.DataFrame, pl.DataFrame | None, pl.DataFrame | None, list[Path], RowQueries | None]:
-    """Bin statistics, NLL sums, lm-eval's aggregates, the files read and the row queries.
+) -> tuple[pl.DataFrame, pl.DataFrame | None, list[Path], RowQueries | None]:
+    """Bin statistics, NLL sums, the files read and the row queries (None from statistics).
 
-    The rows are the lazy prediction rows (from prediction files only). The outputs are
-    checked against the inputs before anything is computed.
+    The outputs are checked against the inputs before anything is computed.
     """
     if args.from_stats:
         files = [Path(p) for p in (*args.from_stats, *args.nll_stats)]
@@ -281,16 +251,11 @@ def _read(
         with common.stage(args, f"read {len(files)} statistics file(s)"):
             stats = _stored(args.from_stats, args.last).merged()
             sums = _stored(args.nll_stats, args.last).merged() if args.nll_stats else None
-        return stats, sums, None, files, None
-    if common.is_lm_eval(args.inputs, args.format):
-        with common.stage(args, "read the lm-evaluation-harness folders"):
-            stats, lm_eval, files = _lm_eval_tables(args)
-        common.check_outputs(outputs, files)
-        return stats, None, lm_eval, files, None
+        return stats, sums, files, None
     queries = row_queries(args)
     common.check_outputs(outputs, queries.files)
     stats, sums = collect_statistics(queries, args)
-    return stats, sums, None, queries.files, queries
+    return stats, sums, queries.files, queries
 
 
 def _staging(out: Path) -> Path:
@@ -340,10 +305,9 @@ def _check_arguments(args: argparse.Namespace) -> None:
         raise ArgumentError("--from-stats reports from statistics; give no row inputs")
     if not args.from_stats and not args.inputs:
         raise ArgumentError("report needs prediction inputs, lm-eval folders or --from-stats")
-    if args.replicates < 1 or args.change_replicates < 1 or not 0 < args.level < 1:
-        raise ArgumentError(
-            "--replicates and --change-replicates must be >= 1 and --level in (0, 1)"
-        )
+    check_uncertainty_arguments(args)
+    if args.change_replicates < 1:
+        raise ArgumentError(f"--change-replicates must be >= 1, got {args.change_replicates}")
     if (args.over or args.last is not None) and not args.from_stats:
         raise ArgumentError("--over and --last read statistics files: give --from-stats")
     if args.batch is not None and not args.over:
@@ -375,12 +339,13 @@ def run(args: argparse.Namespace) -> int:
 
 def _build(args: argparse.Namespace, outputs: list[Path], staging: Path) -> list[str]:
     """Compute the tables, write every file into ``staging``; the names written."""
-    stats, sums, lm_eval, files, queries = _read(args, outputs)
+    stats, sums, files, queries = _read(args, outputs)
+    beside = None if queries is None else _lm_eval_figures(args, queries)
     over = None
     if args.over:
         with common.stage(args, "figures per batch and the change test"):
             over = _over_time(args)
-    if lm_eval is None:
+    if beside is None:
         common.require_rows(stats, files)
         if sums is not None:
             common.require_rows(sums, files, what="token rows")
@@ -388,27 +353,12 @@ def _build(args: argparse.Namespace, outputs: list[Path], staging: Path) -> list
         # importing altair takes ~0.4 s of one core: let it overlap the tables' polars
         # queries, which release the GIL (the import lock keeps the main thread safe)
         threading.Thread(target=importlib.import_module, args=("altair",), daemon=True).start()
-    uncertainty = not args.no_uncertainty
-    with common.stage(args, f"metrics{', intervals and noise floor' if uncertainty else ''}"):
-        table = comparison_from_statistics(
-            stats,
-            uncertainty=uncertainty,
-            replicates=args.replicates,
-            level=args.level,
-            seed=args.seed,
-        )
-        assert isinstance(table, pl.DataFrame)
-        if lm_eval is not None:
-            table = _with_lm_eval(table, lm_eval)
-        ppl = None
-        if sums is not None:
-            ppl = perplexity_from_nll_sums(sums)
-            assert isinstance(ppl, pl.DataFrame)
-            if uncertainty and queries is not None:
-                ppl = _perplexity_intervals(ppl, args, queries)
-            table = comparison_table(table, ppl)
-            assert isinstance(table, pl.DataFrame)
-        board = _leaderboard(table, stats, sums, args)
+    model = _model_key(args, BIN_STATISTICS.keys(stats.schema))
+    tables = tables_of(args, stats, sums, queries, model=model, beside=beside)
+    table, ppl, board = tables.comparison, tables.perplexity, tables.leaderboard
+    assert isinstance(table, pl.DataFrame)
+    assert ppl is None or isinstance(ppl, pl.DataFrame)
+    assert board is None or isinstance(board, pl.DataFrame)
     with common.stage(args, "wrote the tables"):
         written = _write_tables(table, stats, board, over, staging)
     if not args.no_charts:
@@ -416,20 +366,41 @@ def _build(args: argparse.Namespace, outputs: list[Path], staging: Path) -> list
         written += _write_charts(
             table, stats, ppl, board, args=args, curve=curve, over=over, staging=staging
         )
-    keys = BIN_STATISTICS.keys(stats.schema)
-    if ppl is not None:
-        keys += [k for k in PERPLEXITY.keys(ppl.schema) if k not in keys]
-    if board is not None:
+    if board is not None and model is not None:
         print_summary(
-            board,
-            [LEADERBOARD_MODEL],
-            columns=LEADERBOARD_SUMMARY,
-            rows=PRINTED_ROWS,
+            board, [model], columns=LEADERBOARD_SUMMARY, rows=PRINTED_ROWS,
             written="leaderboard.csv",
-        )
-    _print_table(table, keys, over)
+        )  # fmt: skip
+    _print_table(table, table_keys(stats, ppl), over)
     print(f"wrote {table.height} groups to {args.out}: {', '.join(written)}")
     return written
+
+
+def _model_key(args: argparse.Namespace, keys: list[str]) -> str | None:
+    """The key that names a model in the leaderboard, or None for no leaderboard.
+
+    ``--model-key``, else the key ``model``, else the first key (said on stderr): a
+    table of two keys or more always has its leaderboard. A single key has none (there
+    are no tasks to pool).
+    """
+    chosen: str | None = args.model_key
+    if chosen is not None and chosen not in keys:
+        raise ArgumentError(f"--model-key {chosen}: not a key of the table (keys: {keys})")
+    if len(keys) < 2:
+        if chosen is not None:
+            print(
+                f"calib-frames: no leaderboard: the table has one key ({keys[0]}), no task to pool",
+                file=sys.stderr,
+            )
+        return None
+    if chosen is None and LEADERBOARD_MODEL not in keys:
+        chosen = keys[0]
+        print(
+            f"calib-frames: the leaderboard names models by the first key, {chosen!r} (no "
+            f"key is named {LEADERBOARD_MODEL!r}; say another with --model-key)",
+            file=sys.stderr,
+        )
+    return chosen or LEADERBOARD_MODEL
 
 
 def _write_tables(
@@ -459,32 +430,6 @@ def _risk_coverage(
         return None
     with common.stage(args, "risk–coverage curves"):
         return _selective_curve(queries.predictions, stats, args, files)
-
-
-def _leaderboard(
-    table: pl.DataFrame,
-    stats: pl.DataFrame,
-    sums: pl.DataFrame | None,
-    args: argparse.Namespace,
-) -> pl.DataFrame | None:
-    """The leaderboard when the groups are models × tasks (a ``model`` key and others)."""
-    keys = BIN_STATISTICS.keys(stats.schema)
-    if LEADERBOARD_MODEL not in keys or len(keys) < 2:
-        return None
-    if sums is not None and LEADERBOARD_MODEL not in NLL_SUMS.keys(sums.schema):
-        sums = None
-    board = leaderboard(
-        table,
-        stats,
-        sums,
-        model=LEADERBOARD_MODEL,
-        uncertainty=not args.no_uncertainty,
-        replicates=args.replicates,
-        level=args.level,
-        seed=args.seed,
-    )
-    assert isinstance(board, pl.DataFrame)
-    return board
 
 
 def _write_over_time(over: OverTime | None, out: Path) -> list[str]:

@@ -1,8 +1,9 @@
 """The row inputs of ``compare``, ``report`` and ``stats``: arguments, queries, engines.
 
-Prediction files become a lazy bin-statistics query, token files a lazy NLL-sums query;
-:func:`collect_statistics` runs them on the chosen engine (polars streaming, in-memory,
-GPU with fallback, or Spark for the prediction pass).
+Prediction files (or evaluation logs, read by :func:`calib_frames.sources.scan_eval_logs`
+with their format's default keys) become a lazy bin-statistics query, token files a lazy
+NLL-sums query; :func:`collect_statistics` runs them on the chosen engine (polars
+streaming, in-memory, GPU with fallback, or Spark for the prediction pass).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from calib_frames.binning import Binning
 from calib_frames.cli import common
 from calib_frames.exceptions import ArgumentError
 from calib_frames.nll import nll_sums
+from calib_frames.sources.logs import LogFormat, detect_log_format, scan_eval_logs
 from calib_frames.stats import bin_statistics
 
 __all__ = ["RowQueries", "add_prediction_arguments", "collect_statistics", "row_queries"]
@@ -92,9 +94,11 @@ class RowQueries:
     tokens_by: list[str]
     binning: Binning
     predictions: pl.LazyFrame | None = None  # the prediction rows the statistics are of
+    losses: pl.LazyFrame | None = None  # the token rows the sums are of
     tokens: str | int | None = None
     bytes: str | None = None
     words: str | None = None
+    log_format: LogFormat | None = None  # the evaluation-log format of the inputs
 
 
 def row_queries(args: argparse.Namespace) -> RowQueries:
@@ -113,19 +117,18 @@ def row_queries(args: argparse.Namespace) -> RowQueries:
     binning = common.binning_from(args)
     log_confidence = args.log_confidence
     token_format = args.format
-    kind = common.log_format(args.inputs, args.format)
-    if kind is not None:
+    log_format = detect_log_format(args.inputs, format=args.format)
+    if log_format is not None:
         if args.engine == "spark":
             raise ArgumentError(
-                f"--engine spark reads prediction files; {kind} logs are read by polars "
-                "(use --engine streaming or in-memory)"
+                f"--engine spark reads prediction files; {log_format.name} logs are read by "
+                "polars (use --engine streaming or in-memory)"
             )
-        if kind == "lm-eval":
-            predictions, files = common.lm_eval_predictions(args.inputs)
-            by = by or list(common.LM_EVAL_KEYS)
-        else:
-            predictions, files = common.log_predictions(args.inputs, kind)
-            by = by or list(common.LOG_KEYS[kind])
+        logs = scan_eval_logs(args.inputs, format=log_format.name)
+        if logs.note is not None:
+            print(f"calib-frames: {logs.note}", file=sys.stderr)
+        predictions, files = logs.predictions, logs.files
+        by = by or log_format.by
         log_confidence = log_confidence or "log_confidence"
         token_format = None
     else:
@@ -184,11 +187,15 @@ def row_queries(args: argparse.Namespace) -> RowQueries:
             tokens_by,
             binning,
             predictions,
+            tokens,
             tokens=count_tokens,
             bytes=count_bytes,
             words=count_words,
+            log_format=log_format,
         )
-    return RowQueries(stats, sums, all_files, files, by, tokens_by, binning, predictions)
+    return RowQueries(
+        stats, sums, all_files, files, by, tokens_by, binning, predictions, log_format=log_format
+    )
 
 
 def token_counts(
@@ -248,7 +255,7 @@ def _spark_statistics(queries: RowQueries, args: argparse.Namespace) -> pl.DataF
 
     spark = SparkSession.builder.appName("calib-frames").getOrCreate()
     paths = [str(p) for p in queries.prediction_files]
-    from calib_frames.sources.files import FORMATS
+    from calib_frames.sources.paths import FORMATS
 
     kinds = {args.format or FORMATS[p.suffix.lower()] for p in queries.prediction_files}
     if len(kinds) != 1:

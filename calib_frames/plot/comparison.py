@@ -625,7 +625,7 @@ def calibration_heatmap(
     >>> import calib_frames as cf
     >>> from calib_frames.plot import calibration_heatmap
     >>> preds = pl.read_parquet("data/synthetic_predictions.parquet")
-    >>> table = cf.comparison_from_statistics(cf.bin_statistics(preds, by=["model", "task"]))
+    >>> table = cf.comparison_from_bin_statistics(cf.bin_statistics(preds, by=["model", "task"]))
     >>> spec = calibration_heatmap(table).to_dict()
     >>> [layer["mark"]["type"] for layer in spec["layer"]]  # cells, then the noise dots
     ['rect', 'point']

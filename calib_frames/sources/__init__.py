@@ -4,27 +4,23 @@
   per-question predictions (raw and length-normalised), all-options probabilities,
   the multi-class Brier score.
 * :mod:`~calib_frames.sources.text`: free-text answers → confidence from token
-  log-probabilities, verbalised confidence, sampling consistency.
-* :mod:`~calib_frames.sources.files`: generic parquet/CSV/JSONL readers (globs, folders,
-  hive partitions, column mapping); the ``*_skipping`` readers leave bad records out
-  and count them.
+  log-probabilities, verbalised confidence, sampling consistency; :func:`~calib_frames.
+  sources.text.clean_text`, the one rule by which every reader compares answer text.
+* :mod:`~calib_frames.sources.paths`: paths, globs and folders → files and their formats;
+  :mod:`~calib_frames.sources.read_errors`: read failures → errors naming file and line.
+* :mod:`~calib_frames.sources.files`: generic parquet/CSV/JSONL readers (column mapping,
+  hive partitions); :func:`scan_table_skipping` leaves bad records out and counts them.
+* :mod:`~calib_frames.sources.logs`: the evaluation-log registry: one record per tool
+  (how it is found, its keys, its reader, its latest-run policy);
+  :func:`scan_eval_logs` reads any of them as the command line does.
 * :mod:`~calib_frames.sources.lm_eval`: lm-evaluation-harness ``--log_samples`` folders.
-* :mod:`~calib_frames.sources.openai`: OpenAI-style chat completions with logprobs.
 * :mod:`~calib_frames.sources.inspect_ai`: inspect_ai ``.eval``/``.json`` logs.
 * :mod:`~calib_frames.sources.helm`: HELM run folders.
 * :mod:`~calib_frames.sources.lighteval`: lighteval ``--save-details`` parquet files.
+* :mod:`~calib_frames.sources.openai`: OpenAI-style chat completions with logprobs.
 """
 
-from calib_frames._deprecated import moved
-from calib_frames.sources.files import (
-    ScanResult,
-    scan_predictions,
-    scan_predictions_skipping,
-    scan_table,
-    scan_table_skipping,
-    scan_tokens,
-    scan_tokens_skipping,
-)
+from calib_frames.sources.files import ScanResult, scan_table, scan_table_skipping
 from calib_frames.sources.helm import read_helm_stats, scan_helm_instances
 from calib_frames.sources.inspect_ai import (
     read_inspect_logs,
@@ -37,6 +33,15 @@ from calib_frames.sources.lm_eval import (
     read_lm_eval_runs,
     scan_lm_eval_documents,
     scan_lm_eval_options,
+)
+from calib_frames.sources.logs import (
+    LOG_FORMATS,
+    EvalLogs,
+    LogFormat,
+    detect_log_format,
+    latest_runs,
+    log_formats_in,
+    scan_eval_logs,
 )
 from calib_frames.sources.openai import (
     openai_answer_confidence,
@@ -59,12 +64,18 @@ from calib_frames.sources.text import (
 __all__ = [
     "IPCC_WORDS",
     "KENT_WORDS",
+    "LOG_FORMATS",
     "VERBALIZED_PRESETS",
+    "EvalLogs",
+    "LogFormat",
     "ScanResult",
     "Skipped",
     "answer_confidence",
     "brier_multiclass",
     "choice_predictions",
+    "detect_log_format",
+    "latest_runs",
+    "log_formats_in",
     "openai_answer_confidence",
     "option_probabilities",
     "read_helm_stats",
@@ -72,6 +83,7 @@ __all__ = [
     "read_lm_eval_reported",
     "read_lm_eval_runs",
     "sample_consistency",
+    "scan_eval_logs",
     "scan_helm_instances",
     "scan_inspect_options",
     "scan_inspect_samples",
@@ -80,22 +92,9 @@ __all__ = [
     "scan_lm_eval_options",
     "scan_openai_choices",
     "scan_openai_tokens",
-    "scan_predictions",
-    "scan_predictions_skipping",
     "scan_table",
     "scan_table_skipping",
-    "scan_tokens",
-    "scan_tokens_skipping",
     "verbalized_confidence",
     "with_verbalized_confidence",
     "with_verbalized_confidence_skipping",
 ]
-
-__getattr__ = moved(
-    "calib_frames.sources",
-    {
-        "lm_eval_comparison": "calib_frames.comparison.lm_eval_comparison",
-        "lm_eval_runs": "calib_frames.sources.read_lm_eval_runs",
-        "lm_eval_reported": "calib_frames.sources.read_lm_eval_reported",
-    },
-)

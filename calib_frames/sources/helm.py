@@ -33,9 +33,9 @@ from typing import Any
 import polars as pl
 
 from calib_frames.exceptions import ReadError
-from calib_frames.sources.files import PathsLike, expand_paths
+from calib_frames.sources.paths import PathsLike, expand_paths
 
-__all__ = ["KEYS", "read_helm_stats", "scan_helm_instances"]
+__all__ = ["KEYS", "found_in", "read_helm_stats", "scan_helm_instances"]
 
 KEYS = ("model", "task", "run", "perturbation")
 """The group keys of the frames read from HELM run folders."""
@@ -72,6 +72,13 @@ _STATE = pl.Struct(
     }
 )
 _JOIN = ["instance", "train_trial_index", "perturbation"]
+
+
+def found_in(path: Path) -> bool:
+    """Whether ``path`` is a HELM ``per_instance_stats.json``, or a folder holding one."""
+    if path.is_file():
+        return path.name == _STATS
+    return path.is_dir() and any(path.rglob(_STATS))
 
 
 def _load(file: Path) -> Any:

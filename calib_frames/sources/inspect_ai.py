@@ -32,7 +32,10 @@ the answer is empty; inspect then omits the key or writes ``"content": []``), fr
 ``output.choices[0].logprobs.content[]``:
 
 * multiple choice (the sample has ``choices``): the *answer token* is the last generated
-  token whose text, stripped, is one of the option letters (``A`` … the n-th letter);
+  token whose text, cleaned as the OpenAI reader cleans it
+  (:func:`~calib_frames.sources.text.clean_text`: NFKC, zero-width and control
+  characters removed, then stripped, so ``"B\u200b"`` and fullwidth ``"Ｂ"`` are B), is
+  one of the option letters (``A`` … the n-th letter);
   ``confidence`` = exp(its ``logprob``), ``log_confidence`` = its ``logprob``. From that
   token's ``top_logprobs``: ``letter_mass`` = Σ exp(logprob) over the alternatives that
   are option letters (``" B"`` and ``"B"`` both count for B), and
@@ -62,10 +65,17 @@ from typing import Any, BinaryIO
 import polars as pl
 
 from calib_frames.exceptions import ReadError
-from calib_frames.sources.files import PathsLike, expand_paths
+from calib_frames.sources.paths import PathsLike, expand_paths
+from calib_frames.sources.text import clean_text
 from calib_frames.validation import working
 
-__all__ = ["KEYS", "read_inspect_logs", "scan_inspect_options", "scan_inspect_samples"]
+__all__ = [
+    "KEYS",
+    "found_in",
+    "read_inspect_logs",
+    "scan_inspect_options",
+    "scan_inspect_samples",
+]
 
 KEYS = ("model", "task", "run", "scorer")
 """The group keys of the frames read from inspect logs (``run`` is ``eval.created``)."""
@@ -111,6 +121,30 @@ LOG_SCHEMA: dict[str, pl.DataType] = {
     "scorers": pl.List(pl.String),
     "file": pl.String(),
 }
+
+
+def _is_log_json(path: Path) -> bool:
+    """A ``.json`` file whose head has inspect's header keys (``status`` and ``eval``)."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return False
+    return b'"status"' in head and b'"eval"' in head
+
+
+def found_in(path: Path) -> bool:
+    """Whether ``path`` is an inspect log, or a folder holding one (searched recursively).
+
+    A log is an ``.eval`` archive, or a ``.json`` file whose first 4 KiB hold inspect's
+    header keys ``"status"`` and ``"eval"``.
+    """
+    if path.is_file():
+        suffix = path.suffix.lower()
+        return suffix == ".eval" or (suffix == ".json" and _is_log_json(path))
+    if not path.is_dir():
+        return False
+    return any(path.rglob("*.eval")) or any(_is_log_json(f) for f in path.rglob("*.json"))
 
 
 def _sample_schema(scorers: list[str]) -> dict[str, pl.DataType]:
@@ -435,9 +469,14 @@ def _rows(base: pl.LazyFrame, scored: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def _letter(token: pl.Expr) -> pl.Expr:
-    """The option index of a token that is a capital letter once stripped (else null)."""
+    r"""The option index of a token that is a capital letter once cleaned (else null).
+
+    Cleaned as every reader compares answer text (:func:`~calib_frames.sources.text.
+    clean_text`, then stripped): ``"B\u200b"``, ``"\x00B"`` and fullwidth ``"Ｂ"`` are B.
+    """
     return (
-        token.str.strip_chars()
+        clean_text(token)
+        .str.strip_chars()
         .replace_strict(_LETTERS, default=None, return_dtype=pl.Int64)
         .cast(pl.UInt32)
     )

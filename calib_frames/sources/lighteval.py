@@ -33,15 +33,26 @@ from pathlib import Path
 import polars as pl
 
 from calib_frames.exceptions import ReadError
-from calib_frames.sources.files import PathsLike, expand_paths, guarded_scan
 from calib_frames.sources.lm_eval import DATE_STAMP
+from calib_frames.sources.paths import PathsLike, expand_paths
+from calib_frames.sources.read_errors import guarded_scan
 
-__all__ = ["KEYS", "scan_lighteval_options"]
+__all__ = ["KEYS", "found_in", "scan_lighteval_options"]
 
 KEYS = ("model", "task", "run")
 """The group keys of the frames read from lighteval details."""
 
 _DETAILS = re.compile(rf"^details_(?P<task>.+)_(?P<run>{DATE_STAMP.pattern})\.parquet$")
+
+
+def found_in(path: Path) -> bool:
+    """Whether ``path`` is a lighteval details file, or a folder holding one.
+
+    A details file is named ``details_<task>_<date>.parquet``.
+    """
+    if path.is_file():
+        return bool(_DETAILS.match(path.name))
+    return path.is_dir() and any(_DETAILS.match(f.name) for f in path.rglob("details_*.parquet"))
 
 
 def _model_of(file: Path) -> str:

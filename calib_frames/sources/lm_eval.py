@@ -59,20 +59,15 @@ from typing import Any
 
 import polars as pl
 
-from calib_frames._deprecated import moved
 from calib_frames.exceptions import ReadError, TableError
-from calib_frames.sources.files import (
-    BOM_PROBLEM,
-    PathsLike,
-    expand_paths,
-    guarded_scan,
-    refuse_records,
-)
+from calib_frames.sources.paths import PathsLike, expand_paths
+from calib_frames.sources.read_errors import BOM_PROBLEM, guarded_scan, refuse_records
 from calib_frames.validation import working
 
 __all__ = [
     "DATE_STAMP",
     "KEYS",
+    "found_in",
     "read_lm_eval_reported",
     "read_lm_eval_runs",
     "scan_lm_eval_documents",
@@ -102,6 +97,27 @@ RUN_SCHEMA = {
     "results_file": pl.String,
     "samples_file": pl.String,
 }
+
+
+def _is_results(file: Path) -> bool:
+    """A ``results_*.json`` that lm-eval wrote, not lighteval's (named the same way).
+
+    lighteval's results file opens with its ``config_general``.
+    """
+    try:
+        with file.open("rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return False
+    return b'"config_general"' not in head
+
+
+def found_in(path: Path) -> bool:
+    """Whether ``path`` is a folder holding an lm-eval ``results_<date>.json`` (recursively).
+
+    lm-eval's output is read by folder: a samples file needs the results file of its run.
+    """
+    return path.is_dir() and any(_is_results(f) for f in path.rglob("results_*.json"))
 
 
 def _load_results(file: Path) -> dict[str, Any]:
@@ -628,12 +644,3 @@ def read_lm_eval_reported(paths: PathsLike | pl.DataFrame) -> pl.DataFrame:
         "stderr": pl.Float64,
     }
     return pl.DataFrame(rows, schema=schema, orient="row").sort(*KEYS, "metric", "filter")
-
-
-__getattr__ = moved(
-    "calib_frames.sources.lm_eval",
-    {
-        "lm_eval_runs": "calib_frames.sources.lm_eval.read_lm_eval_runs",
-        "lm_eval_reported": "calib_frames.sources.lm_eval.read_lm_eval_reported",
-    },
-)

@@ -30,7 +30,8 @@ from typing import Any
 import polars as pl
 
 from calib_frames.exceptions import ArgumentError, ReadError, TableError
-from calib_frames.sources.files import PathsLike, expand_paths, guarded_scan, refuse_records
+from calib_frames.sources.paths import PathsLike, expand_paths
+from calib_frames.sources.read_errors import guarded_scan, refuse_records
 from calib_frames.sources.text import clean_text
 from calib_frames.validation import RowCheck, as_lazy, check_rows, working
 

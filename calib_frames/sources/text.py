@@ -28,7 +28,6 @@ from typing import Generic
 
 import polars as pl
 
-from calib_frames._deprecated import keyword_chooses, renamed_keywords
 from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.validation import (
     Frame,
@@ -157,6 +156,10 @@ def clean_text(text: pl.Expr) -> pl.Expr:
     escape, …) and format characters (zero-width space and joiners, the byte-order mark,
     soft hyphen, direction marks: Unicode categories Cc and Cf) are removed. Leading and
     trailing whitespace is kept (callers strip it).
+
+    The one rule by which the readers compare answer text: the OpenAI reader's answer
+    tokens and their alternatives, inspect_ai's answer letters (so ``"B\u200b"`` is option
+    B to both), :func:`sample_consistency`'s answers and the verbalised confidences.
 
     Examples
     --------
@@ -384,8 +387,6 @@ def with_verbalized_confidence_skipping(
     return Skipped(return_like(table, kept), int(bad))
 
 
-@renamed_keywords(data="table")
-@keyword_chooses("on_unparsable", {"raise": None, "skip": with_verbalized_confidence_skipping})
 def with_verbalized_confidence(
     table: Frame,
     *,
@@ -401,7 +402,7 @@ def with_verbalized_confidence(
     Parameters
     ----------
     table
-        Frame with a String column of written confidences (called ``data`` until 0.2).
+        Frame with a String column of written confidences.
     column, output
         The input column and the name of the Float64 output column.
     scale, words, pattern, preset
@@ -411,9 +412,7 @@ def with_verbalized_confidence(
     -------
     DataFrame or LazyFrame
         The input with ``output`` added. To drop and count the rows that do not parse
-        instead, use :func:`with_verbalized_confidence_skipping` (what
-        ``on_unparsable="skip"`` did until 0.2; the keyword still works for one release,
-        with a DeprecationWarning).
+        instead, use :func:`with_verbalized_confidence_skipping`.
 
     Raises
     ------

@@ -1,10 +1,6 @@
-"""The leaderboard against its definitions, and ``compare`` against the CLI's table."""
+"""The leaderboard (comparison/across_tasks.py) against its definitions."""
 
 from __future__ import annotations
-
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -12,7 +8,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import calib_frames as cf
-from tests.factories import DATA, ROOT
+from tests.factories import DATA
 
 PREDICTIONS = DATA / "synthetic_predictions.parquet"
 TOKENS = DATA / "synthetic_tokens.parquet"
@@ -22,8 +18,8 @@ TOKENS = DATA / "synthetic_tokens.parquet"
 def tables() -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     preds = pl.read_parquet(PREDICTIONS)
     stats = cf.bin_statistics(preds, by=["model", "task"])
-    table = cf.comparison_from_statistics(stats)
-    return preds, stats, table, cf.leaderboard(table, stats)
+    table = cf.comparison_from_bin_statistics(stats)
+    return preds, stats, table, cf.leaderboard(stats)
 
 
 def test_pooled_metrics_are_those_of_all_the_models_rows(tables: tuple[pl.DataFrame, ...]) -> None:
@@ -68,8 +64,8 @@ def test_task_means_are_unweighted_means_of_the_per_task_metrics(
 def test_one_task_mean_interval_is_the_normal_one_of_its_task() -> None:
     preds = pl.read_parquet(PREDICTIONS).filter(pl.col("task") == "code")
     stats = cf.bin_statistics(preds, by=["model", "task"])
-    table = cf.comparison_from_statistics(stats)
-    board = cf.leaderboard(table, stats).sort("model")
+    table = cf.comparison_from_bin_statistics(stats)
+    board = cf.leaderboard(stats).sort("model")
     half = (table["ece_ci_high"] - table["ece_ci_low"]) / 2
     assert board["ece_task_mean_ci_high"].to_list() == pytest.approx(
         (table["ece"] + half).to_list(), rel=1e-12
@@ -82,8 +78,7 @@ def test_leaderboard_is_lazy_in_lazy_out_and_pools_perplexity() -> None:
     preds, losses = pl.read_parquet(PREDICTIONS), pl.read_parquet(TOKENS)
     stats = cf.bin_statistics(preds.lazy(), by=["model", "task"])
     sums = cf.nll_sums(losses, by=["model", "task"], tokens="tokens")
-    table = cf.comparison_from_statistics(stats, sums)
-    board = cf.leaderboard(table, stats, sums)
+    board = cf.leaderboard(stats, sums)
     assert isinstance(board, pl.LazyFrame)
     got = board.collect().sort("model")
     per_model = losses.group_by("model").agg(pl.col("nll").sum(), pl.col("tokens").sum())
@@ -94,40 +89,28 @@ def test_leaderboard_is_lazy_in_lazy_out_and_pools_perplexity() -> None:
 
 def test_leaderboard_names_the_model_key() -> None:
     stats = cf.bin_statistics(pl.read_parquet(PREDICTIONS), by=["model", "task"])
-    table = cf.comparison_from_statistics(stats, uncertainty=False)
     with pytest.raises(cf.TableError, match='model="COL"'):
-        cf.leaderboard(table, stats, model="checkpoint")
-    board = cf.leaderboard(table, stats, uncertainty=False)
+        cf.leaderboard(stats, model="checkpoint")
+    sums = cf.nll_sums(pl.read_parquet(TOKENS), by="task", tokens="tokens")
+    with pytest.raises(cf.TableError, match="not a key of the NLL sums"):
+        cf.leaderboard(stats, sums)
+    board = cf.leaderboard(stats, uncertainty=False)
     assert not [c for c in board.columns if "_ci_" in c]
     assert "miscalibrated_tasks" not in board.columns  # no noise floor without uncertainty
+    # another key names the models: its rows are pooled over the models' tasks
+    by_task = cf.leaderboard(stats, model="task", uncertainty=False)
+    assert by_task.columns[0] == "task" and by_task["tasks"].to_list() == [3, 3, 3, 3]
 
 
-@pytest.mark.slow
-def test_compare_equals_the_clis_comparison_table(tmp_path: Path) -> None:
-    out = tmp_path / "report"
-    result = subprocess.run(
-        [sys.executable, "-m", "calib_frames", "report", str(PREDICTIONS), "--token-file",
-         str(TOKENS), "--by", "model,task", "--out", str(out), "--no-charts", "--quiet"],
-        capture_output=True, text=True, cwd=ROOT, timeout=300, check=False,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    assert result.stderr == ""  # --quiet
-    ours = cf.compare(
-        pl.read_parquet(PREDICTIONS),
-        pl.read_parquet(TOKENS),
-        tokens="tokens",
-        bytes="bytes",
-        words="words",
-        by=["model", "task"],
-    )
-    cli_table = pl.read_parquet(out / "comparison.parquet")
-    # the same draws and verdicts; floats to rounding: polars sums a group's floats on
-    # several threads, in an order that may change between runs (of the CLI too)
-    assert_frame_equal(ours, cli_table, check_exact=False, rel_tol=1e-12, abs_tol=1e-15)
-    exact = [c for c, dtype in cli_table.schema.items() if not dtype.is_float()]
-    assert_frame_equal(ours.select(exact), cli_table.select(exact))
-    stats = pl.read_parquet(out / "bin_statistics.parquet")
-    sums = cf.nll_sums(pl.read_parquet(TOKENS), by=["model", "task"], tokens="tokens")
-    board = cf.leaderboard(ours, stats, sums)
-    cli_board = pl.read_parquet(out / "leaderboard.parquet")
-    assert_frame_equal(board, cli_board, check_exact=False, rel_tol=1e-12, abs_tol=1e-15)
+def test_one_input_cannot_mismatch() -> None:
+    """The per-task table is derived from the statistics: a comparison of 2 of 3 tasks or
+    of other bins cannot be mixed in (issue 29.6); it is the comparison of the same call."""
+    stats = cf.bin_statistics(pl.read_parquet(PREDICTIONS), by=["model", "task"])
+    tables = cf.comparison.report_tables(stats, model="model", replicates=50)
+    table, board = tables.comparison, tables.leaderboard
+    assert board is not None
+    assert_frame_equal(board, cf.leaderboard(stats, replicates=50), rel_tol=1e-12, abs_tol=1e-15)
+    for row in board.iter_rows(named=True):
+        tasks = table.filter(pl.col("model") == row["model"])
+        assert row["ece_task_mean"] == pytest.approx(tasks["ece"].mean(), rel=1e-12)
+        assert row["count"] == tasks["count"].sum()

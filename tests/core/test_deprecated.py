@@ -7,14 +7,12 @@ import importlib
 import pytest
 
 import calib_frames as cf
-from calib_frames.comparison import lm_eval_comparison
 from calib_frames.exceptions import TableError
 from calib_frames.stats import spark_bin_statistics
 
 MOVED = [
     ("calib_frames", "SchemaError", TableError),
     ("calib_frames.exceptions", "SchemaError", TableError),
-    ("calib_frames.sources", "lm_eval_comparison", lm_eval_comparison),
     ("calib_frames.engine.spark", "spark_bin_statistics", spark_bin_statistics),
 ]
 

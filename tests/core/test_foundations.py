@@ -290,7 +290,7 @@ def test_every_core_frame_function_is_in_the_namespace() -> None:
 
     modules = [
         importlib.import_module(f"calib_frames.{m}")
-        for m in ("stats", "nll", "metrics", "comparison.table")
+        for m in ("stats", "nll", "metrics", "comparison.side_by_side")
     ]
     core = {name for module in modules for name in module.__all__}
     functions = {name for name in core if callable(getattr(cf, name, None))}

@@ -36,7 +36,7 @@ def layers(spec: dict[str, Any]) -> list[dict[str, Any]]:
 def shipped() -> pl.DataFrame:
     predictions = pl.read_parquet(DATA / "synthetic_predictions.parquet")
     stats = cf.bin_statistics(predictions, by=["model", "task"])
-    return cf.comparison_from_statistics(stats, replicates=50)
+    return cf.comparison_from_bin_statistics(stats, replicates=50)
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +59,7 @@ def many() -> pl.DataFrame:
         ]
     )
     stats = cf.bin_statistics(predictions, by=["model", "task"])
-    return cf.comparison_from_statistics(stats, replicates=20)
+    return cf.comparison_from_bin_statistics(stats, replicates=20)
 
 
 def test_heatmap_cells_are_the_table(shipped: pl.DataFrame) -> None:

@@ -205,7 +205,7 @@ def test_picking_a_model_changes_the_diagram(browser: Any, tmp_path: Path) -> No
     the cell of the group the diagram draws."""
     models, preds = twelve_models()
     stats = cf.bin_statistics(preds, by=["model", "task"])
-    comparison = cf.comparison_from_statistics(stats, replicates=20)
+    comparison = cf.comparison_from_bin_statistics(stats, replicates=20)
     path = write_report(tmp_path / "report.html", comparison=comparison, bin_statistics=stats)
     context, page, log = open_offline(browser, path)
     try:
@@ -383,9 +383,11 @@ def many_models(count: int) -> dict[str, pl.DataFrame]:
     )
     by = ["model", "task"]
     stats = cf.bin_statistics(predictions, by=by)
-    table = cf.compare(predictions, losses, by=by, tokens="tokens", bytes="bytes", replicates=20)
-    board = cf.leaderboard(table, stats, replicates=20)
-    return {"stats": stats, "comparison": table, "leaderboard": board}
+    sums = cf.nll_sums(losses, by=by, tokens="tokens", bytes="bytes")
+    tables = cf.comparison.report_tables(
+        stats, sums, losses, tokens="tokens", bytes="bytes", model="model", replicates=20
+    )
+    return {"stats": stats, "comparison": tables.comparison, "leaderboard": tables.leaderboard}
 
 
 @pytest.fixture(scope="module")

@@ -60,7 +60,8 @@ def test_leaderboard_and_comparison_are_two_tables() -> None:
     by = ["model", "task"]
     stats = cf.bin_statistics(preds, by=by)
     table = cf.compare(preds, by=by, replicates=20)
-    page = report_html(table, bin_statistics=stats, leaderboard=cf.leaderboard(table, stats))
+    board = cf.leaderboard(stats, replicates=20)
+    page = report_html(table, bin_statistics=stats, leaderboard=board)
     assert page.count('id="leaderboard"') == 1 and page.count('id="comparison"') == 1
     assert page.count('<input type="search" class="filter"') == 2
     assert 'data-toggle="ci"' in page

@@ -9,14 +9,7 @@ import polars as pl
 import pytest
 
 from calib_frames.exceptions import ArgumentError, ReadError, TableError
-from calib_frames.sources import (
-    ScanResult,
-    scan_predictions,
-    scan_predictions_skipping,
-    scan_table,
-    scan_table_skipping,
-    scan_tokens,
-)
+from calib_frames.sources import ScanResult, scan_table, scan_table_skipping
 
 
 def write_jsonl(path: Path, records: list[object]) -> Path:
@@ -38,7 +31,7 @@ def hive(tmp_path: Path) -> Path:
 
 
 def test_hive_partitioned_folder(hive: Path) -> None:
-    frame = scan_predictions(hive)
+    frame = scan_table(hive)
     assert isinstance(frame, pl.LazyFrame)
     out = frame.collect().sort("confidence")
     assert out.columns == ["confidence", "correct", "model", "task"]
@@ -56,19 +49,15 @@ def test_glob_and_projection_and_predicate_pushdown(hive: Path) -> None:
     assert frame.head(1).collect().height == 1
 
 
-def test_column_mapping_and_required_columns(tmp_path: Path) -> None:
+def test_column_mapping(tmp_path: Path) -> None:
     file = tmp_path / "p.csv"
     file.write_text("model,p,ok\na,0.9,1\nb,0.4,0\n")
-    out = scan_predictions(file, columns={"p": "confidence", "ok": "correct"}).collect()
+    out = scan_table(file, columns={"p": "confidence", "ok": "correct"}).collect()
     assert out.columns == ["model", "confidence", "correct"]
-    with pytest.raises(TableError, match=r"predictions need columns \['confidence', 'correct'\]"):
-        scan_predictions(file)
     with pytest.raises(TableError, match=r"columns= names \['prob'\]"):
-        scan_predictions(file, columns={"prob": "confidence"})
+        scan_table(file, columns={"prob": "confidence"})
     with pytest.raises(TableError, match="duplicate column names"):
         scan_table(file, columns={"p": "model"})
-    with pytest.raises(TableError, match=r"token frames need columns \['nll'\]"):
-        scan_tokens(file)
 
 
 def test_csv_schema_inferred_from_all_rows(tmp_path: Path) -> None:
@@ -88,14 +77,14 @@ def test_tsv_json_array_and_json_columns(tmp_path: Path) -> None:
     (tmp_path / "a.tsv").write_text("confidence\tcorrect\n0.6\t1\n")
     (tmp_path / "b.json").write_text(json.dumps([{"confidence": 0.7, "correct": 0}]))
     (tmp_path / "c.json").write_text(json.dumps({"confidence": [0.8], "correct": [1]}))
-    out = scan_predictions(tmp_path).collect().sort("confidence")
+    out = scan_table(tmp_path).collect().sort("confidence")
     assert out["confidence"].to_list() == [0.6, 0.7, 0.8]
 
 
 def test_files_with_different_columns_stack_by_name(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "1.jsonl", [{"confidence": 0.1, "correct": False}])
     write_jsonl(tmp_path / "2.jsonl", [{"confidence": 0.2, "correct": True, "model": "x"}])
-    out = scan_predictions(tmp_path).collect().sort("confidence")
+    out = scan_table(tmp_path).collect().sort("confidence")
     assert out["model"].to_list() == [None, "x"]
 
 
@@ -104,8 +93,8 @@ def test_truncated_jsonl_line_names_file_and_line(tmp_path: Path) -> None:
     good = json.dumps({"confidence": 0.5, "correct": True})
     file.write_text(f"{good}\n{good}\n" + '{"confidence": 0.6, "corr\n' + f"{good}\n")
     with pytest.raises(ReadError, match=r"preds\.jsonl, line 3: malformed record"):
-        scan_predictions(file).collect()
-    result = scan_predictions_skipping(file)
+        scan_table(file).collect()
+    result = scan_table_skipping(file)
     assert isinstance(result, ScanResult)
     assert (result.skipped_records, result.skipped_files) == (1, 0)
     assert result.problems["line"].to_list() == [3]
@@ -117,10 +106,10 @@ def test_wrong_json_type_under_an_override_is_a_bad_record(tmp_path: Path) -> No
         {"confidence": "high", "correct": False}
     ]
     file = write_jsonl(tmp_path / "types.jsonl", records)
-    frame = scan_predictions(file, schema_overrides={"confidence": pl.Float64})
+    frame = scan_table(file, schema_overrides={"confidence": pl.Float64})
     with pytest.raises(ReadError, match=r"types\.jsonl, line 6: malformed record"):
         frame.collect()
-    skipped = scan_predictions_skipping(file, schema_overrides={"confidence": pl.Float64})
+    skipped = scan_table_skipping(file, schema_overrides={"confidence": pl.Float64})
     assert skipped.skipped_records == 1
     assert skipped.frame.collect()["confidence"].to_list() == [0.5] * 5
     # Without an override the column is read as what the data hold (String), not guessed.
@@ -131,8 +120,8 @@ def test_ragged_csv_row(tmp_path: Path) -> None:
     file = tmp_path / "r.csv"
     file.write_text("confidence,correct\n0.5,1\n0.2,0,7\n0.3,1\n0.4,0,1\n")
     with pytest.raises(ReadError, match=r"r\.csv, line 3: malformed record"):
-        scan_predictions(file).collect()
-    result = scan_predictions_skipping(file)
+        scan_table(file).collect()
+    result = scan_table_skipping(file)
     assert result.skipped_records == 2
     assert result.problems["line"].to_list() == [3, 5]
     assert result.frame.collect()["confidence"].to_list() == [0.5, 0.3]
@@ -143,8 +132,8 @@ def test_file_named_parquet_that_is_not_parquet(tmp_path: Path) -> None:
     pl.DataFrame({"confidence": [0.5], "correct": [True]}).write_parquet(good)
     (tmp_path / "fake.parquet").write_text("confidence,correct\n0.5,1\n")
     with pytest.raises(ReadError, match=r"fake\.parquet: cannot read it as parquet"):
-        scan_predictions(tmp_path)
-    result = scan_predictions_skipping(tmp_path)
+        scan_table(tmp_path)
+    result = scan_table_skipping(tmp_path)
     assert (result.skipped_records, result.skipped_files) == (0, 1)
     assert result.problems["file"].str.ends_with("fake.parquet").all()
     assert result.frame.collect().height == 1
@@ -181,7 +170,7 @@ def test_unknown_suffix_and_arguments(tmp_path: Path) -> None:
     file.write_text("confidence,correct\n0.5,1\n")
     with pytest.raises(ArgumentError, match="pass format="):
         scan_table(file)
-    assert scan_predictions(file, format="csv").collect().height == 1
+    assert scan_table(file, format="csv").collect().height == 1
     with pytest.raises(ArgumentError, match="format="):
         scan_table(file, format="xlsx")  # type: ignore[arg-type]
     with pytest.raises(ArgumentError, match="polars dtypes"):
@@ -211,12 +200,12 @@ def test_truncated_parquet_and_projection_through_the_guard(tmp_path: Path) -> N
 def test_skip_mode_counts_an_unreadable_json_file(tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text('{"confidence": [0.5,')
     write_jsonl(tmp_path / "ok.jsonl", [{"confidence": 0.5, "correct": True}])
-    result = scan_predictions_skipping(tmp_path)
+    result = scan_table_skipping(tmp_path)
     assert (result.skipped_records, result.skipped_files) == (0, 1)
     assert result.problems["reason"].str.contains("not valid JSON").all()
     assert result.frame.collect().height == 1
 
 
 def test_streaming_and_in_memory_engines_agree(hive: Path) -> None:
-    frame = scan_predictions(hive).sort("confidence")
+    frame = scan_table(hive).sort("confidence")
     assert frame.collect(engine="streaming").equals(frame.collect(engine="in-memory"))

@@ -337,3 +337,35 @@ def test_cli_detects_a_single_json_log(capsys: pytest.CaptureFixture[str]) -> No
     assert main(["compare", str(JSON_LOGS[0])]) == 0
     out = capsys.readouterr().out
     assert "calib_colors_mc" in out and "choice" in out
+
+
+def test_answer_tokens_are_cleaned_as_the_openai_reader_cleans_them(tmp_path: Path) -> None:
+    """ "B\u200b" was option B to the OpenAI reader and no letter to this one (it stripped
+    whitespace only): both now read a token through ``text.clean_text``, then strip it."""
+    from calib_frames.sources import openai_answer_confidence
+
+    log = json.loads(JSON_LOGS[0].read_text())
+    sample = log["samples"][0]
+    assert sample["id"] == "colors-banana" and sample["target"] == "B"
+    answer = sample["output"]["choices"][0]["logprobs"]["content"][-1]
+    assert answer["token"] == " B"
+    tokens = [" B\u200b", "\x00A", " \uff23", "D\ufeff", " b"]  # zero-width, NUL, fullwidth, BOM
+    answer["token"] = tokens[0]
+    for alternative, token in zip(answer["top_logprobs"], tokens, strict=True):
+        alternative["token"] = token
+    target = tmp_path / JSON_LOGS[0].name
+    target.write_text(json.dumps(log))
+    row = scan_inspect_samples(target).filter(pl.col("sample") == "colors-banana").collect()
+    assert row["confidence"][0] == pytest.approx(math.exp(answer["logprob"]), rel=1e-15)
+    letters = [math.exp(a["logprob"]) for a in answer["top_logprobs"][:4]]  # not " b"
+    assert row["letter_mass"][0] == pytest.approx(sum(letters), rel=1e-12)
+    assert row["letters_missing"][0] == 0
+    # the OpenAI reader reads the same tokens as the same letters
+    top = [{"token": t, "logprob": a["logprob"], "bytes": None}
+           for t, a in zip(tokens, answer["top_logprobs"], strict=True)]  # fmt: skip
+    frame = pl.DataFrame({"file": "f", "line": 1, "custom_id": None, "id": "r", "model": "m",
+                          "choice": 0, "position": [0], "token": [tokens[0]],
+                          "logprob": [answer["logprob"]], "nll": [-answer["logprob"]],
+                          "bytes": [3], "top_logprobs": [top]})  # fmt: skip
+    read = openai_answer_confidence(frame).row(0, named=True)
+    assert (read["answer"], read["alternatives"]) == ("B", ["B", "A", "C", "D", "b"])

@@ -16,6 +16,8 @@ from calib_frames import comparison, sources
 from calib_frames.exceptions import ArgumentError, DataError, ReadError, TableError
 
 ROOT = Path(__file__).resolve().parents[2]
+PREDICTION_ROLES = {"confidence": pl.Float64(), "correct": pl.Boolean()}
+TOKEN_ROLES = {"nll": pl.Float64(), "tokens": pl.Int64()}
 LM_EVAL = ROOT / "data" / "lm_eval"
 RESPONSES = ROOT / "data" / "openai" / "responses.jsonl"
 
@@ -256,9 +258,7 @@ def test_lm_eval_empty_samples_file(tmp_path: Path) -> None:
         ("confidence,correct\n0.5,yes\n", "p.csv, line 2"),
     ],
 )
-def test_scan_predictions_types_role_columns(
-    tmp_path: Path, content: str, problem: str | None
-) -> None:
+def test_scan_table_types_role_columns(tmp_path: Path, content: str, problem: str | None) -> None:
     """These came out as String columns: calibration_metrics then said 'must be numeric,
     got dtype String' with no row or line."""
     import calib_frames as cf
@@ -267,9 +267,9 @@ def test_scan_predictions_types_role_columns(
     file.write_text(content)
     if problem is not None and "line" in problem:
         with pytest.raises(ReadError, match=problem):
-            sources.scan_predictions(file).collect()
+            sources.scan_table(file, roles=PREDICTION_ROLES).collect()
         return
-    frame = sources.scan_predictions(file)
+    frame = sources.scan_table(file, roles=PREDICTION_ROLES)
     assert frame.collect_schema() == pl.Schema({"confidence": pl.Float64, "correct": pl.Boolean})
     if problem is None:
         assert frame.collect().height == 0
@@ -278,23 +278,28 @@ def test_scan_predictions_types_role_columns(
             cf.calibration_metrics(frame).collect()
 
 
-def test_scan_tokens_types_role_columns(tmp_path: Path) -> None:
+def test_scan_table_types_token_role_columns(tmp_path: Path) -> None:
     file = tmp_path / "t.csv"
     file.write_text("doc,nll,tokens\n1,2.5,x\n")
     with pytest.raises(ReadError, match=r"t\.csv, line 2"):
-        sources.scan_tokens(file).collect()
+        sources.scan_table(file, roles=TOKEN_ROLES).collect()
     file.write_text("doc,nll,tokens\n")
-    assert sources.scan_tokens(file).collect_schema()["tokens"] == pl.Int64
+    assert sources.scan_table(file, roles=TOKEN_ROLES).collect_schema()["tokens"] == pl.Int64
 
 
 def test_schema_overrides_win_and_parquet_keeps_its_types(tmp_path: Path) -> None:
     file = tmp_path / "p.csv"
     file.write_text("confidence,correct\n0.5,yes\n")
-    frame = sources.scan_predictions(file, schema_overrides={"correct": pl.String})
+    frame = sources.scan_table(
+        file, roles=PREDICTION_ROLES, schema_overrides={"correct": pl.String}
+    )
     assert frame.collect()["correct"].to_list() == ["yes"]
     parquet = tmp_path / "p.parquet"
     pl.DataFrame({"confidence": ["0.5"], "correct": [True]}).write_parquet(parquet)
-    assert sources.scan_predictions(parquet).collect_schema()["confidence"] == pl.String
+    assert (
+        sources.scan_table(parquet, roles=PREDICTION_ROLES).collect_schema()["confidence"]
+        == pl.String
+    )
 
 
 def test_lm_eval_samples_cut_at_a_line_boundary(tmp_path: Path) -> None:
@@ -325,7 +330,7 @@ def test_csv_header_naming_a_column_twice(tmp_path: Path) -> None:
     with pytest.raises(ReadError, match=r"p\.csv, line 1: .*'confidence' more than once"):
         sources.scan_table(file)
     with pytest.raises(ReadError, match="more than once"):
-        sources.scan_predictions(file)
+        sources.scan_table(file, roles=PREDICTION_ROLES)
 
 
 @pytest.mark.parametrize("paths", [3, None, b"p.csv", [Path("p.csv"), 3]])
@@ -428,7 +433,7 @@ def test_lm_eval_samples_file_with_a_bom(tmp_path: Path) -> None:
     plain = tmp_path / "p.jsonl"
     plain.write_bytes(b'\xef\xbb\xbf{"confidence": 0.5, "correct": true}\n')
     with pytest.raises(ReadError, match=r"p.jsonl, line 1: the file starts with a UTF-8 byte"):
-        sources.scan_predictions(plain).collect()
+        sources.scan_table(plain).collect()
 
 
 def test_sample_consistency_answers_with_invisible_characters() -> None:

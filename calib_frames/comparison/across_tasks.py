@@ -1,4 +1,4 @@
-r"""The leaderboard: one row per model across its tasks, pooled and averaged.
+r"""The leaderboard's pooling: one row per model across its tasks, pooled and averaged.
 
 A comparison table has one row per model × task; a reader comparing 50 models wants one
 row per model. Two summaries answer different questions, and the leaderboard gives both:
@@ -30,107 +30,49 @@ from statistics import NormalDist
 
 import polars as pl
 
-from calib_frames.comparison.report_table import REPLICATES, with_columns_of
-from calib_frames.exceptions import TableError
-from calib_frames.metrics.calibration import MCE_MIN_COUNT, metrics_from_bin_statistics
+from calib_frames.comparison.side_by_side import with_columns_of
+from calib_frames.metrics.calibration import metrics_from_bin_statistics
 from calib_frames.metrics.tokens import perplexity_from_nll_sums
 from calib_frames.nll import merge_nll_sums
-from calib_frames.schema import BIN_STATISTICS, NLL_SUMS
 from calib_frames.stats import merge_bin_statistics
 from calib_frames.validation import Frame, as_lazy, return_like
 
-__all__ = ["LEADERBOARD_METRICS", "leaderboard"]
+__all__ = ["LEADERBOARD_METRICS", "leaderboard_of"]
 
 LEADERBOARD_METRICS = ("accuracy", "ece", "mce", "brier", "log_loss")
 """The calibration metrics of the leaderboard, pooled and as a mean over tasks."""
 
 
-def leaderboard(
+def leaderboard_of(
     comparison: Frame,
-    stats: Frame,
-    sums: Frame | None = None,
+    stats: pl.DataFrame | pl.LazyFrame,
+    sums: pl.DataFrame | pl.LazyFrame | None,
     *,
-    model: str = "model",
-    mce_min_count: int = MCE_MIN_COUNT,
-    uncertainty: bool = True,
-    replicates: int = REPLICATES,
-    level: float = 0.95,
-    seed: int = 0,
+    model: str,
+    mce_min_count: int,
+    uncertainty: bool,
+    replicates: int,
+    level: float,
+    seed: int,
 ) -> Frame:
-    """One row per model across its tasks: pooled metrics, means over tasks, intervals.
+    """The leaderboard of a per-group table and the tables it was computed from.
 
-    Pooled = the metric of the model's bin statistics added over its tasks; mean over
-    tasks = the unweighted mean of the per-task metrics; both with intervals (module
-    docstring for how), and on how many tasks the ECE is beyond the noise floor.
-
-    Parameters
-    ----------
-    comparison
-        The per-group table (:func:`~calib_frames.compare`,
-        :func:`~calib_frames.comparison_from_statistics`, or the CLI's
-        ``comparison.parquet``), keyed by ``model`` and the task key(s).
-    stats
-        The bin-statistics table it was computed from (same keys).
-    sums
-        The NLL-sums table, for the pooled perplexity (``None``: none).
-    model
-        The key column that names a model; the other keys are the tasks.
-    mce_min_count
-        As for :func:`~calib_frames.metrics_from_bin_statistics`.
-    uncertainty
-        Add the intervals (``<metric>_ci_low/_high``, ``<metric>_task_mean_ci_low/_high``).
-    replicates, level, seed
-        Of the pooled bootstrap (defaults those of :func:`~calib_frames.compare`); ``level``
-        also of the task-mean intervals.
+    What :func:`~calib_frames.leaderboard` returns (the module docstring says how each
+    column is computed), from a ``comparison`` already at hand (the report pipeline's),
+    so that nothing is computed twice. ``comparison`` comes from ``stats`` and ``sums``
+    (:func:`~calib_frames.comparison_from_bin_statistics`) with the same ``uncertainty``,
+    ``replicates``, ``level`` and ``seed``; ``model`` is a key of ``stats`` and of
+    ``sums`` (:func:`~calib_frames.comparison.report_tables` checks it).
 
     Returns
     -------
     DataFrame or LazyFrame (the kind of ``comparison``)
-        ``model``, ``tasks``, ``count``, the pooled :data:`LEADERBOARD_METRICS` [and
-        ``perplexity``], ``<metric>_task_mean`` of each metric the comparison has
-        [``perplexity_task_mean``], the intervals, and ``miscalibrated_tasks`` (when the
-        comparison has ``ece_beyond_noise``); sorted by pooled ECE, best first.
-
-    Raises
-    ------
-    TableError
-        ``model`` is not a key of ``stats``, or a table is not the one its role needs.
-
-    See Also
-    --------
-    compare : the per-group table.
-    merge_bin_statistics : the pooling (``by=``).
-
-    Examples
-    --------
-    >>> import polars as pl
-    >>> import calib_frames as cf
-    >>> preds = pl.read_parquet("data/synthetic_predictions.parquet")
-    >>> stats = cf.bin_statistics(preds, by=["model", "task"])
-    >>> table = cf.comparison_from_statistics(stats)
-    >>> board = cf.leaderboard(table, stats)
-    >>> board.select("model", "tasks", "miscalibrated_tasks").rows()
-    [('calibrated', 4, 0), ('underconfident', 4, 4), ('overconfident', 4, 4)]
-    >>> board.select(pl.col("ece", "ece_task_mean").round(3)).row(0)  # pooled, mean
-    (0.01, 0.018)
     """
     from calib_frames.estimators.bootstrap import intervals_from_bin_statistics
 
     lazy_stats = as_lazy(stats)
-    keys: list[str] = BIN_STATISTICS.keys(lazy_stats.collect_schema())
-    if model not in keys:
-        raise TableError(
-            f"model={model!r} is not a key of the bin statistics (keys: {keys}); name the "
-            'key column that identifies a model with model="COL"'
-        )
     per_task = as_lazy(comparison)
     names = per_task.collect_schema().names()
-    missing = [k for k in keys if k not in names]
-    if missing:
-        raise TableError(
-            f"the comparison table lacks the keys {missing} of the bin statistics: pass the "
-            "table computed from these statistics"
-        )
     pooled_stats = merge_bin_statistics(lazy_stats, by=model)
     metrics: tuple[str, ...] = LEADERBOARD_METRICS
     board = as_lazy(metrics_from_bin_statistics(pooled_stats, mce_min_count=mce_min_count))
@@ -157,10 +99,7 @@ def leaderboard(
             board, ci.select(model, *(c for c in bounds if c in present)), [model]
         )
     if sums is not None:
-        lazy_sums = as_lazy(sums)
-        if model not in NLL_SUMS.keys(lazy_sums.collect_schema()):
-            raise TableError(f"model={model!r} is not a key of the NLL sums")
-        ppl = as_lazy(perplexity_from_nll_sums(merge_nll_sums(lazy_sums, by=model)))
+        ppl = as_lazy(perplexity_from_nll_sums(merge_nll_sums(as_lazy(sums), by=model)))
         board = with_columns_of(board, ppl.select(model, "perplexity"), [model])
     averaged = [m for m in (*metrics, "perplexity") if m in names]
     z = NormalDist().inv_cdf((1 + level) / 2)

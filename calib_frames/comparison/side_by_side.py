@@ -1,11 +1,12 @@
-"""The comparison table: calibration and perplexity metrics side by side, one row per group.
+"""Tables side by side, one row per group: calibration and perplexity metrics joined.
 
-This is the "many models in one table" view: join the per-group outputs of
-:func:`~calib_frames.calibration_metrics` and :func:`~calib_frames.perplexity` on the
-group keys they share (e.g. calibration by model × task, perplexity by model). Each
+:func:`comparison_table` is the "many models in one table" view: join the per-group
+outputs of :func:`~calib_frames.calibration_metrics` and :func:`~calib_frames.perplexity`
+on the group keys they share (e.g. calibration by model × task, perplexity by model). Each
 table's keys are the ones it was built with (the columns before its first column, see
 :mod:`calib_frames.schema`), so a derived column appended to either table is carried
-along but never joined on.
+along but never joined on. :func:`with_columns_of` adds the columns of another per-group
+table (intervals, a noise floor) that a table lacks.
 """
 
 from __future__ import annotations
@@ -16,7 +17,16 @@ from calib_frames.exceptions import TableError
 from calib_frames.schema import METRICS, PERPLEXITY, Table
 from calib_frames.validation import Frame, as_lazy, return_like
 
-__all__ = ["comparison_table"]
+__all__ = ["comparison_table", "with_columns_of"]
+
+
+def with_columns_of(table: pl.LazyFrame, extra: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
+    """``table`` with the columns of ``extra`` it lacks, joined on ``keys`` (left join)."""
+    names = table.collect_schema().names()
+    extra = extra.select(*keys, *(c for c in extra.collect_schema().names() if c not in names))
+    if not keys:
+        return pl.concat([table, extra], how="horizontal")
+    return table.join(extra, on=keys, how="left", nulls_equal=True, maintain_order="left")
 
 
 def comparison_table(metrics: Frame, perplexity: Frame) -> Frame:

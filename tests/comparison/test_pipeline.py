@@ -1,0 +1,123 @@
+"""The report pipeline (comparison/pipeline.py): one build of the report's tables, shared by
+``cf.compare``, ``cf.leaderboard``, ``calib-frames compare`` and ``calib-frames report``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+import calib_frames as cf
+from calib_frames.cli import main
+from calib_frames.comparison import report_tables
+from tests.factories import DATA
+
+PREDICTIONS = DATA / "synthetic_predictions.parquet"
+TOKENS = DATA / "synthetic_tokens.parquet"
+BY = ["model", "task"]
+
+
+def assert_same(ours: pl.DataFrame, theirs: pl.DataFrame) -> None:
+    """The same draws and verdicts; floats to rounding (polars sums a group's floats on
+    several threads, in an order that may change between runs, of the CLI too)."""
+    assert_frame_equal(ours, theirs, check_exact=False, rel_tol=1e-12, abs_tol=1e-15)
+    exact = [c for c, dtype in theirs.schema.items() if not dtype.is_float()]
+    assert_frame_equal(ours.select(exact), theirs.select(exact))
+
+
+@pytest.fixture(scope="module")
+def rows() -> tuple[pl.DataFrame, pl.DataFrame]:
+    return pl.read_parquet(PREDICTIONS), pl.read_parquet(TOKENS)
+
+
+def test_the_cli_compare_writes_what_cf_compare_returns(
+    rows: tuple[pl.DataFrame, pl.DataFrame], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "table.parquet"
+    status = main(["compare", str(PREDICTIONS), "--token-file", str(TOKENS), "--by", "model,task",
+                   "--output", str(out), "--replicates", "50", "--seed", "3"])  # fmt: skip
+    assert status == 0
+    printed = capsys.readouterr().out
+    assert "verdict" in printed and "ece_ci_low" in printed  # the summary shows them
+    ours = cf.compare(
+        *rows, tokens="tokens", bytes="bytes", words="words", by=BY, replicates=50, seed=3
+    )
+    assert_same(ours, pl.read_parquet(out))
+    assert {"perplexity_ci_low", "ece_p_value", "verdict"} <= set(ours.columns)
+
+
+def test_the_cli_report_writes_what_the_pipeline_builds(
+    rows: tuple[pl.DataFrame, pl.DataFrame], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "report"
+    status = main(["report", str(PREDICTIONS), "--token-file", str(TOKENS), "--by", "model,task",
+                   "--out", str(out), "--no-charts", "--replicates", "50", "--quiet"])  # fmt: skip
+    assert status == 0
+    capsys.readouterr()
+    predictions, losses = rows
+    stats = cf.bin_statistics(predictions, by=BY)
+    sums = cf.nll_sums(losses, by=BY, tokens="tokens", bytes="bytes", words="words")
+    tables = report_tables(
+        stats, sums, losses, tokens="tokens", bytes="bytes", model="model", replicates=50
+    )
+    assert isinstance(tables.leaderboard, pl.DataFrame)
+    assert_same(tables.comparison, pl.read_parquet(out / "comparison.parquet"))
+    assert_same(tables.leaderboard, pl.read_parquet(out / "leaderboard.parquet"))
+    # cf.compare is the same comparison; the leaderboard has the task means' intervals
+    # of perplexity because the per-task perplexities have theirs (the token rows)
+    compared = cf.compare(
+        *rows, tokens="tokens", bytes="bytes", words="words", by=BY, replicates=50
+    )
+    assert_same(compared, tables.comparison)
+    assert "perplexity_task_mean_ci_low" in tables.leaderboard.columns
+
+
+def test_compare_without_uncertainty_is_metrics_beside_perplexity(
+    rows: tuple[pl.DataFrame, pl.DataFrame],
+) -> None:
+    predictions, losses = rows
+    table = cf.compare(predictions, losses, tokens="tokens", by=BY, uncertainty=False)
+    expected = cf.comparison_table(
+        cf.calibration_metrics(predictions, by=BY), cf.perplexity(losses, tokens="tokens", by=BY)
+    )
+    assert_same(table, expected)
+    assert not [c for c in table.columns if "_ci_" in c or "noise" in c or c == "verdict"]
+
+
+def test_lazy_in_lazy_out(rows: tuple[pl.DataFrame, pl.DataFrame]) -> None:
+    predictions, losses = rows
+    table = cf.compare(predictions.lazy(), losses.lazy(), tokens="tokens", by=BY, replicates=20)
+    assert isinstance(table, pl.LazyFrame)
+    eager = cf.compare(predictions, losses, tokens="tokens", by=BY, replicates=20)
+    assert_same(table.collect(), eager)
+    stats = cf.bin_statistics(predictions.lazy(), by=BY)
+    tables = report_tables(stats, model="model", uncertainty=False)
+    assert isinstance(tables.comparison, pl.LazyFrame)
+    assert isinstance(tables.leaderboard, pl.LazyFrame)
+    assert tables.perplexity is None
+    assert isinstance(cf.comparison_from_bin_statistics(stats, uncertainty=False), pl.LazyFrame)
+
+
+def test_figures_beside_and_keys(rows: tuple[pl.DataFrame, pl.DataFrame]) -> None:
+    predictions, losses = rows
+    stats = cf.bin_statistics(predictions, by=BY)
+    beside = pl.DataFrame(
+        {"model": ["calibrated", "other"], "task": ["code", "wiki"], "reported": [0.5, 0.7]}
+    )
+    table = report_tables(stats, beside=beside, uncertainty=False).comparison
+    assert table.height == 13  # a group only the figures have gets a row
+    assert table.filter(pl.col("reported").is_not_null()).select("model", "count").rows() == [
+        ("calibrated", 2000),
+        ("other", None),
+    ]
+    with pytest.raises(cf.TableError, match=r"beside= lacks the keys \['task'\]"):
+        report_tables(stats, beside=beside.drop("task"), uncertainty=False)
+    with pytest.raises(cf.TableError, match='model="COL"'):
+        report_tables(stats, model="run", uncertainty=False)
+    # NLL sums without the model key: the report keeps its leaderboard, without perplexity
+    sums = cf.nll_sums(losses, by="task", tokens="tokens")
+    board = report_tables(stats, sums, model="model", uncertainty=False).leaderboard
+    assert board is not None and "perplexity" not in board.columns
+    assert "perplexity_task_mean" in board.columns
