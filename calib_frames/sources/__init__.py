@@ -43,7 +43,7 @@ from calib_frames.sources.openai import (
     scan_openai_choices,
     scan_openai_tokens,
 )
-from calib_frames.sources.options import brier_multiclass, choice_predictions, option_probabilities
+from calib_frames.sources.options import choice_predictions, option_probabilities
 from calib_frames.sources.text import (
     IPCC_WORDS,
     KENT_WORDS,
@@ -63,7 +63,6 @@ __all__ = [
     "ScanResult",
     "Skipped",
     "answer_confidence",
-    "brier_multiclass",
     "choice_predictions",
     "openai_answer_confidence",
     "option_probabilities",

@@ -14,9 +14,11 @@ from calib_frames.estimators.bootstrap import (
     bootstrap_bin_statistics,
     calibration_intervals,
     intervals_from_bin_statistics,
+)
+from calib_frames.estimators.perplexity_bootstrap import (
     nll_moment_sums,
     perplexity_intervals,
-    perplexity_intervals_from_sums,
+    perplexity_intervals_from_nll_sums,
 )
 from calib_frames.exceptions import ArgumentError, DataError, TableError
 
@@ -318,7 +320,7 @@ def test_moment_sums_are_additive_and_required(documents: pl.DataFrame) -> None:
     np.testing.assert_allclose(merged.drop("g").to_numpy(), whole.drop("g").to_numpy(), rtol=1e-12)
     point = cf.perplexity(documents, tokens="tokens", by="g")
     np.testing.assert_allclose(whole["nll_sum"], point["nll_sum"], rtol=1e-12)
-    ci = perplexity_intervals_from_sums(merged, replicates=200)
+    ci = perplexity_intervals_from_nll_sums(merged, replicates=200)
     assert ci.columns[0] == "g" and "bits_per_byte_ci_high" in ci.columns
     with pytest.raises(TableError, match="nll_sq_sum"):
-        perplexity_intervals_from_sums(point)
+        perplexity_intervals_from_nll_sums(point)

@@ -11,13 +11,13 @@ import pytest
 import calib_frames as cf
 from calib_frames import Binning
 from calib_frames.multiclass import (
-    MULTICLASS_COLUMNS,
     class_probability_rows,
     classwise_metrics,
     multiclass_calibration,
     pooled_metrics,
     top_label_metrics,
 )
+from calib_frames.schema import MULTICLASS_CALIBRATION
 
 # Test-only reference libraries: a missing one skips this module, it does not break collection.
 brier_score_loss = pytest.importorskip("sklearn.metrics").brier_score_loss
@@ -139,7 +139,7 @@ def test_brier_and_log_loss_conventions(sample: tuple[np.ndarray, np.ndarray]) -
     summary = multiclass_calibration(
         list_frame(probs, labels), probabilities="probs", label="label"
     )
-    assert summary.columns == list(MULTICLASS_COLUMNS)
+    assert summary.columns == list(MULTICLASS_CALIBRATION.names)
     # scikit-learn without halving == lm-evaluation-harness' brier_score (sum over classes)
     sk = brier_score_loss(labels, probs, scale_by_half=False)
     one_hot = np.eye(4)[labels]
@@ -192,7 +192,7 @@ def test_layouts_agree(sample: tuple[np.ndarray, np.ndarray]) -> None:
     ]  # fmt: skip
     for other in results[1:]:
         assert other.columns == results[0].columns
-        for column in MULTICLASS_COLUMNS:
+        for column in MULTICLASS_CALIBRATION.names:
             np.testing.assert_allclose(
                 other[column].to_numpy(), results[0][column].to_numpy(), rtol=1e-12
             )
