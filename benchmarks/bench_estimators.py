@@ -64,11 +64,11 @@ from benchmarks import harness, report
 from benchmarks.peers import Registry, Result
 from benchmarks.workload import Source, Spec, frame_source
 from calib_frames.estimators.corp import corp_decomposition
-from calib_frames.estimators.isotonic import isotonic_blocks
+from calib_frames.estimators.pav import isotonic_blocks
 from calib_frames.estimators.selective import selective_metrics
 from calib_frames.estimators.sensitivity import ece_by_bin_count
 from calib_frames.estimators.smooth import smooth_ece
-from calib_frames.recalibrate.helm import helm_calibration
+from calib_frames.recalibrate.helm_suite import helm_calibration
 
 CORP_TERMS = ("mean_score", "miscalibration", "discrimination", "uncertainty")
 BIN_COUNTS = range(5, 31)

@@ -20,11 +20,11 @@ Only the sums a metric's formula reads are computed (``ece``: the rows and the t
 residual sums of each bin; ``brier``, ``log_loss``: three sums, no bins), so the cost is
 about (sums read) × rows, with nothing held per group; ``binned_metrics`` reads all nine
 sums per bin, and reduces them with the bins as rows of a list (``list.eval``, the
-bin table's reduction): its several hundred formula terms on the aggregated sums cost ~4 s
-on polars' in-memory engine (``DataFrame.group_by().agg``) at 10^6 rows,
-this ~0.2 s. The frame API's one ``group_by`` pass stays the cheapest way to get many
-metrics at once (``benchmarks/bench_expr.py`` measures both, and polarbearings' window
-expressions beside them).
+bin table's reduction): its several hundred formula terms on the aggregated sums are slow
+on polars' in-memory engine (``DataFrame.group_by().agg``), the list reduction is not. The
+frame API's one ``group_by`` pass stays the cheapest way to get many metrics at once
+(``benchmarks/bench_expr.py`` measures both, and polarbearings' window expressions beside
+them; BENCHMARKS.md has the figures).
 
 Why functions and not an expression namespace (``pl.col("confidence").calib.ece("correct")``):
 every metric here reads two columns with equal standing (and often a weight), so a
@@ -196,7 +196,7 @@ def _build(
     so each sum runs once. Many metrics (``rows=True``): the bins become rows, a list of
     one struct of sums per bin, reduced in ``list.eval`` exactly as the bin table is
     (``.sum()`` over bins), because several hundred formula terms on the aggregated sums
-    are slow on the in-memory engine (``DataFrame.group_by().agg``: 4 s at 10^6 rows).
+    are slow on the in-memory engine (``DataFrame.group_by().agg``).
     """
     p = _col(confidence).cast(pl.Float64)
     y = _col(correct).cast(pl.Float64)
@@ -302,7 +302,10 @@ def ece(
     bins: BinsLike = 10,
     weight: IntoExpr | None = None,
 ) -> pl.Expr:
-    """Expected calibration error: Σ_b (W_b/N)·|p̄_b − ȳ_b|.
+    """Expected calibration error: Σ_b (W_b/N)·|p̄_b − ȳ_b|, N = Σ_i w_i.
+
+    W_b is bin b's weight (its row count without weights), p̄_b and ȳ_b its weighted
+    mean confidence and accuracy.
 
     Parameters
     ----------
@@ -384,7 +387,7 @@ def rmsce(
     bins: BinsLike = 10,
     weight: IntoExpr | None = None,
 ) -> pl.Expr:
-    """Root-mean-square calibration error: √(Σ_b (W_b/N)·(p̄_b − ȳ_b)²).
+    """Root-mean-square calibration error: √(Σ_b (W_b/N)·(p̄_b − ȳ_b)²), N = Σ_i w_i.
 
     Parameters
     ----------
@@ -413,7 +416,9 @@ def brier(
     *,
     weight: IntoExpr | None = None,
 ) -> pl.Expr:
-    """Brier score: (1/N)·Σ_i w_i (p_i − y_i)² (needs no bins).
+    """Brier score: Σ_i w_i (p_i − y_i)² / Σ_i w_i, the weighted mean (needs no bins).
+
+    Without weights every w_i is 1 and it is the plain mean over the N rows.
 
     Parameters
     ----------
@@ -432,6 +437,13 @@ def brier(
     >>> df = pl.DataFrame({"confidence": [0.9, 0.4], "correct": [True, False]})
     >>> round(df.select(cf.brier()).item(), 12)
     0.085
+
+    With weights 3 and 1 the squared errors 0.01 and 0.64 average to
+    (3·0.01 + 1·0.64) / 4 = 0.1675:
+
+    >>> df = pl.DataFrame({"confidence": [0.9, 0.8], "correct": [True, False], "w": [3, 1]})
+    >>> round(df.select(cf.brier(weight="w")).item(), 12)
+    0.1675
     """
     return _metric("brier", confidence, correct, 1, weight)
 
@@ -442,7 +454,7 @@ def log_loss(
     *,
     weight: IntoExpr | None = None,
 ) -> pl.Expr:
-    """Log loss: (1/N)·Σ_i w_i (−y_i ln p_i − (1 − y_i) ln(1 − p_i)), not clipped.
+    """Log loss: Σ_i w_i (−y_i ln p_i − (1 − y_i) ln(1 − p_i)) / Σ_i w_i, not clipped.
 
     Parameters
     ----------

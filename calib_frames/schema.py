@@ -17,16 +17,26 @@ table               first column                 built by
 ``PERPLEXITY``      ``count``                    :func:`~calib_frames.perplexity`
 ==================  ===========================  =========================================
 
-The tables of :mod:`calib_frames.sources` and the lm-eval comparison:
+The tables of :mod:`calib_frames.sources`, the multi-class Brier score and the lm-eval
+comparison:
 
 ========================  ===============  ================================================
 table                     first column     built by
 ========================  ===============  ================================================
 ``CHOICE_PREDICTIONS``    ``scoring``      :func:`~calib_frames.sources.choice_predictions`
 ``OPTION_PROBABILITIES``  ``scoring``      :func:`~calib_frames.sources.option_probabilities`
-``BRIER_MULTICLASS``      ``scoring``      :func:`~calib_frames.sources.brier_multiclass`
+``BRIER_MULTICLASS``      ``scoring``      :func:`~calib_frames.multiclass.brier_multiclass`
 ``LM_EVAL_COMPARISON``    ``output_type``  :func:`~calib_frames.comparison.lm_eval_comparison`
 ========================  ===============  ================================================
+
+The tables of the estimators, multi-class calibration, recalibration and ranking, each
+named after the function that builds it (the ``built_by`` of its spec):
+``NLL_MOMENTS``, ``NOISE_FLOOR``, ``ISOTONIC_BLOCKS``, ``SMOOTH_ECE``,
+``SMOOTH_RELIABILITY_CURVE``, ``CORP_RELIABILITY``, ``CORP_DECOMPOSITION``,
+``ADAPTIVE_ECE``, ``ECE_BY_BIN_COUNT``, ``SELECTIVE_METRICS``, ``SELECTIVE_CURVE``,
+``MULTICLASS_CALIBRATION``, ``TEMPERATURE``, ``PLATT``, ``HISTOGRAM``, ``ISOTONIC``,
+``HELM_CALIBRATION``, ``RANKING_PER_QUERY``, ``RANKING_METRICS`` and
+``PAIRED_SIGNIFICANCE``.
 
 ``pl.Unknown`` marks a column whose dtype is the caller's (the option and question ids
 keep the input's dtypes); the specs name the question and option columns by their
@@ -60,17 +70,37 @@ from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.validation import as_lazy
 
 __all__ = [
+    "ADAPTIVE_ECE",
     "BIN_STATISTICS",
     "BRIER_MULTICLASS",
     "CELLS",
     "CHOICE_PREDICTIONS",
+    "CORP_DECOMPOSITION",
+    "CORP_RELIABILITY",
+    "ECE_BY_BIN_COUNT",
     "FORMAT_VERSION",
+    "HELM_CALIBRATION",
+    "HISTOGRAM",
+    "ISOTONIC",
+    "ISOTONIC_BLOCKS",
     "LM_EVAL_COMPARISON",
     "METRICS",
+    "MULTICLASS_CALIBRATION",
+    "NLL_MOMENTS",
     "NLL_SUMS",
+    "NOISE_FLOOR",
     "OPTION_PROBABILITIES",
+    "PAIRED_SIGNIFICANCE",
     "PERPLEXITY",
+    "PLATT",
+    "RANKING_METRICS",
+    "RANKING_PER_QUERY",
     "RELIABILITY",
+    "SELECTIVE_CURVE",
+    "SELECTIVE_METRICS",
+    "SMOOTH_ECE",
+    "SMOOTH_RELIABILITY_CURVE",
+    "TEMPERATURE",
     "Table",
 ]
 
@@ -130,6 +160,16 @@ class Table:
             hint = f"; build one with calib_frames.{self.built_by}" if self.built_by else ""
             raise TableError(f"not a {self.name}: missing columns {missing}{hint}")
         return names[: names.index(self.first)]
+
+    def only(self, *names: str) -> Table:
+        """The same table kind with only ``names`` required (what a consumer reads of it).
+
+        Examples
+        --------
+        >>> METRICS.only("count", "ece").names
+        ('count', 'ece')
+        """
+        return Table(self.name, {n: self.columns[n] for n in names}, built_by=self.built_by)
 
     def select(self, keys: Sequence[str], schema: pl.Schema) -> list[str]:
         """``keys`` followed by the spec's columns present in ``schema``, in spec order."""
@@ -341,7 +381,7 @@ OPTION_PROBABILITIES = Table(
 BRIER_MULTICLASS = Table(
     "multi-class Brier table",
     {"scoring": pl.String(), "count": pl.UInt64(), "brier_multiclass": F64},
-    built_by="sources.brier_multiclass",
+    built_by="multiclass.brier_multiclass",
 )
 """One row per (keys…, scoring)."""
 
@@ -369,3 +409,304 @@ LM_EVAL_COMPARISON = Table(
     built_by="comparison.lm_eval_comparison",
 )
 """One row per (model, task, run): calib_frames' value and lm-eval's (``*_lm_eval``)."""
+
+
+# --- the tables of the in-memory estimators (calib_frames.estimators) ---------------
+
+NLL_MOMENTS = Table(
+    "NLL-moments table",
+    {
+        "count": pl.UInt64(),
+        "nll_sum": F64,
+        "tokens": F64,
+        "bytes": F64,
+        "nll_sq_sum": F64,
+        "nll_tokens_sum": F64,
+        "tokens_sq_sum": F64,
+        "nll_bytes_sum": F64,
+        "tokens_bytes_sum": F64,
+        "bytes_sq_sum": F64,
+    },
+    additive=(
+        "count",
+        "nll_sum",
+        "tokens",
+        "bytes",
+        "nll_sq_sum",
+        "nll_tokens_sum",
+        "tokens_sq_sum",
+        "nll_bytes_sum",
+        "tokens_bytes_sum",
+        "bytes_sq_sum",
+    ),
+    built_by="estimators.perplexity_bootstrap.nll_moment_sums",
+    optional=("bytes", "nll_bytes_sum", "tokens_bytes_sum", "bytes_sq_sum"),
+)
+"""One row per group: the NLL sums and their second moments (Σnll², Σnll·tokens, …)."""
+
+NOISE_FLOOR = Table(
+    "noise-floor table",
+    {
+        "count": pl.UInt64(),
+        "populated_bins": pl.UInt32(),
+        "ece": F64,
+        "ece_null_mean": F64,
+        "ece_noise_floor": F64,
+        "ece_p_value": F64,
+        "ece_beyond_noise": pl.Boolean(),
+        "verdict": pl.String(),
+    },
+    built_by="estimators.calibration_noise_floor",
+)
+"""One row per group: the ECE, its distribution under perfect calibration, a verdict."""
+
+ISOTONIC_BLOCKS = Table(
+    "isotonic-blocks table",
+    {
+        "block": pl.UInt32(),
+        "x_lower": F64,
+        "x_upper": F64,
+        "count": pl.UInt64(),
+        "weight": F64,
+        "value": F64,
+    },
+    built_by="estimators.isotonic_blocks",
+)
+"""One row per (group, block) of the pool-adjacent-violators fit."""
+
+SMOOTH_ECE = Table(
+    "smooth-ECE table",
+    {"count": pl.UInt64(), "smooth_ece": F64, "bandwidth": F64},
+    built_by="estimators.smooth_ece",
+)
+"""One row per group."""
+
+SMOOTH_RELIABILITY_CURVE = Table(
+    "smooth reliability curve",
+    {"x": F64, "y": F64, "density": F64},
+    built_by="estimators.smooth_reliability_curve",
+)
+"""One row per (group, grid point)."""
+
+CORP_RELIABILITY = Table(
+    "CORP reliability table",
+    {
+        "block": pl.UInt32(),
+        "confidence_lower": F64,
+        "confidence_upper": F64,
+        "count": pl.UInt64(),
+        "weight": F64,
+        "recalibrated": F64,
+    },
+    built_by="estimators.corp_reliability",
+)
+"""One row per (group, block)."""
+
+CORP_DECOMPOSITION = Table(
+    "CORP decomposition table",
+    {
+        "count": pl.UInt64(),
+        "weight": F64,
+        "mean_score": F64,
+        "miscalibration": F64,
+        "discrimination": F64,
+        "uncertainty": F64,
+    },
+    built_by="estimators.corp_decomposition",
+)
+"""One row per group."""
+
+ADAPTIVE_ECE = Table(
+    "adaptive-ECE table",
+    {
+        "count": pl.UInt64(),
+        "bins": pl.UInt32(),
+        "adaptive_ece": F64,
+        "populated_bins": pl.UInt32(),
+    },
+    built_by="estimators.adaptive_ece",
+)
+"""One row per group."""
+
+ECE_BY_BIN_COUNT = Table(
+    "ECE-by-bin-count table",
+    {"bins": pl.UInt32(), "ece": F64},
+    built_by="estimators.ece_by_bin_count",
+)
+"""One row per (group, number of bins)."""
+
+SELECTIVE_METRICS = Table(
+    "selective-metrics table",
+    {
+        "count": pl.UInt64(),
+        "weight": F64,
+        "accuracy": F64,
+        "aurc": F64,
+        "aurc_oracle": F64,
+        "e_aurc": F64,
+        "accuracy_at_coverage": F64,
+        "coverage_at_accuracy": F64,
+    },
+    built_by="estimators.selective_metrics",
+)
+"""One row per group."""
+
+SELECTIVE_CURVE = Table(
+    "risk-coverage curve",
+    {"threshold": F64, "coverage": F64, "accuracy": F64, "risk": F64},
+    built_by="estimators.selective_curve",
+)
+"""One row per (group, threshold)."""
+
+# --- multi-class, recalibration, ranking ---------------------------------------------
+
+MULTICLASS_CALIBRATION = Table(
+    "multi-class calibration table",
+    {
+        "items": pl.UInt64(),
+        "classes": pl.UInt32(),
+        "accuracy": F64,
+        "top_label_ece": F64,
+        "classwise_ece": F64,
+        "classwise_ece_weighted": F64,
+        "pooled_ece": F64,
+        "brier": F64,
+        "log_loss": F64,
+    },
+    built_by="multiclass.multiclass_calibration",
+)
+"""One row per group."""
+
+_FIT = {"fitted_on": pl.String(), "in_sample": pl.Boolean(), "fit_fingerprint": pl.UInt64()}
+
+TEMPERATURE = Table(
+    "temperature-parameters table",
+    {
+        "temperature": F64,
+        "nll_before": F64,
+        "nll_after": F64,
+        "count": pl.UInt64(),
+        "iterations": pl.UInt32(),
+        "converged": pl.Boolean(),
+        "at_bound": pl.Boolean(),
+        "clipped": pl.UInt64(),
+        **_FIT,
+    },
+    built_by="recalibrate.fit_temperature",
+)
+"""One row per group: T, the mean NLL at T = 1 and at T, rows (questions), diagnostics."""
+
+PLATT = Table(
+    "Platt-parameters table",
+    {
+        "slope": F64,
+        "intercept": F64,
+        "nll_before": F64,
+        "nll_after": F64,
+        "count": pl.UInt64(),
+        "iterations": pl.UInt32(),
+        "converged": pl.Boolean(),
+        "clipped": pl.UInt64(),
+        **_FIT,
+    },
+    built_by="recalibrate.fit_platt",
+)
+"""One row per group: a (slope), b (intercept), mean NLL before/after, diagnostics."""
+
+HISTOGRAM = Table(
+    "histogram-binning table",
+    {
+        "bin": pl.UInt32(),
+        "bin_lower": F64,
+        "bin_upper": F64,
+        "closed": pl.String(),
+        "count": pl.UInt64(),
+        "weight": F64,
+        "value": F64,
+        **_FIT,
+    },
+    built_by="recalibrate.fit_histogram",
+    optional=("fit_fingerprint",),
+)
+"""One row per (group, bin): edges, fit rows, fit weight and the recalibrated value."""
+
+ISOTONIC = Table(
+    "isotonic-recalibration table",
+    {**ISOTONIC_BLOCKS.columns, **_FIT},
+    built_by="recalibrate.fit_isotonic",
+    optional=("count", "weight", "fitted_on", "fit_fingerprint"),
+)
+"""One row per (group, block): the block's confidence range, rows, weight and value."""
+
+HELM_CALIBRATION = Table(
+    "HELM calibration table",
+    {
+        "count": pl.UInt64(),
+        "ece_10_bin": F64,
+        "ece_1_bin": F64,
+        "selective_cov_acc_area": F64,
+        "selective_acc@10": F64,
+        "platt_ece_10_bin": F64,
+        "platt_ece_1_bin": F64,
+        "platt_coef": F64,
+        "platt_intercept": F64,
+        "in_sample": pl.Boolean(),
+    },
+    built_by="recalibrate.helm_calibration",
+)
+"""One row per group, HELM's stat names."""
+
+_WHOLE_RANKING = {name: F64 for name in ("mrr", "map", "ndcg", "ndcg_exp", "r_precision")}
+
+RANKING_PER_QUERY = Table(
+    "ranking per-query table",
+    {"relevant": pl.UInt32(), "retrieved": pl.UInt32(), **_WHOLE_RANKING},
+    built_by="ranking.ranking_metrics_per_query",
+)
+"""One row per (keys…, query) evaluated; the ``<metric>@<k>`` columns follow.
+
+The keys are the ``by=`` columns *and* the query column (everything before
+``relevant``); ``relevant`` is R, ``retrieved`` the number of run rows of the query.
+"""
+
+RANKING_METRICS = Table(
+    "ranking-metrics table",
+    {
+        "queries": pl.UInt32(),
+        "queries_missing": pl.UInt32(),
+        "queries_no_relevant": pl.UInt32(),
+        "queries_unjudged": pl.UInt32(),
+        "tie_policy": pl.String(),
+        "no_relevant_policy": pl.String(),
+        "missing_policy": pl.String(),
+        **_WHOLE_RANKING,
+    },
+    built_by="ranking.ranking_metrics",
+)
+"""One row per group; the ``<metric>@<k>`` columns follow.
+
+``queries`` is the number of queries in the means; ``queries_missing`` the judged queries
+the group's run lacks (in the means as 0 under ``missing="zero"``), ``queries_no_relevant``
+the judged queries without a relevant item (in the means as 0 under
+``no_relevant="zero"``), ``queries_unjudged`` the run's queries absent from the qrels.
+"""
+
+PAIRED_SIGNIFICANCE = Table(
+    "paired-significance table",
+    {
+        "metric": pl.String(),
+        "model_a": pl.String(),
+        "model_b": pl.String(),
+        "queries": pl.UInt32(),
+        "mean_a": F64,
+        "mean_b": F64,
+        "difference": F64,
+        "p_value": F64,
+        "p_holm": F64,
+        "p_bh": F64,
+        "method": pl.String(),
+        "replicates": pl.UInt64(),
+    },
+    built_by="ranking.paired_significance",
+)
+"""One row per (keys…, metric, model pair); ``replicates`` is 2^n when exact."""

@@ -19,6 +19,10 @@ eager in, eager out. Every layer checks its input through this module:
   source's per-question frame) goes through :func:`check_rows`. Both raise
   :class:`~calib_frames.exceptions.DataError` worded by :func:`describe_problem`: the
   column, "N of M rows" and one example with its group keys.
+* **Resampling arguments** (at once, from the values alone): :func:`check_replicates`,
+  :func:`check_seed`, :func:`check_level` and :func:`check_memory` word every check of
+  ``replicates=``, ``seed=``, ``level=``/``alpha=`` and of the memory a resampling plans
+  for, on :func:`check_integer` (one wording: ``name= takes …, got …``).
 """
 
 from __future__ import annotations
@@ -32,12 +36,18 @@ import polars as pl
 from calib_frames.exceptions import ArgumentError, DataError, TableError
 
 __all__ = [
+    "MEMORY_LIMIT",
     "RESERVED_PREFIX",
     "Frame",
     "RowCheck",
     "as_expr",
     "as_lazy",
+    "check_integer",
+    "check_level",
+    "check_memory",
+    "check_replicates",
     "check_rows",
+    "check_seed",
     "count_bad_rows",
     "describe_problem",
     "divide",
@@ -491,3 +501,99 @@ def integral_check(column: str, *, minimum: int, maximum: int, problem: str) -> 
         & (value == value.floor())
     )
     return RowCheck(column, problem, not_true(ok))
+
+
+MEMORY_LIMIT = 8 * 2**30
+"""The most memory (bytes) one resampling call may plan for, 8 GiB: past it, ArgumentError.
+
+Each resampling estimator estimates its largest arrays before the work starts (the
+bootstrap's resampled cells or crossed rows, the noise floor's null draws, the paired
+tests' blocks, the perplexity draws) and calls :func:`check_memory`, so that a mistyped
+``replicates=10**7`` is refused at once instead of being killed for memory."""
+
+
+def check_integer(value: object, *, name: str, minimum: int) -> int:
+    """``value`` if it is an int >= ``minimum`` (bools refused), else an ArgumentError.
+
+    The one wording of an integer argument's check: ``name= takes an integer >= minimum,
+    got value``.
+
+    Examples
+    --------
+    >>> check_integer(5, name="folds", minimum=2)
+    5
+    >>> check_integer(True, name="folds", minimum=2)
+    Traceback (most recent call last):
+    ...
+    calib_frames.exceptions.ArgumentError: folds= takes an integer >= 2, got True
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ArgumentError(f"{name}= takes an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def check_replicates(replicates: object, *, name: str = "replicates") -> int:
+    """``replicates`` if it is an integer >= 1 (bools refused), else an ArgumentError.
+
+    ``name`` is the argument's name in the message (``noise_replicates``).
+
+    Examples
+    --------
+    >>> check_replicates(200)
+    200
+    """
+    return check_integer(replicates, name=name, minimum=1)
+
+
+def check_seed(seed: object) -> int:
+    """``seed`` if it is an integer >= 0 (bools refused), else an ArgumentError.
+
+    Examples
+    --------
+    >>> check_seed(0)
+    0
+    """
+    return check_integer(seed, name="seed", minimum=0)
+
+
+def check_level(level: object, *, name: str = "level") -> float:
+    """``level`` if it is a number strictly between 0 and 1, else an ArgumentError.
+
+    For confidence levels and significance levels alike (``name="alpha"``); bools and
+    NaN are refused.
+
+    Examples
+    --------
+    >>> check_level(0.95)
+    0.95
+    >>> check_level(1.5, name="alpha")
+    Traceback (most recent call last):
+    ...
+    calib_frames.exceptions.ArgumentError: alpha= takes a number strictly between 0 and 1, got 1.5
+    """
+    if isinstance(level, bool) or not isinstance(level, int | float) or not 0.0 < level < 1.0:
+        raise ArgumentError(f"{name}= takes a number strictly between 0 and 1, got {level!r}")
+    return float(level)
+
+
+def check_memory(units: int, bytes_per_unit: int, what: str) -> None:
+    """ArgumentError when ``units`` × ``bytes_per_unit`` passes :data:`MEMORY_LIMIT`.
+
+    ``what`` names the units in the message (``"2,000 groups × 1,000 replicates"``).
+
+    Examples
+    --------
+    >>> check_memory(1_000, 320, "cells")
+    >>> check_memory(10**9, 320, "cells")
+    Traceback (most recent call last):
+    ...
+    calib_frames.exceptions.ArgumentError: this call would need about 298.0 GiB (cells = ...
+    """
+    planned = units * bytes_per_unit
+    if planned > MEMORY_LIMIT:
+        raise ArgumentError(
+            f"this call would need about {planned / 2**30:,.1f} GiB ({what} = {units:,}), "
+            f"over the {MEMORY_LIMIT / 2**30:.0f} GiB limit (calib_frames.validation."
+            "MEMORY_LIMIT): pass fewer replicates (1000 is plenty for a 95% interval) or "
+            "fewer groups at a time"
+        )

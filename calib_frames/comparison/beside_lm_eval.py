@@ -14,6 +14,7 @@ import polars as pl
 from calib_frames.exceptions import ArgumentError
 from calib_frames.metrics.calibration import calibration_metrics
 from calib_frames.metrics.tokens import perplexity
+from calib_frames.multiclass.scores import brier_multiclass
 from calib_frames.sources.lm_eval import (
     KEYS,
     read_lm_eval_reported,
@@ -21,7 +22,7 @@ from calib_frames.sources.lm_eval import (
     scan_lm_eval_documents,
     scan_lm_eval_options,
 )
-from calib_frames.sources.options import brier_multiclass, choice_predictions
+from calib_frames.sources.options import choice_predictions
 from calib_frames.sources.paths import PathsLike
 
 __all__ = ["lm_eval_comparison"]

@@ -43,19 +43,15 @@ function                                output columns (after the group keys)
 ======================================  =====================================================
 """
 
-from calib_frames._deprecated import moved
-from calib_frames.estimators.bootstrap import (
-    calibration_intervals,
-    intervals_from_bin_statistics,
-    perplexity_intervals,
-)
+from calib_frames.estimators.bootstrap import calibration_intervals, intervals_from_bin_statistics
 from calib_frames.estimators.corp import corp_decomposition, corp_reliability
 from calib_frames.estimators.drift import calibration_change, metrics_over_batches
 from calib_frames.estimators.intervals import with_accuracy_intervals
-from calib_frames.estimators.isotonic import isotonic_blocks
 from calib_frames.estimators.multiple_testing import adjust_p_values
 from calib_frames.estimators.noise import calibration_noise_floor, uncertainty_from_bin_statistics
 from calib_frames.estimators.paired import paired_comparison
+from calib_frames.estimators.pav import isotonic_blocks
+from calib_frames.estimators.perplexity_bootstrap import perplexity_intervals
 from calib_frames.estimators.selective import (
     selective_curve,
     selective_intervals,
@@ -86,5 +82,3 @@ __all__ = [
     "uncertainty_from_bin_statistics",
     "with_accuracy_intervals",
 ]
-
-__getattr__ = moved(__name__, {"corp_recalibrate": "calib_frames.recalibrate.corp_recalibrate"})

@@ -3,7 +3,7 @@
 CORP (Dimitriadis, Gneiting and Jordan, "Stable reliability diagrams for probabilistic
 classifiers", PNAS 118, 2021) recalibrates binary probability forecasts x by the
 isotonic regression of the outcomes y on x (pool-adjacent-violators, see
-:mod:`calib_frames.estimators.isotonic`): every forecast value is replaced by the
+:mod:`calib_frames.estimators.pav`): every forecast value is replaced by the
 event frequency of its PAV block. The blocks are the reliability diagram's bins,
 chosen by the data ("Consistent, Optimally binned, Reproducible, PAV").
 
@@ -48,40 +48,18 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from calib_frames._deprecated import moved
 from calib_frames.estimators._groups import P, W, Y, attach, group_rows, grouped
-from calib_frames.estimators.isotonic import pav_blocks
+from calib_frames.estimators.pav import pav_blocks
 from calib_frames.exceptions import ArgumentError
+from calib_frames.schema import CORP_DECOMPOSITION, CORP_RELIABILITY
 from calib_frames.validation import Frame
 
 __all__ = [
-    "CORP_DECOMPOSITION_COLUMNS",
-    "CORP_RELIABILITY_COLUMNS",
     "corp_decomposition",
     "corp_reliability",
 ]
 
 F64Array = npt.NDArray[np.float64]
-
-CORP_RELIABILITY_COLUMNS: dict[str, pl.DataType] = {
-    "block": pl.UInt32(),
-    "confidence_lower": pl.Float64(),
-    "confidence_upper": pl.Float64(),
-    "count": pl.UInt64(),
-    "weight": pl.Float64(),
-    "recalibrated": pl.Float64(),
-}
-"""Columns of :func:`corp_reliability` after the group keys."""
-
-CORP_DECOMPOSITION_COLUMNS: dict[str, pl.DataType] = {
-    "count": pl.UInt64(),
-    "weight": pl.Float64(),
-    "mean_score": pl.Float64(),
-    "miscalibration": pl.Float64(),
-    "discrimination": pl.Float64(),
-    "uncertainty": pl.Float64(),
-}
-"""Columns of :func:`corp_decomposition` after the group keys."""
 
 Score = Literal["brier", "log"]
 
@@ -178,7 +156,7 @@ def corp_reliability(
     See Also
     --------
     corp_decomposition : the score decomposition from the same fit.
-    calib_frames.estimators.isotonic.isotonic_blocks : the general PAV.
+    calib_frames.estimators.pav.isotonic_blocks : the general PAV.
 
     Examples
     --------
@@ -199,7 +177,7 @@ def corp_reliability(
     """
     prepared = group_rows(
         predictions, confidence=confidence, correct=correct, by=by, weight=weight,
-        columns=CORP_RELIABILITY_COLUMNS,
+        columns=CORP_RELIABILITY.columns,
     )  # fmt: skip
     keys, schema = prepared.keys, prepared.schema
 
@@ -306,7 +284,7 @@ def corp_decomposition(
         raise ArgumentError(f"score= must be 'brier' or 'log', got {score!r}")
     prepared = group_rows(
         predictions, confidence=confidence, correct=correct, by=by, weight=weight,
-        columns=CORP_DECOMPOSITION_COLUMNS,
+        columns=CORP_DECOMPOSITION.columns,
     )  # fmt: skip
     keys, schema = prepared.keys, prepared.schema
 
@@ -315,7 +293,7 @@ def corp_decomposition(
         if points.x.size == 0:
             if keys:
                 return pl.DataFrame(schema=schema)
-            empty = {name: [None] for name in CORP_DECOMPOSITION_COLUMNS} | {
+            empty = {name: [None] for name in CORP_DECOMPOSITION.columns} | {
                 "count": [0],
                 "weight": [0.0],
             }
@@ -369,6 +347,3 @@ def _entropy_sum(w1: F64Array, w: F64Array, score: Score) -> F64Array:
         term1 = np.where(w1 > 0, -w1 * np.log(w1 / w), 0.0)
         term0 = np.where(w0 > 0, -w0 * np.log(w0 / w), 0.0)
     return np.asarray(term1 + term0, dtype=np.float64)
-
-
-__getattr__ = moved(__name__, {"corp_recalibrate": "calib_frames.recalibrate.corp_recalibrate"})

@@ -67,12 +67,7 @@ from typing import Literal
 
 import polars as pl
 
-from calib_frames.estimators.bootstrap import (
-    bootstrap_bin_statistics,
-    check_replicates,
-    check_seed,
-)
-from calib_frames.estimators.intervals import check_level
+from calib_frames.estimators.bootstrap import bootstrap_bin_statistics
 from calib_frames.estimators.multiple_testing import adjust_p_values
 from calib_frames.estimators.noise import uncertainty_from_bin_statistics
 from calib_frames.exceptions import ArgumentError, TableError
@@ -81,7 +76,7 @@ from calib_frames.metrics.tokens import perplexity_from_nll_sums
 from calib_frames.schema import BIN_STATISTICS, NLL_SUMS
 from calib_frames.stats import merge_bin_statistics
 from calib_frames.storage import StoredStatistics
-from calib_frames.validation import working
+from calib_frames.validation import check_level, check_replicates, check_seed, working
 
 __all__ = [
     "BATCH_COLUMNS",
@@ -328,7 +323,7 @@ def calibration_change(
     'ECE up 0.11, p = 0.006'
     """
     window = _window(stats, last)
-    check_level(alpha)
+    check_level(alpha, name="alpha")
     check_level(level)
     check_replicates(replicates)
     check_seed(seed)

@@ -29,9 +29,9 @@ from typing import Literal
 import polars as pl
 
 from calib_frames.exceptions import ArgumentError, TableError
-from calib_frames.validation import Frame, as_expr, as_lazy, return_like
+from calib_frames.validation import Frame, as_expr, as_lazy, check_level, return_like
 
-__all__ = ["accuracy_interval", "check_level", "normal_quantile", "with_accuracy_intervals"]
+__all__ = ["accuracy_interval", "normal_quantile", "with_accuracy_intervals"]
 
 IntoExpr = pl.Expr | str
 
@@ -61,27 +61,6 @@ def normal_quantile(level: float) -> float:
     """
     check_level(level)
     return NormalDist().inv_cdf(0.5 + level / 2.0)
-
-
-def check_level(level: float) -> None:
-    """Raise :class:`ArgumentError` unless ``level`` is a number strictly between 0 and 1.
-
-    Parameters
-    ----------
-    level
-        A confidence (or significance) level.
-
-    Raises
-    ------
-    ArgumentError
-        If it is not a number (bools refused), NaN, or outside (0, 1).
-
-    Examples
-    --------
-    >>> check_level(0.95)
-    """
-    if isinstance(level, bool) or not isinstance(level, int | float) or not 0.0 < level < 1.0:
-        raise ArgumentError(f"level must be a number strictly between 0 and 1, got {level!r}")
 
 
 def accuracy_interval(

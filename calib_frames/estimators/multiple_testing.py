@@ -27,7 +27,6 @@ from typing import Literal
 
 import polars as pl
 
-from calib_frames._deprecated import renamed_keywords
 from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.validation import (
     Frame,
@@ -47,7 +46,6 @@ _METHODS = ("holm", "bh")
 _ROW = working("row")
 
 
-@renamed_keywords(alias="output")
 def adjust_p_values(
     table: Frame,
     *,
@@ -71,8 +69,7 @@ def adjust_p_values(
         ``"holm"`` (step-down, family-wise error rate) or ``"bh"`` (Benjamini–Hochberg
         step-up, false discovery rate); formulas in the module docstring.
     output
-        Name of the added column, which must not exist yet (called ``alias`` until 0.2;
-        the old keyword still works, with a DeprecationWarning).
+        Name of the added column, which must not exist yet.
 
     Returns
     -------

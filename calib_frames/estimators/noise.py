@@ -25,7 +25,14 @@ equal). Unlike a normal approximation this keeps the discreteness that dominates
 bins. ``tests/estimators/test_noise.py`` compares the resulting distribution with the
 exact Bernoulli resampling of rows.
 
-Per group and replicate the ECE under H₀ is computed from the draws; then
+A drawn table keeps every bin's rows, weights and confidences and redraws the weight of
+its correct rows, W¹*_b = C_b·W_b/n_b. Per group and replicate its ECE, Σ_b |μ_b − W¹*_b| / N
+(N = Σ_b W_b), is a vectorised numpy reduction over groups × replicates × bins: the ECE
+formula of :func:`~calib_frames.metrics.calibration.metric_expressions`, equal to
+:func:`~calib_frames.metrics_from_bin_statistics` of the drawn table (the tests check it
+on drawn tables) without building those tables in polars. The observed ECE, its
+direction and the counts come from :func:`~calib_frames.metrics_from_bin_statistics`
+itself. Then
 
 * ``ece_noise_floor``: the ``level`` quantile (default 95th percentile) of the ECE under
   H₀: an ECE below it is indistinguishable from a calibrated model's noise;
@@ -42,7 +49,8 @@ Per group and replicate the ECE under H₀ is computed from the draws; then
 * ``verdict``: the same in words: ``"too few predictions"`` (fewer than ``min_count``,
   or no weight), ``"one populated bin"`` (fewer than ``min_bins``), ``"overconfident,
   p = 0.001"`` or ``"underconfident, p = 0.02"`` (beyond the noise; the direction is the
-  sign of ``mean_confidence − accuracy``, the p-value to two significant digits), or
+  sign of ``overconfidence`` = mean_confidence − accuracy, the p-value to two
+  significant digits), or
   ``"within noise, p = 0.41"``.
 
 **Weights.** With a weight column the sums are weighted: μ_b = Σwp and V_b = Σwp(1−p).
@@ -52,7 +60,7 @@ weight, which is exact when the weights are equal within a bin.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
@@ -60,21 +68,23 @@ import numpy as np
 import polars as pl
 
 from calib_frames.binning import BinsLike
-from calib_frames.estimators.bootstrap import (
-    _grid_shape,
+from calib_frames.estimators.bootstrap import _grid_shape, intervals_from_bin_statistics
+from calib_frames.metrics.calibration import metrics_from_bin_statistics
+from calib_frames.schema import BIN_STATISTICS, METRICS, NOISE_FLOOR
+from calib_frames.stats import bin_statistics
+from calib_frames.validation import (
+    Frame,
+    as_lazy,
+    check_integer,
+    check_level,
     check_memory,
     check_replicates,
     check_seed,
-    intervals_from_bin_statistics,
+    require_columns,
+    return_like,
 )
-from calib_frames.estimators.intervals import check_level
-from calib_frames.exceptions import ArgumentError
-from calib_frames.schema import BIN_STATISTICS
-from calib_frames.stats import bin_statistics
-from calib_frames.validation import Frame, as_lazy, require_columns, return_like
 
 __all__ = [
-    "NOISE_COLUMNS",
     "calibration_noise_floor",
     "noise_floor_from_bin_statistics",
     "uncertainty_from_bin_statistics",
@@ -82,18 +92,15 @@ __all__ = [
 
 _BYTES_PER_NULL_CELL = 96  # per drawn cell: the int64 draws and a few float64 arrays
 
-NOISE_COLUMNS = (
-    "ece",
-    "ece_null_mean",
-    "ece_noise_floor",
-    "ece_p_value",
-    "ece_beyond_noise",
-    "verdict",
-)
-"""Columns after the keys in the noise-floor table."""
+_BLOCK_CELLS = 2**22
+"""Draws held at once by the noise floor (groups × replicates × bins; 32 MiB of int64)."""
 
 VERDICTS = ("too few predictions", "one populated bin", "overconfident", "underconfident")
 """How a verdict starts, besides ``"within noise"`` (module docstring)."""
+
+UNCERTAINTY_NOISE_COLUMNS = tuple(c for c in NOISE_FLOOR.names if c not in METRICS.columns)
+"""The noise-floor columns that :func:`uncertainty_from_bin_statistics` adds (the others,
+``count``, ``populated_bins`` and ``ece``, are columns of the metrics table already)."""
 
 
 def noise_floor_from_bin_statistics(
@@ -131,12 +138,12 @@ def noise_floor_from_bin_statistics(
     Returns
     -------
     DataFrame or LazyFrame
-        keys…, ``count`` (UInt64), ``populated_bins`` (UInt32), ``ece``,
-        ``ece_null_mean``, ``ece_noise_floor``, ``ece_p_value`` (Float64),
-        ``ece_beyond_noise`` (Boolean: True = distinguishably miscalibrated) and
-        ``verdict`` (String); one row per group, sorted by the keys. Groups without
-        weight get null p-value and noise floor, ``ece_beyond_noise`` False and the
-        verdict ``"too few predictions"``.
+        keys…, then the columns of :data:`calib_frames.schema.NOISE_FLOOR`: ``count``
+        (UInt64), ``populated_bins`` (UInt32), ``ece``, ``ece_null_mean``,
+        ``ece_noise_floor``, ``ece_p_value`` (Float64), ``ece_beyond_noise`` (Boolean:
+        True = distinguishably miscalibrated) and ``verdict`` (String); one row per
+        group, sorted by the keys. Groups without weight get null p-value and noise
+        floor, ``ece_beyond_noise`` False and the verdict ``"too few predictions"``.
 
     Raises
     ------
@@ -169,19 +176,18 @@ def noise_floor_from_bin_statistics(
     """
     check_replicates(replicates)
     check_level(level)
-    check_level(alpha)
+    check_level(alpha, name="alpha")
     check_seed(seed)
-    for name, value in (("min_count", min_count), ("min_bins", min_bins)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ArgumentError(f"{name} must be an integer >= 0, got {value!r}")
+    check_integer(min_count, name="min_count", minimum=0)
+    check_integer(min_bins, name="min_bins", minimum=0)
     lazy = as_lazy(stats)
     schema = lazy.collect_schema()
     keys: list[str] = BIN_STATISTICS.keys(schema)
-    require_columns(schema, {}, keys=keys, reserved=(*NOISE_COLUMNS, "count", "populated_bins"))
+    require_columns(schema, {}, keys=keys, reserved=NOISE_FLOOR.names)
     out_schema: dict[str, pl.DataType] = {k: schema[k] for k in keys}
-    out_schema.update(_OUT)
-    draw = partial(
-        _null_ece,
+    out_schema.update(NOISE_FLOOR.columns)
+    floor = partial(
+        _noise_floor,
         keys=keys,
         replicates=replicates,
         level=level,
@@ -189,11 +195,11 @@ def noise_floor_from_bin_statistics(
         rules=(min_count, min_bins),
         seed=seed,
     )
-    result = lazy.select(*keys, *BIN_STATISTICS.names).map_batches(draw, schema=out_schema)
+    result = lazy.select(*keys, *BIN_STATISTICS.names).map_batches(floor, schema=out_schema)
     return return_like(stats, result)
 
 
-def _null_ece(
+def _noise_floor(
     frame: pl.DataFrame,
     *,
     keys: list[str],
@@ -203,10 +209,50 @@ def _null_ece(
     rules: tuple[int, int],
     seed: int,
 ) -> pl.DataFrame:
+    """The noise-floor table of one collected bin-statistics table (module docstring)."""
     frame = frame.sort([*keys, "bin"], nulls_last=True)
     if frame.height == 0:
-        empty = {name: pl.Series(name, [], dtype=dtype) for name, dtype in _OUT.items()}
+        empty = {name: pl.Series(name, [], dtype=d) for name, d in NOISE_FLOOR.columns.items()}
         return frame.select(keys).with_columns(**empty)
+    # the observed ECE, its direction and the counts: metric_expressions, as every table
+    observed = metrics_from_bin_statistics(frame)
+    ece = observed["ece"].to_numpy()
+    null_ece = np.empty((observed.height, replicates))
+    for part, drawn, expected, total in _null_draws(frame, keys, replicates, seed):
+        null_ece[part] = _null_ece(drawn, expected, total)
+    exceed = (null_ece >= ece[:, None] - 1e-12 * np.maximum(ece[:, None], 1e-300)).sum(axis=1)
+    min_count, min_bins = rules
+    has_weight = pl.col("weight") > 0
+    drawn_columns = {
+        "ece_null_mean": null_ece.mean(axis=1),
+        "ece_noise_floor": np.quantile(null_ece, level, axis=1),
+        "ece_p_value": (1.0 + exceed) / (1.0 + replicates),
+    }
+    table = observed.with_columns(
+        pl.when(has_weight).then(pl.Series(name, values)).alias(name)
+        for name, values in drawn_columns.items()
+    )
+    enough = has_weight & (pl.col("count") >= min_count)
+    beyond = enough & (pl.col("populated_bins") >= min_bins) & (pl.col("ece_p_value") <= alpha)
+    verdict = _verdict(enough=enough, one_bin=pl.col("populated_bins") < min_bins)
+    return (
+        table.with_columns(ece_beyond_noise=beyond.fill_null(False))
+        .with_columns(verdict=verdict)
+        .select(*keys, *NOISE_FLOOR.names)
+    )
+
+
+def _null_draws(
+    frame: pl.DataFrame, keys: list[str], replicates: int, seed: int
+) -> Iterator[tuple[slice, np.ndarray, np.ndarray, np.ndarray]]:
+    """The drawn null tables, block by block of groups (module docstring).
+
+    Yields (the block's groups, W¹* the drawn weight of the correct rows per (group,
+    replicate, bin), Σwp per (group, 1, bin), the total weight per group): a drawn table
+    keeps each bin's rows, weights and confidences and redraws its outcomes. Blocks bound
+    the memory whatever the number of groups; one generator drawn block after block
+    gives the draws of one call over all the groups.
+    """
     groups, bins = _grid_shape(frame, keys)
     # the null ECEs (groups × replicates float64, and the comparison with the ECE) plus one
     # block of draws (at least one group's replicates × bins cells)
@@ -220,12 +266,11 @@ def _null_ece(
         return frame[name].cast(pl.Float64).to_numpy().reshape(groups, bins)
 
     count, weight = col("count"), col("weight")
+    total = weight.sum(axis=1)
     r1, q1 = col("sum_residual_correct"), col("sum_sq_residual_correct")
     r0, q0 = col("sum_residual_wrong"), col("sum_sq_residual_wrong")
     mu = col("sum_confidence_correct") + r0  # Σ w p
     var = np.maximum((r1 - q1) + (r0 - q0), 0.0)  # Σ w p (1 − p)
-    gap = np.abs(r0 - r1)  # W_b |p̄_b − ȳ_b|
-    total = weight.sum(axis=1)
     # in rows of the bin's mean weight
     row_weight = np.divide(weight, count, out=np.zeros_like(weight), where=count > 0)
     mu_rows = np.divide(mu, row_weight, out=np.zeros_like(mu), where=row_weight > 0)
@@ -241,11 +286,6 @@ def _null_ece(
     trials = np.where(mu_rows > 0, np.maximum(np.minimum(trials, count), 1.0), 0.0)
     prob = np.clip(np.divide(mu_rows, trials, out=np.zeros_like(mu), where=trials > 0), 0.0, 1.0)
     rng = np.random.default_rng(seed)
-    has_weight = total > 0
-    safe_total = np.where(has_weight, total, 1.0)
-    # in blocks of groups, so that memory stays bounded whatever the number of groups; one
-    # generator drawn block after block gives the draws of one call over all the groups
-    null_ece = np.empty((groups, replicates))
     step = max(1, _BLOCK_CELLS // (replicates * bins))
     for start in range(0, groups, step):
         part = slice(start, start + step)
@@ -253,69 +293,44 @@ def _null_ece(
         drawn = rng.binomial(
             n.astype(np.int64)[:, None, :], q[:, None, :], (len(n), replicates, bins)
         )
-        deviation = np.abs(drawn - (n * q)[:, None, :]) * row_weight[part][:, None, :]
-        null_ece[part] = deviation.sum(axis=2) / safe_total[part][:, None]
-    ece = gap.sum(axis=1) / safe_total
-    exceed = (null_ece >= ece[:, None] - 1e-12 * np.maximum(ece[:, None], 1e-300)).sum(axis=1)
-    p_value = (1.0 + exceed) / (1.0 + replicates)
-    floor = np.quantile(null_ece, level, axis=1)
-    populated = (weight > 0).sum(axis=1)
-    n_rows = count.sum(axis=1)
-    min_count, min_bins = rules
-    enough = has_weight & (n_rows >= min_count)
-    beyond = enough & (populated >= min_bins) & (p_value <= alpha)
-    nan = np.full(groups, np.nan)
-    columns = {
-        "count": pl.Series(n_rows).cast(pl.UInt64),
-        "populated_bins": pl.Series(populated).cast(pl.UInt32),
-        "ece": pl.Series(np.where(has_weight, ece, 0.0)),
-        "ece_null_mean": pl.Series(np.where(has_weight, null_ece.mean(axis=1), nan)),
-        "ece_noise_floor": pl.Series(np.where(has_weight, floor, nan)),
-        "ece_p_value": pl.Series(np.where(has_weight, p_value, nan)),
-        "ece_beyond_noise": pl.Series(beyond),
-        "_enough": pl.Series(enough),
-        "_one_bin": pl.Series(populated < min_bins),
-        "_over": pl.Series((r0 - r1).sum(axis=1) > 0),
-    }
-    firsts = frame.select(keys).gather(np.arange(groups) * bins) if keys else pl.DataFrame()
-    out = (
-        pl.DataFrame([s.alias(n) for n, s in columns.items()])
-        .with_columns(pl.col("ece_null_mean", "ece_noise_floor", "ece_p_value").fill_nan(None))
-        .with_columns(verdict=_verdict())
-        .drop("_enough", "_one_bin", "_over")
-    )
-    return pl.concat([firsts, out], how="horizontal") if keys else out
+        yield part, drawn * row_weight[part][:, None, :], mu[part][:, None, :], total[part]
 
 
-def _verdict() -> pl.Expr:
-    """The verdict in words (module docstring) from the working columns of ``_null_ece``."""
+def _null_ece(drawn: np.ndarray, expected: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """The ECE of drawn null tables, Σ_b |Σwp_b − W¹*_b| / Σ_b W_b per (group, replicate).
+
+    A vectorised numpy reduction of the ECE of
+    :func:`~calib_frames.metrics.calibration.metric_expressions` (a bin's
+    W_b·|p̄_b − ȳ_b| is |Σwp − W¹|; 0.0 for a group without weight): the same number as
+    :func:`~calib_frames.metrics_from_bin_statistics` of the drawn table
+    (``tests/estimators/test_noise.py`` checks it on drawn tables), without building the
+    drawn tables, groups × replicates × bins rows, in polars (at a report's 2,000 groups ×
+    1,000 replicates that costs far more than the draws themselves). ``drawn`` is W¹*
+    per (group, replicate, bin), ``expected`` Σwp per (group, 1, bin), ``total`` the
+    weight per group, which the draw leaves unchanged.
+    """
+    safe_total = np.where(total > 0, total, 1.0)
+    out: np.ndarray = np.abs(expected - drawn).sum(axis=2) / safe_total[:, None]
+    return out
+
+
+def _verdict(*, enough: pl.Expr, one_bin: pl.Expr) -> pl.Expr:
+    """The verdict in words (module docstring), its direction the sign of ``overconfidence``."""
     p = pl.lit("p = ") + pl.col("ece_p_value").round_sig_figs(2).cast(pl.String)
     direction = (
-        pl.when(pl.col("_over"))
+        pl.when(pl.col("overconfidence") > 0)
         .then(pl.lit("overconfident, "))
         .otherwise(pl.lit("underconfident, "))
     )
     return (
-        pl.when(~pl.col("_enough"))
+        pl.when(~enough)
         .then(pl.lit("too few predictions"))
-        .when(pl.col("_one_bin"))
+        .when(one_bin)
         .then(pl.lit("one populated bin"))
         .when(pl.col("ece_beyond_noise"))
         .then(direction + p)
         .otherwise(pl.lit("within noise, ") + p)
     )
-
-
-_BLOCK_CELLS = 2**22
-"""Draws held at once by the noise floor (groups × replicates × bins; 32 MiB of int64)."""
-
-_OUT: dict[str, pl.DataType] = {
-    "count": pl.UInt64(),
-    "populated_bins": pl.UInt32(),
-    **{name: pl.Float64() for name in NOISE_COLUMNS[:4]},
-    "ece_beyond_noise": pl.Boolean(),
-    "verdict": pl.String(),
-}
 
 
 def calibration_noise_floor(
@@ -467,7 +482,7 @@ def uncertainty_from_bin_statistics(
     # the argument checks and the output schema, now (lazy: nothing runs)
     schema = dict(intervals(lazy).collect_schema())
     noise_schema = noise(lazy).collect_schema()
-    schema.update({name: noise_schema[name] for name in NOISE_COLUMNS[1:]})
+    schema.update({name: noise_schema[name] for name in UNCERTAINTY_NOISE_COLUMNS})
 
     def both(frame: pl.DataFrame) -> pl.DataFrame:
         # the noise floor's draws run in a second thread while the bootstrap runs here:
@@ -475,7 +490,7 @@ def uncertainty_from_bin_statistics(
         with ThreadPoolExecutor(max_workers=1) as pool:
             floor = pool.submit(noise, frame)
             bounds = intervals(frame)
-            drawn = floor.result().select(*keys, *NOISE_COLUMNS[1:])
+            drawn = floor.result().select(*keys, *UNCERTAINTY_NOISE_COLUMNS)
         assert isinstance(bounds, pl.DataFrame) and isinstance(drawn, pl.DataFrame)
         if not keys:
             return pl.concat([bounds, drawn], how="horizontal")

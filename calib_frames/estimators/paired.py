@@ -75,14 +75,7 @@ import polars as pl
 
 from calib_frames.binning import BinsLike, as_binning
 from calib_frames.estimators._groups import prediction_checks, require_prediction_columns
-from calib_frames.estimators.bootstrap import (
-    _resample_class,
-    _safe_divide,
-    check_memory,
-    check_replicates,
-    check_seed,
-)
-from calib_frames.estimators.intervals import check_level
+from calib_frames.estimators.bootstrap import _resample_class, _safe_divide
 from calib_frames.estimators.multiple_testing import adjust_p_values
 from calib_frames.exceptions import ArgumentError
 from calib_frames.metrics.calibration import metrics_from_bin_statistics
@@ -91,7 +84,11 @@ from calib_frames.validation import (
     Frame,
     RowCheck,
     as_lazy,
+    check_level,
+    check_memory,
+    check_replicates,
     check_rows,
+    check_seed,
     group_keys,
     return_like,
     working,

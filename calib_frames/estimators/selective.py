@@ -67,15 +67,13 @@ import numpy.typing as npt
 import polars as pl
 
 from calib_frames.estimators._groups import P, W, Y, attach, group_rows, grouped
-from calib_frames.estimators.bootstrap import check_replicates, check_seed, poisson_weights
-from calib_frames.estimators.intervals import check_level
+from calib_frames.estimators.bootstrap import poisson_weights
 from calib_frames.exceptions import ArgumentError
-from calib_frames.validation import Frame, working
+from calib_frames.schema import SELECTIVE_CURVE, SELECTIVE_METRICS
+from calib_frames.validation import Frame, check_level, check_replicates, check_seed, working
 
 __all__ = [
     "SELECTIVE_CI_METRICS",
-    "SELECTIVE_COLUMNS",
-    "SELECTIVE_CURVE_COLUMNS",
     "Ties",
     "selective_curve",
     "selective_intervals",
@@ -85,26 +83,6 @@ __all__ = [
 F64Array = npt.NDArray[np.float64]
 I64Array = npt.NDArray[np.int64]
 Ties = Literal["average", "pessimistic", "optimistic"]
-
-SELECTIVE_COLUMNS: dict[str, pl.DataType] = {
-    "count": pl.UInt64(),
-    "weight": pl.Float64(),
-    "accuracy": pl.Float64(),
-    "aurc": pl.Float64(),
-    "aurc_oracle": pl.Float64(),
-    "e_aurc": pl.Float64(),
-    "accuracy_at_coverage": pl.Float64(),
-    "coverage_at_accuracy": pl.Float64(),
-}
-"""Columns of :func:`selective_metrics` after the group keys."""
-
-SELECTIVE_CURVE_COLUMNS: dict[str, pl.DataType] = {
-    "threshold": pl.Float64(),
-    "coverage": pl.Float64(),
-    "accuracy": pl.Float64(),
-    "risk": pl.Float64(),
-}
-"""Columns of :func:`selective_curve` after the group keys."""
 
 SELECTIVE_CI_METRICS = ("aurc", "e_aurc", "accuracy_at_coverage", "coverage_at_accuracy")
 """Metrics of :func:`selective_metrics` that :func:`selective_intervals` gives intervals."""
@@ -207,7 +185,7 @@ def selective_metrics(
     _check_options(coverage=coverage, target_accuracy=target_accuracy, ties=ties)
     prepared = group_rows(
         predictions, confidence=confidence, correct=correct, by=by, weight=weight,
-        columns=SELECTIVE_COLUMNS,
+        columns=SELECTIVE_METRICS.columns,
     )  # fmt: skip
     keys, schema = prepared.keys, prepared.schema
 
@@ -307,7 +285,7 @@ def selective_curve(
         raise ArgumentError(f"points= must be None or an integer >= 2, got {points!r}")
     prepared = group_rows(
         predictions, confidence=confidence, correct=correct, by=by, weight=weight,
-        columns=SELECTIVE_CURVE_COLUMNS,
+        columns=SELECTIVE_CURVE.columns,
     )  # fmt: skip
     keys, schema = prepared.keys, prepared.schema
 

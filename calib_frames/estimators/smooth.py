@@ -68,26 +68,13 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from calib_frames.estimators._groups import P, W, Y, attach, group_rows, grouped
 from calib_frames.exceptions import ArgumentError
+from calib_frames.schema import SMOOTH_ECE, SMOOTH_RELIABILITY_CURVE
 from calib_frames.validation import Frame
 
-__all__ = ["SMOOTH_CURVE_COLUMNS", "SMOOTH_ECE_COLUMNS", "smooth_ece", "smooth_reliability_curve"]
+__all__ = ["smooth_ece", "smooth_reliability_curve"]
 
 F64Array = npt.NDArray[np.float64]
 I64Array = npt.NDArray[np.int64]
-
-SMOOTH_ECE_COLUMNS: dict[str, pl.DataType] = {
-    "count": pl.UInt64(),
-    "smooth_ece": pl.Float64(),
-    "bandwidth": pl.Float64(),
-}
-"""Columns of :func:`smooth_ece` after the group keys."""
-
-SMOOTH_CURVE_COLUMNS: dict[str, pl.DataType] = {
-    "x": pl.Float64(),
-    "y": pl.Float64(),
-    "density": pl.Float64(),
-}
-"""Columns of :func:`smooth_reliability_curve` after the group keys."""
 
 _DENSITY_FLOOR = 1e-4  # relplot's BaseKernelMixin.smooth eps
 _MESH = 200  # relplot's config.smECE_mesh_pts and plot_mesh_pts
@@ -174,7 +161,7 @@ def smooth_ece(
     _check_bandwidth(bandwidth, eps)
     prepared = group_rows(
         predictions, confidence=confidence, correct=correct, by=by, weight=weight,
-        columns=SMOOTH_ECE_COLUMNS,
+        columns=SMOOTH_ECE.columns,
     )  # fmt: skip
     keys, schema = prepared.keys, prepared.schema
 
@@ -278,7 +265,7 @@ def smooth_reliability_curve(
         raise ArgumentError(f"points= must be an integer >= 2, got {points!r}")
     prepared = group_rows(
         predictions, confidence=confidence, correct=correct, by=by, weight=weight,
-        columns=SMOOTH_CURVE_COLUMNS,
+        columns=SMOOTH_RELIABILITY_CURVE.columns,
     )  # fmt: skip
     keys, schema = prepared.keys, prepared.schema
 

@@ -63,20 +63,24 @@ Modules
 * :mod:`~calib_frames.multiclass.inputs`: the layouts → the long rows, with the checks;
 * :mod:`~calib_frames.multiclass.reductions`: the one reducer, long rows → the binary
   prediction rows of each notion, and the per-notion metrics tables;
-* :mod:`~calib_frames.multiclass.scores`: the multi-class Brier score and log loss;
+* :mod:`~calib_frames.multiclass.scores`: the multi-class Brier score (its one home, also
+  :func:`brier_multiclass` of multiple-choice options) and log loss;
 * :mod:`~calib_frames.multiclass.summary`: :func:`multiclass_calibration`.
 
 The first argument of every function is ``predictions``: rows of predictions, in the
 layouts above (one row per item with its probability vector, or one row per item and
-class), the same name as the binary predictions they are reduced to.
+class), the same name as the binary predictions they are reduced to; that of
+:func:`brier_multiclass` is ``options``, an options frame of multiple-choice
+log-likelihoods (:mod:`calib_frames.sources.options`).
 """
 
 from calib_frames.multiclass.inputs import class_probability_rows
 from calib_frames.multiclass.reductions import classwise_metrics, pooled_metrics, top_label_metrics
-from calib_frames.multiclass.summary import MULTICLASS_COLUMNS, multiclass_calibration
+from calib_frames.multiclass.scores import brier_multiclass
+from calib_frames.multiclass.summary import multiclass_calibration
 
 __all__ = [
-    "MULTICLASS_COLUMNS",
+    "brier_multiclass",
     "class_probability_rows",
     "classwise_metrics",
     "multiclass_calibration",

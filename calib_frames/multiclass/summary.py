@@ -10,22 +10,10 @@ from calib_frames.binning import BinsLike
 from calib_frames.multiclass.inputs import ClassProbabilities
 from calib_frames.multiclass.reductions import reduced_metrics
 from calib_frames.multiclass.scores import brier_and_log_loss
+from calib_frames.schema import MULTICLASS_CALIBRATION
 from calib_frames.validation import Frame, return_like, working
 
-__all__ = ["MULTICLASS_COLUMNS", "multiclass_calibration"]
-
-MULTICLASS_COLUMNS: dict[str, pl.DataType] = {
-    "items": pl.UInt64(),
-    "classes": pl.UInt32(),
-    "accuracy": pl.Float64(),
-    "top_label_ece": pl.Float64(),
-    "classwise_ece": pl.Float64(),
-    "classwise_ece_weighted": pl.Float64(),
-    "pooled_ece": pl.Float64(),
-    "brier": pl.Float64(),
-    "log_loss": pl.Float64(),
-}
-"""Columns of :func:`multiclass_calibration` after the group keys."""
+__all__ = ["multiclass_calibration"]
 
 _ALL = working("all")
 
@@ -131,7 +119,7 @@ def multiclass_calibration(
     if not multilabel:
         errors += ["top_label_ece", "log_loss"]
     empty = pl.col("items").fill_null(0) == 0
-    result = summary.select(*keys, *MULTICLASS_COLUMNS).with_columns(
+    result = summary.select(*keys, *MULTICLASS_CALIBRATION.names).with_columns(
         pl.col("items").fill_null(0),
         *(pl.when(empty).then(0.0).otherwise(pl.col(name)).alias(name) for name in errors),
     )

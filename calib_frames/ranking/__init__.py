@@ -18,20 +18,11 @@ The chart of a ranking-metrics table is :func:`calib_frames.plot.metric_at_k_cha
 
 from calib_frames._deprecated import moved
 from calib_frames.ranking import expr
-from calib_frames.ranking.metrics import (
-    RANKING_METRICS,
-    RANKING_PER_QUERY,
-    metric_columns,
-    ranking_metrics,
-    ranking_metrics_per_query,
-)
-from calib_frames.ranking.significance import SIGNIFICANCE_COLUMNS, paired_significance
+from calib_frames.ranking.metrics import metric_columns, ranking_metrics, ranking_metrics_per_query
+from calib_frames.ranking.significance import paired_significance
 from calib_frames.ranking.trec import scan_trec_qrels, scan_trec_run
 
 __all__ = [
-    "RANKING_METRICS",
-    "RANKING_PER_QUERY",
-    "SIGNIFICANCE_COLUMNS",
     "expr",
     "metric_columns",
     "paired_significance",

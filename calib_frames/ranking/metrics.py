@@ -93,7 +93,7 @@ from typing import Literal, TypeVar
 import polars as pl
 
 from calib_frames.exceptions import ArgumentError, TableError
-from calib_frames.schema import Table
+from calib_frames.schema import RANKING_METRICS, RANKING_PER_QUERY
 from calib_frames.validation import (
     RESERVED_PREFIX,
     RowCheck,
@@ -107,8 +107,7 @@ from calib_frames.validation import (
 )
 
 __all__ = [
-    "RANKING_METRICS",
-    "RANKING_PER_QUERY",
+    "RANKING_METRICS",  # its home is calib_frames.schema; plot/ranking.py reads it here
     "ranking_metrics",
     "ranking_metrics_per_query",
 ]
@@ -125,47 +124,8 @@ MISSING_POLICIES = ("zero", "skip")
 CUT_METRICS = ("hit", "precision", "recall", "f1", "mrr", "map", "ndcg", "ndcg_exp")
 """Metrics reported at every cut-off, as ``<metric>@<k>`` columns."""
 
-FULL_METRICS = ("mrr", "map", "ndcg", "ndcg_exp", "r_precision")
-"""Metrics over the whole ranking (no cut-off)."""
-
-F64 = pl.Float64()
-
-RANKING_PER_QUERY = Table(
-    "ranking per-query table",
-    {
-        "relevant": pl.UInt32(),
-        "retrieved": pl.UInt32(),
-        **dict.fromkeys(FULL_METRICS, F64),
-    },
-    built_by="ranking.ranking_metrics_per_query",
-)
-"""One row per (keys…, query) evaluated; the ``<metric>@<k>`` columns follow.
-
-The keys are the ``by=`` columns *and* the query column (everything before
-``relevant``); ``relevant`` is R, ``retrieved`` the number of run rows of the query.
-"""
-
-RANKING_METRICS = Table(
-    "ranking-metrics table",
-    {
-        "queries": pl.UInt32(),
-        "queries_missing": pl.UInt32(),
-        "queries_no_relevant": pl.UInt32(),
-        "queries_unjudged": pl.UInt32(),
-        "tie_policy": pl.String(),
-        "no_relevant_policy": pl.String(),
-        "missing_policy": pl.String(),
-        **dict.fromkeys(FULL_METRICS, F64),
-    },
-    built_by="ranking.ranking_metrics",
-)
-"""One row per group; the ``<metric>@<k>`` columns follow.
-
-``queries`` is the number of queries in the means; ``queries_missing`` the judged queries
-the group's run lacks (in the means as 0 under ``missing="zero"``), ``queries_no_relevant``
-the judged queries without a relevant item (in the means as 0 under
-``no_relevant="zero"``), ``queries_unjudged`` the run's queries absent from the qrels.
-"""
+FULL_METRICS = RANKING_PER_QUERY.names[2:]
+"""Metrics over the whole ranking (no cut-off): the spec's columns after the counts."""
 
 
 @dataclass(frozen=True)

@@ -40,36 +40,23 @@ import polars as pl
 
 from calib_frames.estimators.multiple_testing import adjust_p_values
 from calib_frames.exceptions import ArgumentError
+from calib_frames.schema import PAIRED_SIGNIFICANCE
 from calib_frames.validation import (
     Frame,
     RowCheck,
     as_lazy,
+    check_replicates,
     check_rows,
+    check_seed,
     group_keys,
     not_true,
     require_columns,
     return_like,
 )
 
-__all__ = ["SIGNIFICANCE_COLUMNS", "paired_significance"]
+__all__ = ["paired_significance"]
 
 Method = Literal["permutation", "bootstrap"]
-
-SIGNIFICANCE_COLUMNS: dict[str, pl.DataType] = {
-    "metric": pl.String(),
-    "model_a": pl.String(),
-    "model_b": pl.String(),
-    "queries": pl.UInt32(),
-    "mean_a": pl.Float64(),
-    "mean_b": pl.Float64(),
-    "difference": pl.Float64(),
-    "p_value": pl.Float64(),
-    "p_holm": pl.Float64(),
-    "p_bh": pl.Float64(),
-    "method": pl.String(),
-    "replicates": pl.UInt64(),
-}
-"""The columns after the ``by=`` keys, in order (``replicates``: 2^n when exact)."""
 
 _BLOCK = 1 << 20  # entries of one block of replicates (replicates × queries)
 F64Array = npt.NDArray[np.float64]
@@ -115,7 +102,8 @@ def paired_significance(
         10000 lets a p-value reach 1e-4 (a Monte-Carlo p-value is never below 1/(B + 1)),
         so that it can survive the Holm and BH corrections across many pairs and metrics.
     seed
-        Seed of the numpy Generator; the same seed gives the same p-values.
+        Seed of the numpy Generator (an integer >= 0); the same seed gives the same
+        p-values.
 
     Returns
     -------
@@ -166,8 +154,8 @@ def paired_significance(
         raise ArgumentError("metric= needs at least one column")
     if method not in ("permutation", "bootstrap"):
         raise ArgumentError(f"method= must be 'permutation' or 'bootstrap', got {method!r}")
-    if isinstance(replicates, bool) or not isinstance(replicates, int) or replicates < 1:
-        raise ArgumentError(f"replicates= must be a positive integer, got {replicates!r}")
+    check_replicates(replicates)
+    check_seed(seed)
     if not isinstance(per_query, pl.DataFrame | pl.LazyFrame):
         raise ArgumentError(
             f"per_query must be a polars DataFrame or LazyFrame, got {type(per_query).__name__}"
@@ -177,7 +165,7 @@ def paired_significance(
     schema = lazy.collect_schema()
     roles = {"model": model, "query": query, **{f"metric[{i}]": m for i, m in enumerate(metrics)}}
     require_columns(schema, roles, numeric=list(roles)[2:], keys=keys, inputs_are_not_keys=True)
-    out_schema = {key: schema[key] for key in keys} | SIGNIFICANCE_COLUMNS
+    out_schema = {key: schema[key] for key in keys} | PAIRED_SIGNIFICANCE.columns
     checks = [
         RowCheck(
             query,

@@ -16,8 +16,10 @@ isotonic (PAV)      isotonic fit of y on p, step or linear       one row per blo
 
 The fitting scheme (fit split, cross-fitting folds, or an explicit ``in_sample=True``)
 is described in :mod:`calib_frames.recalibrate.splits`; the before/after comparison
-tables in :mod:`calib_frames.recalibrate.compare`; HELM's calibration suite (in-sample
-Platt scaling among its figures) in :mod:`calib_frames.recalibrate.helm`.
+tables in :mod:`calib_frames.recalibrate.before_after`; HELM's calibration suite
+(in-sample Platt scaling among its figures) in :mod:`calib_frames.recalibrate.helm_suite`.
+The columns of every parameters table are in :mod:`calib_frames.schema` (``TEMPERATURE``,
+``PLATT``, ``HISTOGRAM``, ``ISOTONIC``, ``HELM_CALIBRATION``).
 :func:`corp_recalibrate` is the in-sample isotonic map of CORP in one call (fit and
 apply on the same rows).
 
@@ -26,32 +28,22 @@ scheme's fit rows) and every ``apply_*`` another (``_apply.apply_input``); their
 checks go through :mod:`calib_frames.validation`.
 """
 
-from calib_frames.recalibrate.compare import (
+from calib_frames.recalibrate.before_after import (
     COMPARED_METRICS,
     recalibrate,
     recalibration_metrics,
     recalibration_reliability,
     top_option,
 )
-from calib_frames.recalibrate.helm import HELM_CALIBRATION_COLUMNS, helm_calibration
-from calib_frames.recalibrate.histogram import HISTOGRAM, apply_histogram, fit_histogram
-from calib_frames.recalibrate.isotonic import (
-    ISOTONIC,
-    apply_isotonic,
-    corp_recalibrate,
-    fit_isotonic,
-)
-from calib_frames.recalibrate.platt import PLATT, apply_platt, fit_platt
+from calib_frames.recalibrate.helm_suite import helm_calibration
+from calib_frames.recalibrate.histogram import apply_histogram, fit_histogram
+from calib_frames.recalibrate.isotonic import apply_isotonic, corp_recalibrate, fit_isotonic
+from calib_frames.recalibrate.platt import apply_platt, fit_platt
 from calib_frames.recalibrate.splits import FitScheme, assign_folds, fit_scheme
-from calib_frames.recalibrate.temperature import TEMPERATURE, apply_temperature, fit_temperature
+from calib_frames.recalibrate.temperature import apply_temperature, fit_temperature
 
 __all__ = [
     "COMPARED_METRICS",
-    "HELM_CALIBRATION_COLUMNS",
-    "HISTOGRAM",
-    "ISOTONIC",
-    "PLATT",
-    "TEMPERATURE",
     "FitScheme",
     "apply_histogram",
     "apply_isotonic",

@@ -37,30 +37,11 @@ from calib_frames.recalibrate._apply import (
     param,
 )
 from calib_frames.recalibrate.splits import fit_scheme
-from calib_frames.schema import Table
+from calib_frames.schema import HISTOGRAM
 from calib_frames.stats import bin_statistics
 from calib_frames.validation import Frame, as_lazy, return_like
 
-__all__ = ["HISTOGRAM", "apply_histogram", "fit_histogram"]
-
-HISTOGRAM = Table(
-    "histogram-binning table",
-    {
-        "bin": pl.UInt32(),
-        "bin_lower": pl.Float64(),
-        "bin_upper": pl.Float64(),
-        "closed": pl.String(),
-        "count": pl.UInt64(),
-        "weight": pl.Float64(),
-        "value": pl.Float64(),
-        "fitted_on": pl.String(),
-        "in_sample": pl.Boolean(),
-        "fit_fingerprint": pl.UInt64(),
-    },
-    built_by="recalibrate.fit_histogram",
-    optional=("fit_fingerprint",),
-)
-"""One row per (group, bin): edges, fit rows, fit weight and the recalibrated value."""
+__all__ = ["apply_histogram", "fit_histogram"]
 
 
 def fit_histogram(
@@ -98,10 +79,10 @@ def fit_histogram(
     -------
     DataFrame or LazyFrame (same kind as the input; lazy stays lazy: this fit is the
     additive bin-statistics pass)
-        Keys…, [fold], then :data:`HISTOGRAM`'s columns: ``bin``, ``bin_lower``,
-        ``bin_upper``, ``closed``, ``count`` and ``weight`` (fit rows in the bin),
-        ``value`` (their accuracy; the bin midpoint for an empty bin), ``fitted_on``,
-        ``in_sample``.
+        Keys…, [fold], then the columns of :data:`calib_frames.schema.HISTOGRAM`:
+        ``bin``, ``bin_lower``, ``bin_upper``, ``closed``, ``count`` and ``weight`` (fit
+        rows in the bin), ``value`` (their accuracy; the bin midpoint for an empty bin),
+        ``fitted_on``, ``in_sample``.
 
     Raises
     ------

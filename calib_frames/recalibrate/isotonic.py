@@ -1,6 +1,6 @@
 """Isotonic recalibration: the pool-adjacent-violators fit of the outcome on the confidence.
 
-Fit: :func:`calib_frames.estimators.isotonic.isotonic_blocks` (the PAV code shared with
+Fit: :func:`calib_frames.estimators.pav.isotonic_blocks` (the PAV code shared with
 the CORP reliability diagrams) on the fit rows, per group: consecutive blocks of
 confidences, each with the weighted mean outcome of its rows as ``value``; values
 increase from block to block (non-decreasing), and tied confidences share a block.
@@ -48,30 +48,12 @@ from calib_frames.recalibrate._apply import (
     labelled,
 )
 from calib_frames.recalibrate.splits import fit_scheme
-from calib_frames.schema import Table
+from calib_frames.schema import ISOTONIC
 from calib_frames.validation import Frame, as_lazy, group_keys, return_like, working
 
-__all__ = ["ISOTONIC", "apply_isotonic", "corp_recalibrate", "fit_isotonic"]
+__all__ = ["apply_isotonic", "corp_recalibrate", "fit_isotonic"]
 
 Interpolation = Literal["linear", "step"]
-
-ISOTONIC = Table(
-    "isotonic-recalibration table",
-    {
-        "block": pl.UInt32(),
-        "x_lower": pl.Float64(),
-        "x_upper": pl.Float64(),
-        "count": pl.UInt64(),
-        "weight": pl.Float64(),
-        "value": pl.Float64(),
-        "fitted_on": pl.String(),
-        "in_sample": pl.Boolean(),
-        "fit_fingerprint": pl.UInt64(),
-    },
-    built_by="recalibrate.fit_isotonic",
-    optional=("count", "weight", "fitted_on", "fit_fingerprint"),
-)
-"""One row per (group, block): the block's confidence range, rows, weight and value."""
 
 _ROW, _P, _GID, _X = working("row"), working("p"), working("group"), working("x")
 _X0, _V0, _X1, _V1 = working("x0"), working("v0"), working("x1"), working("v1")
@@ -110,8 +92,9 @@ def fit_isotonic(
     Returns
     -------
     DataFrame or LazyFrame (same kind as the input)
-        Keys…, [fold], then :data:`ISOTONIC`'s columns: ``block``, ``x_lower``,
-        ``x_upper``, ``count``, ``weight``, ``value``, ``fitted_on``, ``in_sample``.
+        Keys…, [fold], then the columns of :data:`calib_frames.schema.ISOTONIC`:
+        ``block``, ``x_lower``, ``x_upper``, ``count``, ``weight``, ``value``,
+        ``fitted_on``, ``in_sample``.
 
     Raises
     ------
@@ -124,7 +107,7 @@ def fit_isotonic(
     --------
     apply_isotonic : the recalibrated confidences.
     corp_recalibrate : the in-sample map of every row, in one call.
-    calib_frames.estimators.isotonic.isotonic_blocks : the shared PAV fit.
+    calib_frames.estimators.pav.isotonic_blocks : the shared PAV fit.
 
     Examples
     --------
@@ -134,7 +117,7 @@ def fit_isotonic(
     >>> fit_isotonic(df).select("block", "x_lower", "x_upper", "value").rows()
     [(0, 0.2, 0.2, 0.0), (1, 0.4, 0.6, 0.5), (2, 0.8, 0.8, 1.0)]
     """
-    from calib_frames.estimators.isotonic import isotonic_blocks
+    from calib_frames.estimators.pav import isotonic_blocks
 
     scheme = fit_scheme(split=split, fit_value=fit_value, fold=fold, in_sample=in_sample)
     fit = _core.binary_fit_rows(

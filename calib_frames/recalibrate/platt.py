@@ -41,35 +41,13 @@ from calib_frames.recalibrate._apply import (
     param,
 )
 from calib_frames.recalibrate.splits import fit_scheme
-from calib_frames.schema import Table
+from calib_frames.schema import PLATT
 from calib_frames.validation import Frame, return_like
 
-__all__ = ["PLATT", "apply_platt", "fit_platt"]
+__all__ = ["apply_platt", "fit_platt"]
 
-PLATT = Table(
-    "Platt-parameters table",
-    {
-        "slope": pl.Float64(),
-        "intercept": pl.Float64(),
-        "nll_before": pl.Float64(),
-        "nll_after": pl.Float64(),
-        "count": pl.UInt64(),
-        "iterations": pl.UInt32(),
-        "converged": pl.Boolean(),
-        "clipped": pl.UInt64(),
-        "fitted_on": pl.String(),
-        "in_sample": pl.Boolean(),
-        "fit_fingerprint": pl.UInt64(),
-    },
-    built_by="recalibrate.fit_platt",
-)
-"""One row per group: a (slope), b (intercept), mean NLL before/after, diagnostics."""
-
-_PARAMS_IN = Table(
-    "Platt-parameters table",
-    {"slope": pl.Float64(), "intercept": pl.Float64(), "in_sample": pl.Boolean()},
-    built_by="recalibrate.fit_platt",
-)
+_PARAMS_IN = PLATT.only("slope", "intercept", "in_sample")
+"""What apply reads of a parameters table: the keys, the parameters and ``in_sample``."""
 
 
 def fit_platt(
@@ -116,10 +94,10 @@ def fit_platt(
     Returns
     -------
     DataFrame or LazyFrame (same kind as the input; computed at call time)
-        Keys…, [fold], then :data:`PLATT`'s columns: ``slope`` (a), ``intercept`` (b),
-        ``nll_before``/``nll_after`` (mean NLL of the outcomes at the identity and at
-        the fit), ``count``, ``iterations``, ``converged``, ``clipped``,
-        ``fitted_on``, ``in_sample``.
+        Keys…, [fold], then the columns of :data:`calib_frames.schema.PLATT`: ``slope``
+        (a), ``intercept`` (b), ``nll_before``/``nll_after`` (mean NLL of the outcomes at
+        the identity and at the fit), ``count``, ``iterations``, ``converged``,
+        ``clipped``, ``fitted_on``, ``in_sample``.
 
     Raises
     ------

@@ -42,7 +42,6 @@ the same item gets the same fold in every run and in every frame that holds it.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -54,7 +53,9 @@ from calib_frames.validation import (
     Frame,
     RowCheck,
     as_lazy,
+    check_integer,
     check_rows,
+    check_seed,
     return_like,
     working,
 )
@@ -257,7 +258,6 @@ def assign_folds(
     output: str = "fold",
     folds: int = 5,
     seed: int = 0,
-    name: str | None = None,
 ) -> Frame:
     """Add a deterministic fold column: ``hash(item, seed) mod folds`` (UInt32).
 
@@ -278,8 +278,6 @@ def assign_folds(
         Number of folds, at least 2.
     seed
         Seed of the hash; another seed gives another, equally deterministic, split.
-    name
-        Deprecated spelling of ``output`` (a DeprecationWarning).
 
     Returns
     -------
@@ -291,7 +289,7 @@ def assign_folds(
     TableError
         If ``item`` is missing or ``output`` already exists.
     ArgumentError
-        If ``folds`` < 2 or ``seed`` is not a non-negative integer.
+        If ``folds`` is not an integer >= 2 or ``seed`` not an integer >= 0.
 
     Examples
     --------
@@ -301,19 +299,8 @@ def assign_folds(
     >>> out["fold"][0] == out["fold"][2]
     True
     """
-    if name is not None:
-        warnings.warn(
-            "assign_folds(name=) is deprecated; pass output= (the name of the added column)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        if output != "fold":
-            raise ArgumentError("pass output= only (name= is its deprecated spelling)")
-        output = name
-    if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
-        raise ArgumentError(f"folds= takes an integer >= 2, got {folds!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ArgumentError(f"seed= takes a non-negative integer, got {seed!r}")
+    check_integer(folds, name="folds", minimum=2)
+    check_seed(seed)
     lazy = as_lazy(table)
     schema = lazy.collect_schema()
     if item not in schema:

@@ -62,10 +62,10 @@ from calib_frames.recalibrate._apply import (
     param,
 )
 from calib_frames.recalibrate.splits import fit_scheme
-from calib_frames.schema import Table
+from calib_frames.schema import TEMPERATURE
 from calib_frames.validation import Frame, group_keys, return_like
 
-__all__ = ["TEMPERATURE", "apply_temperature", "fit_temperature"]
+__all__ = ["apply_temperature", "fit_temperature"]
 
 Kind = Literal["confidence", "options"]
 _BLOCK = 1 << 13  # questions per block of the option sums (fits in the L2 cache)
@@ -85,25 +85,6 @@ def _ranks(sizes: np.ndarray) -> np.ndarray:
     )
     return ranks
 
-
-TEMPERATURE = Table(
-    "temperature-parameters table",
-    {
-        "temperature": pl.Float64(),
-        "nll_before": pl.Float64(),
-        "nll_after": pl.Float64(),
-        "count": pl.UInt64(),
-        "iterations": pl.UInt32(),
-        "converged": pl.Boolean(),
-        "at_bound": pl.Boolean(),
-        "clipped": pl.UInt64(),
-        "fitted_on": pl.String(),
-        "in_sample": pl.Boolean(),
-        "fit_fingerprint": pl.UInt64(),
-    },
-    built_by="recalibrate.fit_temperature",
-)
-"""One row per group: T, the mean NLL at T = 1 and at T, rows (questions), diagnostics."""
 
 Derivatives = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray | None]]
 Loss = Callable[[np.ndarray], np.ndarray]
@@ -187,7 +168,8 @@ def fit_temperature(
     Returns
     -------
     DataFrame or LazyFrame (same kind as the input; computed at call time)
-        Keys…, [the fold column], then the columns of :data:`TEMPERATURE`:
+        Keys…, [the fold column], then the columns of
+        :data:`calib_frames.schema.TEMPERATURE`:
         ``temperature``; ``nll_before``/``nll_after``, the (weighted) mean NLL (nats per row or
         per question) at T = 1 and at the fitted T; ``count`` (rows or questions);
         ``iterations``; ``converged``; ``at_bound``; ``clipped`` (rows whose confidence
@@ -656,10 +638,5 @@ def apply_temperature(
     return return_like(predictions, result)
 
 
-# apply accepts a minimal table: keys, temperature, in_sample.
-_PARAMS_IN = Table(
-    "temperature-parameters table",
-    {"temperature": pl.Float64(), "in_sample": pl.Boolean()},
-    built_by="recalibrate.fit_temperature",
-    optional=(),
-)
+_PARAMS_IN = TEMPERATURE.only("temperature", "in_sample")
+"""What apply reads of a parameters table: the keys, the parameters and ``in_sample``."""

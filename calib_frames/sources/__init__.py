@@ -48,7 +48,7 @@ from calib_frames.sources.openai import (
     scan_openai_choices,
     scan_openai_tokens,
 )
-from calib_frames.sources.options import brier_multiclass, choice_predictions, option_probabilities
+from calib_frames.sources.options import choice_predictions, option_probabilities
 from calib_frames.sources.text import (
     IPCC_WORDS,
     KENT_WORDS,
@@ -71,7 +71,6 @@ __all__ = [
     "ScanResult",
     "Skipped",
     "answer_confidence",
-    "brier_multiclass",
     "choice_predictions",
     "detect_log_format",
     "latest_runs",

@@ -50,7 +50,7 @@ the answer is empty; inspect then omits the key or writes ``"content": []``), fr
 scorer); :func:`scan_inspect_options` the options frame of the multiple-choice samples
 (one row per option letter with its probability at the answer token), for
 :func:`~calib_frames.sources.choice_predictions` and
-:func:`~calib_frames.sources.brier_multiclass`.
+:func:`~calib_frames.multiclass.brier_multiclass`.
 """
 
 from __future__ import annotations

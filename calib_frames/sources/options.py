@@ -33,12 +33,16 @@ is the same formula over per-unit log-likelihoods, a heuristic confidence, not a
 probability the model assigned.
 
 **Prediction, confidence, correctness.** The predicted option is the argmax of the
-scores. Ties go to the *smallest option id* among the tied options — for lm-eval's ids
-(0, 1, … in choice order) that is numpy's ``argmax`` rule "first one wins", and it does
-not depend on row order. ``confidence`` is its probability and ``log_confidence`` the
-exact ``ln p`` of it (= −log1p(Σ_{j ≠ top} exp(sⱼ − m))), non-zero even when
-``confidence`` rounds to 1.0; pass it to the calibration metrics as
-``log_confidence=`` so that a near-certain wrong answer gets its true log loss.
+scores (:func:`top_choice`, the one tie rule of the package for multiple choice, also
+behind :func:`calib_frames.recalibrate.top_option`). Ties go to the *smallest option id*
+among the tied options — for lm-eval's ids (0, 1, … in choice order) that is numpy's
+``argmax`` rule "first one wins", which lm-eval's ``acc`` uses, and it does not depend on
+row order (a lazy scan or a join may reorder rows). A tie between a gold option and
+another one is therefore correct exactly when the gold option has the smaller id.
+``confidence`` is its probability and ``log_confidence`` the exact ``ln p`` of it
+(= −log1p(Σ_{j ≠ top} exp(sⱼ − m))), non-zero even when ``confidence`` rounds to 1.0;
+pass it to the calibration metrics as ``log_confidence=`` so that a near-certain wrong
+answer gets its true log loss.
 ``correct`` is whether the predicted option is a gold option; with several gold
 options any of them counts (lm-eval's ``multiple_target``).
 
@@ -65,7 +69,7 @@ from typing import Literal
 import polars as pl
 
 from calib_frames.exceptions import ArgumentError, TableError
-from calib_frames.schema import BRIER_MULTICLASS, CHOICE_PREDICTIONS, OPTION_PROBABILITIES, Table
+from calib_frames.schema import CHOICE_PREDICTIONS, OPTION_PROBABILITIES, Table
 from calib_frames.validation import (
     Frame,
     RowCheck,
@@ -79,9 +83,9 @@ from calib_frames.validation import (
 
 __all__ = [
     "SCORINGS",
-    "brier_multiclass",
     "choice_predictions",
     "option_probabilities",
+    "top_choice",
 ]
 
 SCORINGS = {"raw": None, "per_char": "chars", "per_byte": "bytes", "per_token": "tokens"}
@@ -93,12 +97,11 @@ NoGold = Literal["raise", "wrong", "drop"]
 _SCORING = pl.Enum(list(SCORINGS))
 
 _S, _LL, _GOLD, _LEN = working("score"), working("ll"), working("gold"), working("len")
-_TOP, _LOGZ, _PICK, _PICK_GOLD, _SQ = (
+_TOP, _LOGZ, _PICK, _CORRECT = (
     working("top"),
     working("logz"),
     working("pick"),
-    working("pick_gold"),
-    working("sq"),
+    working("correct"),
 )
 # the row-check flags and the example value of a bad log-likelihood
 _BAD_LL, _BAD_LEN, _BAD_OPT, _BAD_GOLD = (
@@ -127,8 +130,6 @@ _OUTPUTS = (
     "log_probability",
     "is_answer",
     "is_prediction",
-    "count",
-    "brier_multiclass",
 )
 _ALL_INF_TEXT = "without a finite score on any option (−inf everywhere: no softmax)"
 _NO_GOLD_TEXT = "without a gold option (no_gold='wrong' keeps them as wrong, 'drop' drops them)"
@@ -140,10 +141,49 @@ def _columns(spec: Table, keys: Sequence[str], **names: str) -> list[str]:
     return [*keys, *(names.get(column, column) for column in spec.names)]
 
 
-def expm1(x: pl.Expr) -> pl.Expr:
-    """exp(x) − 1 without cancellation near 0: 2t / (1 − t) with t = tanh(x/2)."""
-    t = (x / 2).tanh()
-    return 2 * t / (1 - t)
+def top_choice(
+    score: pl.Expr, option: pl.Expr, is_gold: pl.Expr, *, top: pl.Expr | None = None
+) -> tuple[pl.Expr, pl.Expr]:
+    """The predicted option of a question and whether it is gold, as two aggregations.
+
+    Over the option rows of one question (inside ``group_by(...).agg``): the prediction is
+    the option with the largest ``score``, the *smallest option id* among tied options
+    (numpy's ``argmax`` on ids in choice order, lm-eval's ``acc``; independent of row
+    order), and it is correct when it is a gold option, so a tie between a gold option
+    and another one is correct exactly when the gold option has the smaller id.
+
+    Parameters
+    ----------
+    score
+        The options' scores (log-likelihoods, or any monotone transformation of them).
+    option
+        The option ids (any ordered dtype).
+    is_gold
+        Boolean, True on the gold option(s); null counts as not gold.
+    top
+        The question's largest score when it is already a column (``None``:
+        ``score.max()``).
+
+    Returns
+    -------
+    tuple of pl.Expr
+        The predicted option id, and a Boolean: whether it is gold (False when the
+        question has no gold option).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> tied = pl.DataFrame({"question": [1, 1, 1], "option": [2, 0, 1],
+    ...                      "loglik": [-1.0, -1.0, -3.0], "is_gold": [True, False, False]})
+    >>> pick, correct = top_choice(pl.col("loglik"), pl.col("option"), pl.col("is_gold"))
+    >>> tied.group_by("question").agg(pick.alias("prediction"), correct.alias("correct")).rows()
+    [(1, 0, False)]
+    """
+    is_top = score == (score.max() if top is None else top)
+    gold = is_gold.fill_null(False)
+    pick = pl.when(is_top).then(option).min()
+    pick_gold = pl.when(is_top & gold).then(option).min()
+    return pick, (pick_gold == pick).fill_null(False)
 
 
 def _scorings(normalize: str | Sequence[str] | None) -> list[str]:
@@ -310,15 +350,15 @@ def _question_stats(
     Two group_by passes and a join (no windows, so it streams): the max first, then
     Σ exp(s − max), the predicted option, counts and contract flags.
 
-    ``__cf_pick`` is the smallest option id among the top scores; ``__cf_pick_gold`` the
-    smallest among the top scores that are gold, so the prediction is correct exactly
-    when the two agree.
+    ``__cf_pick`` and ``__cf_correct`` are the predicted option and whether it is gold
+    (:func:`top_choice`).
     """
     score = pl.col(_S)
     tops = stacked.group_by(group).agg(score.max().alias(_TOP))
     with_top = stacked.join(tops, on=group, how="left", nulls_equal=True)
     top = pl.col(_TOP)
     is_top = score == top
+    pick, correct = top_choice(score, pl.col(option), pl.col(_GOLD), top=top)
     aggs = [
         top.first(),
         # ln Σ exp(s − m) = log1p(Σ over the other options): the top option's own term is
@@ -329,8 +369,8 @@ def _question_stats(
         )
         .log1p()
         .alias(_LOGZ),
-        pl.when(is_top).then(pl.col(option)).min().alias(_PICK),
-        pl.when(is_top & pl.col(_GOLD)).then(pl.col(option)).min().alias(_PICK_GOLD),
+        pick.alias(_PICK),
+        correct.alias(_CORRECT),
         pl.len().cast(pl.UInt32).alias("options"),
         pl.col(_GOLD).sum().cast(pl.UInt32).alias("gold_options"),
         pl.col(_BAD_LL).sum().alias(_BAD_LL),
@@ -468,7 +508,7 @@ def choice_predictions(
     See Also
     --------
     option_probabilities : every option's probability (the all-options long form).
-    brier_multiclass : the multi-class Brier score per group.
+    calib_frames.multiclass.brier_multiclass : the multi-class Brier score per group.
 
     Examples
     --------
@@ -518,7 +558,7 @@ def choice_predictions(
             pl.col(_PICK).alias("prediction"),
             # ln p(top) = −ln Σ exp(s − m): exact, finite even when p rounds to 1.
             (-pl.col(_LOGZ)).alias("log_confidence"),
-            (pl.col(_PICK_GOLD) == pl.col(_PICK)).fill_null(False).alias("correct"),
+            pl.col(_CORRECT).alias("correct"),
             *_STAT_FLAGS,
             *([_GOLD_VARIES] if gold is not None else []),
         )
@@ -594,7 +634,8 @@ def option_probabilities(
 
     See Also
     --------
-    choice_predictions, brier_multiclass
+    choice_predictions
+    calib_frames.multiclass.brier_multiclass : the multi-class Brier score per group.
 
     Examples
     --------
@@ -678,93 +719,4 @@ def option_probabilities(
     out = checked.with_columns(
         pl.col("scoring").cast(pl.String), pl.col("log_probability").exp().alias("probability")
     ).select(_columns(OPTION_PROBABILITIES, keys, question=question, option=option))
-    return return_like(options, out)
-
-
-def brier_multiclass(
-    options: Frame,
-    *,
-    question: str = "question",
-    option: str = "option",
-    loglik: str = "loglik",
-    is_gold: str | None = "is_gold",
-    gold: str | None = None,
-    chars: str = "chars",
-    bytes: str = "bytes",
-    tokens: str = "tokens",
-    by: str | Sequence[str] | None = None,
-    normalize: str | Sequence[str] | None = None,
-    no_gold: NoGold = "raise",
-) -> Frame:
-    r"""The multi-class Brier score per group: mean over questions of Σᵢ (pᵢ − yᵢ)².
-
-    pᵢ is option i's softmax probability (:func:`option_probabilities`) and yᵢ = 1 for a
-    gold option, else 0 (several gold options: a multi-hot target). This is
-    lm-evaluation-harness' ``brier_score``: the sum over options, *not* halved, so it
-    lies in [0, 2]. It is not the binary Brier score of the top-label confidence
-    (``brier`` of :func:`~calib_frames.calibration_metrics`), hence the name. The gold
-    option's term uses 1 − p = −expm1(ln p), exact for near-certain answers.
-
-    Parameters
-    ----------
-    options, question, option, loglik, is_gold, gold, chars, bytes, tokens, by, normalize
-        As :func:`choice_predictions`.
-    no_gold
-        As :func:`choice_predictions`; with ``"wrong"`` a question without a gold option
-        scores Σᵢ pᵢ² (all targets 0).
-
-    Returns
-    -------
-    DataFrame or LazyFrame
-        Keys…, ``scoring``, ``count`` (UInt64, questions) and ``brier_multiclass``.
-
-    Raises
-    ------
-    TableError, ArgumentError, DataError
-        As :func:`choice_predictions`.
-
-    See Also
-    --------
-    option_probabilities, choice_predictions
-
-    Examples
-    --------
-    >>> import polars as pl
-    >>> from calib_frames.sources import brier_multiclass
-    >>> opts = pl.DataFrame({"question": [1, 1], "option": [0, 1],
-    ...                      "loglik": [-1.0, -1.0], "is_gold": [True, False]})
-    >>> brier_multiclass(opts)["brier_multiclass"].item()
-    0.5
-    """
-    long = option_probabilities(
-        as_lazy(options),
-        by=by,
-        question=question,
-        option=option,
-        loglik=loglik,
-        is_gold=is_gold,
-        gold=gold,
-        normalize=normalize,
-        chars=chars,
-        bytes=bytes,
-        tokens=tokens,
-        no_gold=no_gold,
-    )
-    keys: list[str] = [*group_keys(by), "scoring"]
-    residual = (
-        pl.when(pl.col("is_answer"))
-        .then(-expm1(pl.col("log_probability")))
-        .otherwise(pl.col("probability"))
-    )
-    out = (
-        long.group_by([*keys, question])
-        .agg((residual * residual).sum().alias(_SQ))
-        .group_by(keys)
-        .agg(
-            pl.len().cast(pl.UInt64).alias("count"),
-            pl.col(_SQ).mean().alias("brier_multiclass"),
-        )
-        .sort(keys)
-        .select(_columns(BRIER_MULTICLASS, keys[:-1]))
-    )
     return return_like(options, out)

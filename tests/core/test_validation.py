@@ -618,3 +618,76 @@ def test_as_expr_takes_a_name_or_an_expression() -> None:
 
     frame = pl.DataFrame({"x": [1, 2]})
     assert frame.select(as_expr("x")).equals(frame.select(as_expr(pl.col("x"))))
+
+
+# --- the resampling arguments: one home, one wording ----------------------------------
+
+
+RESAMPLING_CALLS: dict[str, Callable[..., object]] = {
+    "calibration_intervals": lambda **kw: cf.calibration_intervals(_PREDS, **kw),
+    "calibration_noise_floor": lambda **kw: cf.calibration_noise_floor(_PREDS, **kw),
+    "perplexity_intervals": lambda **kw: cf.perplexity_intervals(
+        _PREDS.rename({"confidence": "nll"}), tokens=1, **kw
+    ),
+    "selective_intervals": lambda **kw: cf.selective_intervals(_PREDS, **kw),
+    "paired_comparison": lambda **kw: cf.paired_comparison(_PREDS, **kw),
+    "paired_significance": lambda **kw: cf.paired_significance(
+        _PER_QUERY, metric="ndcg", **({"replicates": 10} | kw)
+    ),
+}
+_PREDS = pl.DataFrame(
+    {
+        "model": ["a", "b"] * 20,
+        "item": np.repeat(np.arange(20), 2),
+        "confidence": np.linspace(0.5, 0.99, 40),
+        "correct": [True, False, True, True] * 10,
+    }
+)
+_PER_QUERY = pl.DataFrame(
+    {"model": ["a", "b"] * 4, "query": np.repeat(np.arange(4), 2), "ndcg": np.linspace(0, 1, 8)}
+)
+
+
+@pytest.mark.parametrize("call", list(RESAMPLING_CALLS))
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"replicates": 0}, "replicates= takes an integer >= 1, got 0"),
+        ({"replicates": True}, "replicates= takes an integer >= 1, got True"),
+        ({"seed": -1}, "seed= takes an integer >= 0, got -1"),
+        ({"seed": 1.5}, "seed= takes an integer >= 0, got 1.5"),
+    ],
+)
+def test_resampling_arguments_have_one_wording(
+    call: str, kwargs: dict[str, object], message: str
+) -> None:
+    with pytest.raises(cf.exceptions.ArgumentError, match=message):
+        RESAMPLING_CALLS[call](**kwargs)
+
+
+@pytest.mark.parametrize("call", [c for c in RESAMPLING_CALLS if c != "paired_significance"])
+@pytest.mark.parametrize("level", [0.0, 1.0, math.nan, True, "0.9"])
+def test_levels_have_one_wording(call: str, level: object) -> None:
+    message = f"level= takes a number strictly between 0 and 1, got {level!r}"
+    with pytest.raises(cf.exceptions.ArgumentError, match=message.replace("(", r"\(")):
+        RESAMPLING_CALLS[call](level=level)
+
+
+def test_assign_folds_uses_the_same_checks() -> None:
+    from calib_frames.recalibrate import assign_folds
+
+    frame = pl.DataFrame({"question": ["q1", "q2"]})
+    with pytest.raises(cf.exceptions.ArgumentError, match="seed= takes an integer >= 0, got -1"):
+        assign_folds(frame, item="question", seed=-1)
+    with pytest.raises(cf.exceptions.ArgumentError, match="folds= takes an integer >= 2, got 1"):
+        assign_folds(frame, item="question", folds=1)
+
+
+def test_check_memory_refuses_a_plan_over_the_limit() -> None:
+    from calib_frames.validation import MEMORY_LIMIT, check_memory
+
+    check_memory(MEMORY_LIMIT, 1, "bytes")  # at the limit: fine
+    with pytest.raises(cf.exceptions.ArgumentError, match=r"about 8\.0 GiB \(bytes = "):
+        check_memory(MEMORY_LIMIT + 1, 1, "bytes")
+    with pytest.raises(cf.exceptions.ArgumentError, match="MEMORY_LIMIT"):
+        cf.calibration_intervals(_PREDS, replicates=10**9)

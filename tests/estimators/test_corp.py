@@ -11,11 +11,10 @@ from hypothesis import strategies as st
 
 import calib_frames as cf
 from calib_frames.estimators.corp import (
-    CORP_DECOMPOSITION_COLUMNS,
-    CORP_RELIABILITY_COLUMNS,
     corp_decomposition,
     corp_reliability,
 )
+from calib_frames.schema import CORP_DECOMPOSITION, CORP_RELIABILITY
 
 scoring = pytest.importorskip("model_diagnostics.scoring")
 
@@ -41,7 +40,7 @@ def significant(value: float, digits: int = 3) -> float:
 
 def test_niamey_matches_published_reliabilitydiag(niamey: pl.DataFrame) -> None:
     out = corp_decomposition(niamey, confidence="p", correct="obs", by="forecast")
-    assert out.columns == ["forecast", *CORP_DECOMPOSITION_COLUMNS]
+    assert out.columns == ["forecast", *CORP_DECOMPOSITION.names]
     for row in out.iter_rows(named=True):
         got = tuple(significant(row[t]) for t in TERMS)
         assert got == PUBLISHED_BRIER[row["forecast"]]
@@ -88,7 +87,7 @@ def test_random_groups_match_model_diagnostics_with_weights(score: str) -> None:
 
 def test_reliability_blocks(niamey: pl.DataFrame) -> None:
     curve = corp_reliability(niamey, confidence="p", correct="obs", by="forecast")
-    assert curve.columns == ["forecast", *CORP_RELIABILITY_COLUMNS]
+    assert curve.columns == ["forecast", *CORP_RELIABILITY.names]
     for name in NIAMEY_FORECASTERS:
         rows = niamey.filter(pl.col("forecast") == name)
         blocks = curve.filter(pl.col("forecast") == name)

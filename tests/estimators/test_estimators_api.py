@@ -1,4 +1,4 @@
-"""The API grammar of calib_frames.estimators: by= through the kernel, renamed keywords."""
+"""The API grammar of calib_frames.estimators: by= through the kernel, default replicates."""
 
 from __future__ import annotations
 
@@ -46,22 +46,6 @@ def test_a_malformed_by_is_an_argument_error(name: str, by: object) -> None:
         BY[name](by)
 
 
-def test_adjust_p_values_alias_is_the_deprecated_name_of_output() -> None:
-    new = E.adjust_p_values(PREDICTIONS, by="model", output="q")
-    with pytest.warns(DeprecationWarning, match=r"adjust_p_values\(alias=\.\.\.\) is now"):
-        old = E.adjust_p_values(PREDICTIONS, by="model", alias="q")  # type: ignore[call-arg]
-    assert old.equals(new)
-    with pytest.raises(ArgumentError, match="got output= and its old name alias="):
-        E.adjust_p_values(PREDICTIONS, output="q", alias="r")  # type: ignore[call-arg]
-
-
-def test_isotonic_blocks_frame_is_the_deprecated_name_of_predictions() -> None:
-    new = E.isotonic_blocks(PREDICTIONS, x="confidence", y="correct")
-    with pytest.warns(DeprecationWarning, match=r"isotonic_blocks\(frame=\.\.\.\)"):
-        old = E.isotonic_blocks(frame=PREDICTIONS, x="confidence", y="correct")  # type: ignore[call-arg]
-    assert old.equals(new)
-
-
 def test_default_replicates() -> None:
     """1000 for intervals and the noise floor; 10000 for the paired test (its p-values
     are corrected across many pairs and cannot fall below 1/(replicates + 1))."""
@@ -76,15 +60,3 @@ def test_default_replicates() -> None:
     ):
         assert inspect.signature(function).parameters["replicates"].default == 1000, function
     assert inspect.signature(E.paired_comparison).parameters["replicates"].default == 10_000
-
-
-def test_rows_is_the_deprecated_name_of_losses() -> None:
-    new = E.perplexity_intervals(PREDICTIONS, tokens=1, replicates=50)
-    with pytest.warns(DeprecationWarning, match=r"perplexity_intervals\(rows=\.\.\.\)"):
-        old = E.perplexity_intervals(rows=PREDICTIONS, tokens=1, replicates=50)  # type: ignore[call-arg]
-    assert old.equals(new)
-    from calib_frames.estimators.bootstrap import nll_moment_sums
-
-    with pytest.warns(DeprecationWarning, match=r"nll_moment_sums\(rows=\.\.\.\)"):
-        moments = nll_moment_sums(rows=PREDICTIONS, tokens=1)  # type: ignore[call-arg]
-    assert moments.equals(nll_moment_sums(PREDICTIONS, tokens=1))

@@ -121,12 +121,12 @@ def test_by_naming_an_input_column_is_refused(preds: pl.DataFrame) -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"replicates": 0}, "replicates must be an integer >= 1"),
-        ({"level": 1.5}, "level must be a number strictly between 0 and 1"),
-        ({"seed": -1}, "seed must be an integer >= 0"),
+        ({"replicates": 0}, "replicates= takes an integer >= 1, got 0"),
+        ({"level": 1.5}, "level= takes a number strictly between 0 and 1, got 1.5"),
+        ({"seed": -1}, "seed= takes an integer >= 0, got -1"),
         ({"bins": 0}, "positive integer"),
-        ({"min_count": -1}, "min_count must be an integer >= 0"),
-        ({"alpha": math.nan}, "strictly between 0 and 1"),
+        ({"min_count": -1}, "min_count= takes an integer >= 0, got -1"),
+        ({"alpha": math.nan}, "alpha= takes a number strictly between 0 and 1"),
     ],
 )
 def test_noise_floor_arguments_out_of_range(

@@ -82,7 +82,8 @@ def _uncertainty_callables() -> list[tuple[str, str]]:
     import importlib
 
     found = []
-    for module in ("bootstrap", "noise", "paired", "multiple_testing", "intervals"):
+    for module in ("bootstrap", "perplexity_bootstrap", "noise", "paired", "multiple_testing",
+                   "intervals"):  # fmt: skip
         namespace = importlib.import_module(f"calib_frames.estimators.{module}")
         for name in namespace.__all__:
             value = getattr(namespace, name)

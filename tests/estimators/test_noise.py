@@ -11,7 +11,9 @@ from polars.testing import assert_frame_equal
 import calib_frames as cf
 from calib_frames.estimators.bootstrap import intervals_from_bin_statistics
 from calib_frames.estimators.noise import (
-    NOISE_COLUMNS,
+    UNCERTAINTY_NOISE_COLUMNS,
+    _null_draws,
+    _null_ece,
     calibration_noise_floor,
     noise_floor_from_bin_statistics,
     uncertainty_from_bin_statistics,
@@ -52,6 +54,88 @@ def test_matches_exact_bernoulli_resampling(case: str) -> None:
     observed = table["ece"].item()
     exact_p = (1 + (exact >= observed - 1e-12).sum()) / (1 + exact.size)
     assert table["ece_p_value"].item() == pytest.approx(exact_p, abs=0.03)
+
+
+def drawn_tables(
+    stats: pl.DataFrame, replicates: int, seed: int
+) -> tuple[pl.DataFrame, np.ndarray]:
+    """The noise floor's drawn null tables as one bin-statistics table (keys…, replicate),
+    and the numpy reduction's ECE of each (groups × replicates), from the same draws.
+
+    A drawn bin keeps its rows, weight and confidence sum Σwp and gets the drawn weight W¹*
+    of correct rows; its rows are given the bin's mean confidence p̄ = Σwp/W, so that each
+    sum is that of real rows: Σwp of the correct rows W¹*·p̄, residuals W¹*(1 − p̄) and
+    W⁰*·p̄ (their squares: the same times 1 − p̄ and p̄)."""
+    keys = ["g"]
+    frame = stats.sort([*keys, "bin"])
+    groups, bins = frame["g"].n_unique(), frame.height // frame["g"].n_unique()
+    parts = list(_null_draws(frame, keys, replicates, seed))
+    drawn = np.concatenate([d for _, d, _, _ in parts])
+    numpy_ece = np.concatenate([_null_ece(d, e, t) for _, d, e, t in parts])
+    weight = frame["weight"].to_numpy().reshape(groups, 1, bins)
+    mu = (frame["sum_confidence_correct"] + frame["sum_residual_wrong"]).to_numpy()
+    mean_p = np.divide(mu.reshape(groups, 1, bins), weight, out=np.zeros_like(weight),
+                       where=weight > 0)  # fmt: skip
+    w1 = drawn
+    w0 = np.maximum(weight - w1, 0.0)
+    shape = (groups, replicates, bins)
+    base = frame.select("g", "bin", "bin_lower", "bin_upper", "closed", "count")
+    rows = base[np.broadcast_to(np.arange(groups * bins).reshape(groups, 1, bins), shape).ravel()]
+    table = rows.with_columns(
+        replicate=pl.Series(np.broadcast_to(np.arange(replicates)[None, :, None], shape).ravel()),
+        weight=pl.Series((w1 + w0).ravel()),
+        mean_confidence=pl.Series(np.broadcast_to(mean_p, shape).ravel()),
+        accuracy=pl.Series(np.divide(w1, w1 + w0, out=np.zeros(shape), where=w1 + w0 > 0).ravel()),
+        weight_correct=pl.Series(w1.ravel()),
+        weight_wrong=pl.Series(w0.ravel()),
+        sum_confidence_correct=pl.Series((w1 * mean_p).ravel()),
+        sum_residual_correct=pl.Series((w1 * (1 - mean_p)).ravel()),
+        sum_residual_wrong=pl.Series((w0 * mean_p).ravel()),
+        sum_sq_residual_correct=pl.Series((w1 * (1 - mean_p) ** 2).ravel()),
+        sum_sq_residual_wrong=pl.Series((w0 * mean_p**2).ravel()),
+        sum_log_loss=pl.lit(0.0),
+    ).select("g", "replicate", *cf.schema.BIN_STATISTICS.names)
+    return table, numpy_ece
+
+
+@pytest.mark.parametrize("weighted", [False, True], ids=["rows", "weights"])
+def test_null_ece_is_the_metrics_ece_of_the_drawn_tables(weighted: bool) -> None:
+    """The numpy reduction of the null draws is metric_expressions' ECE of each drawn table."""
+    rng = np.random.default_rng(4)
+    n = 3000
+    p = rng.beta(3, 2, n)
+    df = pl.DataFrame(
+        {
+            "g": rng.integers(0, 6, n),
+            "confidence": p,
+            "correct": rng.random(n) < p**1.5,
+            "w": rng.uniform(0.5, 2.0, n) if weighted else np.ones(n),
+        }
+    )
+    stats = cf.bin_statistics(df, by="g", weight="w" if weighted else None)
+    table, numpy_ece = drawn_tables(stats, replicates=50, seed=7)
+    reduced = cf.metrics_from_bin_statistics(table).sort("g", "replicate")
+    ece = reduced["ece"].to_numpy().reshape(numpy_ece.shape)
+    np.testing.assert_allclose(numpy_ece, ece, rtol=1e-12, atol=1e-15)
+    assert numpy_ece.std() > 0  # the draws vary: the comparison is not of constants
+
+
+def test_observed_ece_and_direction_are_those_of_the_metrics_table() -> None:
+    rng = np.random.default_rng(9)
+    p = rng.uniform(0.3, 1.0, 4000)
+    df = pl.DataFrame(
+        {"g": np.repeat(["over", "under"], 2000), "confidence": p,
+         "correct": rng.random(4000) < np.where(np.arange(4000) < 2000, p**3, p**0.3)}
+    )  # fmt: skip
+    stats = cf.bin_statistics(df, by="g")
+    floor = noise_floor_from_bin_statistics(stats, replicates=200)
+    metrics = cf.metrics_from_bin_statistics(stats)
+    # the same reduction of the same table (to the rounding of polars' parallel sums)
+    np.testing.assert_allclose(floor["ece"], metrics["ece"], rtol=1e-14)
+    assert floor["count"].to_list() == metrics["count"].to_list()
+    assert floor["populated_bins"].to_list() == metrics["populated_bins"].to_list()
+    assert [v.split(",")[0] for v in floor["verdict"]] == ["overconfident", "underconfident"]
+    assert (metrics["overconfidence"] > 0).to_list() == [True, False]
 
 
 @pytest.fixture(scope="module")
@@ -161,7 +245,7 @@ def test_uncertainty_columns_for_the_metrics_table() -> None:
     table = uncertainty_from_bin_statistics(stats, replicates=100, noise_replicates=200, seed=3)
     intervals = intervals_from_bin_statistics(stats, replicates=100, seed=3)
     noise = noise_floor_from_bin_statistics(stats, replicates=200, seed=4)
-    assert table.columns == [*intervals.columns, *NOISE_COLUMNS[1:]]
+    assert table.columns == [*intervals.columns, *UNCERTAINTY_NOISE_COLUMNS]
     np.testing.assert_allclose(
         table.select(intervals.columns[1:]).to_numpy(), intervals.drop("model").to_numpy()
     )

@@ -14,13 +14,12 @@ import calib_frames as cf
 from calib_frames.estimators.bootstrap import poisson_weights
 from calib_frames.estimators.selective import (
     SELECTIVE_CI_METRICS,
-    SELECTIVE_COLUMNS,
-    SELECTIVE_CURVE_COLUMNS,
     selective_curve,
     selective_intervals,
     selective_metrics,
 )
 from calib_frames.exceptions import ArgumentError, DataError, TableError
+from calib_frames.schema import SELECTIVE_CURVE, SELECTIVE_METRICS
 
 
 def prefix_aurc(y_in_order: np.ndarray) -> float:
@@ -42,7 +41,7 @@ def orders_by_confidence(p: np.ndarray) -> list[np.ndarray]:
 def test_worked_example_by_hand() -> None:
     df = pl.DataFrame({"confidence": [0.9, 0.8, 0.7, 0.6, 0.5], "correct": [1, 1, 0, 1, 1]})
     row = selective_metrics(df, coverage=0.6, target_accuracy=0.7).row(0, named=True)
-    assert list(row) == list(SELECTIVE_COLUMNS)
+    assert list(row) == list(SELECTIVE_METRICS.names)
     assert row["count"] == 5 and row["weight"] == 5.0 and row["accuracy"] == 0.8
     # E_k = 0, 0, 1, 1, 1
     assert row["aurc"] == pytest.approx((1 / 3 + 1 / 4 + 1 / 5) / 5, rel=1e-14)
@@ -155,7 +154,7 @@ def test_large_groups_keep_digamma_precision() -> None:
 def test_curve_points_and_the_metrics_agree() -> None:
     df = prediction_rows(9, 500, models=("a", "b"))
     curve = selective_curve(df, by="model")
-    assert curve.columns == ["model", *SELECTIVE_CURVE_COLUMNS]
+    assert curve.columns == ["model", *SELECTIVE_CURVE.names]
     ends = curve.group_by("model").agg(pl.all().last()).sort("model")
     metrics = selective_metrics(df, by="model")
     assert ends["coverage"].to_list() == [1.0, 1.0]

@@ -8,11 +8,10 @@ import pytest
 
 import calib_frames as cf
 from calib_frames.estimators.sensitivity import (
-    ADAPTIVE_ECE_COLUMNS,
-    ECE_BY_BIN_COUNT_COLUMNS,
     adaptive_ece,
     ece_by_bin_count,
 )
+from calib_frames.schema import ADAPTIVE_ECE, ECE_BY_BIN_COUNT
 
 utils = pytest.importorskip("calibration.utils")
 
@@ -39,7 +38,7 @@ def test_equals_calibration_metrics_for_every_m(
     counts = [1, 2, 3, 5, 7, 10, 15, 30, 49]
     weight = "w" if weighted else None
     out = ece_by_bin_count(frame, by="g", bin_counts=counts, closed=closed, weight=weight)  # type: ignore[arg-type]
-    assert out.columns == ["g", *ECE_BY_BIN_COUNT_COLUMNS]
+    assert out.columns == ["g", *ECE_BY_BIN_COUNT.names]
     assert out.height == 4 * len(counts)
     for m in counts:
         want = cf.calibration_metrics(
@@ -57,7 +56,7 @@ def test_default_range_and_lazy(frame: pl.DataFrame) -> None:
     assert isinstance(lazy, pl.LazyFrame)
     out = lazy.collect()
     assert out["bins"].to_list() == list(range(5, 31))
-    assert out.schema == pl.Schema(ECE_BY_BIN_COUNT_COLUMNS)
+    assert out.schema == pl.Schema(ECE_BY_BIN_COUNT.columns)
 
 
 def test_adaptive_ece_matches_equal_mass_plugin_of_uncertainty_calibration() -> None:
@@ -67,7 +66,7 @@ def test_adaptive_ece_matches_equal_mass_plugin_of_uncertainty_calibration() -> 
     y = (rng.random(3000) < p**1.5).astype(np.int64)
     want = utils.get_ece_em(p, y, num_bins=15)  # plug-in L1 over equal-mass bins
     out = adaptive_ece(pl.DataFrame({"confidence": p, "correct": y}), bins=15)
-    assert out.columns == list(ADAPTIVE_ECE_COLUMNS)
+    assert out.columns == list(ADAPTIVE_ECE.names)
     assert out["adaptive_ece"][0] == pytest.approx(want, rel=1e-12)
     assert out["populated_bins"][0] == 15
 
@@ -86,7 +85,7 @@ def test_adaptive_ece_grouped_and_lazy(frame: pl.DataFrame) -> None:
     out = adaptive_ece(frame.lazy(), by="g", bins=10)
     assert isinstance(out, pl.LazyFrame)
     got = out.collect()
-    assert got.columns == ["g", *ADAPTIVE_ECE_COLUMNS]
+    assert got.columns == ["g", *ADAPTIVE_ECE.names]
     assert got["count"].sum() == frame.height
 
 

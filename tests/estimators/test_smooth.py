@@ -10,11 +10,10 @@ import pytest
 
 import calib_frames as cf
 from calib_frames.estimators.smooth import (
-    SMOOTH_CURVE_COLUMNS,
-    SMOOTH_ECE_COLUMNS,
     smooth_ece,
     smooth_reliability_curve,
 )
+from calib_frames.schema import SMOOTH_ECE, SMOOTH_RELIABILITY_CURVE
 
 relplot = pytest.importorskip("relplot")
 
@@ -48,7 +47,7 @@ def grouped() -> pl.DataFrame:
 
 def test_smooth_ece_matches_relplot_per_group(grouped: pl.DataFrame) -> None:
     out = smooth_ece(grouped, by="model")
-    assert out.columns == ["model", *SMOOTH_ECE_COLUMNS]
+    assert out.columns == ["model", *SMOOTH_ECE.names]
     assert out["model"].to_list() == sorted(grouped["model"].unique().to_list())
     for row in out.iter_rows(named=True):
         rows = grouped.filter(pl.col("model") == row["model"])
@@ -90,7 +89,7 @@ def test_fixed_bandwidth_matches_smece_sigma(grouped: pl.DataFrame, sigma: float
 
 def test_curve_matches_relplot(grouped: pl.DataFrame) -> None:
     curve = smooth_reliability_curve(grouped, by="model")
-    assert curve.columns == ["model", *SMOOTH_CURVE_COLUMNS]
+    assert curve.columns == ["model", *SMOOTH_RELIABILITY_CURVE.names]
     assert curve.height == 200 * grouped["model"].n_unique()
     for model in ["m00", "m05", "m11"]:
         rows = grouped.filter(pl.col("model") == model)

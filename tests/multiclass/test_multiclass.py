@@ -11,13 +11,13 @@ import pytest
 import calib_frames as cf
 from calib_frames import Binning
 from calib_frames.multiclass import (
-    MULTICLASS_COLUMNS,
     class_probability_rows,
     classwise_metrics,
     multiclass_calibration,
     pooled_metrics,
     top_label_metrics,
 )
+from calib_frames.schema import MULTICLASS_CALIBRATION
 
 # Test-only reference libraries: a missing one skips this module, it does not break collection.
 brier_score_loss = pytest.importorskip("sklearn.metrics").brier_score_loss
@@ -139,7 +139,7 @@ def test_brier_and_log_loss_conventions(sample: tuple[np.ndarray, np.ndarray]) -
     summary = multiclass_calibration(
         list_frame(probs, labels), probabilities="probs", label="label"
     )
-    assert summary.columns == list(MULTICLASS_COLUMNS)
+    assert summary.columns == list(MULTICLASS_CALIBRATION.names)
     # scikit-learn without halving == lm-evaluation-harness' brier_score (sum over classes)
     sk = brier_score_loss(labels, probs, scale_by_half=False)
     one_hot = np.eye(4)[labels]
@@ -192,7 +192,7 @@ def test_layouts_agree(sample: tuple[np.ndarray, np.ndarray]) -> None:
     ]  # fmt: skip
     for other in results[1:]:
         assert other.columns == results[0].columns
-        for column in MULTICLASS_COLUMNS:
+        for column in MULTICLASS_CALIBRATION.names:
             np.testing.assert_allclose(
                 other[column].to_numpy(), results[0][column].to_numpy(), rtol=1e-12
             )
@@ -340,3 +340,47 @@ def test_long_layout_with_numeric_labels() -> None:
     bad = long.with_columns(y=pl.Series([2, 0, 0, 1]))
     with pytest.raises(cf.DataError, match="not boolean"):
         multiclass_calibration(bad, probabilities="p", label="y", item="item", class_column="class")
+
+
+def test_brier_has_one_home_for_options_and_class_probabilities() -> None:
+    """The Brier of an options frame equals that of its option probabilities as classes.
+
+    Both go through multiclass.scores.brier_by_group; sources reads and never computes it.
+    """
+    rng = np.random.default_rng(3)
+    questions, k = 300, 4
+    options = pl.DataFrame(
+        {
+            "model": np.repeat(["a", "b"], questions * k // 2),
+            "question": np.repeat(np.arange(questions), k),
+            "option": np.tile(np.arange(k), questions),
+            "loglik": -rng.exponential(2.0, questions * k),
+            "is_gold": np.tile(np.arange(k), questions)
+            == np.repeat(rng.integers(0, k, questions), k),
+        }
+    )
+    from_options = cf.multiclass.brier_multiclass(options, by="model")
+    probabilities = cf.sources.option_probabilities(options, by="model")
+    as_classes = multiclass_calibration(
+        probabilities, probabilities="probability", label="is_answer", item="question",
+        class_column="option", by="model",
+    )  # fmt: skip
+    np.testing.assert_allclose(from_options["brier_multiclass"], as_classes["brier"], rtol=1e-13)
+    assert from_options["count"].to_list() == as_classes["items"].to_list()
+    # the lm-eval formula by hand: Σ over options of (p − y)², mean over questions
+    p = probabilities["probability"].to_numpy().reshape(questions, k)
+    y = probabilities["is_answer"].to_numpy().reshape(questions, k)
+    by_hand = ((p - y) ** 2).sum(axis=1).reshape(2, -1).mean(axis=1)
+    np.testing.assert_allclose(from_options["brier_multiclass"], by_hand, rtol=1e-13)
+    assert "brier_multiclass" not in cf.sources.__all__
+
+
+def test_a_near_certain_gold_option_keeps_its_residual() -> None:
+    """1 − p of the gold option comes from its exact log-probability, not from p ≈ 1."""
+    options = pl.DataFrame(
+        {"question": [1, 1], "option": [0, 1], "loglik": [0.0, -50.0], "is_gold": [True, False]}
+    )
+    got = cf.multiclass.brier_multiclass(options)["brier_multiclass"].item()
+    # p₁ = e⁻⁵⁰/(1 + e⁻⁵⁰); the two residuals are both p₁: 2·p₁²
+    p1 = np.exp(-50.0) / (1 + np.exp(-50.0))
+    assert got == pytest.approx(2 * p1**2, rel=1e-12)

@@ -11,7 +11,8 @@ import scipy.stats as ss
 
 from calib_frames.exceptions import ArgumentError, DataError, TableError
 from calib_frames.ranking import ranking_metrics_per_query
-from calib_frames.ranking.significance import SIGNIFICANCE_COLUMNS, paired_significance
+from calib_frames.ranking.significance import paired_significance
+from calib_frames.schema import PAIRED_SIGNIFICANCE
 
 # Test-only reference libraries: a missing one skips this module, it does not break collection.
 multipletests = pytest.importorskip("statsmodels.stats.multitest").multipletests
@@ -42,7 +43,7 @@ def three_models():
 
 def test_exact_enumeration_equals_scipy(three_models):
     out = paired_significance(table(three_models), metric="m", replicates=5000)
-    assert out.columns == list(SIGNIFICANCE_COLUMNS)
+    assert out.columns == list(PAIRED_SIGNIFICANCE.names)
     assert out["replicates"].to_list() == [4096] * 3
     for row in out.iter_rows(named=True):
         a, b = three_models[row["model_a"]], three_models[row["model_b"]]

@@ -171,6 +171,34 @@ def test_temperature_options_matches_scipy_and_keeps_argmax() -> None:
     assert (metrics["log_loss_after"] <= metrics["log_loss_before"] + 1e-12).all()
 
 
+def test_top_option_breaks_ties_as_choice_predictions() -> None:
+    """One tie rule: the smallest tied option id, whatever the row order.
+
+    Question 1 ties its gold option 1 with option 0 and lists the gold row first (the
+    old rule, "first in the frame", called it correct); question 2 ties its gold option
+    0 with option 2; question 3 has no tie.
+    """
+    from calib_frames.sources import choice_predictions
+
+    options = pl.DataFrame(
+        {
+            "question": [1, 1, 1, 2, 2, 2, 3, 3],
+            "option": [1, 0, 2, 2, 0, 1, 0, 1],
+            "loglik": [-0.5, -0.5, -3.0, -0.7, -0.7, -2.0, -1.0, -0.2],
+            "is_gold": [True, False, False, False, True, False, False, True],
+            "recalibrated": [0.4, 0.4, 0.2, 0.4, 0.4, 0.2, 0.3, 0.7],
+            "in_sample": [False] * 8,
+        }
+    )
+    expected = [(1, False), (2, True), (3, True)]
+    for seed in range(4):
+        shuffled = options.sample(fraction=1.0, shuffle=True, seed=seed)
+        top = top_option(shuffled)
+        assert top.select("question", "correct").rows() == expected
+        chosen = choice_predictions(shuffled.drop("recalibrated", "in_sample"))
+        assert chosen.select("question", "correct").rows() == expected
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),

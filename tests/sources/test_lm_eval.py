@@ -19,7 +19,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from calib_frames import sources
+from calib_frames import multiclass, sources
 from calib_frames.comparison import lm_eval_comparison
 from calib_frames.exceptions import DataError, ReadError
 from calib_frames.sources import (
@@ -347,7 +347,7 @@ def test_output_tables_follow_their_specs(comparison: pl.DataFrame) -> None:
         (LM_EVAL_COMPARISON, comparison),
         (CHOICE_PREDICTIONS, choice_predictions(options, by=keys, no_gold="wrong").collect()),
         (OPTION_PROBABILITIES, sources.option_probabilities(options, by=keys).collect()),
-        (BRIER_MULTICLASS, sources.brier_multiclass(options, by=keys).collect()),
+        (BRIER_MULTICLASS, multiclass.brier_multiclass(options, by=keys).collect()),
     ]
     for spec, table in tables:
         assert spec.keys(table.schema) == keys

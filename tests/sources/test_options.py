@@ -16,7 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from calib_frames.exceptions import ArgumentError, DataError, TableError
-from calib_frames.sources import brier_multiclass, choice_predictions, option_probabilities
+from calib_frames.multiclass import brier_multiclass
+from calib_frames.sources import choice_predictions, option_probabilities
 
 
 def options_frame(logliks: list[list[float]], golds: list[int], lengths=None) -> pl.DataFrame:

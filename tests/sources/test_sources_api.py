@@ -7,7 +7,7 @@ import inspect
 import polars as pl
 import pytest
 
-from calib_frames import sources
+from calib_frames import multiclass, sources
 from calib_frames.exceptions import ArgumentError
 
 
@@ -47,7 +47,7 @@ OPTIONS = pl.DataFrame({"m": "x", "question": [1, 1], "option": [0, 1], "loglik"
     [
         lambda by: sources.choice_predictions(OPTIONS, by=by),
         lambda by: sources.option_probabilities(OPTIONS, by=by),
-        lambda by: sources.brier_multiclass(OPTIONS, by=by),
+        lambda by: multiclass.brier_multiclass(OPTIONS, by=by),
         lambda by: sources.answer_confidence(OPTIONS.rename({"loglik": "logprob"}), by=by),
         lambda by: sources.sample_consistency(OPTIONS.rename({"option": "answer"}), by=by),
     ],

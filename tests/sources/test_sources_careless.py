@@ -12,7 +12,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from calib_frames import comparison, sources
+from calib_frames import comparison, multiclass, sources
 from calib_frames.exceptions import ArgumentError, DataError, ReadError, TableError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,7 +35,7 @@ OPTIONS = pl.DataFrame(
 
 
 @pytest.mark.parametrize(
-    "entry", [sources.choice_predictions, sources.option_probabilities, sources.brier_multiclass]
+    "entry", [sources.choice_predictions, sources.option_probabilities, multiclass.brier_multiclass]
 )
 @pytest.mark.parametrize("lazy", [False, True])
 def test_is_gold_outside_0_1_is_a_data_error(entry: object, lazy: bool) -> None:

@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import calib_frames as cf
-from calib_frames.estimators.isotonic import BLOCK_COLUMNS, isotonic_blocks
+from calib_frames.estimators.pav import isotonic_blocks
+from calib_frames.schema import ISOTONIC_BLOCKS
 
 # Test-only reference libraries: a missing one skips this module, it does not break collection.
 IsotonicRegression = pytest.importorskip("sklearn.isotonic").IsotonicRegression
@@ -74,7 +75,7 @@ def test_table_shape_and_conventions() -> None:
         {"m": ["b", "b", "b", "a", "a"], "x": [0.2, 0.2, 0.5, 0.1, 0.9], "y": [1, 0, 0, 1, 0]}
     )
     blocks = isotonic_blocks(frame, x="x", y="y", by="m")
-    assert blocks.columns == ["m", *BLOCK_COLUMNS]
+    assert blocks.columns == ["m", *ISOTONIC_BLOCKS.names]
     assert blocks.schema["block"] == pl.UInt32 and blocks.schema["count"] == pl.UInt64
     # group a: 1 then 0 → pooled to 0.5; group b: ties at 0.2 pooled (0.5), then 0 → 1/3
     assert blocks.rows() == [
@@ -150,7 +151,7 @@ def test_empty_frame() -> None:
         {"g": [], "x": [], "y": []}, schema={"g": pl.String, "x": pl.Float64, "y": pl.Float64}
     )
     out = isotonic_blocks(empty, x="x", y="y", by="g")
-    assert out.height == 0 and out.columns == ["g", *BLOCK_COLUMNS]
+    assert out.height == 0 and out.columns == ["g", *ISOTONIC_BLOCKS.names]
 
 
 def test_bad_rows_raise_data_error_with_example() -> None:

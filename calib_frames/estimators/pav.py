@@ -27,8 +27,8 @@ The shift only steers which neighbours are pooled (a decision that may err when 
 neighbouring block means differ by less than about ``1e-16 · g · C``, where either
 choice changes the fit by less than that); the reported values are recomputed from
 the unshifted sums. Should a recomputed fit still decrease somewhere, that group is
-refitted on its own. There is no Python loop over rows or groups. (Measured on 10⁶
-rows in 200 groups: see ``benchmarks/bench_estimators.py``.)
+refitted on its own. There is no Python loop over rows or groups
+(``benchmarks/bench_estimators.py`` times it against per-group loops).
 
 Every row of a group must be in memory at once (the fit is not additive across parts
 of the data); a LazyFrame stays lazy until collected.
@@ -43,9 +43,9 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from calib_frames._deprecated import renamed_keywords
 from calib_frames.estimators._groups import attach, grouped
 from calib_frames.exceptions import ArgumentError
+from calib_frames.schema import ISOTONIC_BLOCKS
 from calib_frames.validation import (
     Frame,
     RowCheck,
@@ -58,25 +58,14 @@ from calib_frames.validation import (
     working,
 )
 
-__all__ = ["BLOCK_COLUMNS", "isotonic_blocks"]
+__all__ = ["isotonic_blocks"]
 
 F64Array = npt.NDArray[np.float64]
-
-BLOCK_COLUMNS: dict[str, pl.DataType] = {
-    "block": pl.UInt32(),
-    "x_lower": pl.Float64(),
-    "x_upper": pl.Float64(),
-    "count": pl.UInt64(),
-    "weight": pl.Float64(),
-    "value": pl.Float64(),
-}
-"""The columns of :func:`isotonic_blocks`' table, after the group keys."""
 
 # internal column names of the pooled points
 _X, _W, _WY = working("x"), working("w"), working("wy")
 
 
-@renamed_keywords(frame="predictions")
 def isotonic_blocks(
     predictions: Frame,
     *,
@@ -96,8 +85,7 @@ def isotonic_blocks(
     ----------
     predictions
         DataFrame or LazyFrame, one row per observation (x, y), e.g. predictions with
-        x the confidence and y the outcome. (Called ``frame`` until 0.2; the old keyword
-        still works, with a DeprecationWarning.)
+        x the confidence and y the outcome.
     x
         Column of the regressor (finite numbers).
     y
@@ -134,7 +122,7 @@ def isotonic_blocks(
     Examples
     --------
     >>> import polars as pl
-    >>> from calib_frames.estimators.isotonic import isotonic_blocks
+    >>> from calib_frames.estimators.pav import isotonic_blocks
     >>> df = pl.DataFrame({"x": [1, 2, 3, 4, 5], "y": [1.0, 3.0, 2.0, 4.0, 3.5]})
     >>> isotonic_blocks(df, x="x", y="y")
     shape: (3, 6)
@@ -159,7 +147,7 @@ def isotonic_blocks(
         columns,
         numeric=["x", "y"],
         numbers=[] if weight is None else ["weight"],
-        reserved=tuple(BLOCK_COLUMNS),
+        reserved=tuple(ISOTONIC_BLOCKS.columns),
         keys=keys,
         inputs_are_not_keys=True,
     )
@@ -169,7 +157,7 @@ def isotonic_blocks(
         pl.col(y).cast(pl.Float64).alias(_WY),
         *([] if weight is None else [pl.col(weight).cast(pl.Float64).alias(_W)]),
     )
-    out_schema = {**{k: schema[k] for k in keys}, **BLOCK_COLUMNS}
+    out_schema = {**{k: schema[k] for k in keys}, **ISOTONIC_BLOCKS.columns}
     checks = [
         RowCheck(x, "null, NaN or infinite", not_true(pl.col(_X).is_finite()), value=_X),
         RowCheck(y, "null, NaN or infinite", not_true(pl.col(_WY).is_finite()), value=_WY),
@@ -193,7 +181,7 @@ def _fit_blocks(
     """Gather each group's rows in x order, pool ties, run the PAV, build the table."""
     group, table, _, values = grouped(rows, keys, sort_by=_X)
     if values.height == 0:
-        return pl.DataFrame(schema={**rows.select(keys).schema, **BLOCK_COLUMNS})
+        return pl.DataFrame(schema={**rows.select(keys).schema, **ISOTONIC_BLOCKS.columns})
     xs = values[_X].to_numpy()  # Float64 columns: no copy beyond polars' own
     ys = values[_WY].to_numpy()
     new_point = np.empty(xs.size, dtype=bool)

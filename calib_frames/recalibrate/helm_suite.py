@@ -58,26 +58,13 @@ import polars as pl
 
 from calib_frames.estimators._groups import P, Y, attach, group_rows, grouped
 from calib_frames.recalibrate.platt import apply_platt, fit_platt
+from calib_frames.schema import HELM_CALIBRATION
 from calib_frames.validation import Frame
 
-__all__ = ["HELM_CALIBRATION_COLUMNS", "helm_calibration"]
+__all__ = ["helm_calibration"]
 
 F64Array = npt.NDArray[np.float64]
 I64Array = npt.NDArray[np.int64]
-
-HELM_CALIBRATION_COLUMNS: dict[str, pl.DataType] = {
-    "count": pl.UInt64(),
-    "ece_10_bin": pl.Float64(),
-    "ece_1_bin": pl.Float64(),
-    "selective_cov_acc_area": pl.Float64(),
-    "selective_acc@10": pl.Float64(),
-    "platt_ece_10_bin": pl.Float64(),
-    "platt_ece_1_bin": pl.Float64(),
-    "platt_coef": pl.Float64(),
-    "platt_intercept": pl.Float64(),
-    "in_sample": pl.Boolean(),
-}
-"""Columns of :func:`helm_calibration` after the group keys (HELM's stat names)."""
 
 _RECALIBRATED = "platt_confidence"  # apply_platt's output (keys may not take the name)
 _EPSILON = 1e-12  # get_platt_scaler's clipping
@@ -154,7 +141,7 @@ def helm_calibration(
     """
     prepared = group_rows(
         predictions, confidence=confidence, correct=correct, by=by, weight=None,
-        columns=HELM_CALIBRATION_COLUMNS, reserved=(_RECALIBRATED,),
+        columns=HELM_CALIBRATION.columns, reserved=(_RECALIBRATED,),
     )  # fmt: skip
     keys, schema = prepared.keys, prepared.schema
 

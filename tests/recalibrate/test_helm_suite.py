@@ -12,10 +12,11 @@ from factories import DATA, assert_frames_close, prediction_rows
 
 import calib_frames as cf
 from calib_frames.exceptions import DataError, TableError
-from calib_frames.recalibrate.helm import HELM_CALIBRATION_COLUMNS, helm_calibration
+from calib_frames.recalibrate.helm_suite import helm_calibration
+from calib_frames.schema import HELM_CALIBRATION
 
 RUNS = sorted((DATA / "helm" / "runs" / "calib").iterdir())
-FIGURES = [name for name in HELM_CALIBRATION_COLUMNS if name not in ("count", "in_sample")]
+FIGURES = [name for name in HELM_CALIBRATION.names if name not in ("count", "in_sample")]
 
 
 def helm_instances(run: Path) -> pl.DataFrame:
@@ -140,7 +141,7 @@ def test_equal_mass_edges_are_midpoints_right_closed() -> None:
 def test_groups_one_class_empty_and_laziness() -> None:
     df = prediction_rows(5, 600, models=("a", "b", "c"))
     together = helm_calibration(df, by="model")
-    assert together.columns == ["model", *HELM_CALIBRATION_COLUMNS]
+    assert together.columns == ["model", *HELM_CALIBRATION.names]
     for row in together.iter_rows(named=True):
         alone = helm_calibration(df.filter(pl.col("model") == row["model"]).drop("model"))
         assert_frames_close(alone, together.filter(pl.col("model") == row["model"]).drop("model"))

@@ -407,6 +407,7 @@ def top_option(
     options: Frame,
     *,
     question: str = "question",
+    option: str = "option",
     loglik: str = "loglik",
     is_gold: str = "is_gold",
     recalibrated: str = "recalibrated",
@@ -419,17 +420,19 @@ def top_option(
 
     ``confidence`` is the largest softmax probability of the question's log-likelihoods
     (T = 1), ``recalibrated`` the largest recalibrated probability, ``correct`` whether
-    the option with the largest log-likelihood is gold (among tied options, the first in
-    the frame's order). Temperature scaling keeps the top option, so ``correct`` is the
-    same before and after.
+    the option with the largest log-likelihood is gold: the prediction and tie rule of
+    :func:`~calib_frames.sources.choice_predictions`, both through
+    :func:`calib_frames.sources.options.top_choice` (among tied options the smallest
+    option id, whatever the row order). Temperature scaling keeps the top option, so
+    ``correct`` is the same before and after.
 
     Parameters
     ----------
     options
         Option rows from :func:`~calib_frames.recalibrate.apply_temperature` with
         ``kind="options"`` (or :func:`recalibrate`).
-    question, loglik, is_gold, recalibrated
-        Column names.
+    question, option, loglik, is_gold, recalibrated
+        Column names (``option``: the option ids, which break ties).
     by
         The columns that identify a question together with ``question``.
 
@@ -451,6 +454,7 @@ def top_option(
     >>> options = pl.DataFrame(
     ...     {
     ...         "question": [1, 1, 2, 2],
+    ...         "option": [0, 1, 0, 1],
     ...         "loglik": [-0.1, -2.0, -1.0, -0.5],
     ...         "is_gold": [True, False, True, False],
     ...     }
@@ -464,23 +468,24 @@ def top_option(
     lazy = as_lazy(options)
     columns = {
         "question": question,
+        "option": option,
         "loglik": loglik,
         "is_gold": is_gold,
         "recalibrated": recalibrated,
         "in_sample": "in_sample",
     }
     require_columns(lazy.collect_schema(), columns, keys=keys)
+    # imported here: importing calib_frames.recalibrate need not load the readers
+    from calib_frames.sources.options import top_choice
+
     ell = pl.col(loglik).cast(pl.Float64)
+    _, correct = top_choice(ell, pl.col(option), pl.col(is_gold).cast(pl.Boolean))
     top = (
         lazy.group_by(*keys, question)
         .agg(
             (1.0 / (ell - ell.max()).exp().sum()).alias("confidence"),
             pl.col(recalibrated).max().alias("recalibrated"),
-            pl.col(is_gold)
-            .cast(pl.Boolean)
-            .sort_by(ell, descending=True, maintain_order=True)
-            .first()
-            .alias("correct"),
+            correct.alias("correct"),
             pl.col("in_sample").fill_null(False).any(),
         )
         .sort(*keys, question, nulls_last=True)
