@@ -1,10 +1,10 @@
-"""What the chart families share: colours, the palette, field names, tooltips, panels, checks.
+"""What the charts' altair layers share: colours, the palette, field names, tooltips, panels.
 
-Each family module (:mod:`~calib_frames.plot.reliability`,
-:mod:`~calib_frames.plot.comparison`, :mod:`~calib_frames.plot.curves`,
-:mod:`~calib_frames.plot.ranking`) draws from a table prepared by
-:mod:`calib_frames.plot.tables` with these pieces, so that every chart colours, highlights,
-facets and refuses arguments the same way. altair is imported inside each function.
+Each chart module (:mod:`~calib_frames.plot.reliability`, :mod:`~calib_frames.plot.heatmap`,
+:mod:`~calib_frames.plot.groups`, :mod:`~calib_frames.plot.curves`, …) encodes the frames
+its data step prepared (on :mod:`calib_frames.plot.frames`) with these pieces, so that
+every chart colours, highlights, facets and refuses arguments the same way. altair is
+imported inside each function.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import polars as pl
 
 from calib_frames.exceptions import ArgumentError
-from calib_frames.plot.tables import COLOR, PANEL, Prepared, records
+from calib_frames.plot.frames import COLOR, PANEL, Prepared, records
 
 if TYPE_CHECKING:
     import altair as alt

@@ -24,7 +24,7 @@ from calib_frames.plot._common import (
     sized_panels,
     unit_scale,
 )
-from calib_frames.plot.tables import (
+from calib_frames.plot.frames import (
     COLOR,
     PANEL,
     Prepared,

@@ -24,7 +24,7 @@ from calib_frames.plot._common import (
     share_parts,
     sized_panels,
 )
-from calib_frames.plot.tables import (
+from calib_frames.plot.frames import (
     COMPARISON_COLUMNS,
     PANEL,
     Prepared,

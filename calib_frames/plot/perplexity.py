@@ -24,8 +24,7 @@ from calib_frames.plot._common import (
     palette,
     share_parts,
 )
-from calib_frames.plot.comparison import _label_keys, _metrics_table
-from calib_frames.plot.tables import COLOR, PANEL, prepare
+from calib_frames.plot.frames import COLOR, PANEL, label_keys, metric_table, prepare
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -139,7 +138,7 @@ def perplexity_chart(
 
     check_size("width", width)
     columns = [c for group in PERPLEXITY_MEASURES for c in group]
-    data, keys = _metrics_table(
+    data, keys = metric_table(
         metrics, "perplexity_chart", [], role="perplexity table", built_by="perplexity"
     )
     if not any(c in data.columns for c in columns):
@@ -150,7 +149,7 @@ def perplexity_chart(
     measures = perplexity_measures(data)
     if not measures:
         raise TableError("perplexity table: no row has a finite perplexity or bits per byte")
-    on_axis = _label_keys(label, keys)
+    on_axis = label_keys(label, keys)
     prepared = prepare(
         data,
         keys,

@@ -36,7 +36,7 @@ from calib_frames.plot._common import (
     share_parts,
     unit_scale,
 )
-from calib_frames.plot.tables import (
+from calib_frames.plot.frames import (
     COLOR,
     PANEL,
     Prepared,

@@ -13,7 +13,7 @@ text and runs nothing.
 module                                 holds
 =====================================  ==================================================
 :mod:`~calib_frames.report.page`       :func:`write_report`, :func:`report_html`: the page
-:mod:`~calib_frames.report.table`      the sortable comparison table
+:mod:`~calib_frames.report.table_html`      the sortable comparison table
                                        (:data:`REPORT_COLUMNS`)
 :mod:`~calib_frames.report.charts`     :func:`report_charts`: which charts, and how
 ``assets/``                            the page's style sheet and sort script
@@ -22,6 +22,6 @@ module                                 holds
 
 from calib_frames.report.charts import OVERLAY_LIMIT, report_charts
 from calib_frames.report.page import report_html, write_report
-from calib_frames.report.table import REPORT_COLUMNS
+from calib_frames.report.table_html import REPORT_COLUMNS
 
 __all__ = ["OVERLAY_LIMIT", "REPORT_COLUMNS", "report_charts", "report_html", "write_report"]

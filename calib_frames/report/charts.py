@@ -22,8 +22,8 @@ from calib_frames.plot import (
     risk_coverage_chart,
     trend_chart,
 )
+from calib_frames.plot.frames import COMPARISON_COLUMNS, frame, key_split, spec_keys
 from calib_frames.plot.perplexity import perplexity_measures
-from calib_frames.plot.tables import COMPARISON_COLUMNS, frame, key_split, spec_keys
 from calib_frames.schema import RELIABILITY
 
 __all__ = [

@@ -1,6 +1,6 @@
 r"""The report's page: the header, the comparison table and the charts in one HTML file.
 
-:func:`report_html` assembles the page from the table (:mod:`calib_frames.report.table`),
+:func:`report_html` assembles the page from the table (:mod:`calib_frames.report.table_html`),
 the charts (:mod:`calib_frames.report.charts`) and the page's style and sort script, which
 ship as package data (``assets/report.css``, ``assets/report.js``); :func:`write_report`
 writes it atomically.
@@ -20,9 +20,9 @@ import polars as pl
 
 from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.plot.export import as_path, chart_spec, page_html, write_atomic
-from calib_frames.plot.tables import COMPARISON_COLUMNS, frame, key_split, spec_keys
+from calib_frames.plot.frames import COMPARISON_COLUMNS, frame, key_split, spec_keys
 from calib_frames.report.charts import over_time_charts, report_charts
-from calib_frames.report.table import table_html
+from calib_frames.report.table_html import table_html
 from calib_frames.schema import RELIABILITY
 
 __all__ = ["report_html", "write_report"]

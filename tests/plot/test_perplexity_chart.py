@@ -115,10 +115,3 @@ def test_intervals_are_bars_through_the_dots(tokens: pl.DataFrame) -> None:
         for layer in panel["layer"]
     )
 
-
-def test_old_module_path_warns() -> None:
-    from calib_frames.plot import comparison
-
-    with pytest.warns(DeprecationWarning, match="calib_frames.plot.perplexity"):
-        old = comparison.perplexity_chart
-    assert old is perplexity_chart

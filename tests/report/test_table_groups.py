@@ -13,7 +13,7 @@ import calib_frames as cf
 from calib_frames.cli import main
 from calib_frames.exceptions import ArgumentError
 from calib_frames.report import report_html
-from calib_frames.report.table import COLUMN_GROUPS, REPORT_COLUMNS, table_html
+from calib_frames.report.table_html import COLUMN_GROUPS, REPORT_COLUMNS, table_html
 
 ROOT = Path(__file__).resolve().parents[2]
 

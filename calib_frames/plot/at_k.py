@@ -16,7 +16,7 @@ import polars as pl
 
 from calib_frames.exceptions import ArgumentError
 from calib_frames.plot._common import check_size
-from calib_frames.plot.tables import frame
+from calib_frames.plot.frames import frame
 
 __all__ = ["metric_at_k_chart"]
 

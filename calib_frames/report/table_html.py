@@ -302,7 +302,7 @@ def table_html(
     Examples
     --------
     >>> import polars as pl
-    >>> from calib_frames.report.table import table_html
+    >>> from calib_frames.report.table_html import table_html
     >>> table = pl.DataFrame({"model": ["a", "<b>"], "ece": [0.05, 0.02]})
     >>> page = table_html(table, keys=["model"], within=[])
     >>> '<td class="best" data-value="0.02">0.0200</td>' in page
