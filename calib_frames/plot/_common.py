@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import polars as pl
 
 from calib_frames.exceptions import ArgumentError
+from calib_frames.metrics.registry import metric
 from calib_frames.plot.frames import COLOR, PANEL, Prepared, records
 
 if TYPE_CHECKING:
@@ -207,6 +208,33 @@ def key_tooltips(keys: Sequence[str]) -> list[alt.Tooltip]:
 
     # field=/type= rather than the "name:N" shorthand, which misreads a ':' in a name
     return [alt.Tooltip(field=field(key), type="nominal", title=key) for key in keys]
+
+
+def metric_tooltips(columns: Sequence[str], *, format: str | None = None) -> list[alt.Tooltip]:
+    """A tooltip line per metric column: its registered title and number format.
+
+    ``format`` overrides the registered formats (a chart that shows more digits).
+    """
+    import altair as alt
+
+    return [
+        alt.Tooltip(
+            field=field(column),
+            type="quantitative",
+            title=metric(column).title,
+            format=metric(column).format if format is None else format,
+        )
+        for column in columns
+    ]
+
+
+def label_expr(columns: Sequence[str]) -> str:
+    """A Vega label expression writing each of ``columns`` as its registered label."""
+    cases = "".join(
+        f"datum.value == {json.dumps(column)} ? {json.dumps(metric(column).label)} : "
+        for column in columns
+    )
+    return cases + "datum.value"
 
 
 def diagonal(**mark: Any) -> alt.Chart:

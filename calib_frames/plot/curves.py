@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from calib_frames.metrics.registry import metric
 from calib_frames.plot._common import (
     diagonal,
     facet_columns,
@@ -20,6 +21,7 @@ from calib_frames.plot._common import (
     group_lines,
     inline_data,
     key_tooltips,
+    metric_tooltips,
     share_parts,
     sized_panels,
     unit_scale,
@@ -403,11 +405,11 @@ def ece_bins_chart(
         x=alt.X(
             "bins:Q", title="number of bins", scale=scale, axis=alt.Axis(format="~d", tickMinStep=1)
         ),
-        y=alt.Y("ece:Q", title="ECE", scale=alt.Scale(zero=True)),
+        y=alt.Y("ece:Q", title=metric("ece").title, scale=alt.Scale(zero=True)),
         tooltip=[
             *key_tooltips(keys),
             alt.Tooltip("bins:Q", format="~d"),
-            alt.Tooltip("ece:Q", format=".4f"),
+            *metric_tooltips(["ece"]),
         ],
     )
     heading = title if title is not None else "ECE against the number of bins"

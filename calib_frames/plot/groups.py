@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from calib_frames.metrics.registry import metric
 from calib_frames.plot._common import (
     SINGLE,
     check_size,
@@ -23,6 +24,7 @@ from calib_frames.plot._common import (
     in_panels,
     inline_data,
     key_tooltips,
+    metric_tooltips,
     share_parts,
     short_label,
     sized_panels,
@@ -52,21 +54,11 @@ worst on ``x`` and the picked group are labelled; tooltips name every point."""
 PALETTE_LIMIT = 20
 """Above this many groups :func:`metric_scatter` draws every point grey and the picked one
 dark (clicked, or chosen in a dropdown): twenty colours are as many as the eye tells apart."""
+TERM_FORMAT = ".5f"
+"""The Brier decomposition's numbers, to five decimals: small terms that add up to the score."""
 GREY = "#9e9e9e"
 LABEL_TEXT = "#333333"
 """Point labels: dark text whatever the point's colour (pale palette colours do not read)."""
-
-_METRIC_TITLES = {
-    "accuracy": "accuracy",
-    "ece": "ECE",
-    "mce": "MCE",
-    "rmsce": "RMSCE",
-    "brier": "Brier score",
-    "log_loss": "log loss",
-    "overconfidence": "overconfidence",
-    "reliability": "reliability",
-    "resolution": "resolution",
-}
 
 
 def metric_scatter(
@@ -192,16 +184,8 @@ def metric_scatter(
         pl.when(pl.col(x) > middle).then(pl.lit("right")).otherwise(pl.lit("left")).alias("_side"),
     )
     points, y_domain, crowded = _placed_labels(points, y, intervals.get(y, ()), height)
-    x_title, y_title = _METRIC_TITLES.get(x, x), _METRIC_TITLES.get(y, y)
-    tooltips = [
-        *key_tooltips(keys),
-        *[
-            alt.Tooltip(
-                field=field(c), type="quantitative", title=_METRIC_TITLES.get(c, c), format=".4f"
-            )
-            for c in shown
-        ],
-    ]
+    x_title, y_title = metric(x).title, metric(y).title
+    tooltips = [*key_tooltips(keys), *metric_tooltips(shown)]
     many = len(prepared.colors) > PALETTE_LIMIT
     if many:
         # past the palette's 20 colours: every point grey, the picked group dark
@@ -469,9 +453,8 @@ def brier_decomposition_chart(
     tooltips = [
         *key_tooltips(keys),
         alt.Tooltip("_term:N", title="term"),
-        alt.Tooltip("_value:Q", title="value", format=".5f"),
-        alt.Tooltip("brier:Q", title="Brier score", format=".5f"),
-        *[alt.Tooltip(f"{c}:Q", format=".5f") for c in extra],
+        alt.Tooltip("_value:Q", title="value", format=TERM_FORMAT),
+        *metric_tooltips(["brier", *extra], format=TERM_FORMAT),
     ]
     labels = prepared.colors
     height = max(60, 18 * len(labels))

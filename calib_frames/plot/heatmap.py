@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from calib_frames.exceptions import ArgumentError, TableError
+from calib_frames.metrics.registry import metric
 from calib_frames.plot._common import (
     check_size,
     inline_data,
     key_tooltips,
+    metric_tooltips,
     pick_keys,
     picked_group,
     share_parts,
@@ -167,29 +169,14 @@ def calibration_heatmap(
     top = float(top) if top is not None and top > 0 else 1.0
     if value == "ece":
         scale = alt.Scale(scheme="reds", domain=[0, top], clamp=True)
-        legend_title = "ECE"
     else:
         scale = alt.Scale(
             scheme="redblue", reverse=True, domain=[-top, top], domainMid=0, clamp=True
         )
-        legend_title = "confidence − accuracy"
-    titles = {
-        "ece": "ECE",
-        "ece_ci_low": "ECE interval, low",
-        "ece_ci_high": "ECE interval, high",
-        "overconfidence": "gap (confidence − accuracy)",
-    }
     tooltips = [
         *key_tooltips(keys),
-        *[
-            alt.Tooltip(field=c, type="quantitative", title=titles[c], format="+.4f")
-            if c == "overconfidence"
-            else alt.Tooltip(field=c, type="quantitative", title="predictions", format=",")
-            if c == "count"
-            else alt.Tooltip(field=c, type="quantitative", title=titles[c], format=".4f")
-            for c in shown
-        ],
-        alt.Tooltip("_verdict:N", title="verdict"),
+        *metric_tooltips(shown),
+        alt.Tooltip("_verdict:N", title=metric("verdict").title),
     ]
     x = alt.X(
         f"{PANEL}:N",
@@ -215,7 +202,9 @@ def calibration_heatmap(
         .encode(
             x=x,
             y=y,
-            color=alt.Color(field=value, type="quantitative", title=legend_title, scale=scale),
+            color=alt.Color(
+                field=value, type="quantitative", title=metric(value).title, scale=scale
+            ),
             opacity=alt.OpacityValue(**faint.then(alt.value(0.3)).otherwise(alt.value(1.0))),
             tooltip=tooltips,
         )

@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from calib_frames.estimators.drift import VERDICT_TITLES
 from calib_frames.exceptions import TableError
+from calib_frames.metrics import registry
 from calib_frames.plot._common import (
     SINGLE,
     check_size,
     field,
     key_tooltips,
+    metric_tooltips,
     share_parts,
     sized_panels,
 )
@@ -43,7 +44,6 @@ CHANGED = "#c0392b"
 """Line, band and mark of a group whose tested batch changed."""
 
 _BATCH_KEYS = ("batch", "batch_id", "batch_time")
-_TITLES = {"ece": "ECE", "accuracy": "accuracy", "brier": "Brier score", "mce": "MCE"}
 _STATUS = "_status"
 _X = "_x"
 
@@ -152,7 +152,7 @@ def trend_chart(
         if timed
         else alt.X(f"{_X}:Q", title="batch", axis=alt.Axis(tickMinStep=1, tickCount=4))
     )
-    metric_title = _TITLES.get(metric, metric)
+    metric_title = registry.metric(metric).title
     # a miscalibration from zero; accuracy and the like fitted to their range
     zero = metric in ("ece", "mce", "rmsce", "reliability")
     y = alt.Y(
@@ -175,7 +175,7 @@ def trend_chart(
         alt.Tooltip(
             field="batch_time", type="temporal", title="batch time", format="%Y-%m-%d %H:%M"
         ),
-        *[alt.Tooltip(field=field(c), type="quantitative", title=c, format=".4f") for c in shown],
+        *metric_tooltips(shown),
     ]
     base = alt.Chart()
     layers = []
@@ -256,7 +256,7 @@ def _with_changes(
 def _short_verdict(metric: str) -> pl.Expr:
     """The verdict's clause of ``metric`` (else its first), as "ECE +0.12"."""
     clauses = pl.col("_verdict").str.split("; ")
-    title = VERDICT_TITLES.get(metric, metric)
+    title = registry.metric(metric).label
     own = clauses.list.eval(pl.element().filter(pl.element().str.starts_with(title)))
     clause = pl.coalesce(own.list.first(), clauses.list.first())
     return (

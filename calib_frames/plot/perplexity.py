@@ -15,12 +15,14 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from calib_frames.exceptions import TableError
+from calib_frames.metrics.registry import metric
 from calib_frames.plot._common import (
     SINGLE,
     check_size,
     emphasis,
     inline_data,
     key_tooltips,
+    metric_tooltips,
     palette,
     share_parts,
 )
@@ -38,14 +40,6 @@ PERPLEXITY_MEASURES: tuple[tuple[str, ...], ...] = (
     ("bits_per_byte", "bits_per_token"),
 )
 """The chart's panels: each draws the first of its columns that has a finite value."""
-
-_TITLES = {
-    "perplexity": "perplexity (per token)",
-    "word_perplexity": "word perplexity",
-    "byte_perplexity": "byte perplexity",
-    "bits_per_byte": "bits per byte",
-    "bits_per_token": "bits per token",
-}
 
 
 def perplexity_measures(table: pl.DataFrame) -> list[str]:
@@ -172,14 +166,18 @@ def perplexity_chart(
     labels = (
         dots.group_by(PANEL, maintain_order=True)
         .agg(pl.col(measures[0]).min())
-        .sort(measures[0], nulls_last=True, maintain_order=True)
+        .sort(
+            measures[0],
+            descending=metric(measures[0]).descending,
+            nulls_last=True,
+            maintain_order=True,
+        )
         .get_column(PANEL)
         .to_list()
     )
     tooltips = [
         *key_tooltips(keys),
-        *[alt.Tooltip(f"{m}:Q", format=".4f") for m in (*measures, *bounds)],
-        *[alt.Tooltip(f"{c}:Q", format=",") for c in extra],
+        *metric_tooltips([*measures, *bounds, *extra]),
     ]
     if prepared.color:
         highlight = alt.selection_point(name="highlight_ppl", fields=[COLOR], bind="legend")
@@ -215,7 +213,7 @@ def perplexity_chart(
         )
         x = alt.X(
             f"{measure}:Q",
-            title=_TITLES[measure],
+            title=metric(measure).title,
             scale=alt.Scale(zero=False, nice=True),
             axis=alt.Axis(labelOverlap="greedy", labelSeparation=6, tickCount=6),
         )
@@ -229,7 +227,7 @@ def perplexity_chart(
             layers.insert(
                 0,
                 base.mark_rule(strokeWidth=2).encode(
-                    x=alt.X(f"{measure}_ci_low:Q", title=_TITLES[measure]),
+                    x=alt.X(f"{measure}_ci_low:Q", title=metric(measure).title),
                     x2=alt.X2(f"{measure}_ci_high:Q"),
                     y=y,
                     **offset,

@@ -15,6 +15,7 @@ import polars as pl
 
 from calib_frames.exceptions import ArgumentError
 from calib_frames.metrics.calibration import MCE_MIN_COUNT
+from calib_frames.metrics.registry import metric
 from calib_frames.plot._common import (
     NO_FRAME,
     SINGLE,
@@ -31,6 +32,7 @@ from calib_frames.plot._common import (
     in_panels,
     inline_data,
     key_tooltips,
+    label_expr,
     pick_keys,
     picked_group,
     share_parts,
@@ -382,7 +384,10 @@ def _panel_metrics(
     def short(name: str) -> str:
         return f"(isValid(datum.{name}) ? replace(format(datum.{name}, '.3f'), '0.', '.') : 'n/a')"
 
-    text = f"'ECE ' + {short('ece')} + '  MCE ' + {short('mce')} + '  Brier ' + {short('brier')}"
+    text = " + ".join(
+        f"'{'  ' if position else ''}{metric(name).label} ' + {short(name)}"
+        for position, name in enumerate(_DIAGRAM_METRICS)
+    )
     y = alt.Y(f"{COLOR}:N", sort=prepared.colors, axis=None, title=None)
     layers = []
     if several:
@@ -414,7 +419,9 @@ def _panel_metrics(
 def _metrics_line(row: dict[str, Any]) -> str:
     values = [row.get(name) for name in _DIAGRAM_METRICS]
     shown = ["n/a" if not isinstance(v, float) else f"{v:.3f}" for v in values]
-    return f"ECE {shown[0]} · MCE {shown[1]} · Brier {shown[2]}"
+    return " · ".join(
+        f"{metric(name).label} {text}" for name, text in zip(_DIAGRAM_METRICS, shown, strict=True)
+    )
 
 
 def _metrics_table(
@@ -455,7 +462,7 @@ def _metrics_table(
                     domain=False,
                     ticks=False,
                     labelFontWeight="bold",
-                    labelExpr="datum.value == 'brier' ? 'Brier' : upper(datum.value)",
+                    labelExpr=label_expr(_DIAGRAM_METRICS),
                 ),
                 scale=alt.Scale(paddingInner=0, paddingOuter=0.1, align=1),
             ),
@@ -576,9 +583,13 @@ def _diagram_layer(
         ]
     if tooltip_metrics:
         tooltips += [
-            alt.Tooltip("ece:Q", title="group ECE", format=".4f"),
-            alt.Tooltip("mce:Q", title="group MCE", format=".4f"),
-            alt.Tooltip("brier:Q", title="group Brier", format=".4f"),
+            alt.Tooltip(
+                field=name,
+                type="quantitative",
+                title=f"group {metric(name).label}",
+                format=metric(name).format,
+            )
+            for name in _DIAGRAM_METRICS
         ]
     base = alt.Chart()
     if highlight is None:

@@ -14,77 +14,55 @@ from collections.abc import Sequence
 import polars as pl
 
 from calib_frames.exceptions import ArgumentError
+from calib_frames.metrics.registry import metric
 
 __all__ = ["COLUMN_GROUPS", "REPORT_COLUMNS", "table_html"]
 
-# Comparison-table columns shown in the report, in order, with how "best" is decided:
-# "max" (higher is better), "min" (lower is better), "zero" (closest to zero), None.
-REPORT_COLUMNS: dict[str, str | None] = {
-    "tasks": None,
-    "count": None,
-    "accuracy": "max",
-    "acc_norm": "max",
-    "mean_confidence": None,
-    "overconfidence": "zero",
-    "ece": "min",
-    "ece_noise_floor": None,
-    "ece_p_value": None,
-    "verdict": None,
-    "rmsce": "min",
-    "rmsce_debiased": "min",
-    "mce": "min",
-    "brier": "min",
-    "reliability": "min",
-    "resolution": "max",
-    "uncertainty": None,
-    "log_loss": "min",
-    "brier_multiclass": "min",
-    "perplexity": "min",
-    "bits_per_token": "min",
-    "byte_perplexity": "min",
-    "bits_per_byte": "min",
-    "word_perplexity": "min",
+REPORT_COLUMNS = (
+    "tasks",
+    "count",
+    "accuracy",
+    "acc_norm",
+    "mean_confidence",
+    "overconfidence",
+    "ece",
+    "ece_noise_floor",
+    "ece_p_value",
+    "verdict",
+    "rmsce",
+    "rmsce_debiased",
+    "mce",
+    "brier",
+    "reliability",
+    "resolution",
+    "uncertainty",
+    "log_loss",
+    "brier_multiclass",
+    "perplexity",
+    "bits_per_token",
+    "byte_perplexity",
+    "bits_per_byte",
+    "word_perplexity",
     # the leaderboard's means over tasks and its count of miscalibrated tasks
-    "accuracy_task_mean": "max",
-    "ece_task_mean": "min",
-    "mce_task_mean": "min",
-    "brier_task_mean": "min",
-    "log_loss_task_mean": "min",
-    "perplexity_task_mean": "min",
-    "miscalibrated_tasks": "min",
-}
-"""Columns of the report's table (when present) and the direction of "best"."""
-
-_TITLES = {
-    "count": "predictions",
-    "acc_norm": "acc_norm",
-    "ece_p_value": "ECE p-value",
-    "verdict": "calibration vs noise",
-    "brier_multiclass": "Brier (all options)",
-    "byte_perplexity": "byte ppl",
-    "mean_confidence": "mean conf.",
-    "ece_noise_floor": "ECE noise floor",
-    "ece": "ECE",
-    "rmsce": "RMSCE",
-    "rmsce_debiased": "RMSCE (debiased)",
-    "mce": "MCE",
-    "brier": "Brier",
-    "log_loss": "log loss",
-    "bits_per_token": "bits/token",
-    "bits_per_byte": "bits/byte",
-    "word_perplexity": "word ppl",
-    "overconfidence": "overconf.",
-    "accuracy_task_mean": "accuracy, task mean",
-    "ece_task_mean": "ECE, task mean",
-    "mce_task_mean": "MCE, task mean",
-    "brier_task_mean": "Brier, task mean",
-    "log_loss_task_mean": "log loss, task mean",
-    "perplexity_task_mean": "perplexity, task mean",
-    "miscalibrated_tasks": "miscalibrated tasks",
-}
+    "accuracy_task_mean",
+    "ece_task_mean",
+    "mce_task_mean",
+    "brier_task_mean",
+    "log_loss_task_mean",
+    "perplexity_task_mean",
+    "miscalibrated_tasks",
+)
+"""Columns of the report's table (when present); their headers, formats and which value
+is best come from :mod:`calib_frames.metrics.registry`."""
 
 
 def _format(value: object, column: str) -> str:
+    """``value`` in its column's registered format.
+
+    Whole numbers get thousands separators; a float in a count's format (``","``) has no
+    decimals when whole, else two; other floats switch to four significant digits from
+    10⁶ when their format separates thousands (perplexities), else from 1,000.
+    """
     if value is None:
         return "–"
     if isinstance(value, bool):
@@ -96,11 +74,11 @@ def _format(value: object, column: str) -> str:
             return "NaN"
         if value in (float("inf"), float("-inf")):
             return "∞" if value > 0 else "−∞"
-        if column in ("perplexity", "word_perplexity", "byte_perplexity"):
-            return f"{value:,.3f}" if abs(value) < 1e6 else f"{value:.4g}"
-        if column in ("count", "nll_count", "weight"):
+        spec = metric(column).format
+        if spec == ",":
             return f"{value:,.0f}" if value == int(value) else f"{value:,.2f}"
-        return f"{value:.4f}" if abs(value) < 1000 else f"{value:.4g}"
+        limit = 1e6 if spec.startswith(",") else 1e3
+        return f"{value:{spec or '.4f'}}" if abs(value) < limit else f"{value:.4g}"
     return str(value)
 
 
@@ -114,14 +92,14 @@ def _best_flags(table: pl.DataFrame, columns: Sequence[str], within: Sequence[st
     """Flag, per ranked column, whether each row's value is the best of its group."""
     flags = []
     for column in columns:
-        direction = REPORT_COLUMNS.get(column)
+        better = metric(column).better
         value = pl.col(column).cast(pl.Float64)
         value = pl.when(value.is_finite()).then(value)
-        if direction is None:
+        if better == "none":
             flags.append(pl.lit(False).alias(column))
             continue
-        score = value.abs() if direction == "zero" else value
-        target = score.max() if direction == "max" else score.min()
+        score = value.abs() if better == "zero" else value
+        target = score.max() if better == "higher" else score.min()
         peers = pl.len() if not within else pl.len().over(within)
         best_value = target if not within else target.over(within)
         flags.append(((score == best_value) & (peers > 1)).fill_null(False).alias(column))
@@ -337,7 +315,7 @@ def table_html(
     }
     head = [f'<th class="key" scope="col" data-type="text">{html.escape(key)}</th>' for key in keys]
     for _, column in order:
-        label = _TITLES.get(column, column.replace("_", " "))
+        label = metric(column).label
         note = " (hover a cell for its 95% interval)" if column in has_ci else ""
         kind = "number" if comparison.schema[column].is_numeric() else "text"
         head.append(
