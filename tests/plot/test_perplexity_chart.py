@@ -114,4 +114,3 @@ def test_intervals_are_bars_through_the_dots(tokens: pl.DataFrame) -> None:
         for panel in panels(perplexity_chart(ppl).to_dict())
         for layer in panel["layer"]
     )
-
