@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from calib_frames.exceptions import ArgumentError, TableError
+from calib_frames.metrics.registry import metric
 from calib_frames.schema import METRICS, PERPLEXITY, Table
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "check_columns",
     "frame",
     "group_label",
+    "interval_columns",
     "key_split",
     "label_heights",
     "label_keys",
@@ -372,6 +374,25 @@ def metrics_columns(
     if duplicated:
         raise TableError(f"{role}: the metrics table has more than one row for some group")
     return metrics.select(*keys, *columns)
+
+
+def interval_columns(schema: pl.Schema, column: str, *, role: str) -> tuple[str, str] | None:
+    """The bounds of ``column``'s interval when the table has both (checked numeric), else None.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.plot.frames import interval_columns
+    >>> schema = pl.Schema({"ece": pl.Float64, "ece_ci_low": pl.Float64,
+    ...                     "ece_ci_high": pl.Float64, "mce": pl.Float64})
+    >>> interval_columns(schema, "ece", role="chart"), interval_columns(schema, "mce", role="chart")
+    (('ece_ci_low', 'ece_ci_high'), None)
+    """
+    low, high = metric(column).bounds
+    if low not in schema or high not in schema:
+        return None
+    check_columns(schema, [low, high], role=role, built_by="", numeric=[low, high])
+    return low, high
 
 
 def metric_table(

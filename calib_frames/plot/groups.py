@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
@@ -32,8 +33,10 @@ from calib_frames.plot._common import (
 from calib_frames.plot.frames import (
     COLOR,
     PANEL,
+    Prepared,
     by_label,
     check_columns,
+    interval_columns,
     label_heights,
     metric_table,
 )
@@ -42,10 +45,15 @@ if TYPE_CHECKING:
     import altair as alt
 
 __all__ = [
+    "DECOMPOSITION_TERMS",
     "LABEL_LIMIT",
     "PALETTE_LIMIT",
+    "DecompositionData",
+    "ScatterData",
     "brier_decomposition_chart",
+    "decomposition_data",
     "metric_scatter",
+    "scatter_data",
 ]
 
 LABEL_LIMIT = 6
@@ -59,6 +67,123 @@ TERM_FORMAT = ".5f"
 GREY = "#9e9e9e"
 LABEL_TEXT = "#333333"
 """Point labels: dark text whatever the point's colour (pale palette colours do not read)."""
+
+
+@dataclass(frozen=True)
+class ScatterData:
+    """What :func:`metric_scatter` draws, as :func:`scatter_data` prepares it."""
+
+    prepared: Prepared
+    """The groups: one colour per value of the label key, a panel per value of the others."""
+    points: pl.DataFrame
+    """One row per group with finite ``x`` and ``y``: its keys, ``_color``, ``_panel``, the
+    :attr:`shown` columns (Float64), ``_extreme`` (lowest or highest ``x`` of its panel),
+    ``_side`` (of its label: facing the middle of the x axis) and ``_label_y`` (the label's
+    height, :func:`~calib_frames.plot.frames.label_heights`)."""
+    x: str
+    y: str
+    shown: list[str]
+    """The metric columns of the tooltips: ``x``, ``y``, their intervals, the noise floor,
+    then ECE, MCE, Brier score and accuracy where present."""
+    intervals: dict[str, tuple[str, str]]
+    """The interval bounds of ``x`` and ``y`` that the table has."""
+    floor: bool
+    """Whether the noise floor is drawn (``x`` is ECE and the table has it)."""
+    y_domain: list[float]
+    """The y axis: the points and their intervals, with a 5% margin."""
+    crowded: bool
+    """Whether a panel holds over :data:`LABEL_LIMIT` points (only its extremes labelled)."""
+
+
+def scatter_data(
+    metrics: pl.DataFrame | pl.LazyFrame,
+    *,
+    x: str = "ece",
+    y: str = "accuracy",
+    label: str | None = None,
+    facet: str | Sequence[str] | None = None,
+    height: float = 220,
+) -> ScatterData:
+    """The points of :func:`metric_scatter`, their labels' places and the y axis (no altair).
+
+    Parameters
+    ----------
+    metrics, x, y, label, facet, height
+        As for :func:`metric_scatter` (``height`` spaces the labels a line apart).
+
+    Returns
+    -------
+    ScatterData
+        The points and what the chart needs to place them.
+
+    Raises
+    ------
+    TableError, ArgumentError
+        As :func:`metric_scatter` raises them.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.plot.groups import scatter_data
+    >>> table = pl.DataFrame({"model": ["a", "b", "c"], "ece": [0.02, 0.10, 0.05],
+    ...                       "accuracy": [0.70, 0.72, float("nan")]})
+    >>> data = scatter_data(table)  # c has no accuracy: no point
+    >>> data.points.select("model", "_side", "_extreme").rows()
+    [('a', 'left', True), ('b', 'right', True)]
+    >>> [round(bound, 3) for bound in data.y_domain]
+    [0.699, 0.721]
+    """
+    check_size("height", height)
+    data, keys = metric_table(
+        metrics, "metric_scatter", [x, y], role="metrics table", built_by="calibration_metrics"
+    )
+    prepared = by_label(data, keys, label, facet)
+    extra: list[str] = []
+    intervals = {}
+    for name in (x, y):
+        bounds = interval_columns(data.schema, name, role="metrics table")
+        if bounds is not None:
+            intervals[name] = bounds
+            extra += bounds
+    floor = x == "ece" and "ece_noise_floor" in data.columns
+    if floor:
+        check_columns(
+            data.schema,
+            ["ece_noise_floor"],
+            role="metrics table",
+            built_by="",
+            numeric=["ece_noise_floor"],
+        )
+        extra.append("ece_noise_floor")
+    other_columns = [c for c in ("ece", "mce", "brier", "accuracy") if c in data.columns]
+    shown = list(dict.fromkeys([x, y, *extra, *other_columns]))
+    points = prepared.data.with_columns([pl.col(c).cast(pl.Float64) for c in shown]).filter(
+        pl.col(x).is_finite(), pl.col(y).is_finite()
+    )
+    # the panels share the x axis, which starts at zero: a label faces its middle
+    middle = pl.max_horizontal(pl.col(x).max(), 0) / 2 + pl.min_horizontal(pl.col(x).min(), 0) / 2
+    points = points.select(
+        *keys,
+        COLOR,
+        PANEL,
+        *shown,
+        (
+            (pl.col(x) == pl.col(x).min().over(PANEL)) | (pl.col(x) == pl.col(x).max().over(PANEL))
+        ).alias("_extreme"),
+        pl.when(pl.col(x) > middle).then(pl.lit("right")).otherwise(pl.lit("left")).alias("_side"),
+    )
+    points, y_domain, crowded = _placed_labels(points, y, intervals.get(y, ()), height)
+    return ScatterData(
+        prepared=prepared,
+        points=points,
+        x=x,
+        y=y,
+        shown=shown,
+        intervals=intervals,
+        floor=floor,
+        y_domain=y_domain,
+        crowded=crowded > LABEL_LIMIT,
+    )
 
 
 def metric_scatter(
@@ -141,51 +266,10 @@ def metric_scatter(
     import altair as alt
 
     check_size("width", width)
-    check_size("height", height)
-    data, keys = metric_table(
-        metrics, "metric_scatter", [x, y], role="metrics table", built_by="calibration_metrics"
-    )
-    prepared = by_label(data, keys, label, facet)
-    extra = []
-    intervals = {}
-    for name in (x, y):
-        low, high = f"{name}_ci_low", f"{name}_ci_high"
-        if low in data.columns and high in data.columns:
-            check_columns(
-                data.schema, [low, high], role="metrics table", built_by="", numeric=[low, high]
-            )
-            intervals[name] = (low, high)
-            extra += [low, high]
-    floor = x == "ece" and "ece_noise_floor" in data.columns
-    if floor:
-        check_columns(
-            data.schema,
-            ["ece_noise_floor"],
-            role="metrics table",
-            built_by="",
-            numeric=["ece_noise_floor"],
-        )
-        extra.append("ece_noise_floor")
-    other_columns = [c for c in ("ece", "mce", "brier", "accuracy") if c in data.columns]
-    shown = list(dict.fromkeys([x, y, *extra, *other_columns]))
-    points = prepared.data.with_columns([pl.col(c).cast(pl.Float64) for c in shown]).filter(
-        pl.col(x).is_finite(), pl.col(y).is_finite()
-    )
-    # the panels share the x axis, which starts at zero: a label faces its middle
-    middle = pl.max_horizontal(pl.col(x).max(), 0) / 2 + pl.min_horizontal(pl.col(x).min(), 0) / 2
-    points = points.select(
-        *keys,
-        COLOR,
-        PANEL,
-        *shown,
-        (
-            (pl.col(x) == pl.col(x).min().over(PANEL)) | (pl.col(x) == pl.col(x).max().over(PANEL))
-        ).alias("_extreme"),
-        pl.when(pl.col(x) > middle).then(pl.lit("right")).otherwise(pl.lit("left")).alias("_side"),
-    )
-    points, y_domain, crowded = _placed_labels(points, y, intervals.get(y, ()), height)
+    data = scatter_data(metrics, x=x, y=y, label=label, facet=facet, height=height)
+    prepared, points, y_domain, keys = data.prepared, data.points, data.y_domain, data.prepared.keys
     x_title, y_title = metric(x).title, metric(y).title
-    tooltips = [*key_tooltips(keys), *metric_tooltips(shown)]
+    tooltips = [*key_tooltips(keys), *metric_tooltips(data.shown)]
     many = len(prepared.colors) > PALETTE_LIMIT
     if many:
         # past the palette's 20 colours: every point grey, the picked group dark
@@ -219,8 +303,8 @@ def metric_scatter(
         )
     )
     layers = _scatter_extras(
-        intervals,
-        floor=floor,
+        data.intervals,
+        floor=data.floor,
         x=x,
         y=y,
         x_enc=x_enc,
@@ -242,12 +326,12 @@ def metric_scatter(
         alt.OpacityValue(
             **picked.when(alt.datum["_extreme"]).then(alt.value(1.0)).otherwise(alt.value(0.0))
         )
-        if crowded > LABEL_LIMIT
+        if data.crowded
         else (alt.OpacityValue(1.0) if many else faded)
     )
     layers += _label_layers(x_enc, y_domain, label_opacity)
     heading = title if title is not None else f"{y_title} against {x_title}"
-    subtitle = "grey tick: ECE noise floor" if floor else ""
+    subtitle = "grey tick: ECE noise floor" if data.floor else ""
     return sized_panels(
         alt.layer(*share_parts(*layers)),
         prepared,
@@ -352,6 +436,98 @@ def _scatter_extras(
     return layers
 
 
+@dataclass(frozen=True)
+class DecompositionData:
+    """What :func:`brier_decomposition_chart` draws, as :func:`decomposition_data` prepares it."""
+
+    prepared: Prepared
+    """The groups: one bar row per value of the label key, a panel per value of the others."""
+    bars: pl.DataFrame
+    """Two rows per group, one per term: its keys, ``_color``, ``_panel``, ``brier``, the
+    :attr:`extra` columns, ``_term`` ("reliability (added)", "resolution (subtracted)"),
+    ``_value`` (the term) and ``_signed`` (resolution negated); terms that are not finite
+    are left out."""
+    extra: list[str]
+    """The other Brier terms the table has, for the tooltips."""
+
+
+DECOMPOSITION_TERMS = ("reliability (added)", "resolution (subtracted)")
+"""The two bars of a group, as :func:`decomposition_data` names them."""
+
+
+def decomposition_data(
+    metrics: pl.DataFrame | pl.LazyFrame,
+    *,
+    label: str | None = None,
+    facet: str | Sequence[str] | None = None,
+) -> DecompositionData:
+    """The bars of :func:`brier_decomposition_chart`: reliability and resolution per group.
+
+    Parameters
+    ----------
+    metrics, label, facet
+        As for :func:`brier_decomposition_chart`.
+
+    Returns
+    -------
+    DecompositionData
+        The groups and their two signed bars.
+
+    Raises
+    ------
+    TableError, ArgumentError
+        As :func:`brier_decomposition_chart` raises them.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.plot.groups import decomposition_data
+    >>> table = pl.DataFrame({"model": ["a"], "brier": [0.2], "reliability": [0.03],
+    ...                       "resolution": [0.08], "uncertainty": [0.25]})
+    >>> data = decomposition_data(table)
+    >>> data.bars.select("_term", "_signed").rows(), data.extra
+    ([('reliability (added)', 0.03), ('resolution (subtracted)', -0.08)], ['uncertainty'])
+    """
+    terms = ["reliability", "resolution", "brier"]
+    data, keys = metric_table(
+        metrics,
+        "brier_decomposition_chart",
+        terms,
+        role="metrics table",
+        built_by="calibration_metrics",
+    )
+    prepared = by_label(data, keys, label, facet)
+    extra = [
+        c
+        for c in ("uncertainty", "within_bin_variance", "within_bin_covariance")
+        if c in data.columns and data.schema[c].is_numeric()
+    ]
+    wide = prepared.data.select(
+        *keys, COLOR, PANEL, *[pl.col(c).cast(pl.Float64) for c in [*terms, *extra]]
+    )
+    added, subtracted = DECOMPOSITION_TERMS
+    bars = (
+        wide.unpivot(
+            on=["reliability", "resolution"],
+            index=[*keys, COLOR, PANEL, "brier", *extra],
+            variable_name="_term",
+            value_name="_value",
+        )
+        .with_columns(
+            pl.when(pl.col("_term") == "resolution")
+            .then(-pl.col("_value"))
+            .otherwise(pl.col("_value"))
+            .alias("_signed"),
+            pl.when(pl.col("_term") == "resolution")
+            .then(pl.lit(subtracted))
+            .otherwise(pl.lit(added))
+            .alias("_term"),
+        )
+        .filter(pl.col("_signed").is_finite())
+    )
+    return DecompositionData(prepared=prepared, bars=bars, extra=extra)
+
+
 def brier_decomposition_chart(
     metrics: pl.DataFrame | pl.LazyFrame,
     *,
@@ -414,47 +590,13 @@ def brier_decomposition_chart(
     import altair as alt
 
     check_size("width", width)
-    terms = ["reliability", "resolution", "brier"]
-    data, keys = metric_table(
-        metrics,
-        "brier_decomposition_chart",
-        terms,
-        role="metrics table",
-        built_by="calibration_metrics",
-    )
-    prepared = by_label(data, keys, label, facet)
-    extra = [
-        c
-        for c in ("uncertainty", "within_bin_variance", "within_bin_covariance")
-        if c in data.columns and data.schema[c].is_numeric()
-    ]
-    wide = prepared.data.select(
-        *keys, COLOR, PANEL, *[pl.col(c).cast(pl.Float64) for c in [*terms, *extra]]
-    )
-    long = (
-        wide.unpivot(
-            on=["reliability", "resolution"],
-            index=[*keys, COLOR, PANEL, "brier", *extra],
-            variable_name="_term",
-            value_name="_value",
-        )
-        .with_columns(
-            pl.when(pl.col("_term") == "resolution")
-            .then(-pl.col("_value"))
-            .otherwise(pl.col("_value"))
-            .alias("_signed"),
-            pl.when(pl.col("_term") == "resolution")
-            .then(pl.lit("resolution (subtracted)"))
-            .otherwise(pl.lit("reliability (added)"))
-            .alias("_term"),
-        )
-        .filter(pl.col("_signed").is_finite())
-    )
+    data = decomposition_data(metrics, label=label, facet=facet)
+    prepared, long, keys = data.prepared, data.bars, data.prepared.keys
     tooltips = [
         *key_tooltips(keys),
         alt.Tooltip("_term:N", title="term"),
         alt.Tooltip("_value:Q", title="value", format=TERM_FORMAT),
-        *metric_tooltips(["brier", *extra], format=TERM_FORMAT),
+        *metric_tooltips(["brier", *data.extra], format=TERM_FORMAT),
     ]
     labels = prepared.colors
     height = max(60, 18 * len(labels))
@@ -472,7 +614,7 @@ def brier_decomposition_chart(
                 "_term:N",
                 title="Brier term",
                 scale=alt.Scale(
-                    domain=["reliability (added)", "resolution (subtracted)"],
+                    domain=list(DECOMPOSITION_TERMS),
                     range=["#d6604d", "#4d9221"],
                 ),
             ),
