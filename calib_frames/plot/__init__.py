@@ -64,9 +64,10 @@ from calib_frames.plot.curves import (
 from calib_frames.plot.export import chart_html, embed_json, save_chart
 from calib_frames.plot.groups import brier_decomposition_chart, metric_scatter
 from calib_frames.plot.heatmap import calibration_heatmap
+from calib_frames.plot.histogram import confidence_histogram
 from calib_frames.plot.over_time import trend_chart
 from calib_frames.plot.perplexity import perplexity_chart
-from calib_frames.plot.reliability import confidence_histogram, reliability_diagram
+from calib_frames.plot.reliability import reliability_diagram
 
 __all__ = [
     "brier_decomposition_chart",

@@ -19,7 +19,7 @@ import polars as pl
 
 from calib_frames.exceptions import ArgumentError
 from calib_frames.metrics.registry import metric
-from calib_frames.plot.frames import COLOR, PANEL, Prepared, records
+from calib_frames.plot.frames import COLOR, PANEL, Prepared, facet_columns, records
 
 if TYPE_CHECKING:
     import altair as alt
@@ -237,6 +237,54 @@ def label_expr(columns: Sequence[str]) -> str:
     return cases + "datum.value"
 
 
+COUNT_LABEL = "datum.value % 1 ? '' : format(datum.value, '~s')"
+"""Count axis labels: whole numbers only (a small count must not read "500m")."""
+BAR = "#8c9bb5"
+"""The bars of one group's predictions per bin."""
+
+
+def bin_tooltips(keys: Sequence[str]) -> list[alt.Tooltip]:
+    """The group's keys, the bin's range and its number of predictions."""
+    import altair as alt
+
+    return [
+        *key_tooltips(keys),
+        alt.Tooltip("_bin_range:N", title="bin"),
+        alt.Tooltip("count:Q", title="predictions", format=","),
+    ]
+
+
+def count_marks(y: alt.Y, tooltips: list[Any], *, color: Any = None, opacity: Any = None) -> Any:
+    """Predictions per bin: a bar over each bin's range, or a line per colour group.
+
+    The lines (``color`` given) run through the bins' midpoints.
+    """
+    import altair as alt
+
+    unit = unit_scale()
+    if color is None:
+        return (
+            alt.Chart()
+            .mark_bar(color=BAR, stroke="white", strokeWidth=0.5)
+            .encode(
+                x=alt.X("bin_lower:Q", scale=unit, title="confidence"),
+                x2=alt.X2("bin_upper:Q"),
+                y=y,
+                y2=alt.Y2Datum(0),
+                tooltip=tooltips,
+            )
+        )
+    return group_lines(
+        alt.Chart().mark_line(strokeWidth=1.5, point=alt.OverlayMarkDef(size=18, filled=True)),
+        color=color,
+        opacity=opacity,
+        order="bin:Q",
+        x=alt.X("_bin_mid:Q", scale=unit, title="confidence"),
+        y=y,
+        tooltip=tooltips,
+    )
+
+
 def diagonal(**mark: Any) -> alt.Chart:
     """The diagonal from (0, 0) to (1, 1), drawn once per panel."""
     import altair as alt
@@ -265,22 +313,6 @@ def header(labels: bool = True, width: Any = None) -> alt.Header:
         labelFontSize=11,
         labelFontWeight="bold",
     )
-
-
-def facet_columns(
-    panels: int, facet_keys: Sequence[str], data: pl.DataFrame, wanted: int | None
-) -> int:
-    """Panels per row: ``wanted``, else the values of the last of two or more facet keys.
-
-    With one facet key, up to four panels a row.
-    """
-    if wanted is not None:
-        if isinstance(wanted, bool) or not isinstance(wanted, int) or wanted < 1:
-            raise ArgumentError(f"columns= must be a positive integer, got {wanted}")
-        return wanted
-    if len(facet_keys) >= 2:
-        return max(1, data.get_column(facet_keys[-1]).n_unique())
-    return max(1, min(panels, 4))
 
 
 def in_panels(

@@ -27,9 +27,12 @@ __all__ = [
     "INTERNAL_COLUMNS",
     "PANEL",
     "Prepared",
+    "bin_counts",
     "bin_label",
+    "bin_rows",
     "by_label",
     "check_columns",
+    "facet_columns",
     "frame",
     "group_label",
     "interval_columns",
@@ -341,6 +344,71 @@ def _sort_key(data: pl.DataFrame, key: str) -> pl.Expr:
             )
         )
     return pl.col(key)
+
+
+def facet_columns(
+    panels: int, facet_keys: Sequence[str], data: pl.DataFrame, wanted: int | None
+) -> int:
+    """Panels per row: ``wanted``, else the values of the last of two or more facet keys.
+
+    With one facet key, up to four panels a row.
+    """
+    if wanted is not None:
+        if isinstance(wanted, bool) or not isinstance(wanted, int) or wanted < 1:
+            raise ArgumentError(f"columns= must be a positive integer, got {wanted}")
+        return wanted
+    if len(facet_keys) >= 2:
+        return max(1, data.get_column(facet_keys[-1]).n_unique())
+    return max(1, min(panels, 4))
+
+
+def bin_rows(prepared: Prepared) -> pl.DataFrame:
+    """Every bin of a prepared bin table, typed for the charts and with its range as text.
+
+    ``count`` as Int64; ``mean_confidence``, ``accuracy``, ``bin_lower``, ``bin_upper`` as
+    Float64; ``_bin_range`` (:func:`bin_label`).
+    """
+    bins = prepared.data.with_columns(
+        pl.col("count").cast(pl.Int64),
+        pl.col("mean_confidence", "accuracy", "bin_lower", "bin_upper").cast(pl.Float64),
+    )
+    return bins.with_columns(bin_label("closed" in bins.columns).alias("_bin_range"))
+
+
+def bin_counts(bins: pl.DataFrame, keys: Sequence[str]) -> pl.DataFrame:
+    """The bins of :func:`bin_rows` that have bounds, with their midpoint and share.
+
+    Columns: the keys, ``_color``, ``_panel``, ``bin``, ``_bin_range``, ``bin_lower``,
+    ``bin_upper``, ``_bin_mid`` (the bin's middle), ``count`` and ``_share`` (the bin's
+    share of its group's predictions: its colour group's within its panel).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import calib_frames as cf
+    >>> from calib_frames.plot.frames import bin_counts, bin_rows, prepare
+    >>> stats = cf.bin_statistics(pl.DataFrame({"confidence": [0.1, 0.7, 0.8],
+    ...                                         "correct": [0, 1, 1]}), bins=2)
+    >>> counts = bin_counts(bin_rows(prepare(stats, [], color=None, facet=None)), [])
+    >>> counts.select("_bin_range", "_bin_mid", "count", "_share").rows()
+    [('[0.0, 0.5)', 0.25, 1, 0.3333333333333333), ('[0.5, 1.0]', 0.75, 2, 0.6666666666666666)]
+    """
+    bounded = bins.filter(pl.col("bin_lower").is_not_null(), pl.col("bin_upper").is_not_null())
+    return bounded.with_columns(
+        ((pl.col("bin_lower") + pl.col("bin_upper")) / 2).alias("_bin_mid"),
+        (pl.col("count") / pl.col("count").sum().over(PANEL, COLOR)).alias("_share"),
+    ).select(
+        *keys,
+        COLOR,
+        PANEL,
+        "bin",
+        "_bin_range",
+        "bin_lower",
+        "bin_upper",
+        "_bin_mid",
+        "count",
+        "_share",
+    )
 
 
 def metrics_columns(
