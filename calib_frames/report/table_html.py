@@ -10,13 +10,14 @@ import html
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import polars as pl
 
 from calib_frames.exceptions import ArgumentError
 from calib_frames.metrics.registry import metric
 
-__all__ = ["COLUMN_GROUPS", "REPORT_COLUMNS", "table_html"]
+__all__ = ["COLUMN_GROUPS", "REPORT_COLUMNS", "TableLayout", "table_html", "table_layout"]
 
 REPORT_COLUMNS = (
     "tasks",
@@ -292,6 +293,54 @@ def table_html(
         raise ArgumentError(
             f"table_id= must be a plain HTML id (letters, digits, -, _), got {table_id!r}"
         )
+    layout = table_layout(comparison, within=within)
+    head = _header_rows(layout, keys, comparison.schema)
+    body = _body_rows(comparison, layout, keys)
+    details = any(c in _DETAIL for _, c in layout.order)
+    hidden = ["hide-ci"] + (["hide-detail"] if details else [])
+    return (
+        _toolbar(table_id, layout.groups, details=details, intervals=bool(layout.intervals))
+        + _column_style(table_id, len(keys), layout.order, comparison.schema)
+        + f'<div class="scroll"><table class="comparison sortable {" ".join(hidden)}" '
+        f'id="{html.escape(table_id)}">\n<thead>'
+        + head
+        + "</thead>\n<tbody>\n"
+        + "\n".join(body)
+        + "\n</tbody></table></div>"
+    )
+
+
+@dataclass(frozen=True)
+class TableLayout:
+    """What :func:`table_html` writes of a table, as :func:`table_layout` decides it."""
+
+    order: list[tuple[str | None, str]]
+    """(group slug or None, column) of each shown column, in the table's order."""
+    best: pl.DataFrame
+    """Per row, whether each shown column's value is the best of its rows."""
+    intervals: set[str]
+    """The shown columns whose interval the table has."""
+    groups: list[str]
+    """The slugs of the column groups shown, in order."""
+
+
+def table_layout(comparison: pl.DataFrame, *, within: Sequence[str]) -> TableLayout:
+    """The columns :func:`table_html` shows, in its order, and the best value of each.
+
+    The columns of :data:`REPORT_COLUMNS` the table has (numbers or text), ungrouped first
+    then by :data:`COLUMN_GROUPS`; the best value of a column by the registry's better
+    direction (:mod:`calib_frames.metrics.registry`), among the rows with the same
+    ``within`` keys. Polars alone, no markup.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.report.table_html import table_layout
+    >>> table = pl.DataFrame({"model": ["a", "b"], "ece": [0.05, 0.02], "count": [5, 9]})
+    >>> layout = table_layout(table, within=[])
+    >>> layout.order, layout.best.rows()
+    ([(None, 'count'), ('calibration', 'ece')], [(False, False), (False, True)])
+    """
     shown = [
         c
         for c in REPORT_COLUMNS
@@ -299,71 +348,66 @@ def table_html(
         and (comparison.schema[c].is_numeric() or comparison.schema[c] == pl.String)
     ]
     order = _ordered(shown)
-    best = _best_flags(comparison, shown, within)
-    has_ci = {
-        c
-        for c in shown
-        if f"{c}_ci_low" in comparison.columns and f"{c}_ci_high" in comparison.columns
-    }
-    groups_of = {
-        column: (
+    return TableLayout(
+        order=order,
+        best=_best_flags(comparison, [c for _, c in order], within),
+        intervals={
+            c for c in shown if all(bound in comparison.columns for bound in metric(c).bounds)
+        },
+        groups=[slug for slug in COLUMN_GROUPS if any(s == slug for s, _ in order)],
+    )
+
+
+def _header_rows(layout: TableLayout, keys: Sequence[str], schema: pl.Schema) -> str:
+    """The two header rows: the column groups, then the columns (keys first)."""
+    order = layout.order
+    head = [f'<th class="key" scope="col" data-type="text">{html.escape(key)}</th>' for key in keys]
+    for slug, column in order:
+        label = metric(column).label
+        note = " (hover a cell for its 95% interval)" if column in layout.intervals else ""
+        kind = "number" if schema[column].is_numeric() else "text"
+        classes = _classes(
             f"g-{slug}" if slug else "",
             "detail" if column in _DETAIL else "",
-            "" if comparison.schema[column].is_numeric() else "text",
+            "" if schema[column].is_numeric() else "text",
         )
-        for slug, column in order
-    }
-    head = [f'<th class="key" scope="col" data-type="text">{html.escape(key)}</th>' for key in keys]
-    for _, column in order:
-        label = metric(column).label
-        note = " (hover a cell for its 95% interval)" if column in has_ci else ""
-        kind = "number" if comparison.schema[column].is_numeric() else "text"
         head.append(
-            f'<th{_classes(*groups_of[column])} scope="col" data-type="{kind}" '
+            f'<th{classes} scope="col" data-type="{kind}" '
             f'title="{html.escape(column + note)}">{html.escape(label)}</th>'
         )
     leading = len(keys) + sum(1 for slug, _ in order if slug is None)
-    groups = [slug for slug in COLUMN_GROUPS if any(s == slug for s, _ in order)]
     # the first column's cell stays in place (sticky) with its column
     group_row = ['<th class="key"></th>'] if leading else []
     if leading > 1:
         group_row.append(f'<th class="key" colspan="{leading - 1}"></th>')
-    for slug in groups:
+    for slug in layout.groups:
         visible = sum(1 for s, c in order if s == slug and c not in _DETAIL)
         only_details = " detail" if visible == 0 else ""  # shown with "all columns"
         group_row.append(
             f'<th class="group g-{slug}{only_details}" scope="colgroup" '
             f'colspan="{max(visible, 1)}">{html.escape(COLUMN_GROUPS[slug][0])}</th>'
         )
+    return '<tr class="groups">' + "".join(group_row) + "</tr><tr>" + "".join(head) + "</tr>"
+
+
+def _body_rows(comparison: pl.DataFrame, layout: TableLayout, keys: Sequence[str]) -> list[str]:
+    """One ``<tr>`` per row: the keys, then each shown column's formatted value."""
     body = []
-    for row, flag in zip(comparison.to_dicts(), best.to_dicts(), strict=True):
+    for row, flag in zip(comparison.to_dicts(), layout.best.to_dicts(), strict=True):
         cells = []
         for key in keys:
             value = row[key]
             text = html.escape("(null)" if value is None else str(value))
             cells.append(f'<td class="key" data-value="{text}" title="{text}">{text}</td>')
-        for _, column in order:
+        for _, column in layout.order:
             value = row[column]
             text = html.escape(_format(value, column))
             title = ""
-            low, high = row.get(f"{column}_ci_low"), row.get(f"{column}_ci_high")
-            if column in has_ci and (low is not None or high is not None):
+            low, high = (row.get(bound) for bound in metric(column).bounds)
+            if column in layout.intervals and (low is not None or high is not None):
                 interval = html.escape(f"[{_format(low, column)}, {_format(high, column)}]")
                 title = f' title="95% interval {interval}"'  # the script shows it on request
             classes = ' class="best"' if flag[column] else ""
             cells.append(f'<td{classes} data-value="{html.escape(_raw(value))}"{title}>{text}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
-    details = any(c in _DETAIL for _, c in order)
-    hidden = ["hide-ci"] + (["hide-detail"] if details else [])
-    return (
-        _toolbar(table_id, groups, details=details, intervals=bool(has_ci))
-        + _column_style(table_id, len(keys), order, comparison.schema)
-        + f'<div class="scroll"><table class="comparison sortable {" ".join(hidden)}" '
-        f'id="{html.escape(table_id)}">\n<thead><tr class="groups">'
-        + "".join(group_row)
-        + "</tr><tr>"
-        + "".join(head)
-        + "</tr></thead>\n<tbody>\n"
-        + "\n".join(body)
-        + "\n</tbody></table></div>"
-    )
+    return body
