@@ -630,27 +630,7 @@ def _diagram_layer(
     x = alt.X("mean_confidence:Q", scale=unit, title="mean confidence", axis=x_axis)
     y = alt.Y("accuracy:Q", scale=unit, title="accuracy")
     many = len(prepared.colors) > MANY_COLORS
-    tooltips = [
-        *bin_tooltips(prepared.keys),
-        alt.Tooltip("accuracy:Q", format=".3f"),
-        alt.Tooltip("mean_confidence:Q", title="mean confidence", format=".3f"),
-        alt.Tooltip("_gap:Q", title="gap (accuracy − confidence)", format="+.3f"),
-    ]
-    if has_ci:
-        tooltips += [
-            alt.Tooltip("accuracy_ci_low:Q", title="accuracy CI low", format=".3f"),
-            alt.Tooltip("accuracy_ci_high:Q", title="accuracy CI high", format=".3f"),
-        ]
-    if tooltip_metrics:
-        tooltips += [
-            alt.Tooltip(
-                field=name,
-                type="quantitative",
-                title=f"group {metric(name).label}",
-                format=metric(name).format,
-            )
-            for name in _DIAGRAM_METRICS
-        ]
+    tooltips = _bin_point_tooltips(prepared.keys, has_ci=has_ci, metrics=tooltip_metrics)
     base = alt.Chart()
     if highlight is None:
         colors: Any = alt.ColorValue(SINGLE)
@@ -729,6 +709,37 @@ def _diagram_layer(
             )
         )
     return alt.LayerChart(layer=list(share_parts(*layers)))
+
+
+def _bin_point_tooltips(keys: Sequence[str], *, has_ci: bool, metrics: bool) -> list[Any]:
+    """A bin's tooltip lines: group, range, count, accuracy, confidence and gap.
+
+    With the accuracy's interval (``has_ci``) and the group's metrics (``metrics``).
+    """
+    import altair as alt
+
+    tooltips = [
+        *bin_tooltips(keys),
+        alt.Tooltip("accuracy:Q", format=".3f"),
+        alt.Tooltip("mean_confidence:Q", title="mean confidence", format=".3f"),
+        alt.Tooltip("_gap:Q", title="gap (accuracy − confidence)", format="+.3f"),
+    ]
+    if has_ci:
+        tooltips += [
+            alt.Tooltip("accuracy_ci_low:Q", title="accuracy CI low", format=".3f"),
+            alt.Tooltip("accuracy_ci_high:Q", title="accuracy CI high", format=".3f"),
+        ]
+    if metrics:
+        tooltips += [
+            alt.Tooltip(
+                field=name,
+                type="quantitative",
+                title=f"group {metric(name).label}",
+                format=metric(name).format,
+            )
+            for name in _DIAGRAM_METRICS
+        ]
+    return tooltips
 
 
 def _direction_labels() -> str:
