@@ -35,7 +35,8 @@ function                           draws
 =================================  ==============================================
 
 One module per family of charts, named after what it draws:
-:mod:`~calib_frames.plot.reliability` (a bin table), :mod:`~calib_frames.plot.heatmap`
+:mod:`~calib_frames.plot.reliability` and :mod:`~calib_frames.plot.histogram` (a bin
+table), :mod:`~calib_frames.plot.heatmap`
 (the model × task grid of a comparison table), :mod:`~calib_frames.plot.groups` (a metrics
 or comparison table, one mark per group), :mod:`~calib_frames.plot.perplexity` (its
 perplexity columns), :mod:`~calib_frames.plot.curves` (an estimator's curve table),

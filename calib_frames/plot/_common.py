@@ -45,7 +45,7 @@ def inline_data(data: pl.DataFrame) -> alt.InlineData:
     """Inline rows (altair gathers identical ones into one top-level dataset), shared.
 
     Built without altair's check at construction, which validates every row against the
-    Vega-Lite schema (0.6 s for 1,500 rows of 20 fields); the chart's ``to_dict`` still
+    Vega-Lite schema (slow for a few thousand rows); the chart's ``to_dict`` still
     validates the whole spec, rows included.
     """
     import altair as alt
@@ -63,8 +63,8 @@ def shared(part: T) -> T:
     """``part`` (an altair schema object), kept by reference in altair's deep copies.
 
     altair deep-copies every subchart, down to each tooltip and scale, each time charts
-    are layered, faceted or concatenated and again in ``to_dict``: a report's nested
-    charts spent most of their build time copying. A shared part's copy is the part
+    are layered, faceted or concatenated and again in ``to_dict`` (BENCHMARKS.md has what
+    that cost a report's nested charts). A shared part's copy is the part
     itself (``__deepcopy__``), so compose charts from parts that are not changed in
     place afterwards (altair's own methods never do: ``encode`` makes a new encoding,
     it does not edit the old one).

@@ -402,7 +402,7 @@ def report_charts(
         raise ArgumentError(f"limit= must be an integer >= 2, got {limit!r}")
     from altair.utils.schemapi import debug_mode
 
-    # altair validates every schema object as it is made (a quarter of the build at 100
+    # altair validates every schema object as it is made (BENCHMARKS.md: the cost at 100
     # groups); these charts' whole specs are validated by the tests' to_dict instead
     with debug_mode(False):
         return _charts(comparison, bin_statistics, perplexity, selective, limit)
