@@ -30,21 +30,13 @@ def at_k_data(
 ) -> tuple[pl.DataFrame, list[str], list[str]]:
     """The lines of :func:`metric_at_k_chart`: one row per group, metric and cut-off k.
 
-    Parameters
-    ----------
-    table, metrics
-        As for :func:`metric_at_k_chart`.
+    Takes the table and arguments of :func:`metric_at_k_chart` and raises its errors.
 
     Returns
     -------
     tuple of (polars.DataFrame, list of str, list of str)
         The rows (``group``, ``metric``, ``k``, ``value``, ``queries``), the metrics in
         panel order and the table's keys.
-
-    Raises
-    ------
-    TableError, ArgumentError
-        As :func:`metric_at_k_chart` raises them.
 
     Examples
     --------

@@ -91,10 +91,8 @@ def isotonic_data(
 ) -> tuple[Prepared, pl.DataFrame, pl.DataFrame]:
     """The blocks of :func:`isotonic_reliability_chart` and the vertices of its steps.
 
-    Parameters
-    ----------
-    table, color, facet
-        As for :func:`isotonic_reliability_chart`.
+    Takes the table and arguments of :func:`isotonic_reliability_chart` and raises its
+    errors.
 
     Returns
     -------
@@ -103,11 +101,6 @@ def isotonic_data(
         table's columns as Float64 and ``_mid``, the middle of the block's range), in
         panel, colour and block order; the step curve's vertices (``_order``, ``_x``,
         ``recalibrated``): each block's left end and the last block's right end.
-
-    Raises
-    ------
-    TableError
-        If a column is missing or not numeric.
 
     Examples
     --------

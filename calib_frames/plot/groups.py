@@ -106,20 +106,13 @@ def scatter_data(
 ) -> ScatterData:
     """The points of :func:`metric_scatter`, their labels' places and the y axis (no altair).
 
-    Parameters
-    ----------
-    metrics, x, y, label, facet, height
-        As for :func:`metric_scatter` (``height`` spaces the labels a line apart).
+    Takes the table and arguments of :func:`metric_scatter` (``height`` spaces the labels
+    a line apart) and raises its errors.
 
     Returns
     -------
     ScatterData
         The points and what the chart needs to place them.
-
-    Raises
-    ------
-    TableError, ArgumentError
-        As :func:`metric_scatter` raises them.
 
     Examples
     --------
@@ -463,20 +456,12 @@ def decomposition_data(
 ) -> DecompositionData:
     """The bars of :func:`brier_decomposition_chart`: reliability and resolution per group.
 
-    Parameters
-    ----------
-    metrics, label, facet
-        As for :func:`brier_decomposition_chart`.
+    Takes the table and arguments of :func:`brier_decomposition_chart` and raises its errors.
 
     Returns
     -------
     DecompositionData
         The groups and their two signed bars.
-
-    Raises
-    ------
-    TableError, ArgumentError
-        As :func:`brier_decomposition_chart` raises them.
 
     Examples
     --------
@@ -497,7 +482,7 @@ def decomposition_data(
         built_by="calibration_metrics",
     )
     prepared = by_label(data, keys, label, facet)
-    extra = [
+    extra: list[str] = [
         c
         for c in ("uncertainty", "within_bin_variance", "within_bin_covariance")
         if c in data.columns and data.schema[c].is_numeric()

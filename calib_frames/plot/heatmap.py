@@ -94,20 +94,12 @@ def heatmap_data(
     columns in :data:`HEATMAP_WIDTH` and the rows in :data:`HEATMAP_HEIGHT` pixels,
     between 10 and 28.
 
-    Parameters
-    ----------
-    comparison, value, label, cell, pick
-        As for :func:`calibration_heatmap`.
+    Takes the table and arguments of :func:`calibration_heatmap` and raises its errors.
 
     Returns
     -------
     HeatmapData
         The cells, their order, the domain and the cell size.
-
-    Raises
-    ------
-    TableError, ArgumentError
-        As :func:`calibration_heatmap` raises them.
 
     Examples
     --------
@@ -142,7 +134,7 @@ def heatmap_data(
     row_keys = label_keys(label, keys)
     prepared = prepare(data, keys, color=row_keys, facet=[k for k in keys if k not in row_keys])
     names = data.columns
-    shown = [
+    shown: list[str] = [
         c
         for c in ("ece", "ece_ci_low", "ece_ci_high", "overconfidence", "count")
         if c in names and data.schema[c].is_numeric()

@@ -40,21 +40,13 @@ def histogram_data(
 
     By default every key makes panels; keys given to ``color`` share a panel.
 
-    Parameters
-    ----------
-    stats, color, facet
-        As for :func:`confidence_histogram`.
+    Takes the table and arguments of :func:`confidence_histogram` and raises its errors.
 
     Returns
     -------
     tuple of (Prepared, polars.DataFrame)
         The groups (colours and panels) and every bin with bounds
         (:func:`~calib_frames.plot.frames.bin_counts`).
-
-    Raises
-    ------
-    TableError, ArgumentError
-        As :func:`confidence_histogram` raises them.
 
     Examples
     --------

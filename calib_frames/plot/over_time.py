@@ -81,20 +81,12 @@ def trend_data(
 ) -> TrendData:
     """The panels of :func:`trend_chart`: batches per group, changed groups first (no altair).
 
-    Parameters
-    ----------
-    metrics, changes, metric, facet
-        As for :func:`trend_chart`.
+    Takes the table and arguments of :func:`trend_chart` and raises its errors.
 
     Returns
     -------
     TrendData
         The batches of each panel and what the chart draws of them.
-
-    Raises
-    ------
-    TableError, ArgumentError
-        As :func:`trend_chart` raises them.
 
     Examples
     --------

@@ -109,20 +109,12 @@ def perplexity_data(
 ) -> PerplexityData:
     """The dots of :func:`perplexity_chart`, its measures and its rows in order (no altair).
 
-    Parameters
-    ----------
-    metrics, label, color
-        As for :func:`perplexity_chart`.
+    Takes the table and arguments of :func:`perplexity_chart` and raises its errors.
 
     Returns
     -------
     PerplexityData
         The dots and what the chart needs to place them.
-
-    Raises
-    ------
-    TableError
-        As :func:`perplexity_chart` raises it.
 
     Examples
     --------
@@ -154,12 +146,12 @@ def perplexity_data(
         facet=on_axis,
     )
     intervals = {
-        m: bounds
+        m: pair
         for m in measures
-        if (bounds := interval_columns(data.schema, m, role="perplexity table")) is not None
+        if (pair := interval_columns(data.schema, m, role="perplexity table")) is not None
     }
     bounds = [bound for pair in intervals.values() for bound in pair]
-    extra = [c for c in ("tokens", "bytes", "words") if c in data.columns]
+    extra: list[str] = [c for c in ("tokens", "bytes", "words") if c in data.columns]
     dots = (
         prepared.data.with_columns(pl.col(*measures, *bounds).cast(pl.Float64))
         .filter(pl.any_horizontal(pl.col(*measures).is_finite()))

@@ -118,20 +118,13 @@ def diagram_data(
 ) -> DiagramData:
     """The bins of :func:`reliability_diagram`, its groups and their metrics (no altair).
 
-    Parameters
-    ----------
-    stats, metrics, color, facet, pick
-        As for :func:`reliability_diagram` (``color`` defaults to the keys not picked).
+    Takes the table and arguments of :func:`reliability_diagram` (``color`` defaults to
+    the keys not picked) and raises its errors.
 
     Returns
     -------
     DiagramData
         The diagram's bins, the histogram's bins and the metrics lines.
-
-    Raises
-    ------
-    TableError, ArgumentError
-        As :func:`reliability_diagram` raises them.
 
     Examples
     --------
