@@ -28,6 +28,7 @@ from calib_frames.cli.rows import (
 )
 from calib_frames.comparison.pipeline import REPLICATES, ReportTables, report_tables
 from calib_frames.exceptions import ArgumentError
+from calib_frames.metrics.registry import SUMMARY_COLUMNS
 from calib_frames.schema import BIN_STATISTICS, PERPLEXITY
 from calib_frames.validation import Frame
 
@@ -40,22 +41,6 @@ __all__ = [
     "table_keys",
     "tables_of",
 ]
-
-SUMMARY = (
-    "count",
-    "accuracy",
-    "overconfidence",
-    "ece",
-    "ece_ci_low",
-    "ece_ci_high",
-    "ece_noise_floor",
-    "verdict",
-    "mce",
-    "brier",
-    "log_loss",
-    "perplexity",
-    "bits_per_byte",
-)
 
 
 def add_parser(commands: Any) -> None:
@@ -145,7 +130,7 @@ def print_summary(
     keys: list[str],
     *,
     all_columns: bool = False,
-    columns: Sequence[str] = SUMMARY,
+    columns: Sequence[str] = SUMMARY_COLUMNS,
     rows: int | None = None,
     written: str | None = None,
 ) -> None:

@@ -81,6 +81,7 @@ from calib_frames.cli.rows import (
     row_queries,
 )
 from calib_frames.exceptions import ArgumentError
+from calib_frames.metrics.registry import LEADERBOARD_SUMMARY_COLUMNS
 from calib_frames.schema import BIN_STATISTICS
 from calib_frames.storage import StoredStatistics, read_statistics
 
@@ -97,16 +98,6 @@ OVER_TIME = ("batches.parquet", "batches.csv", "changes.parquet", "changes.csv")
 LEADERBOARD_TABLES = ("leaderboard.parquet", "leaderboard.csv", "leaderboard.md")
 LEADERBOARD_MODEL = "model"
 """The key that names a model by default (without it, the first key: ``--model-key``)."""
-LEADERBOARD_SUMMARY = (
-    "tasks",
-    "accuracy",
-    "ece",
-    "ece_task_mean",
-    "brier",
-    "log_loss",
-    "perplexity",
-    "miscalibrated_tasks",
-)
 MANIFEST = ".calib-frames-report"
 """The file that marks a folder as a report's (and lists its files)."""
 
@@ -368,7 +359,7 @@ def _build(args: argparse.Namespace, outputs: list[Path], staging: Path) -> list
         )
     if board is not None and model is not None:
         print_summary(
-            board, [model], columns=LEADERBOARD_SUMMARY, rows=PRINTED_ROWS,
+            board, [model], columns=LEADERBOARD_SUMMARY_COLUMNS, rows=PRINTED_ROWS,
             written="leaderboard.csv",
         )  # fmt: skip
     _print_table(table, table_keys(stats, ppl), over)

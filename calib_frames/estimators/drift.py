@@ -72,6 +72,7 @@ from calib_frames.estimators.multiple_testing import adjust_p_values
 from calib_frames.estimators.noise import uncertainty_from_bin_statistics
 from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.metrics.calibration import metrics_from_bin_statistics
+from calib_frames.metrics.registry import metric
 from calib_frames.metrics.tokens import perplexity_from_nll_sums
 from calib_frames.schema import BIN_STATISTICS, NLL_SUMS
 from calib_frames.stats import merge_bin_statistics
@@ -81,7 +82,6 @@ from calib_frames.validation import check_level, check_replicates, check_seed, w
 __all__ = [
     "BATCH_COLUMNS",
     "CHANGE_METRICS",
-    "VERDICT_TITLES",
     "calibration_change",
     "metrics_over_batches",
 ]
@@ -93,8 +93,6 @@ first), id, time (Datetime UTC, null without a stored time)."""
 CHANGE_METRICS = ("accuracy", "ece", "brier")
 """Metrics whose change :func:`calibration_change` tests."""
 
-VERDICT_TITLES = {"accuracy": "accuracy", "ece": "ECE", "brier": "Brier"}
-"""How a verdict names each metric of :data:`CHANGE_METRICS`."""
 _REP = "replicate"
 _GROUP = "group"  # the key of a table without keys (no clash possible: it has none)
 _BLOCK = 500_000  # (group, bin) rows × replicates drawn at once (bounds the memory)
@@ -495,7 +493,7 @@ def _verdicts(result: pl.DataFrame, *, alpha: float, correction: str) -> pl.Data
         difference = pl.col(f"{m}_difference")
         adjusted = pl.col(f"{m}_p_value_{correction}")
         words = pl.concat_str(
-            pl.lit(f"{VERDICT_TITLES[m]} "),
+            pl.lit(f"{metric(m).label} "),
             pl.when(difference > 0).then(pl.lit("up ")).otherwise(pl.lit("down ")),
             difference.abs().round_sig_figs(2).cast(pl.String),
             pl.lit(", p = "),

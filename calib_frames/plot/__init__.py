@@ -34,27 +34,28 @@ function                           draws
 :func:`save_chart`                 HTML (Vega inlined), PNG or SVG, offline
 =================================  ==============================================
 
-One module per family of charts, named after what it draws from:
-:mod:`~calib_frames.plot.reliability` (a bin table), :mod:`~calib_frames.plot.comparison`
-(a metrics or comparison table, one mark per group), :mod:`~calib_frames.plot.perplexity`
-(its perplexity columns), :mod:`~calib_frames.plot.curves`
-(an estimator's curve table), :mod:`~calib_frames.plot.ranking` (a ranking-metrics
-table) and :mod:`~calib_frames.plot.over_time` (a table of batches);
-:mod:`~calib_frames.plot.export` saves them. :mod:`calib_frames.plot.tables`
-checks the tables and shapes them into the frames the charts draw (the report reads its
-tables through it too), and ``_common`` holds what the families share: colours, the
-palette, highlighting, tooltips, panels and the argument checks. A new family is a new
-module on those two.
+One module per family of charts, named after what it draws:
+:mod:`~calib_frames.plot.reliability` and :mod:`~calib_frames.plot.histogram` (a bin
+table), :mod:`~calib_frames.plot.heatmap`
+(the model × task grid of a comparison table), :mod:`~calib_frames.plot.groups` (a metrics
+or comparison table, one mark per group), :mod:`~calib_frames.plot.perplexity` (its
+perplexity columns), :mod:`~calib_frames.plot.curves` (an estimator's curve table),
+:mod:`~calib_frames.plot.over_time` (a table of batches) and
+:mod:`~calib_frames.plot.at_k` (a ranking-metrics table);
+:mod:`~calib_frames.plot.export` saves them. Each chart is two steps: a data step in
+polars (``*_data``: checks the table, picks and orders the groups, computes the scales'
+domains, the label positions and the sizes; no altair) and the altair layer that only
+encodes what it returns. :mod:`calib_frames.plot.frames` holds what the data steps share
+(table checks, group labels, panels; the report reads its tables through it too),
+``_common`` what the altair layers share (colours, the palette, highlighting, tooltips,
+panels and the argument checks), and :mod:`calib_frames.metrics.registry` every metric's
+title, better direction and number format. A new family is a new module on those.
 
 altair and vl-convert are imported when a chart is built or saved, so ``import
 calib_frames`` (and this module) stays fast.
 """
 
-from calib_frames.plot.comparison import (
-    brier_decomposition_chart,
-    calibration_heatmap,
-    metric_scatter,
-)
+from calib_frames.plot.at_k import metric_at_k_chart
 from calib_frames.plot.curves import (
     ece_bins_chart,
     isotonic_reliability_chart,
@@ -62,10 +63,12 @@ from calib_frames.plot.curves import (
     smooth_reliability_chart,
 )
 from calib_frames.plot.export import chart_html, embed_json, save_chart
+from calib_frames.plot.groups import brier_decomposition_chart, metric_scatter
+from calib_frames.plot.heatmap import calibration_heatmap
+from calib_frames.plot.histogram import confidence_histogram
 from calib_frames.plot.over_time import trend_chart
 from calib_frames.plot.perplexity import perplexity_chart
-from calib_frames.plot.ranking import metric_at_k_chart
-from calib_frames.plot.reliability import confidence_histogram, reliability_diagram
+from calib_frames.plot.reliability import reliability_diagram
 
 __all__ = [
     "brier_decomposition_chart",

@@ -1,10 +1,10 @@
-"""What the chart families share: colours, the palette, field names, tooltips, panels, checks.
+"""What the charts' altair layers share: colours, the palette, field names, tooltips, panels.
 
-Each family module (:mod:`~calib_frames.plot.reliability`,
-:mod:`~calib_frames.plot.comparison`, :mod:`~calib_frames.plot.curves`,
-:mod:`~calib_frames.plot.ranking`) draws from a table prepared by
-:mod:`calib_frames.plot.tables` with these pieces, so that every chart colours, highlights,
-facets and refuses arguments the same way. altair is imported inside each function.
+Each chart module (:mod:`~calib_frames.plot.reliability`, :mod:`~calib_frames.plot.heatmap`,
+:mod:`~calib_frames.plot.groups`, :mod:`~calib_frames.plot.curves`, …) encodes the frames
+its data step prepared (on :mod:`calib_frames.plot.frames`) with these pieces, so that
+every chart colours, highlights, facets and refuses arguments the same way. altair is
+imported inside each function.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import polars as pl
 
 from calib_frames.exceptions import ArgumentError
-from calib_frames.plot.tables import COLOR, PANEL, Prepared, records
+from calib_frames.metrics.registry import metric
+from calib_frames.plot.frames import COLOR, PANEL, Prepared, facet_columns, records
 
 if TYPE_CHECKING:
     import altair as alt
@@ -44,7 +45,7 @@ def inline_data(data: pl.DataFrame) -> alt.InlineData:
     """Inline rows (altair gathers identical ones into one top-level dataset), shared.
 
     Built without altair's check at construction, which validates every row against the
-    Vega-Lite schema (0.6 s for 1,500 rows of 20 fields); the chart's ``to_dict`` still
+    Vega-Lite schema (slow for a few thousand rows); the chart's ``to_dict`` still
     validates the whole spec, rows included.
     """
     import altair as alt
@@ -62,8 +63,8 @@ def shared(part: T) -> T:
     """``part`` (an altair schema object), kept by reference in altair's deep copies.
 
     altair deep-copies every subchart, down to each tooltip and scale, each time charts
-    are layered, faceted or concatenated and again in ``to_dict``: a report's nested
-    charts spent most of their build time copying. A shared part's copy is the part
+    are layered, faceted or concatenated and again in ``to_dict`` (BENCHMARKS.md has what
+    that cost a report's nested charts). A shared part's copy is the part
     itself (``__deepcopy__``), so compose charts from parts that are not changed in
     place afterwards (altair's own methods never do: ``encode`` makes a new encoding,
     it does not edit the old one).
@@ -209,6 +210,81 @@ def key_tooltips(keys: Sequence[str]) -> list[alt.Tooltip]:
     return [alt.Tooltip(field=field(key), type="nominal", title=key) for key in keys]
 
 
+def metric_tooltips(columns: Sequence[str], *, format: str | None = None) -> list[alt.Tooltip]:
+    """A tooltip line per metric column: its registered title and number format.
+
+    ``format`` overrides the registered formats (a chart that shows more digits).
+    """
+    import altair as alt
+
+    return [
+        alt.Tooltip(
+            field=field(column),
+            type="quantitative",
+            title=metric(column).title,
+            format=metric(column).format if format is None else format,
+        )
+        for column in columns
+    ]
+
+
+def label_expr(columns: Sequence[str]) -> str:
+    """A Vega label expression writing each of ``columns`` as its registered label."""
+    cases = "".join(
+        f"datum.value == {json.dumps(column)} ? {json.dumps(metric(column).label)} : "
+        for column in columns
+    )
+    return cases + "datum.value"
+
+
+COUNT_LABEL = "datum.value % 1 ? '' : format(datum.value, '~s')"
+"""Count axis labels: whole numbers only (a small count must not read "500m")."""
+BAR = "#8c9bb5"
+"""The bars of one group's predictions per bin."""
+
+
+def bin_tooltips(keys: Sequence[str]) -> list[alt.Tooltip]:
+    """The group's keys, the bin's range and its number of predictions."""
+    import altair as alt
+
+    return [
+        *key_tooltips(keys),
+        alt.Tooltip("_bin_range:N", title="bin"),
+        alt.Tooltip("count:Q", title="predictions", format=","),
+    ]
+
+
+def count_marks(y: alt.Y, tooltips: list[Any], *, color: Any = None, opacity: Any = None) -> Any:
+    """Predictions per bin: a bar over each bin's range, or a line per colour group.
+
+    The lines (``color`` given) run through the bins' midpoints.
+    """
+    import altair as alt
+
+    unit = unit_scale()
+    if color is None:
+        return (
+            alt.Chart()
+            .mark_bar(color=BAR, stroke="white", strokeWidth=0.5)
+            .encode(
+                x=alt.X("bin_lower:Q", scale=unit, title="confidence"),
+                x2=alt.X2("bin_upper:Q"),
+                y=y,
+                y2=alt.Y2Datum(0),
+                tooltip=tooltips,
+            )
+        )
+    return group_lines(
+        alt.Chart().mark_line(strokeWidth=1.5, point=alt.OverlayMarkDef(size=18, filled=True)),
+        color=color,
+        opacity=opacity,
+        order="bin:Q",
+        x=alt.X("_bin_mid:Q", scale=unit, title="confidence"),
+        y=y,
+        tooltip=tooltips,
+    )
+
+
 def diagonal(**mark: Any) -> alt.Chart:
     """The diagonal from (0, 0) to (1, 1), drawn once per panel."""
     import altair as alt
@@ -237,22 +313,6 @@ def header(labels: bool = True, width: Any = None) -> alt.Header:
         labelFontSize=11,
         labelFontWeight="bold",
     )
-
-
-def facet_columns(
-    panels: int, facet_keys: Sequence[str], data: pl.DataFrame, wanted: int | None
-) -> int:
-    """Panels per row: ``wanted``, else the values of the last of two or more facet keys.
-
-    With one facet key, up to four panels a row.
-    """
-    if wanted is not None:
-        if isinstance(wanted, bool) or not isinstance(wanted, int) or wanted < 1:
-            raise ArgumentError(f"columns= must be a positive integer, got {wanted}")
-        return wanted
-    if len(facet_keys) >= 2:
-        return max(1, data.get_column(facet_keys[-1]).n_unique())
-    return max(1, min(panels, 4))
 
 
 def in_panels(

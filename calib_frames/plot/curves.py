@@ -13,22 +13,24 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from calib_frames.metrics.registry import metric
 from calib_frames.plot._common import (
     diagonal,
-    facet_columns,
     group_encoding,
     group_lines,
     inline_data,
     key_tooltips,
+    metric_tooltips,
     share_parts,
     sized_panels,
     unit_scale,
 )
-from calib_frames.plot.tables import (
+from calib_frames.plot.frames import (
     COLOR,
     PANEL,
     Prepared,
     check_columns,
+    facet_columns,
     frame,
     key_split,
     prepare,
@@ -42,8 +44,11 @@ __all__ = [
     "ECE_BINS_COLUMNS",
     "ISOTONIC_COLUMNS",
     "RISK_COVERAGE_COLUMNS",
+    "curve_data",
     "ece_bins_chart",
+    "isotonic_data",
     "isotonic_reliability_chart",
+    "log_axis",
     "risk_coverage_chart",
     "smooth_reliability_chart",
 ]
@@ -67,7 +72,7 @@ def _curve_table(
     color: str | Sequence[str] | None,
     facet: str | Sequence[str] | None,
     before: Sequence[str] = (),
-) -> tuple[Prepared, list[str]]:
+) -> Prepared:
     """The table checked to hold the numeric ``columns`` after its keys, and prepared.
 
     The keys end at the first of ``columns`` or of the optional ``before`` columns.
@@ -75,7 +80,143 @@ def _curve_table(
     data = frame(table, name)
     keys = key_split(data.schema, frozenset((*before, *columns[:1])))
     check_columns(data.schema, list(columns), role=role, built_by="", numeric=list(columns))
-    return prepare(data, keys, color=color, facet=facet), keys
+    return prepare(data, keys, color=color, facet=facet)
+
+
+def isotonic_data(
+    table: pl.DataFrame | pl.LazyFrame,
+    *,
+    color: str | Sequence[str] | None = None,
+    facet: str | Sequence[str] | None = None,
+) -> tuple[Prepared, pl.DataFrame, pl.DataFrame]:
+    """The blocks of :func:`isotonic_reliability_chart` and the vertices of its steps.
+
+    Takes the table and arguments of :func:`isotonic_reliability_chart` and raises its
+    errors.
+
+    Returns
+    -------
+    tuple of (Prepared, polars.DataFrame, polars.DataFrame)
+        The groups; the blocks with a finite recalibrated value and lower bound (the
+        table's columns as Float64 and ``_mid``, the middle of the block's range), in
+        panel, colour and block order; the step curve's vertices (``_order``, ``_x``,
+        ``recalibrated``): each block's left end and the last block's right end.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.plot.curves import isotonic_data
+    >>> blocks = pl.DataFrame({"block": [0, 1], "confidence_lower": [0.1, 0.6],
+    ...                        "confidence_upper": [0.5, 0.9], "count": [3, 5],
+    ...                        "recalibrated": [0.2, 0.8]})
+    >>> _, blocks, steps = isotonic_data(blocks)
+    >>> steps.select("_x", "recalibrated").rows()
+    [(0.1, 0.2), (0.6, 0.8), (0.9, 0.8)]
+    """
+    prepared = _curve_table(
+        table,
+        ISOTONIC_COLUMNS,
+        "isotonic blocks table",
+        "isotonic_reliability_chart",
+        color=color,
+        facet=facet,
+    )
+    keys = prepared.keys
+    blocks = prepared.data.with_columns(
+        pl.col("confidence_lower", "confidence_upper", "recalibrated").cast(pl.Float64),
+        pl.col("count").cast(pl.Float64),
+        ((pl.col("confidence_lower") + pl.col("confidence_upper")) / 2)
+        .cast(pl.Float64)
+        .alias("_mid"),
+    ).filter(pl.col("recalibrated").is_finite(), pl.col("confidence_lower").is_finite())
+    blocks = blocks.select(*keys, COLOR, PANEL, *ISOTONIC_COLUMNS, "_mid").sort(
+        PANEL, COLOR, "block", maintain_order=True
+    )
+    return prepared, blocks, _steps(blocks, keys)
+
+
+def curve_data(
+    table: pl.DataFrame | pl.LazyFrame,
+    columns: Sequence[str],
+    *,
+    x: str,
+    y: str,
+    color: str | Sequence[str] | None = None,
+    facet: str | Sequence[str] | None = None,
+    role: str = "curve table",
+    name: str = "curve chart",
+    before: Sequence[str] = (),
+    positive: Sequence[str] = (),
+) -> tuple[Prepared, pl.DataFrame]:
+    """The groups of a curve table and its points, in polars (the curve charts' data step).
+
+    The table is checked to hold the numeric ``columns`` after its keys (the keys end at
+    the first of ``columns`` or of the optional ``before`` columns). The points are the
+    rows with finite ``x`` and ``y`` (Float64) and ``positive`` columns over 0: the keys,
+    ``_color``, ``_panel``, the ``before`` columns the table has, ``x`` and ``y``, in
+    panel, colour and ``x`` order.
+
+    Parameters
+    ----------
+    table
+        A curve table (keys…, [``before``…,] ``columns``…).
+    columns
+        Its columns after the keys.
+    x, y
+        The columns drawn across and up.
+    color, facet
+        Colour and panel keys, as the charts take them.
+    role, name
+        How error messages call the table and the chart.
+    before
+        Optional columns between the keys and ``columns``.
+    positive
+        Columns a point needs over 0 (a logarithmic axis).
+
+    Returns
+    -------
+    tuple of (Prepared, polars.DataFrame)
+        The groups and the points.
+
+    Raises
+    ------
+    TableError
+        If a column is missing or not numeric.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.plot.curves import curve_data
+    >>> curve = pl.DataFrame({"model": ["a"] * 3, "x": [0.9, 0.1, None], "y": [0.7, 0.2, 0.5]})
+    >>> prepared, points = curve_data(curve, ["x", "y"], x="x", y="y")
+    >>> points.select("_color", "x", "y").rows()
+    [('a', 0.1, 0.2), ('a', 0.9, 0.7)]
+    """
+    prepared = _curve_table(table, columns, role, name, color=color, facet=facet, before=before)
+    keys = prepared.keys
+    extra = [c for c in before if c in prepared.data.columns]
+    points = (
+        prepared.data.with_columns(pl.col(x, y).cast(pl.Float64))
+        .filter(pl.col(x).is_finite(), pl.col(y).is_finite(), *(pl.col(c) > 0 for c in positive))
+        .select(*keys, COLOR, PANEL, *extra, x, y)
+        .sort(PANEL, COLOR, x, maintain_order=True)
+    )
+    return prepared, points
+
+
+def log_axis(points: pl.DataFrame, column: str, *, spread: float = 20) -> bool:
+    """Whether ``column``'s positive values span more than a factor of ``spread``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.plot.curves import log_axis
+    >>> log_axis(pl.DataFrame({"bins": [5.0, 200.0]}), "bins")
+    True
+    """
+    low = points.get_column(column).min()
+    high = points.get_column(column).max()
+    return isinstance(low, float) and isinstance(high, float) and low > 0 and high / low > spread
 
 
 def _curve(line: Any, groups: tuple[Any, Any, Any], *, order: str, **channels: Any) -> Any:
@@ -135,20 +276,17 @@ def smooth_reliability_chart(
     """
     import altair as alt
 
-    prepared, keys = _curve_table(
+    prepared, points = curve_data(
         table,
         CURVE_COLUMNS,
-        "smooth reliability curve table",
-        "smooth_reliability_chart",
+        x="x",
+        y="y",
         color=color,
         facet=facet,
+        role="smooth reliability curve table",
+        name="smooth_reliability_chart",
     )
-    points = (
-        prepared.data.with_columns(pl.col("x", "y").cast(pl.Float64))
-        .filter(pl.col("x").is_finite(), pl.col("y").is_finite())
-        .select(*keys, COLOR, PANEL, "x", "y")
-        .sort(PANEL, COLOR, "x", maintain_order=True)
-    )
+    keys = prepared.keys
     unit = unit_scale()
     line = _curve(
         alt.Chart().mark_line(strokeWidth=2),
@@ -229,25 +367,8 @@ def isotonic_reliability_chart(
     """
     import altair as alt
 
-    prepared, keys = _curve_table(
-        table,
-        ISOTONIC_COLUMNS,
-        "isotonic blocks table",
-        "isotonic_reliability_chart",
-        color=color,
-        facet=facet,
-    )
-    blocks = prepared.data.with_columns(
-        pl.col("confidence_lower", "confidence_upper", "recalibrated").cast(pl.Float64),
-        pl.col("count").cast(pl.Float64),
-        ((pl.col("confidence_lower") + pl.col("confidence_upper")) / 2)
-        .cast(pl.Float64)
-        .alias("_mid"),
-    ).filter(pl.col("recalibrated").is_finite(), pl.col("confidence_lower").is_finite())
-    blocks = blocks.select(*keys, COLOR, PANEL, *ISOTONIC_COLUMNS, "_mid").sort(
-        PANEL, COLOR, "block", maintain_order=True
-    )
-    steps = _steps(blocks, keys)
+    prepared, blocks, steps = isotonic_data(table, color=color, facet=facet)
+    keys = prepared.keys
     groups = group_encoding(prepared)
     group_color, opacity, _ = groups
     unit = unit_scale()
@@ -377,25 +498,20 @@ def ece_bins_chart(
     """
     import altair as alt
 
-    prepared, keys = _curve_table(
+    prepared, points = curve_data(
         table,
         ECE_BINS_COLUMNS,
-        "ECE-versus-bins table",
-        "ece_bins_chart",
+        x="bins",
+        y="ece",
         color=color,
         facet=facet,
+        role="ECE-versus-bins table",
+        name="ece_bins_chart",
+        positive=["bins"],
     )
-    points = prepared.data.with_columns(
-        pl.col("bins").cast(pl.Float64), pl.col("ece").cast(pl.Float64)
-    ).filter(pl.col("ece").is_finite(), pl.col("bins") > 0)
-    points = points.select(*keys, COLOR, PANEL, "bins", "ece").sort(
-        PANEL, COLOR, "bins", maintain_order=True
-    )
+    keys = prepared.keys
     groups = group_encoding(prepared)
-    low = points.get_column("bins").min()
-    high = points.get_column("bins").max()
-    spread = isinstance(low, float) and isinstance(high, float) and low > 0 and high / low > 20
-    scale = alt.Scale(type="log") if spread else alt.Scale(zero=False)
+    scale = alt.Scale(type="log") if log_axis(points, "bins") else alt.Scale(zero=False)
     chart = _curve(
         alt.Chart().mark_line(point=alt.OverlayMarkDef(filled=True, size=30)),
         groups,
@@ -403,11 +519,11 @@ def ece_bins_chart(
         x=alt.X(
             "bins:Q", title="number of bins", scale=scale, axis=alt.Axis(format="~d", tickMinStep=1)
         ),
-        y=alt.Y("ece:Q", title="ECE", scale=alt.Scale(zero=True)),
+        y=alt.Y("ece:Q", title=metric("ece").title, scale=alt.Scale(zero=True)),
         tooltip=[
             *key_tooltips(keys),
             alt.Tooltip("bins:Q", format="~d"),
-            alt.Tooltip("ece:Q", format=".4f"),
+            *metric_tooltips(["ece"]),
         ],
     )
     heading = title if title is not None else "ECE against the number of bins"
@@ -463,22 +579,19 @@ def risk_coverage_chart(
     """
     import altair as alt
 
-    prepared, keys = _curve_table(
+    prepared, points = curve_data(
         table,
         RISK_COVERAGE_COLUMNS,
-        "selective curve table",
-        "risk_coverage_chart",
+        x="coverage",
+        y="risk",
         color=color,
         facet=facet,
+        role="selective curve table",
+        name="risk_coverage_chart",
         before=("threshold",),
     )
-    extra = ["threshold"] if "threshold" in prepared.data.columns else []
-    points = (
-        prepared.data.with_columns(pl.col(*RISK_COVERAGE_COLUMNS).cast(pl.Float64))
-        .filter(pl.col("coverage").is_finite(), pl.col("risk").is_finite())
-        .select(*keys, COLOR, PANEL, *extra, *RISK_COVERAGE_COLUMNS)
-        .sort(PANEL, COLOR, "coverage", maintain_order=True)
-    )
+    keys = prepared.keys
+    extra = ["threshold"] if "threshold" in points.columns else []
     tooltips = [
         *key_tooltips(keys),
         *(alt.Tooltip(f"{name}:Q", format=".3f") for name in extra),

@@ -10,26 +10,30 @@ models × 60 nights the changed ones are found without scanning the grid.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import polars as pl
 
-from calib_frames.estimators.drift import VERDICT_TITLES
+from calib_frames.estimators.drift import BATCH_COLUMNS
 from calib_frames.exceptions import TableError
+from calib_frames.metrics import registry
 from calib_frames.plot._common import (
     SINGLE,
     check_size,
     field,
     key_tooltips,
+    metric_tooltips,
     share_parts,
     sized_panels,
 )
-from calib_frames.plot.tables import (
+from calib_frames.plot.frames import (
     COMPARISON_COLUMNS,
     PANEL,
     Prepared,
     check_columns,
     frame,
+    interval_columns,
     key_split,
     prepare,
 )
@@ -37,15 +41,97 @@ from calib_frames.plot.tables import (
 if TYPE_CHECKING:
     import altair as alt
 
-__all__ = ["CHANGED", "trend_chart"]
+__all__ = ["CHANGED", "TrendData", "trend_chart", "trend_data"]
 
 CHANGED = "#c0392b"
 """Line, band and mark of a group whose tested batch changed."""
 
-_BATCH_KEYS = ("batch", "batch_id", "batch_time")
-_TITLES = {"ece": "ECE", "accuracy": "accuracy", "brier": "Brier score", "mce": "MCE"}
 _STATUS = "_status"
 _X = "_x"
+
+
+@dataclass(frozen=True)
+class TrendData:
+    """What :func:`trend_chart` draws, as :func:`trend_data` prepares it."""
+
+    prepared: Prepared
+    """A panel per group (changed groups first, titled with their change), its batches as
+    rows: the batch keys, ``_x`` (the batch time, else its number), the :attr:`shown`
+    columns (Float64), ``_status`` (changed / no change), ``_tested`` (the changed group's
+    tested batch) and ``_verdict``."""
+    metric: str
+    shown: list[str]
+    """The metric, its interval's bounds and the noise floor, as the table has them."""
+    band: tuple[str, str] | None
+    """The bounds of the metric's interval (None: the table has none)."""
+    floor: bool
+    """Whether the ECE noise floor is drawn."""
+    timed: bool
+    """Whether every batch has a time (the x axis is time, else the batch number)."""
+    changes: bool
+    """Whether a change table marks the changed groups."""
+
+
+def trend_data(
+    metrics: pl.DataFrame | pl.LazyFrame,
+    changes: pl.DataFrame | pl.LazyFrame | None = None,
+    *,
+    metric: str = "ece",
+    facet: str | Sequence[str] | None = None,
+) -> TrendData:
+    """The panels of :func:`trend_chart`: batches per group, changed groups first (no altair).
+
+    Takes the table and arguments of :func:`trend_chart` and raises its errors.
+
+    Returns
+    -------
+    TrendData
+        The batches of each panel and what the chart draws of them.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.plot.over_time import trend_data
+    >>> table = pl.DataFrame({
+    ...     "batch": [0, 1, 0, 1], "batch_id": ["x", "y", "x", "y"], "batch_time": None,
+    ...     "model": ["a", "a", "b", "b"], "count": [100] * 4, "ece": [0.02, 0.03, 0.05, 0.12],
+    ... })
+    >>> changes = pl.DataFrame({"model": ["a", "b"], "changed": [False, True],
+    ...                         "verdict": ["no change beyond noise", "ECE up 0.07, p = 0.001"],
+    ...                         "batch_id": ["y", "y"]})
+    >>> data = trend_data(table, changes)
+    >>> data.prepared.panels, data.timed  # b changed: first, its change in its title
+    (['▲ b: ECE +0.07', 'a'], False)
+    """
+    data = frame(metrics, "trend_chart")
+    all_keys = key_split(data.schema, COMPARISON_COLUMNS)
+    if not all_keys or all_keys[: len(BATCH_COLUMNS)] != list(BATCH_COLUMNS):
+        raise TableError(
+            "trend_chart: not a table of batches (its first columns are not batch, batch_id, "
+            "batch_time); build one with calib_frames.estimators.metrics_over_batches"
+        )
+    keys = all_keys[len(BATCH_COLUMNS) :]
+    check_columns(data.schema, [metric], role="metrics table", built_by="", numeric=[metric])
+    band = interval_columns(data.schema, metric, role="metrics table")
+    floor = metric == "ece" and "ece_noise_floor" in data.columns
+    shown = [metric, *(band or ()), *(["ece_noise_floor"] if floor else [])]
+    timed = data.get_column("batch_time").null_count() == 0
+    data = data.select(
+        *all_keys,
+        pl.col("batch_time" if timed else "batch").alias(_X),
+        *[pl.col(c).cast(pl.Float64) for c in shown],
+    )
+    data, status = _with_changes(data, changes, keys)
+    prepared = prepare(data, keys, color=[], facet=facet, default_facet=keys)
+    return TrendData(
+        prepared=_changed_first(prepared, metric),
+        metric=metric,
+        shown=shown,
+        band=band,
+        floor=floor,
+        timed=timed,
+        changes=status,
+    )
 
 
 def trend_chart(
@@ -125,34 +211,15 @@ def trend_chart(
 
     check_size("width", width)
     check_size("height", height)
-    data = frame(metrics, "trend_chart")
-    all_keys = key_split(data.schema, COMPARISON_COLUMNS)
-    if not all_keys or all_keys[: len(_BATCH_KEYS)] != list(_BATCH_KEYS):
-        raise TableError(
-            "trend_chart: not a table of batches (its first columns are not batch, batch_id, "
-            "batch_time); build one with calib_frames.estimators.metrics_over_batches"
-        )
-    keys = all_keys[len(_BATCH_KEYS) :]
-    check_columns(data.schema, [metric], role="metrics table", built_by="", numeric=[metric])
-    low, high = f"{metric}_ci_low", f"{metric}_ci_high"
-    band = low in data.columns and high in data.columns
-    floor = metric == "ece" and "ece_noise_floor" in data.columns
-    shown = [metric, *([low, high] if band else []), *(["ece_noise_floor"] if floor else [])]
-    timed = data.get_column("batch_time").null_count() == 0
-    data = data.select(
-        *all_keys,
-        pl.col("batch_time" if timed else "batch").alias(_X),
-        *[pl.col(c).cast(pl.Float64) for c in shown],
-    )
-    data, status = _with_changes(data, changes, keys)
-    prepared = prepare(data, keys, color=[], facet=facet, default_facet=keys)
-    prepared = _changed_first(prepared, metric)
+    data = trend_data(metrics, changes, metric=metric, facet=facet)
+    prepared, timed, status = data.prepared, data.timed, data.changes
+    keys, shown, band, floor = prepared.keys, data.shown, data.band, data.floor
     x = (
         alt.X(f"{_X}:T", title=None, axis=alt.Axis(format="%b %d", tickCount=4, labelAngle=0))
         if timed
         else alt.X(f"{_X}:Q", title="batch", axis=alt.Axis(tickMinStep=1, tickCount=4))
     )
-    metric_title = _TITLES.get(metric, metric)
+    metric_title = registry.metric(metric).title
     # a miscalibration from zero; accuracy and the like fitted to their range
     zero = metric in ("ece", "mce", "rmsce", "reliability")
     y = alt.Y(
@@ -175,11 +242,12 @@ def trend_chart(
         alt.Tooltip(
             field="batch_time", type="temporal", title="batch time", format="%Y-%m-%d %H:%M"
         ),
-        *[alt.Tooltip(field=field(c), type="quantitative", title=c, format=".4f") for c in shown],
+        *metric_tooltips(shown),
     ]
     base = alt.Chart()
     layers = []
-    if band:
+    if band is not None:
+        low, high = band
         layers.append(
             base.mark_area(opacity=0.22).encode(
                 x=x,
@@ -202,7 +270,7 @@ def trend_chart(
         .encode(x=x, y=y, tooltip=tooltips)
     )
     chart = alt.layer(*share_parts(*layers))
-    notes = ["band: bootstrap interval"] if band else []
+    notes = ["band: bootstrap interval"] if band is not None else []
     notes += ["dashed: ECE noise floor"] if floor else []
     notes += (
         ["red: changed against the earlier batches (point: the batch tested)"] if status else []
@@ -256,7 +324,7 @@ def _with_changes(
 def _short_verdict(metric: str) -> pl.Expr:
     """The verdict's clause of ``metric`` (else its first), as "ECE +0.12"."""
     clauses = pl.col("_verdict").str.split("; ")
-    title = VERDICT_TITLES.get(metric, metric)
+    title = registry.metric(metric).label
     own = clauses.list.eval(pl.element().filter(pl.element().str.starts_with(title)))
     clause = pl.coalesce(own.list.first(), clauses.list.first())
     return (

@@ -10,43 +10,50 @@ the table.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from calib_frames.exceptions import TableError
+from calib_frames.metrics.registry import metric
 from calib_frames.plot._common import (
     SINGLE,
     check_size,
     emphasis,
     inline_data,
     key_tooltips,
+    metric_tooltips,
     palette,
     share_parts,
 )
-from calib_frames.plot.comparison import _label_keys, _metrics_table
-from calib_frames.plot.tables import COLOR, PANEL, prepare
+from calib_frames.plot.frames import (
+    COLOR,
+    PANEL,
+    Prepared,
+    interval_columns,
+    label_keys,
+    metric_table,
+    prepare,
+)
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
     import altair as alt
 
-__all__ = ["PERPLEXITY_MEASURES", "perplexity_chart", "perplexity_measures"]
+__all__ = [
+    "PERPLEXITY_MEASURES",
+    "PerplexityData",
+    "perplexity_chart",
+    "perplexity_data",
+    "perplexity_measures",
+]
 
 PERPLEXITY_MEASURES: tuple[tuple[str, ...], ...] = (
     ("perplexity", "word_perplexity", "byte_perplexity"),
     ("bits_per_byte", "bits_per_token"),
 )
 """The chart's panels: each draws the first of its columns that has a finite value."""
-
-_TITLES = {
-    "perplexity": "perplexity (per token)",
-    "word_perplexity": "word perplexity",
-    "byte_perplexity": "byte perplexity",
-    "bits_per_byte": "bits per byte",
-    "bits_per_token": "bits per token",
-}
 
 
 def perplexity_measures(table: pl.DataFrame) -> list[str]:
@@ -71,6 +78,105 @@ def perplexity_measures(table: pl.DataFrame) -> list[str]:
                 measures.append(candidate)
                 break
     return measures
+
+
+@dataclass(frozen=True)
+class PerplexityData:
+    """What :func:`perplexity_chart` draws, as :func:`perplexity_data` prepares it."""
+
+    prepared: Prepared
+    """The groups: a row of the axis per value of the label key, colours for the others."""
+    dots: pl.DataFrame
+    """One row per group with a finite measure: its keys, ``_color``, ``_panel`` (its
+    row's label), the measures and their bounds (Float64) and the :attr:`extra` counts."""
+    measures: list[str]
+    """The columns drawn, one panel each (:func:`perplexity_measures`)."""
+    intervals: dict[str, tuple[str, str]]
+    """The bounds of each measure's interval that the table has."""
+    extra: list[str]
+    """The counts of the tooltips (tokens, bytes, words) the table has."""
+    labels: list[str]
+    """The rows of the axis, best first (by their best value of the first measure)."""
+    colors: list[str]
+    """The colour groups that have a dot, in legend order."""
+
+
+def perplexity_data(
+    metrics: pl.DataFrame | pl.LazyFrame,
+    *,
+    label: str | None = None,
+    color: str | Sequence[str] | None = None,
+) -> PerplexityData:
+    """The dots of :func:`perplexity_chart`, its measures and its rows in order (no altair).
+
+    Takes the table and arguments of :func:`perplexity_chart` and raises its errors.
+
+    Returns
+    -------
+    PerplexityData
+        The dots and what the chart needs to place them.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.plot.perplexity import perplexity_data
+    >>> table = pl.DataFrame({"model": ["a", "b", "c"], "perplexity": [9.0, 4.0, None],
+    ...                       "bits_per_byte": [1.2, 0.9, None]})
+    >>> data = perplexity_data(table)  # c has no value: no dot
+    >>> data.measures, data.labels
+    (['perplexity', 'bits_per_byte'], ['b', 'a'])
+    """
+    columns = [c for group in PERPLEXITY_MEASURES for c in group]
+    data, keys = metric_table(
+        metrics, "perplexity_chart", [], role="perplexity table", built_by="perplexity"
+    )
+    if not any(c in data.columns for c in columns):
+        raise TableError(
+            "perplexity table: no perplexity column (one of "
+            f"{', '.join(columns)}); build it with calib_frames.perplexity"
+        )
+    measures = perplexity_measures(data)
+    if not measures:
+        raise TableError("perplexity table: no row has a finite perplexity or bits per byte")
+    on_axis = label_keys(label, keys)
+    prepared = prepare(
+        data,
+        keys,
+        color=color if color is not None else [k for k in keys if k not in on_axis],
+        facet=on_axis,
+    )
+    intervals = {
+        m: pair
+        for m in measures
+        if (pair := interval_columns(data.schema, m, role="perplexity table")) is not None
+    }
+    bounds = [bound for pair in intervals.values() for bound in pair]
+    extra: list[str] = [c for c in ("tokens", "bytes", "words") if c in data.columns]
+    dots = (
+        prepared.data.with_columns(pl.col(*measures, *bounds).cast(pl.Float64))
+        .filter(pl.any_horizontal(pl.col(*measures).is_finite()))
+        .select(*keys, COLOR, PANEL, *measures, *bounds, *extra)
+    )
+    # best first: the groups on the axis by their best value of the first measure
+    first = metric(measures[0])
+    best = pl.col(first.column).max() if first.descending else pl.col(first.column).min()
+    labels = (
+        dots.group_by(PANEL, maintain_order=True)
+        .agg(best)
+        .sort(first.column, descending=first.descending, nulls_last=True, maintain_order=True)
+        .get_column(PANEL)
+        .to_list()
+    )
+    present = set(dots.get_column(COLOR))
+    return PerplexityData(
+        prepared=prepared,
+        dots=dots,
+        measures=measures,
+        intervals=intervals,
+        extra=extra,
+        labels=labels,
+        colors=[c for c in prepared.colors if c in present],
+    )
 
 
 def perplexity_chart(
@@ -138,60 +244,16 @@ def perplexity_chart(
     import altair as alt
 
     check_size("width", width)
-    columns = [c for group in PERPLEXITY_MEASURES for c in group]
-    data, keys = _metrics_table(
-        metrics, "perplexity_chart", [], role="perplexity table", built_by="perplexity"
-    )
-    if not any(c in data.columns for c in columns):
-        raise TableError(
-            "perplexity table: no perplexity column (one of "
-            f"{', '.join(columns)}); build it with calib_frames.perplexity"
-        )
-    measures = perplexity_measures(data)
-    if not measures:
-        raise TableError("perplexity table: no row has a finite perplexity or bits per byte")
-    on_axis = _label_keys(label, keys)
-    prepared = prepare(
-        data,
-        keys,
-        color=color if color is not None else [k for k in keys if k not in on_axis],
-        facet=on_axis,
-    )
-    bounds = [
-        bound
-        for m in measures
-        if f"{m}_ci_low" in data.columns and f"{m}_ci_high" in data.columns
-        for bound in (f"{m}_ci_low", f"{m}_ci_high")
-    ]
-    extra = [c for c in ("tokens", "bytes", "words") if c in data.columns]
-    dots = (
-        prepared.data.with_columns(pl.col(*measures, *bounds).cast(pl.Float64))
-        .filter(pl.any_horizontal(pl.col(*measures).is_finite()))
-        .select(*keys, COLOR, PANEL, *measures, *bounds, *extra)
-    )
-    # best first: the groups on the axis by their lowest value of the first measure
-    labels = (
-        dots.group_by(PANEL, maintain_order=True)
-        .agg(pl.col(measures[0]).min())
-        .sort(measures[0], nulls_last=True, maintain_order=True)
-        .get_column(PANEL)
-        .to_list()
-    )
-    tooltips = [
-        *key_tooltips(keys),
-        *[alt.Tooltip(f"{m}:Q", format=".4f") for m in (*measures, *bounds)],
-        *[alt.Tooltip(f"{c}:Q", format=",") for c in extra],
-    ]
+    data = perplexity_data(metrics, label=label, color=color)
+    prepared, measures, labels = data.prepared, data.measures, data.labels
+    bounds = [bound for pair in data.intervals.values() for bound in pair]
+    tooltips = [*key_tooltips(prepared.keys), *metric_tooltips([*measures, *bounds, *data.extra])]
     if prepared.color:
         highlight = alt.selection_point(name="highlight_ppl", fields=[COLOR], bind="legend")
-        present = set(dots.get_column(COLOR))
         dot_color: Any = alt.Color(
             f"{COLOR}:N",
             title=" × ".join(prepared.color),
-            scale=alt.Scale(
-                domain=[c for c in prepared.colors if c in present],
-                scheme=palette(len(present)),
-            ),
+            scale=alt.Scale(domain=data.colors, scheme=palette(len(data.colors))),
             legend=alt.Legend(labelLimit=200),
         )
         opacity: Any = emphasis(highlight, 0.15)
@@ -200,7 +262,7 @@ def perplexity_chart(
         dot_color = alt.ColorValue(SINGLE)
         opacity = alt.OpacityValue(1.0)
     # several colours on one row get a line each (an offset), so no bar hides another
-    shades = dots.get_column(COLOR).n_unique() if prepared.color else 1
+    shades = len(data.colors) if prepared.color else 1
     offset: dict[str, Any] = {"yOffset": alt.YOffset(f"{COLOR}:N")} if shades > 1 else {}
     height = max(60, len(labels) * max(20, 9 * shades))
     base = alt.Chart()
@@ -216,7 +278,7 @@ def perplexity_chart(
         )
         x = alt.X(
             f"{measure}:Q",
-            title=_TITLES[measure],
+            title=metric(measure).title,
             scale=alt.Scale(zero=False, nice=True),
             axis=alt.Axis(labelOverlap="greedy", labelSeparation=6, tickCount=6),
         )
@@ -226,12 +288,13 @@ def perplexity_chart(
         if highlight is not None and position == 0:
             dot = dot.add_params(highlight)
         layers = [dot]
-        if f"{measure}_ci_low" in bounds:
+        if measure in data.intervals:
+            low, high = data.intervals[measure]
             layers.insert(
                 0,
                 base.mark_rule(strokeWidth=2).encode(
-                    x=alt.X(f"{measure}_ci_low:Q", title=_TITLES[measure]),
-                    x2=alt.X2(f"{measure}_ci_high:Q"),
+                    x=alt.X(f"{low}:Q", title=metric(measure).title),
+                    x2=alt.X2(f"{high}:Q"),
                     y=y,
                     **offset,
                     color=dot_color,
@@ -240,7 +303,7 @@ def perplexity_chart(
                 ),
             )
         panels.append(
-            alt.layer(*share_parts(*layers), data=inline_data(dots))
+            alt.layer(*share_parts(*layers), data=inline_data(data.dots))
             .transform_filter(f"isFinite(datum.{measure})")
             .properties(width=width, height=height)
         )

@@ -1,48 +1,54 @@
-"""Charts of a bin table: the reliability diagram and the confidence histogram.
+"""The reliability diagram of a bin table, with the counts per bin under it.
 
-Both read a reliability or bin-statistics table (one row per group and bin). No chart
-computes a metric: the per-bin gap drawn on the diagram is accuracy − mean confidence of
-that bin, which is what the diagram shows, and a group's ECE, MCE and Brier score are
-read from its metrics table.
+It reads a reliability or bin-statistics table (one row per group and bin); the
+confidence histogram alone is :mod:`calib_frames.plot.histogram`. No chart computes a
+metric: the per-bin gap drawn on the diagram is accuracy − mean confidence of that bin,
+which is what the diagram shows, and a group's ECE, MCE and Brier score are read from its
+metrics table. :func:`diagram_data` is the data step, in polars alone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from calib_frames.exceptions import ArgumentError
 from calib_frames.metrics.calibration import MCE_MIN_COUNT
+from calib_frames.metrics.registry import metric
 from calib_frames.plot._common import (
+    COUNT_LABEL,
     NO_FRAME,
     SINGLE,
+    bin_tooltips,
     check_flag,
     check_size,
     color_scale,
+    count_marks,
     diagonal,
     emphasis,
-    facet_columns,
     group_color,
-    group_encoding,
     group_lines,
     header,
     in_panels,
     inline_data,
-    key_tooltips,
+    label_expr,
     pick_keys,
     picked_group,
     share_parts,
     unit_scale,
 )
-from calib_frames.plot.tables import (
+from calib_frames.plot.frames import (
     COLOR,
     PANEL,
     Prepared,
-    bin_label,
-    check_columns,
+    bin_counts,
+    bin_rows,
+    facet_columns,
     frame,
+    interval_columns,
     metrics_columns,
     prepare,
     spec_keys,
@@ -52,7 +58,14 @@ from calib_frames.schema import RELIABILITY
 if TYPE_CHECKING:
     import altair as alt
 
-__all__ = ["DIRECTION_COLORS", "MANY_COLORS", "confidence_histogram", "reliability_diagram"]
+__all__ = [
+    "DIRECTION_COLORS",
+    "MANY_COLORS",
+    "DiagramData",
+    "diagram_data",
+    "reliability_diagram",
+    "stacked_parts",
+]
 
 OVER, UNDER = "overconfident", "underconfident"
 DIRECTION_COLORS = {OVER: "#d6604d", UNDER: "#4393c3", "calibrated": "#7f7f7f"}
@@ -62,9 +75,188 @@ MANY_COLORS = 5
 only (20 overlaid gap bars are not readable)."""
 
 _DIAGRAM_METRICS = ["ece", "mce", "brier"]
-_COUNT_LABEL = "datum.value % 1 ? '' : format(datum.value, '~s')"
-"""Count axis labels: whole numbers only (a small count must not read "500m")."""
-_BAR = "#8c9bb5"
+
+
+@dataclass(frozen=True)
+class DiagramData:
+    """What :func:`reliability_diagram` draws, as :func:`diagram_data` prepares it."""
+
+    prepared: Prepared
+    """The groups: colours and panels."""
+    populated: pl.DataFrame
+    """The populated bins (count > 0, finite means): the keys, ``_color``, ``_panel``,
+    ``bin``, ``_bin_range``, ``count``, ``mean_confidence``, ``accuracy``, ``_gap``
+    (accuracy − mean confidence), ``_direction``, the accuracy's bounds when the table has
+    them, and the group's ``ece``, ``mce``, ``brier`` (null without a metrics table)."""
+    hist: pl.DataFrame
+    """Every bin with bounds, for the counts under the diagram."""
+    has_ci: bool
+    """Whether the table has the accuracy's interval (error bars)."""
+    picked: list[str]
+    """The keys of ``pick=`` (none: every group drawn)."""
+    choices: dict[str, list[Any]]
+    """The values of each picked key, sorted, as its dropdown offers them."""
+    hist_top: int | None
+    """The top of the shared count axis (None: it fits the picked group)."""
+    group_metrics: pl.DataFrame | None
+    """ECE, MCE and Brier score per colour group (None without a metrics table)."""
+    panel_metrics: pl.DataFrame | None
+    """The same per panel and colour group, in panel order."""
+    lines: int
+    """The most colour groups of a panel (the metric lines under it)."""
+    metrics_line: str
+    """One group alone with its metrics: "ECE … · MCE … · Brier …" (else empty)."""
+
+
+def diagram_data(
+    stats: pl.DataFrame | pl.LazyFrame,
+    *,
+    metrics: pl.DataFrame | pl.LazyFrame | None = None,
+    color: str | Sequence[str] | None = None,
+    facet: str | Sequence[str] | None = None,
+    pick: str | Sequence[str] | None = None,
+) -> DiagramData:
+    """The bins of :func:`reliability_diagram`, its groups and their metrics (no altair).
+
+    Takes the table and arguments of :func:`reliability_diagram` (``color`` defaults to
+    the keys not picked) and raises its errors.
+
+    Returns
+    -------
+    DiagramData
+        The diagram's bins, the histogram's bins and the metrics lines.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import calib_frames as cf
+    >>> from calib_frames.plot.reliability import diagram_data
+    >>> preds = pl.DataFrame({"confidence": [0.9, 0.8, 0.3], "correct": [1, 0, 0]})
+    >>> data = diagram_data(cf.bin_statistics(preds), metrics=cf.calibration_metrics(preds))
+    >>> data.populated.select("_bin_range", "_direction").rows()
+    [('[0.3, 0.4)', 'overconfident'), ('[0.8, 0.9)', 'overconfident'),
+     ('[0.9, 1.0]', 'underconfident')]
+    >>> data.hist.height, data.hist_top, data.metrics_line
+    (10, 1, 'ECE 0.400 · MCE n/a · Brier 0.247')
+    """
+    data = frame(stats, "reliability_diagram")
+    keys = spec_keys(data, RELIABILITY, "reliability table")
+    has_ci = interval_columns(data.schema, "accuracy", role="reliability table") is not None
+    picked = pick_keys(pick, keys)
+    if picked and facet is not None:
+        raise ArgumentError("pick= draws one chart: leave facet= unset and histogram=True")
+    if picked and color is None:
+        color = [key for key in keys if key not in picked]
+    prepared = prepare(data, keys, color=color, facet=facet)
+    bins = bin_rows(prepared)
+    populated = _populated(bins, keys, metrics, has_ci)
+    hist = bin_counts(bins, keys).select(
+        *keys, COLOR, PANEL, "bin", "_bin_range", "count", "bin_lower", "bin_upper", "_bin_mid"
+    )
+    choices = {}
+    for key in picked:
+        column = data.get_column(key).drop_nulls()
+        if not (column.dtype.is_numeric() or column.dtype in (pl.String, pl.Boolean)):
+            column = column.cast(pl.String)  # as the chart's data carry it (records)
+        choices[key] = column.unique().sort().to_list()
+    group_metrics = panel_metrics = None
+    lines, line = 1, ""
+    if metrics is not None:
+        first = pl.col(_DIAGRAM_METRICS).first()
+        group_metrics = populated.group_by(COLOR).agg(first).sort(COLOR)
+        panel_metrics = (
+            populated.group_by(PANEL, COLOR, maintain_order=True)
+            .agg(first)
+            .sort(PANEL, COLOR, maintain_order=True)
+        )
+        lines = int(panel_metrics.group_by(PANEL).len().get_column("len").max() or 1)  # type: ignore[arg-type]
+        alone = len(prepared.colors) == 1 and not prepared.facet and not picked
+        if alone and populated.height:
+            line = _metrics_line(populated.row(0, named=True))
+    return DiagramData(
+        prepared=prepared,
+        populated=populated,
+        hist=hist,
+        has_ci=has_ci,
+        picked=picked,
+        choices=choices,
+        hist_top=None if picked else max(int(hist.get_column("count").max() or 0), 1),  # type: ignore[arg-type]
+        group_metrics=group_metrics,
+        panel_metrics=panel_metrics,
+        lines=lines,
+        metrics_line=line,
+    )
+
+
+def _populated(
+    bins: pl.DataFrame, keys: list[str], metrics: pl.DataFrame | pl.LazyFrame | None, has_ci: bool
+) -> pl.DataFrame:
+    """The populated bins with their gap, its direction and the group's metrics."""
+    populated = bins.filter(
+        pl.col("count") > 0,
+        pl.col("mean_confidence").is_finite(),
+        pl.col("accuracy").is_finite(),
+    ).with_columns((pl.col("accuracy") - pl.col("mean_confidence")).alias("_gap"))
+    populated = populated.with_columns(
+        pl.when(pl.col("_gap") < 0)
+        .then(pl.lit(OVER))
+        .when(pl.col("_gap") > 0)
+        .then(pl.lit(UNDER))
+        .otherwise(pl.lit("calibrated"))
+        .alias("_direction")
+    )
+    if metrics is None:
+        populated = populated.with_columns(
+            [pl.lit(None, dtype=pl.Float64).alias(name) for name in _DIAGRAM_METRICS]
+        )
+    else:
+        summary = metrics_columns(
+            frame(metrics, "reliability_diagram metrics"), keys, _DIAGRAM_METRICS, role="metrics"
+        )
+        summary = summary.with_columns(pl.col(_DIAGRAM_METRICS).cast(pl.Float64))
+        populated = (
+            populated.join(summary, on=keys, how="left", nulls_equal=True)
+            if keys
+            else populated.join(summary, how="cross")
+        )
+    keep = [
+        *keys,
+        COLOR,
+        PANEL,
+        "bin",
+        "_bin_range",
+        "count",
+        "mean_confidence",
+        "accuracy",
+        "_gap",
+        "_direction",
+    ]
+    if has_ci:
+        keep += ["accuracy_ci_low", "accuracy_ci_high"]
+    return populated.select(*keep, *_DIAGRAM_METRICS)
+
+
+def stacked_parts(data: DiagramData) -> pl.DataFrame:
+    """The one dataset of a faceted diagram: its bins, the histogram's and the metric lines.
+
+    Facets inside a concatenation do not share inline data otherwise; ``_part`` tells the
+    rows apart (``diagram``, ``histogram``, ``metrics``).
+    """
+    frames = [
+        data.populated.with_columns(pl.lit("diagram").alias("_part")),
+        data.hist.with_columns(pl.lit("histogram").alias("_part")),
+    ]
+    if data.panel_metrics is not None:
+        frames.append(data.panel_metrics.with_columns(pl.lit("metrics").alias("_part")))
+    return pl.concat(frames, how="diagonal_relaxed")
+
+
+def _metrics_line(row: dict[str, Any]) -> str:
+    values = [row.get(name) for name in _DIAGRAM_METRICS]
+    shown = ["n/a" if not isinstance(v, float) else f"{v:.3f}" for v in values]
+    return " · ".join(
+        f"{metric(name).label} {text}" for name, text in zip(_DIAGRAM_METRICS, shown, strict=True)
+    )
 
 
 def reliability_diagram(
@@ -174,48 +366,31 @@ def reliability_diagram(
     check_size("width", width)
     check_size("height", height)
     check_flag("histogram", histogram)
-    data = frame(stats, "reliability_diagram")
-    keys = spec_keys(data, RELIABILITY, "reliability table")
-    has_ci = "accuracy_ci_low" in data.columns and "accuracy_ci_high" in data.columns
-    if has_ci:
-        check_columns(
-            data.schema,
-            ["accuracy_ci_low", "accuracy_ci_high"],
-            role="reliability table",
-            built_by="",
-            numeric=["accuracy_ci_low", "accuracy_ci_high"],
-        )
-    picked = _pick_keys(pick, keys, facet=facet, histogram=histogram)
-    if picked and color is None:
-        color = [key for key in keys if key not in picked]
-    prepared = prepare(data, keys, color=color, facet=facet)
-    populated, hist = _diagram_frames(prepared, keys, metrics, has_ci)
-    panels = prepared.panels
+    data = diagram_data(stats, metrics=metrics, color=color, facet=facet, pick=pick)
+    if data.picked and not histogram:
+        raise ArgumentError("pick= draws one chart: leave facet= unset and histogram=True")
+    prepared, picked = data.prepared, data.picked
     several = len(prepared.colors) > 1
     faceted = bool(prepared.facet)
     if width is None:
-        width = 320 if not faceted else (170 if len(panels) <= 12 else 130)
+        width = 320 if not faceted else (170 if len(prepared.panels) <= 12 else 130)
     if height is None:
         height = width
     highlight = (
         alt.selection_point(name="highlight", fields=[COLOR], bind="legend") if several else None
     )
     heading = title if title is not None else "Reliability diagram"
-    with_metrics = metrics is not None
-    subtitle: list[str] = []
-    if with_metrics and not several and not faceted and not picked and populated.height:
-        first = populated.row(0, named=True)
-        subtitle = [_metrics_line(first)]
+    subtitle = [data.metrics_line] if data.metrics_line else []
     if picked:
         subtitle = [f"pick the {' and '.join(picked)} under the chart; hover for the numbers"]
 
     def diagram(define: bool) -> Any:
         layer = _diagram_layer(
             prepared,
-            has_ci,
+            data.has_ci,
             highlight,
             define=define,
-            tooltip_metrics=with_metrics,
+            tooltip_metrics=data.group_metrics is not None,
             x_labels=not (faceted and histogram),
         )
         return layer.properties(width=width, height=height)
@@ -224,47 +399,40 @@ def reliability_diagram(
         return in_panels(
             diagram(True),
             prepared,
-            populated,
+            data.populated,
             title=heading if faceted else alt.Title(heading, subtitle=subtitle),
             columns=columns,
         )
-    hist_top = None if picked else max(int(hist.get_column("count").max() or 0), 1)  # type: ignore[arg-type]
-    bars = _histogram_layer(prepared, highlight, hist_top).properties(
+    bars = _histogram_layer(prepared, highlight, data.hist_top).properties(
         width=width, height=max(50.0, 0.3 * height)
     )
     if not faceted:
         parts = [
-            diagram(True).properties(data=inline_data(populated)),
-            bars.properties(data=inline_data(hist)),
+            diagram(True).properties(data=inline_data(data.populated)),
+            bars.properties(data=inline_data(data.hist)),
         ]
         if picked:
-            params, chosen = _pick_params(picked, data)
+            params, chosen = _pick_params(data.choices)
             parts = [part.transform_filter(chosen) for part in parts]
             parts[0] = parts[0].add_params(*params)
         stacked = alt.vconcat(*share_parts(*parts), spacing=6)
-        if with_metrics and several:
-            side = _metrics_table(populated, prepared, highlight, height)
+        if data.group_metrics is not None and several:
+            side = _metrics_table(data.group_metrics, prepared, highlight, height)
             return alt.hconcat(*share_parts(stacked, side), spacing=24, title=alt.Title(heading))
         return stacked.properties(title=alt.Title(heading, subtitle=subtitle))
-    n_cols = facet_columns(len(panels), prepared.facet, populated, columns)
     return _faceted_diagram(
-        prepared,
-        populated,
-        hist,
+        data,
         diagram=diagram,
         bars=bars,
         highlight=highlight,
-        n_cols=n_cols,
+        n_cols=facet_columns(len(prepared.panels), prepared.facet, data.populated, columns),
         width=width,
         heading=heading,
-        with_metrics=with_metrics,
     )
 
 
 def _faceted_diagram(
-    prepared: Prepared,
-    populated: pl.DataFrame,
-    hist: pl.DataFrame,
+    data: DiagramData,
     *,
     diagram: Any,
     bars: Any,
@@ -272,26 +440,20 @@ def _faceted_diagram(
     n_cols: int,
     width: float,
     heading: str,
-    with_metrics: bool,
 ) -> alt.VConcatChart:
-    """Draw small multiples from one dataset.
+    """Draw small multiples from one dataset (:func:`stacked_parts`).
 
     Rows of ``n_cols`` panels, each a diagram over its histogram (over its metric lines).
     """
     import altair as alt
 
+    prepared = data.prepared
     panels = prepared.panels
-    summary = _panel_metrics(populated, prepared, highlight, width) if with_metrics else None
-    # One dataset for every row of panels (facets inside a concat do not share inline
-    # data otherwise): the diagram's bins, the histogram's bins and the metric lines,
-    # told apart by ``_part``.
-    frames = [
-        populated.with_columns(pl.lit("diagram").alias("_part")),
-        hist.with_columns(pl.lit("histogram").alias("_part")),
-    ]
-    if summary is not None:
-        frames.append(summary[1].with_columns(pl.lit("metrics").alias("_part")))
-    combined = pl.concat(frames, how="diagonal_relaxed")
+    summary = (
+        None
+        if data.panel_metrics is None
+        else _panel_metrics(data.lines, prepared, highlight, width)
+    )
     last_start = (len(panels) - 1) // n_cols * n_cols
     rows = []
     for start in range(0, len(panels), n_cols):
@@ -318,39 +480,25 @@ def _faceted_diagram(
             ),
         ]
         if summary is not None:
-            parts.append(row(summary[0], "metrics", False))
+            parts.append(row(summary, "metrics", False))
         rows.append(alt.vconcat(*parts, spacing=4))
+    combined = stacked_parts(data)
     return alt.vconcat(*rows, spacing=18, title=alt.Title(heading), data=inline_data(combined))
 
 
-def _pick_keys(
-    pick: str | Sequence[str] | None, keys: Sequence[str], *, facet: object, histogram: bool
-) -> list[str]:
-    """The keys of ``pick=``, checked."""
-    chosen = pick_keys(pick, keys)
-    if chosen and (facet is not None or not histogram):
-        raise ArgumentError("pick= draws one chart: leave facet= unset and histogram=True")
-    return chosen
-
-
-def _pick_params(picked: Sequence[str], data: pl.DataFrame) -> tuple[list[Any], str]:
+def _pick_params(choices: dict[str, list[Any]]) -> tuple[list[Any], str]:
     """A dropdown per picked key (its values, the first preselected) and the filter."""
     import altair as alt
 
-    names, test = picked_group(picked)
-    params = []
-    for name, key in zip(names, picked, strict=True):
-        column = data.get_column(key).drop_nulls()
-        if not (column.dtype.is_numeric() or column.dtype in (pl.String, pl.Boolean)):
-            column = column.cast(pl.String)  # as the chart's data carry it (records)
-        values = column.unique().sort().to_list()
-        params.append(
-            alt.param(
-                name=name,
-                value=values[0] if values else None,
-                bind=alt.binding_select(options=values, name=f"{key} "),
-            )
+    names, test = picked_group(list(choices))
+    params = [
+        alt.param(
+            name=name,
+            value=values[0] if values else None,
+            bind=alt.binding_select(options=values, name=f"{key} "),
         )
+        for name, (key, values) in zip(names, choices.items(), strict=True)
+    ]
     return params, test
 
 
@@ -365,24 +513,19 @@ def _swatch_color(prepared: Prepared) -> alt.Color:
     return alt.Color(f"{COLOR}:N", scale=color_scale(prepared), legend=None)
 
 
-def _panel_metrics(
-    populated: pl.DataFrame, prepared: Prepared, highlight: Any, width: float
-) -> tuple[Any, pl.DataFrame]:
+def _panel_metrics(lines: int, prepared: Prepared, highlight: Any, width: float) -> Any:
     """Under each panel: one line per colour group with its ECE, MCE and Brier score."""
     import altair as alt
 
-    summary = (
-        populated.group_by(PANEL, COLOR, maintain_order=True)
-        .agg(pl.col(_DIAGRAM_METRICS).first())
-        .sort(PANEL, COLOR, maintain_order=True)
-    )
-    lines = summary.group_by(PANEL).len().get_column("len").max() or 1
     several = highlight is not None
 
     def short(name: str) -> str:
         return f"(isValid(datum.{name}) ? replace(format(datum.{name}, '.3f'), '0.', '.') : 'n/a')"
 
-    text = f"'ECE ' + {short('ece')} + '  MCE ' + {short('mce')} + '  Brier ' + {short('brier')}"
+    text = " + ".join(
+        f"'{'  ' if position else ''}{metric(name).label} ' + {short(name)}"
+        for position, name in enumerate(_DIAGRAM_METRICS)
+    )
     y = alt.Y(f"{COLOR}:N", sort=prepared.colors, axis=None, title=None)
     layers = []
     if several:
@@ -406,24 +549,15 @@ def _panel_metrics(
             opacity=text_opacity,
         )
     )
-    height = 13 * int(lines)  # type: ignore[arg-type]
-    chart = alt.layer(*share_parts(*layers)).properties(width=width, height=height, view=NO_FRAME)
-    return chart, summary
+    return alt.layer(*share_parts(*layers)).properties(
+        width=width, height=13 * lines, view=NO_FRAME
+    )
 
 
-def _metrics_line(row: dict[str, Any]) -> str:
-    values = [row.get(name) for name in _DIAGRAM_METRICS]
-    shown = ["n/a" if not isinstance(v, float) else f"{v:.3f}" for v in values]
-    return f"ECE {shown[0]} · MCE {shown[1]} · Brier {shown[2]}"
-
-
-def _metrics_table(
-    populated: pl.DataFrame, prepared: Prepared, highlight: Any, height: float
-) -> Any:
-    """ECE, MCE and Brier per group as a small text table beside the diagram."""
+def _metrics_table(summary: pl.DataFrame, prepared: Prepared, highlight: Any, height: float) -> Any:
+    """ECE, MCE and Brier per group (``summary``) as a small text table beside the diagram."""
     import altair as alt
 
-    summary = populated.group_by(COLOR).agg(pl.col(_DIAGRAM_METRICS).first()).sort(COLOR)
     labels = prepared.colors
     row_height = max(14.0, min(22.0, height / max(len(labels), 1)))
     y = alt.Y(
@@ -455,7 +589,7 @@ def _metrics_table(
                     domain=False,
                     ticks=False,
                     labelFontWeight="bold",
-                    labelExpr="datum.value == 'brier' ? 'Brier' : upper(datum.value)",
+                    labelExpr=label_expr(_DIAGRAM_METRICS),
                 ),
                 scale=alt.Scale(paddingInner=0, paddingOuter=0.1, align=1),
             ),
@@ -466,80 +600,6 @@ def _metrics_table(
     return alt.layer(*share_parts(swatch, numbers), data=inline_data(summary)).properties(
         width=180, height=row_height * len(labels), view=NO_FRAME
     )
-
-
-def _diagram_frames(
-    prepared: Prepared, keys: list[str], metrics: Any, has_ci: bool
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Split a bin table into the diagram's rows and the histogram's rows.
-
-    The diagram's: populated bins, with gap, direction and the group's metrics; the
-    histogram's: every bin with bounds.
-    """
-    base = prepared.data.with_columns(
-        pl.col("count").cast(pl.Int64),
-        pl.col("mean_confidence", "accuracy", "bin_lower", "bin_upper").cast(pl.Float64),
-    )
-    base = base.with_columns(bin_label("closed" in base.columns).alias("_bin_range"))
-    populated = base.filter(
-        pl.col("count") > 0,
-        pl.col("mean_confidence").is_finite(),
-        pl.col("accuracy").is_finite(),
-    ).with_columns((pl.col("accuracy") - pl.col("mean_confidence")).alias("_gap"))
-    populated = populated.with_columns(
-        pl.when(pl.col("_gap") < 0)
-        .then(pl.lit(OVER))
-        .when(pl.col("_gap") > 0)
-        .then(pl.lit(UNDER))
-        .otherwise(pl.lit("calibrated"))
-        .alias("_direction")
-    )
-    if metrics is None:
-        populated = populated.with_columns(
-            [pl.lit(None, dtype=pl.Float64).alias(name) for name in _DIAGRAM_METRICS]
-        )
-    else:
-        summary = metrics_columns(
-            frame(metrics, "reliability_diagram metrics"), keys, _DIAGRAM_METRICS, role="metrics"
-        )
-        summary = summary.with_columns(pl.col(_DIAGRAM_METRICS).cast(pl.Float64))
-        populated = (
-            populated.join(summary, on=keys, how="left", nulls_equal=True)
-            if keys
-            else populated.join(summary, how="cross")
-        )
-    keep = [
-        *keys,
-        COLOR,
-        PANEL,
-        "bin",
-        "_bin_range",
-        "count",
-        "mean_confidence",
-        "accuracy",
-        "_gap",
-        "_direction",
-    ]
-    if has_ci:
-        keep += ["accuracy_ci_low", "accuracy_ci_high"]
-    populated = populated.select(*keep, *_DIAGRAM_METRICS)
-    hist = base.filter(pl.col("bin_lower").is_not_null(), pl.col("bin_upper").is_not_null())
-    hist = hist.select(
-        *keys, COLOR, PANEL, "bin", "_bin_range", "count", "bin_lower", "bin_upper"
-    ).with_columns(((pl.col("bin_lower") + pl.col("bin_upper")) / 2).alias("_bin_mid"))
-
-    return populated, hist
-
-
-def _bin_tooltips(keys: Sequence[str]) -> list[alt.Tooltip]:
-    """The group's keys, the bin's range and its number of predictions."""
-    import altair as alt
-
-    return [
-        *key_tooltips(keys),
-        alt.Tooltip("_bin_range:N", title="bin"),
-        alt.Tooltip("count:Q", title="predictions", format=","),
-    ]
 
 
 def _diagram_layer(
@@ -563,23 +623,7 @@ def _diagram_layer(
     x = alt.X("mean_confidence:Q", scale=unit, title="mean confidence", axis=x_axis)
     y = alt.Y("accuracy:Q", scale=unit, title="accuracy")
     many = len(prepared.colors) > MANY_COLORS
-    tooltips = [
-        *_bin_tooltips(prepared.keys),
-        alt.Tooltip("accuracy:Q", format=".3f"),
-        alt.Tooltip("mean_confidence:Q", title="mean confidence", format=".3f"),
-        alt.Tooltip("_gap:Q", title="gap (accuracy − confidence)", format="+.3f"),
-    ]
-    if has_ci:
-        tooltips += [
-            alt.Tooltip("accuracy_ci_low:Q", title="accuracy CI low", format=".3f"),
-            alt.Tooltip("accuracy_ci_high:Q", title="accuracy CI high", format=".3f"),
-        ]
-    if tooltip_metrics:
-        tooltips += [
-            alt.Tooltip("ece:Q", title="group ECE", format=".4f"),
-            alt.Tooltip("mce:Q", title="group MCE", format=".4f"),
-            alt.Tooltip("brier:Q", title="group Brier", format=".4f"),
-        ]
+    tooltips = _bin_point_tooltips(prepared.keys, has_ci=has_ci, metrics=tooltip_metrics)
     base = alt.Chart()
     if highlight is None:
         colors: Any = alt.ColorValue(SINGLE)
@@ -660,41 +704,41 @@ def _diagram_layer(
     return alt.LayerChart(layer=list(share_parts(*layers)))
 
 
+def _bin_point_tooltips(keys: Sequence[str], *, has_ci: bool, metrics: bool) -> list[Any]:
+    """A bin's tooltip lines: group, range, count, accuracy, confidence and gap.
+
+    With the accuracy's interval (``has_ci``) and the group's metrics (``metrics``).
+    """
+    import altair as alt
+
+    tooltips = [
+        *bin_tooltips(keys),
+        alt.Tooltip("accuracy:Q", format=".3f"),
+        alt.Tooltip("mean_confidence:Q", title="mean confidence", format=".3f"),
+        alt.Tooltip("_gap:Q", title="gap (accuracy − confidence)", format="+.3f"),
+    ]
+    if has_ci:
+        tooltips += [
+            alt.Tooltip("accuracy_ci_low:Q", title="accuracy CI low", format=".3f"),
+            alt.Tooltip("accuracy_ci_high:Q", title="accuracy CI high", format=".3f"),
+        ]
+    if metrics:
+        tooltips += [
+            alt.Tooltip(
+                field=name,
+                type="quantitative",
+                title=f"group {metric(name).label}",
+                format=metric(name).format,
+            )
+            for name in _DIAGRAM_METRICS
+        ]
+    return tooltips
+
+
 def _direction_labels() -> str:
     return (
         "datum.label == 'overconfident' ? 'overconfident (below)' : "
         "datum.label == 'underconfident' ? 'underconfident (above)' : datum.label"
-    )
-
-
-def _count_marks(y: alt.Y, tooltips: list[Any], *, color: Any = None, opacity: Any = None) -> Any:
-    """Predictions per bin: a bar over each bin's range, or a line per colour group.
-
-    The lines (``color`` given) run through the bins' midpoints.
-    """
-    import altair as alt
-
-    unit = unit_scale()
-    if color is None:
-        return (
-            alt.Chart()
-            .mark_bar(color=_BAR, stroke="white", strokeWidth=0.5)
-            .encode(
-                x=alt.X("bin_lower:Q", scale=unit, title="confidence"),
-                x2=alt.X2("bin_upper:Q"),
-                y=y,
-                y2=alt.Y2Datum(0),
-                tooltip=tooltips,
-            )
-        )
-    return group_lines(
-        alt.Chart().mark_line(strokeWidth=1.5, point=alt.OverlayMarkDef(size=18, filled=True)),
-        color=color,
-        opacity=opacity,
-        order="bin:Q",
-        x=alt.X("_bin_mid:Q", scale=unit, title="confidence"),
-        y=y,
-        tooltip=tooltips,
     )
 
 
@@ -706,135 +750,11 @@ def _histogram_layer(prepared: Prepared, highlight: Any, top: int | None) -> alt
         "count:Q",
         title="predictions",
         scale=alt.Scale(domain=[0, top], nice=True) if top else alt.Scale(zero=True, nice=True),
-        axis=alt.Axis(tickCount=3, tickMinStep=1, labelExpr=_COUNT_LABEL),
+        axis=alt.Axis(tickCount=3, tickMinStep=1, labelExpr=COUNT_LABEL),
     )
-    tooltips = _bin_tooltips(prepared.keys)
+    tooltips = bin_tooltips(prepared.keys)
     if highlight is None:
-        return _count_marks(y, tooltips)  # type: ignore[no-any-return]
-    return _count_marks(  # type: ignore[no-any-return]
+        return count_marks(y, tooltips)  # type: ignore[no-any-return]
+    return count_marks(  # type: ignore[no-any-return]
         y, tooltips, color=_swatch_color(prepared), opacity=emphasis(highlight, 0.12)
-    )
-
-
-def confidence_histogram(
-    stats: pl.DataFrame | pl.LazyFrame,
-    *,
-    color: str | Sequence[str] | None = None,
-    facet: str | Sequence[str] | None = None,
-    columns: int | None = None,
-    share: bool = False,
-    width: float = 170,
-    height: float = 110,
-    title: str | None = None,
-) -> alt.TopLevelMixin:
-    """How the predictions of each group spread over the confidence bins.
-
-    One bar per bin spanning the bin's range, its height the bin's ``count`` (or, with
-    ``share=True``, the bin's share of its group's predictions). By default every key
-    facets (one panel per group); keys given to ``color=`` are drawn as coloured lines
-    in the same panel instead.
-
-    Parameters
-    ----------
-    stats
-        A bin-statistics or reliability table (the ``count`` per bin is all it reads).
-    color
-        Key(s) drawn as coloured lines in one panel (default: none).
-    facet
-        Key(s) making one panel each (default: every key not in ``color``).
-    columns
-        Panels per row (default as in :func:`reliability_diagram`).
-    share
-        Draw each bin's share of the group's predictions instead of its count.
-    width, height
-        Size of one panel in pixels.
-    title
-        Chart title (default "Predictions per confidence bin").
-
-    Returns
-    -------
-    altair.TopLevelMixin
-        A ``Chart`` (one panel) or ``FacetChart``.
-
-    Raises
-    ------
-    TableError
-        If ``stats`` is not a bin table.
-    ArgumentError
-        If ``facet=``/``color=`` name a column that is not a key.
-
-    See Also
-    --------
-    reliability_diagram : the same counts under the diagram of each panel.
-
-    Examples
-    --------
-    >>> import polars as pl
-    >>> import calib_frames as cf
-    >>> from calib_frames.plot import confidence_histogram
-    >>> preds = pl.DataFrame({"confidence": [0.1, 0.55, 0.58, 0.9], "correct": [0, 1, 0, 1]})
-    >>> chart = confidence_histogram(cf.bin_statistics(preds, bins=5))
-    >>> spec = chart.to_dict()
-    >>> spec["mark"]["type"], len(next(iter(spec["datasets"].values())))
-    ('bar', 5)
-    """
-    import altair as alt
-
-    check_flag("share", share)
-    check_size("width", width)
-    check_size("height", height)
-    data = frame(stats, "confidence_histogram")
-    keys = spec_keys(data, RELIABILITY, "bin table")
-    color_keys = [] if color is None else ([color] if isinstance(color, str) else list(color))
-    default_facet = [key for key in keys if key not in color_keys]
-    prepared = prepare(
-        data,
-        keys,
-        color=color if color is not None else [],
-        facet=facet,
-        default_facet=default_facet,
-    )
-    hist = prepared.data.filter(
-        pl.col("bin_lower").is_not_null(), pl.col("bin_upper").is_not_null()
-    ).with_columns(pl.col("count").cast(pl.Int64))
-    hist = hist.with_columns(
-        bin_label("closed" in hist.columns).alias("_bin_range"),
-        ((pl.col("bin_lower") + pl.col("bin_upper")) / 2).alias("_bin_mid"),
-        (pl.col("count") / pl.col("count").sum().over(PANEL, COLOR)).alias("_share"),
-    ).select(
-        *keys,
-        COLOR,
-        PANEL,
-        "bin",
-        "_bin_range",
-        "bin_lower",
-        "bin_upper",
-        "_bin_mid",
-        "count",
-        "_share",
-    )
-    y = alt.Y(
-        "_share:Q" if share else "count:Q",
-        title="share of predictions" if share else "predictions",
-        axis=alt.Axis(format=".0%", tickCount=4)
-        if share
-        else alt.Axis(tickCount=4, tickMinStep=1, labelExpr=_COUNT_LABEL),
-    )
-    tooltips = [
-        *_bin_tooltips(keys),
-        alt.Tooltip("_share:Q", title="share of group", format=".1%"),
-    ]
-    if prepared.color:
-        colors, opacity, highlight = group_encoding(prepared, "highlight_hist")
-        chart = _count_marks(y, tooltips, color=colors, opacity=opacity).add_params(highlight)
-    else:
-        chart = _count_marks(y, tooltips)
-    chart = chart.properties(data=inline_data(hist), width=width, height=height)
-    return in_panels(
-        chart,
-        prepared,
-        hist,
-        title=title if title is not None else "Predictions per confidence bin",
-        columns=columns,
-        inline=False,
     )

@@ -9,19 +9,26 @@ every chart spec is JSON escaped for a ``<script>`` element (``<``, ``>``, ``&``
 ``\u003c``...), so a model named ``</script><script>alert(1)</script>`` is shown as
 text and runs nothing.
 
-=====================================  ==================================================
-module                                 holds
-=====================================  ==================================================
-:mod:`~calib_frames.report.page`       :func:`write_report`, :func:`report_html`: the page
-:mod:`~calib_frames.report.table`      the sortable comparison table
-                                       (:data:`REPORT_COLUMNS`)
-:mod:`~calib_frames.report.charts`     :func:`report_charts`: which charts, and how
-``assets/``                            the page's style sheet and sort script
-=====================================  ==================================================
+=======================================  ================================================
+module                                   holds
+=======================================  ================================================
+:mod:`~calib_frames.report.page`         :func:`write_report`, :func:`report_html`: the
+                                         page
+:mod:`~calib_frames.report.table_html`   the sortable comparison table
+                                         (:data:`REPORT_COLUMNS`; ``table_layout``
+                                         decides its columns and best values, in polars)
+:mod:`~calib_frames.report.charts`       :func:`report_charts`: which charts, and how
+                                         (``report_layout`` decides which groups each
+                                         draws, in polars)
+``assets/``                              the page's style sheet and sort script
+=======================================  ================================================
+
+Headers, number formats and which value is best come from
+:mod:`calib_frames.metrics.registry`.
 """
 
 from calib_frames.report.charts import OVERLAY_LIMIT, report_charts
 from calib_frames.report.page import report_html, write_report
-from calib_frames.report.table import REPORT_COLUMNS
+from calib_frames.report.table_html import REPORT_COLUMNS
 
 __all__ = ["OVERLAY_LIMIT", "REPORT_COLUMNS", "report_charts", "report_html", "write_report"]

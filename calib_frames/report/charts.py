@@ -6,6 +6,7 @@ PNG beside it; both take them from :func:`report_charts`, so the two show the sa
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
@@ -22,16 +23,20 @@ from calib_frames.plot import (
     risk_coverage_chart,
     trend_chart,
 )
+from calib_frames.plot.frames import COMPARISON_COLUMNS, frame, key_split, spec_keys
 from calib_frames.plot.perplexity import perplexity_measures
-from calib_frames.plot.tables import COMPARISON_COLUMNS, frame, key_split, spec_keys
 from calib_frames.schema import RELIABILITY
 
 __all__ = [
     "CHART_GROUP_LIMIT",
     "HEATMAP_ROW_LIMIT",
     "OVERLAY_LIMIT",
+    "PICKED_DIAGRAM",
+    "ReportLayout",
+    "bounded_models",
     "over_time_charts",
     "report_charts",
+    "report_layout",
 ]
 
 OVERLAY_LIMIT = 5
@@ -74,43 +79,183 @@ def _kept(frame_: pl.DataFrame, chosen: pl.DataFrame) -> pl.DataFrame:
     return frame_.join(chosen, on=chosen.columns, how="semi", nulls_equal=True)
 
 
-def _bounded_models(table: pl.DataFrame, model: list[str]) -> tuple[pl.DataFrame | None, str]:
-    """The models kept beyond :data:`HEATMAP_ROW_LIMIT` (None: all) and the note saying so.
+def bounded_models(
+    table: pl.DataFrame, model: list[str], column: str, limit: int
+) -> tuple[pl.DataFrame | None, int]:
+    """The models drawn when there are more than ``limit`` (None: all), and how many there are.
 
-    The half of lowest mean ECE over their tasks and the half of highest.
+    Models rank by the mean of their finite ``column`` values over their tasks; beyond
+    ``limit``, the ``limit // 2`` of lowest mean and the rest of highest are kept (the
+    heatmap's rows by ECE, the perplexity chart's by its first measure).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.report.charts import bounded_models
+    >>> table = pl.DataFrame({"model": ["a", "a", "b", "c", "d"],
+    ...                       "ece": [0.1, 0.3, 0.05, 0.4, None]})
+    >>> chosen, models = bounded_models(table, ["model"], "ece", 2)
+    >>> chosen.get_column("model").to_list(), models  # d has no ECE: not counted
+    (['b', 'c'], 3)
     """
-    ranked = table.group_by(model, maintain_order=True).agg(pl.col("ece").mean())
-    chosen, models = _extremes(ranked, model, "ece", HEATMAP_ROW_LIMIT)
-    if models <= HEATMAP_ROW_LIMIT:
-        return None, ""
-    low = HEATMAP_ROW_LIMIT // 2
-    return chosen, (
-        f" Drawn: the {low} models of lowest mean ECE over their tasks and the "
-        f"{HEATMAP_ROW_LIMIT - low} of highest; {models - HEATMAP_ROW_LIMIT:,} of "
-        f"{models:,} models are left out here (the tables have them all)."
+    ranked = (
+        table.filter(pl.col(column).is_finite())
+        .group_by(model, maintain_order=True)
+        .agg(pl.col(column).mean())
+    )
+    chosen, models = _extremes(ranked, model, column, limit)
+    return (chosen if models > limit else None), models
+
+
+@dataclass(frozen=True)
+class ReportLayout:
+    """What the report's charts draw, as :func:`report_layout` decides it from the tables."""
+
+    bin_keys: list[str]
+    """The bin statistics' keys (the groups of the diagrams)."""
+    views: bool
+    """Whether the views of every model are drawn (the heatmap and the picked diagram)."""
+    view_table: pl.DataFrame
+    """The comparison rows of the views' models."""
+    view_bins: pl.DataFrame
+    """The bin rows of the views' models."""
+    view_note: str
+    """The sentence saying which models the views leave out (empty: none)."""
+    heatmap: bool
+    """Whether the model × task heatmap is drawn (two or more keys, the gap column)."""
+    linked: bool
+    """Whether a click on a heatmap cell picks its group in the picked diagram."""
+    groups: int
+    """The groups of the views (the picked diagram offers each)."""
+    table: pl.DataFrame
+    """The comparison rows of the groups the other charts draw."""
+    bins: pl.DataFrame
+    """The bin rows of those groups."""
+    kept: pl.DataFrame | None
+    """Their keys when the charts summarise (None: every group)."""
+    left_out: str
+    """The sentence saying which groups the charts leave out (empty: none)."""
+    metrics: pl.DataFrame | None
+    """The metrics table of the reliability diagrams (None: keyed otherwise)."""
+    facet: list[str]
+    """The keys that make the reliability panels."""
+    columns: int | None
+    """Panels per row (None: one panel, or a column per task)."""
+    overlay: bool
+    """Whether several models share a panel (one colour each)."""
+
+
+def report_layout(
+    table: pl.DataFrame, bins: pl.DataFrame, bin_keys: list[str], limit: int
+) -> ReportLayout:
+    """Which models and groups each of the report's charts draws, and in how many panels.
+
+    The views (heatmap, picked diagram) draw every model up to :data:`HEATMAP_ROW_LIMIT`,
+    else the extremes of :func:`bounded_models` by mean ECE. Up to :data:`OVERLAY_LIMIT`
+    models share a reliability panel per task, the tasks bounded to ``limit`` by their worst
+    ECE; more models get a panel per group, the groups bounded to ``limit`` by ECE (the
+    ``limit // 2`` lowest and the rest highest). Polars alone: no chart is built.
+
+    Parameters
+    ----------
+    table
+        The comparison (or metrics) table.
+    bins
+        The bin statistics.
+    bin_keys
+        Their keys.
+    limit
+        Most groups the charts draw.
+
+    Returns
+    -------
+    ReportLayout
+        The rows each chart draws and the notes that say what was left out.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import calib_frames as cf
+    >>> from calib_frames.report.charts import report_layout
+    >>> preds = pl.read_parquet("data/synthetic_predictions.parquet")
+    >>> stats = cf.bin_statistics(preds, by=["model", "task"])
+    >>> layout = report_layout(cf.metrics_from_bin_statistics(stats), stats, ["model", "task"], 2)
+    >>> layout.heatmap, layout.overlay, layout.facet, layout.kept.height  # 2 of 4 tasks drawn
+    (True, True, ['task'], 2)
+    """
+    keys = key_split(table.schema, COMPARISON_COLUMNS)
+    views = bool(keys) and "ece" in table.columns and keys[:1] == bin_keys[:1]
+    view_table, view_bins, view_note = table, bins, ""
+    if views:
+        chosen, models = bounded_models(table, keys[:1], "ece", HEATMAP_ROW_LIMIT)
+        if chosen is not None:
+            view_table, view_bins = _kept(table, chosen), _kept(bins, chosen)
+            low = HEATMAP_ROW_LIMIT // 2
+            view_note = (
+                f" Drawn: the {low} models of lowest mean ECE over their tasks and the "
+                f"{HEATMAP_ROW_LIMIT - low} of highest; {models - HEATMAP_ROW_LIMIT:,} of "
+                f"{models:,} models are left out here (the tables have them all)."
+            )
+    groups = view_bins.select(bin_keys).n_unique()
+    heatmap = views and len(keys) >= 2 and "overconfidence" in table.columns
+    left_out = ""
+    kept: pl.DataFrame | None = None  # the keys drawn, when the charts summarise
+    if bin_keys and "ece" in table.columns and set(bin_keys) <= set(table.columns):
+        overlaid = table.get_column(bin_keys[0]).n_unique() <= OVERLAY_LIMIT
+        # overlaid models share a panel per task: bound the panels (tasks by their worst
+        # ECE); else one panel per group: bound the groups
+        unit, what = (bin_keys[1:], "tasks") if overlaid else (bin_keys, "groups")
+        ranked = (
+            table.group_by(unit, maintain_order=True).agg(pl.col("ece").max())
+            if overlaid and unit
+            else table
+        )
+        chosen, count = _extremes(ranked, unit, "ece", limit) if unit else (None, 1)
+        if chosen is not None and count > limit:
+            table, bins, kept = _kept(table, chosen), _kept(bins, chosen), chosen
+            left_out = (
+                f" Drawn: the {limit // 2} {what} of lowest ECE and the {limit - limit // 2} "
+                f"of highest; {count - limit:,} of {count:,} {what} are left out here (the "
+                "tables have them all)."
+            )
+    same_keys = sorted(key_split(table.schema, COMPARISON_COLUMNS)) == sorted(bin_keys)
+    # Up to five models share a panel (one per task); more get a panel each (a grid of
+    # model × task), where twenty overlaid curves would not be readable.
+    many = bool(bin_keys) and bins.get_column(bin_keys[0]).n_unique() > OVERLAY_LIMIT
+    facet = list(bin_keys) if many else bin_keys[1:]
+    return ReportLayout(
+        bin_keys=bin_keys,
+        views=views,
+        view_table=view_table,
+        view_bins=view_bins,
+        view_note=view_note,
+        heatmap=heatmap,
+        linked=heatmap and groups > 1 and sorted(keys) == sorted(bin_keys),
+        groups=groups,
+        table=table,
+        bins=bins,
+        kept=kept,
+        left_out=left_out,
+        metrics=table if same_keys else None,
+        facet=facet,
+        columns=_wall_columns(bins, facet, many=many),
+        overlay=bool(facet) and not many,
     )
 
 
-def _views(
-    table: pl.DataFrame, bins: pl.DataFrame, bin_keys: list[str]
-) -> list[tuple[str, str, Any]]:
+def _views(layout: ReportLayout) -> list[tuple[str, str, Any]]:
     """The heatmap (two or more keys) and the reliability diagram of a picked group.
 
-    Both over the same models: every model up to :data:`HEATMAP_ROW_LIMIT`, else the
-    extremes of :func:`_bounded_models`. Their specs' ``usermeta`` (``{"pick": "cells"}``,
-    ``{"pick": [keys]}``) lets the page's script pick a clicked cell's group.
+    Both over the same models (:attr:`ReportLayout.view_table`). Their specs' ``usermeta``
+    (``{"pick": "cells"}``, ``{"pick": [keys]}``) lets the page's script pick a clicked
+    cell's group.
     """
-    keys = key_split(table.schema, COMPARISON_COLUMNS)
-    if not keys or "ece" not in table.columns or keys[:1] != bin_keys[:1]:
+    if not layout.views:
         return []
-    chosen, left_out = _bounded_models(table, keys[:1])
-    if chosen is not None:
-        table, bins = _kept(table, chosen), _kept(bins, chosen)
+    table, bins, bin_keys = layout.view_table, layout.view_bins, layout.bin_keys
     views: list[tuple[str, str, Any]] = []
-    groups = bins.select(bin_keys).n_unique()
-    heatmap_drawn = len(keys) >= 2 and "overconfidence" in table.columns
-    linked = heatmap_drawn and groups > 1 and sorted(keys) == sorted(bin_keys)
-    if heatmap_drawn:
+    linked = layout.linked
+    if layout.heatmap:
         note = (
             "One cell per model and task, coloured by the calibration gap, mean confidence "
             "− accuracy (red: overconfident; blue: underconfident); a dot marks an ECE "
@@ -123,12 +268,13 @@ def _views(
         if linked:
             heatmap = heatmap.properties(usermeta={"pick": "cells"})
             note += " Click a cell to draw its reliability diagram below (its cell is outlined)."
-        views.append(("Calibration gap by model and task", note + left_out, heatmap))
-    if groups > 1:
+        views.append(("Calibration gap by model and task", note + layout.view_note, heatmap))
+    if layout.groups > 1:
+        keys = key_split(table.schema, COMPARISON_COLUMNS)
         metrics = table if sorted(keys) == sorted(bin_keys) else None
         note = (
-            f"One group at a time, of {groups:,}: pick it in the dropdowns under the chart"
-            f"{' (or click its cell in the heatmap)' if linked else ''}. "
+            f"One group at a time, of {layout.groups:,}: pick it in the dropdowns under the "
+            f"chart{' (or click its cell in the heatmap)' if linked else ''}. "
             "Bars to the diagonal show each bin's gap (red: overconfident; blue: "
             "underconfident), dashed and faint for bins of fewer than "
             f"{MCE_MIN_COUNT} predictions."
@@ -136,7 +282,7 @@ def _views(
         views.append(
             (
                 PICKED_DIAGRAM,
-                note + left_out,
+                note + layout.view_note,
                 reliability_diagram(bins, metrics=metrics, pick=bin_keys).properties(
                     usermeta={"pick": bin_keys}
                 ),
@@ -172,13 +318,8 @@ def _perplexity_view(source: pl.DataFrame, limit: int) -> list[tuple[str, str, A
     note = f"{what.capitalize()} per group, lower is better; bars: 95% intervals."
     if ppl_keys:
         first = measures[0]
-        ranked = (
-            source.filter(pl.col(first).is_finite())
-            .group_by(ppl_keys[0], maintain_order=True)
-            .agg(pl.col(first).mean())
-        )
-        chosen, models = _extremes(ranked, ppl_keys[:1], first, limit)
-        if models > limit:
+        chosen, models = bounded_models(source, ppl_keys[:1], first, limit)
+        if chosen is not None:
             source = _kept(source, chosen)
             note += (
                 f" Drawn: the {limit // 2} models of lowest mean {first.replace('_', ' ')} "
@@ -261,7 +402,7 @@ def report_charts(
         raise ArgumentError(f"limit= must be an integer >= 2, got {limit!r}")
     from altair.utils.schemapi import debug_mode
 
-    # altair validates every schema object as it is made (a quarter of the build at 100
+    # altair validates every schema object as it is made (BENCHMARKS.md: the cost at 100
     # groups); these charts' whole specs are validated by the tests' to_dict instead
     with debug_mode(False):
         return _charts(comparison, bin_statistics, perplexity, selective, limit)
@@ -274,41 +415,14 @@ def _charts(
     selective: pl.DataFrame | pl.LazyFrame | None,
     limit: int,
 ) -> list[tuple[str, str, Any]]:
-    """The body of :func:`report_charts`."""
+    """The body of :func:`report_charts`: the charts of :func:`report_layout`'s rows."""
     # whole: the perplexity chart bounds its own groups (token-only ones too)
-    table = whole = frame(comparison, "report comparison")
+    whole = frame(comparison, "report comparison")
     bins = frame(bin_statistics, "report bin_statistics")
     bin_keys = spec_keys(bins, RELIABILITY, "bin-statistics table")
-    views = _views(table, bins, bin_keys)
-    left_out = ""
-    kept: pl.DataFrame | None = None  # the keys drawn, when the charts summarise
-    if bin_keys and "ece" in table.columns and set(bin_keys) <= set(table.columns):
-        overlaid = table.get_column(bin_keys[0]).n_unique() <= OVERLAY_LIMIT
-        # overlaid models share a panel per task: bound the panels (tasks by their worst
-        # ECE); else one panel per group: bound the groups
-        unit, what = (bin_keys[1:], "tasks") if overlaid else (bin_keys, "groups")
-        ranked = (
-            table.group_by(unit, maintain_order=True).agg(pl.col("ece").max())
-            if overlaid and unit
-            else table
-        )
-        chosen, groups = _extremes(ranked, unit, "ece", limit) if unit else (None, 1)
-        if chosen is not None and groups > limit:
-            table, bins, kept = _kept(table, chosen), _kept(bins, chosen), chosen
-            left_out = (
-                f" Drawn: the {limit // 2} {what} of lowest ECE and the {limit - limit // 2} "
-                f"of highest; {groups - limit:,} of {groups:,} {what} are left out here (the "
-                "tables have them all)."
-            )
-    metrics = (
-        table if sorted(key_split(table.schema, COMPARISON_COLUMNS)) == sorted(bin_keys) else None
-    )
-    # Up to five models share a panel (one per task); more get a panel each (a grid of
-    # model × task), where twenty overlaid curves would not be readable.
-    many = bool(bin_keys) and bins.get_column(bin_keys[0]).n_unique() > OVERLAY_LIMIT
-    facet = list(bin_keys) if many else bin_keys[1:]
-    columns = _wall_columns(bins, facet, many=many)
-    overlay = bool(facet) and not many
+    layout = report_layout(whole, bins, bin_keys, limit)
+    table, bins, left_out = layout.table, layout.bins, layout.left_out
+    overlay, facet, columns = layout.overlay, layout.facet, layout.columns
     note = (
         "Accuracy against mean confidence per bin; bars to the diagonal show each bin's "
         "gap (red: overconfident, below; blue: underconfident, above), dashed and faint "
@@ -319,11 +433,11 @@ def _charts(
         note += " Click a legend entry to highlight a model."
     note += left_out
     built: list[tuple[str, str, Any]] = [
-        *views,
+        *_views(layout),
         (
             "Reliability diagrams",
             note,
-            reliability_diagram(bins, metrics=metrics, facet=facet, columns=columns),
+            reliability_diagram(bins, metrics=layout.metrics, facet=facet, columns=columns),
         ),
         (
             "Confidence histograms",
@@ -364,8 +478,8 @@ def _charts(
     if selective is not None:
         # one colour per model (the first key), a panel per task (the other keys)
         curve = frame(selective, "report selective")
-        if kept is not None:
-            curve = _kept(curve, kept)
+        if layout.kept is not None:
+            curve = _kept(curve, layout.kept)
         by_task = bin_keys[1:]
         built.append(
             (

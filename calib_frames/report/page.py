@@ -1,6 +1,6 @@
 r"""The report's page: the header, the comparison table and the charts in one HTML file.
 
-:func:`report_html` assembles the page from the table (:mod:`calib_frames.report.table`),
+:func:`report_html` assembles the page from the table (:mod:`calib_frames.report.table_html`),
 the charts (:mod:`calib_frames.report.charts`) and the page's style and sort script, which
 ship as package data (``assets/report.css``, ``assets/report.js``); :func:`write_report`
 writes it atomically.
@@ -20,9 +20,9 @@ import polars as pl
 
 from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.plot.export import as_path, chart_spec, page_html, write_atomic
-from calib_frames.plot.tables import COMPARISON_COLUMNS, frame, key_split, spec_keys
+from calib_frames.plot.frames import COMPARISON_COLUMNS, frame, key_split, spec_keys
 from calib_frames.report.charts import over_time_charts, report_charts
-from calib_frames.report.table import table_html
+from calib_frames.report.table_html import table_html
 from calib_frames.schema import RELIABILITY
 
 __all__ = ["report_html", "write_report"]
@@ -133,6 +133,40 @@ def _meta_items(
     return meta
 
 
+def _checked_tables(
+    comparison: pl.DataFrame | pl.LazyFrame,
+    bin_statistics: pl.DataFrame | pl.LazyFrame,
+    perplexity: pl.DataFrame | pl.LazyFrame | None,
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None, list[str], list[str]]:
+    """The page's tables, collected and checked to agree, with their keys.
+
+    Returns the comparison table, the bin statistics, the perplexity table (or None), the
+    comparison's keys and the bin statistics' keys.
+    """
+    table = frame(comparison, "report comparison")
+    bins = frame(bin_statistics, "report bin_statistics")
+    ppl = None if perplexity is None else frame(perplexity, "report perplexity")
+    keys = key_split(table.schema, COMPARISON_COLUMNS)
+    if len(keys) == len(table.columns) or "ece" not in table.columns:
+        raise TableError(
+            "report: comparison= is not a metrics/comparison table (no ece column); build it "
+            "with calib_frames.comparison_table or calib_frames.calibration_metrics"
+        )
+    if table.height == 0:
+        raise ArgumentError("report: the comparison table has no rows: nothing to report")
+    bin_keys = spec_keys(bins, RELIABILITY, "bin-statistics table")
+    if sorted(bin_keys) != sorted(keys) and not set(bin_keys) <= set(keys):
+        raise TableError(
+            f"report: the bin statistics are grouped by {bin_keys} but the comparison table "
+            f"by {keys}; compute both with the same by="
+        )
+    if ppl is not None and "perplexity" not in ppl.columns:
+        raise TableError(
+            "report: perplexity= has no perplexity column; build it with calib_frames.perplexity"
+        )
+    return table, bins, ppl, keys, bin_keys
+
+
 def report_html(
     comparison: pl.DataFrame | pl.LazyFrame,
     *,
@@ -197,27 +231,7 @@ def report_html(
         raise ArgumentError(f"title= must be a string, got {type(title).__name__}")
     if binning is not None and not isinstance(binning, str):
         raise ArgumentError(f"binning= must be a string (or None), got {type(binning).__name__}")
-    table = frame(comparison, "report comparison")
-    bins = frame(bin_statistics, "report bin_statistics")
-    ppl = None if perplexity is None else frame(perplexity, "report perplexity")
-    keys = key_split(table.schema, COMPARISON_COLUMNS)
-    if len(keys) == len(table.columns) or "ece" not in table.columns:
-        raise TableError(
-            "report: comparison= is not a metrics/comparison table (no ece column); build it "
-            "with calib_frames.comparison_table or calib_frames.calibration_metrics"
-        )
-    if table.height == 0:
-        raise ArgumentError("report: the comparison table has no rows: nothing to report")
-    bin_keys = spec_keys(bins, RELIABILITY, "bin-statistics table")
-    if sorted(bin_keys) != sorted(keys) and not set(bin_keys) <= set(keys):
-        raise TableError(
-            f"report: the bin statistics are grouped by {bin_keys} but the comparison table "
-            f"by {keys}; compute both with the same by="
-        )
-    if ppl is not None and "perplexity" not in ppl.columns:
-        raise TableError(
-            "report: perplexity= has no perplexity column; build it with calib_frames.perplexity"
-        )
+    table, bins, ppl, keys, bin_keys = _checked_tables(comparison, bin_statistics, perplexity)
     if isinstance(best_within, str):  # one key, as by= takes it
         best_within = [best_within]
     within = list(best_within) if best_within is not None else keys[1:]
@@ -251,13 +265,7 @@ def report_html(
         charts = report_charts(
             sorted_table, bin_statistics=bins, perplexity=ppl, selective=selective
         )
-    for number, (name, note, chart) in enumerate(charts):
-        spec_id = f"chart-spec-{number}"
-        specs[spec_id] = chart_spec(chart, validate=False)  # tests/plot validate them
-        sections.append(
-            f'<section><h2>{html.escape(name)}</h2><p class="note">{html.escape(note)}</p>'
-            f'<div class="chart" id="chart-{number}" data-vega-spec="{spec_id}"></div></section>'
-        )
+    sections += _chart_sections(charts, specs)
     if over_batches is not None:
         sections += _over_time_sections(over_batches, changes, specs)
     body = "\n".join(sections) + f"\n<script>\n{_asset('report.js')}</script>"
@@ -274,13 +282,20 @@ def _over_time_sections(
     charts = over_time_charts(over_batches, changes)
     if charts and changes is not None:
         sections.append(_changes_section(frame(changes, "report changes")))
+    return sections + _chart_sections(charts, specs)
+
+
+def _chart_sections(
+    charts: Sequence[tuple[str, str, Any]], specs: dict[str, dict[str, Any]]
+) -> list[str]:
+    """A section per chart (title, note, its place), its spec added to ``specs``."""
+    sections = []
     for number, (name, note, chart) in enumerate(charts, start=len(specs)):
         spec_id = f"chart-spec-{number}"
         specs[spec_id] = chart_spec(chart, validate=False)  # tests/plot validate them
         sections.append(
             f'<section><h2>{html.escape(name)}</h2><p class="note">{html.escape(note)}</p>'
-            f'<div class="chart" id="chart-{number}" data-vega-spec="{spec_id}"></div>'
-            "</section>"
+            f'<div class="chart" id="chart-{number}" data-vega-spec="{spec_id}"></div></section>'
         )
     return sections
 

@@ -114,11 +114,3 @@ def test_intervals_are_bars_through_the_dots(tokens: pl.DataFrame) -> None:
         for panel in panels(perplexity_chart(ppl).to_dict())
         for layer in panel["layer"]
     )
-
-
-def test_old_module_path_warns() -> None:
-    from calib_frames.plot import comparison
-
-    with pytest.warns(DeprecationWarning, match="calib_frames.plot.perplexity"):
-        old = comparison.perplexity_chart
-    assert old is perplexity_chart

@@ -18,8 +18,8 @@ import vl_convert as vlc
 import calib_frames as cf
 from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.plot import calibration_heatmap, metric_scatter, reliability_diagram
-from calib_frames.plot.comparison import LABEL_LIMIT, PALETTE_LIMIT
-from calib_frames.plot.tables import label_heights
+from calib_frames.plot.frames import label_heights
+from calib_frames.plot.groups import LABEL_LIMIT, PALETTE_LIMIT
 from tests.factories import DATA, prediction_rows
 
 

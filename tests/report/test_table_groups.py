@@ -13,7 +13,7 @@ import calib_frames as cf
 from calib_frames.cli import main
 from calib_frames.exceptions import ArgumentError
 from calib_frames.report import report_html
-from calib_frames.report.table import COLUMN_GROUPS, REPORT_COLUMNS, table_html
+from calib_frames.report.table_html import COLUMN_GROUPS, REPORT_COLUMNS, table_html
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -75,3 +75,27 @@ def test_lm_eval_report_draws_the_perplexity_chart(tmp_path: Path) -> None:
     page = (out / "report.html").read_text(encoding="utf-8")
     assert "<h2>Perplexity</h2>" in page
     assert "Word perplexity and bits per byte per group" in page
+
+
+def test_headers_formats_and_best_follow_the_registry() -> None:
+    table = pl.DataFrame(
+        {
+            "model": ["a", "b", "c"],
+            "overconfidence": [0.031, -0.004, 0.012],
+            "resolution": [0.010, 0.030, 0.020],
+            "perplexity_task_mean": [1234.56789, 12.3456, 2_500_000.0],
+        }
+    )
+    page = table_html(table, keys=["model"], within=[], table_id="t")
+    column_row = re.findall(r"<tr[^>]*>(.*?)</tr>", page.split("</thead>")[0])[1]
+    labels = re.findall(r"<th[^>]*>([^<]*)</th>", column_row)
+    assert labels == ["model", "overconf.", "resolution", "perplexity, task mean"]
+    cells = re.findall(r'<td(?: class="(best)")? data-value="[^"]*"[^>]*>([^<]*)</td>', page)
+    rows = [cells[i : i + 3] for i in range(0, len(cells), 3)]  # the key cells aside
+    # the signed gap with its sign, best closest to zero; resolution: higher is better;
+    # a perplexity to three decimals with thousands separators, four digits from 10⁶
+    assert rows == [
+        [("", "+0.0310"), ("", "0.0100"), ("", "1,234.568")],
+        [("best", "-0.0040"), ("best", "0.0300"), ("best", "12.346")],
+        [("", "+0.0120"), ("", "0.0200"), ("", "2.5e+06")],
+    ]

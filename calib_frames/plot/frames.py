@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from calib_frames.exceptions import ArgumentError, TableError
+from calib_frames.metrics.registry import metric
 from calib_frames.schema import METRICS, PERPLEXITY, Table
 
 __all__ = [
@@ -26,12 +27,19 @@ __all__ = [
     "INTERNAL_COLUMNS",
     "PANEL",
     "Prepared",
+    "bin_counts",
     "bin_label",
+    "bin_rows",
+    "by_label",
     "check_columns",
+    "facet_columns",
     "frame",
     "group_label",
+    "interval_columns",
     "key_split",
     "label_heights",
+    "label_keys",
+    "metric_table",
     "metrics_columns",
     "noise_status",
     "prepare",
@@ -78,7 +86,7 @@ def frame(table: object, role: str) -> pl.DataFrame:
     Examples
     --------
     >>> import polars as pl
-    >>> from calib_frames.plot.tables import frame
+    >>> from calib_frames.plot.frames import frame
     >>> frame(pl.LazyFrame({"ece": [0.1]}), "chart").shape
     (1, 1)
     >>> frame({"ece": [0.1]}, "chart")
@@ -100,7 +108,7 @@ def key_split(schema: pl.Schema, first_columns: Sequence[str] | frozenset[str]) 
     Examples
     --------
     >>> import polars as pl
-    >>> from calib_frames.plot.tables import COMPARISON_COLUMNS, key_split
+    >>> from calib_frames.plot.frames import COMPARISON_COLUMNS, key_split
     >>> key_split(pl.Schema({"model": pl.String, "task": pl.String, "ece": pl.Float64}),
     ...           COMPARISON_COLUMNS)
     ['model', 'task']
@@ -128,7 +136,7 @@ def check_columns(
     Examples
     --------
     >>> import polars as pl
-    >>> from calib_frames.plot.tables import check_columns
+    >>> from calib_frames.plot.frames import check_columns
     >>> schema = pl.Schema({"model": pl.String, "ece": pl.String})
     >>> check_columns(schema, ["ece", "mce"], role="metrics table", built_by="")
     Traceback (most recent call last):
@@ -158,7 +166,7 @@ def spec_keys(table: pl.DataFrame, spec: Table, role: str) -> list[str]:
     --------
     >>> import polars as pl
     >>> import calib_frames as cf
-    >>> from calib_frames.plot.tables import spec_keys
+    >>> from calib_frames.plot.frames import spec_keys
     >>> from calib_frames.schema import RELIABILITY
     >>> stats = cf.bin_statistics(pl.DataFrame({"model": ["a"], "confidence": [0.7],
     ...                                         "correct": [True]}), by="model")
@@ -182,7 +190,7 @@ def group_label(keys: Sequence[str]) -> pl.Expr:
     Examples
     --------
     >>> import polars as pl
-    >>> from calib_frames.plot.tables import group_label
+    >>> from calib_frames.plot.frames import group_label
     >>> table = pl.DataFrame({"model": ["a", None], "task": ["x", "y"]})
     >>> table.select(group_label(["model", "task"])).to_series().to_list()
     ['a · x', '(null) · y']
@@ -202,7 +210,7 @@ def bin_label(has_closed: bool) -> pl.Expr:
     Examples
     --------
     >>> import polars as pl
-    >>> from calib_frames.plot.tables import bin_label
+    >>> from calib_frames.plot.frames import bin_label
     >>> bins = pl.DataFrame({"_panel": "all", "_color": "all", "bin": [0, 1],
     ...                      "bin_lower": [0.0, 0.5], "bin_upper": [0.5, 1.0], "closed": "left"})
     >>> bins.select(bin_label(True)).to_series().to_list()
@@ -285,7 +293,7 @@ def prepare(
     Examples
     --------
     >>> import polars as pl
-    >>> from calib_frames.plot.tables import prepare
+    >>> from calib_frames.plot.frames import prepare
     >>> table = pl.DataFrame({"model": ["b", "a", "a"], "task": ["x", "y", "x"]})
     >>> ready = prepare(table, ["model", "task"], color=None, facet="task")
     >>> ready.color, ready.panels, ready.colors
@@ -338,6 +346,71 @@ def _sort_key(data: pl.DataFrame, key: str) -> pl.Expr:
     return pl.col(key)
 
 
+def facet_columns(
+    panels: int, facet_keys: Sequence[str], data: pl.DataFrame, wanted: int | None
+) -> int:
+    """Panels per row: ``wanted``, else the values of the last of two or more facet keys.
+
+    With one facet key, up to four panels a row.
+    """
+    if wanted is not None:
+        if isinstance(wanted, bool) or not isinstance(wanted, int) or wanted < 1:
+            raise ArgumentError(f"columns= must be a positive integer, got {wanted}")
+        return wanted
+    if len(facet_keys) >= 2:
+        return max(1, data.get_column(facet_keys[-1]).n_unique())
+    return max(1, min(panels, 4))
+
+
+def bin_rows(prepared: Prepared) -> pl.DataFrame:
+    """Every bin of a prepared bin table, typed for the charts and with its range as text.
+
+    ``count`` as Int64; ``mean_confidence``, ``accuracy``, ``bin_lower``, ``bin_upper`` as
+    Float64; ``_bin_range`` (:func:`bin_label`).
+    """
+    bins = prepared.data.with_columns(
+        pl.col("count").cast(pl.Int64),
+        pl.col("mean_confidence", "accuracy", "bin_lower", "bin_upper").cast(pl.Float64),
+    )
+    return bins.with_columns(bin_label("closed" in bins.columns).alias("_bin_range"))
+
+
+def bin_counts(bins: pl.DataFrame, keys: Sequence[str]) -> pl.DataFrame:
+    """The bins of :func:`bin_rows` that have bounds, with their midpoint and share.
+
+    Columns: the keys, ``_color``, ``_panel``, ``bin``, ``_bin_range``, ``bin_lower``,
+    ``bin_upper``, ``_bin_mid`` (the bin's middle), ``count`` and ``_share`` (the bin's
+    share of its group's predictions: its colour group's within its panel).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import calib_frames as cf
+    >>> from calib_frames.plot.frames import bin_counts, bin_rows, prepare
+    >>> stats = cf.bin_statistics(pl.DataFrame({"confidence": [0.1, 0.7, 0.8],
+    ...                                         "correct": [0, 1, 1]}), bins=2)
+    >>> counts = bin_counts(bin_rows(prepare(stats, [], color=None, facet=None)), [])
+    >>> counts.select("_bin_range", "_bin_mid", "count", "_share").rows()
+    [('[0.0, 0.5)', 0.25, 1, 0.3333333333333333), ('[0.5, 1.0]', 0.75, 2, 0.6666666666666666)]
+    """
+    bounded = bins.filter(pl.col("bin_lower").is_not_null(), pl.col("bin_upper").is_not_null())
+    return bounded.with_columns(
+        ((pl.col("bin_lower") + pl.col("bin_upper")) / 2).alias("_bin_mid"),
+        (pl.col("count") / pl.col("count").sum().over(PANEL, COLOR)).alias("_share"),
+    ).select(
+        *keys,
+        COLOR,
+        PANEL,
+        "bin",
+        "_bin_range",
+        "bin_lower",
+        "bin_upper",
+        "_bin_mid",
+        "count",
+        "_share",
+    )
+
+
 def metrics_columns(
     metrics: pl.DataFrame, keys: Sequence[str], columns: Sequence[str], *, role: str
 ) -> pl.DataFrame:
@@ -351,7 +424,7 @@ def metrics_columns(
     Examples
     --------
     >>> import polars as pl
-    >>> from calib_frames.plot.tables import metrics_columns
+    >>> from calib_frames.plot.frames import metrics_columns
     >>> metrics = pl.DataFrame({"model": ["a"], "count": [3], "ece": [0.1], "mce": [0.2]})
     >>> metrics_columns(metrics, ["model"], ["ece"], role="chart").columns
     ['model', 'ece']
@@ -371,6 +444,56 @@ def metrics_columns(
     return metrics.select(*keys, *columns)
 
 
+def interval_columns(schema: pl.Schema, column: str, *, role: str) -> tuple[str, str] | None:
+    """The bounds of ``column``'s interval when the table has both (checked numeric), else None.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.plot.frames import interval_columns
+    >>> schema = pl.Schema({"ece": pl.Float64, "ece_ci_low": pl.Float64,
+    ...                     "ece_ci_high": pl.Float64, "mce": pl.Float64})
+    >>> interval_columns(schema, "ece", role="chart"), interval_columns(schema, "mce", role="chart")
+    (('ece_ci_low', 'ece_ci_high'), None)
+    """
+    low, high = metric(column).bounds
+    if low not in schema or high not in schema:
+        return None
+    check_columns(schema, [low, high], role=role, built_by="", numeric=[low, high])
+    return low, high
+
+
+def metric_table(
+    table: object, name: str, columns: list[str], *, role: str, built_by: str
+) -> tuple[pl.DataFrame, list[str]]:
+    """The table and its keys, checked to hold the numeric ``columns``."""
+    data = frame(table, name)
+    keys = key_split(data.schema, COMPARISON_COLUMNS)
+    if len(keys) == len(data.columns):
+        raise TableError(
+            f"not a {role}: no metric column found; build one with "
+            "calib_frames.calibration_metrics or calib_frames.comparison_table"
+        )
+    check_columns(data.schema, columns, role=role, built_by=built_by, numeric=columns)
+    return data, keys
+
+
+def label_keys(label: str | None, keys: list[str]) -> list[str]:
+    """The key that names the marks: ``label``, else the first key."""
+    if label is not None and label not in keys:
+        raise ArgumentError(f"label= names {label!r}, which is not a group key {keys}")
+    return [label] if label is not None else keys[:1]
+
+
+def by_label(
+    data: pl.DataFrame, keys: list[str], label: str | None, facet: str | Sequence[str] | None
+) -> Prepared:
+    """One colour per value of the label key, one panel per combination of the others."""
+    labelled = label_keys(label, keys)
+    default_facet = [key for key in keys if key not in labelled]
+    return prepare(data, keys, color=labelled, facet=facet, default_facet=default_facet)
+
+
 def records(data: pl.DataFrame) -> list[dict[str, object]]:
     """Rows as JSON-ready dicts (temporal and other non-JSON dtypes as strings).
 
@@ -380,7 +503,7 @@ def records(data: pl.DataFrame) -> list[dict[str, object]]:
     --------
     >>> import datetime
     >>> import polars as pl
-    >>> from calib_frames.plot.tables import records
+    >>> from calib_frames.plot.frames import records
     >>> records(pl.DataFrame({"day": [datetime.date(2026, 1, 2)], "ece": [float("nan")]}))
     [{'day': '2026-01-02', 'ece': None}]
     """
@@ -406,7 +529,7 @@ def noise_status(columns: Sequence[str]) -> pl.Expr:
     Examples
     --------
     >>> import polars as pl
-    >>> from calib_frames.plot.tables import noise_status
+    >>> from calib_frames.plot.frames import noise_status
     >>> table = pl.DataFrame({"ece_beyond_noise": [True, False, False],
     ...                       "verdict": ["overconfident, p = 0.001", "within noise, p = 0.4",
     ...                                   "too few predictions"]})
@@ -445,7 +568,7 @@ def label_heights(
     Examples
     --------
     >>> import polars as pl
-    >>> from calib_frames.plot.tables import label_heights
+    >>> from calib_frames.plot.frames import label_heights
     >>> table = pl.DataFrame({"panel": "a", "y": [0.50, 0.49, 0.10, 0.01]})
     >>> out = label_heights(table, "y", by=["panel"], labelled=pl.lit(True), gap=0.05,
     ...                     floor=0.05)

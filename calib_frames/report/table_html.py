@@ -10,81 +10,60 @@ import html
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import polars as pl
 
 from calib_frames.exceptions import ArgumentError
+from calib_frames.metrics.registry import metric
 
-__all__ = ["COLUMN_GROUPS", "REPORT_COLUMNS", "table_html"]
+__all__ = ["COLUMN_GROUPS", "REPORT_COLUMNS", "TableLayout", "table_html", "table_layout"]
 
-# Comparison-table columns shown in the report, in order, with how "best" is decided:
-# "max" (higher is better), "min" (lower is better), "zero" (closest to zero), None.
-REPORT_COLUMNS: dict[str, str | None] = {
-    "tasks": None,
-    "count": None,
-    "accuracy": "max",
-    "acc_norm": "max",
-    "mean_confidence": None,
-    "overconfidence": "zero",
-    "ece": "min",
-    "ece_noise_floor": None,
-    "ece_p_value": None,
-    "verdict": None,
-    "rmsce": "min",
-    "rmsce_debiased": "min",
-    "mce": "min",
-    "brier": "min",
-    "reliability": "min",
-    "resolution": "max",
-    "uncertainty": None,
-    "log_loss": "min",
-    "brier_multiclass": "min",
-    "perplexity": "min",
-    "bits_per_token": "min",
-    "byte_perplexity": "min",
-    "bits_per_byte": "min",
-    "word_perplexity": "min",
+REPORT_COLUMNS = (
+    "tasks",
+    "count",
+    "accuracy",
+    "acc_norm",
+    "mean_confidence",
+    "overconfidence",
+    "ece",
+    "ece_noise_floor",
+    "ece_p_value",
+    "verdict",
+    "rmsce",
+    "rmsce_debiased",
+    "mce",
+    "brier",
+    "reliability",
+    "resolution",
+    "uncertainty",
+    "log_loss",
+    "brier_multiclass",
+    "perplexity",
+    "bits_per_token",
+    "byte_perplexity",
+    "bits_per_byte",
+    "word_perplexity",
     # the leaderboard's means over tasks and its count of miscalibrated tasks
-    "accuracy_task_mean": "max",
-    "ece_task_mean": "min",
-    "mce_task_mean": "min",
-    "brier_task_mean": "min",
-    "log_loss_task_mean": "min",
-    "perplexity_task_mean": "min",
-    "miscalibrated_tasks": "min",
-}
-"""Columns of the report's table (when present) and the direction of "best"."""
-
-_TITLES = {
-    "count": "predictions",
-    "acc_norm": "acc_norm",
-    "ece_p_value": "ECE p-value",
-    "verdict": "calibration vs noise",
-    "brier_multiclass": "Brier (all options)",
-    "byte_perplexity": "byte ppl",
-    "mean_confidence": "mean conf.",
-    "ece_noise_floor": "ECE noise floor",
-    "ece": "ECE",
-    "rmsce": "RMSCE",
-    "rmsce_debiased": "RMSCE (debiased)",
-    "mce": "MCE",
-    "brier": "Brier",
-    "log_loss": "log loss",
-    "bits_per_token": "bits/token",
-    "bits_per_byte": "bits/byte",
-    "word_perplexity": "word ppl",
-    "overconfidence": "overconf.",
-    "accuracy_task_mean": "accuracy, task mean",
-    "ece_task_mean": "ECE, task mean",
-    "mce_task_mean": "MCE, task mean",
-    "brier_task_mean": "Brier, task mean",
-    "log_loss_task_mean": "log loss, task mean",
-    "perplexity_task_mean": "perplexity, task mean",
-    "miscalibrated_tasks": "miscalibrated tasks",
-}
+    "accuracy_task_mean",
+    "ece_task_mean",
+    "mce_task_mean",
+    "brier_task_mean",
+    "log_loss_task_mean",
+    "perplexity_task_mean",
+    "miscalibrated_tasks",
+)
+"""Columns of the report's table (when present); their headers, formats and which value
+is best come from :mod:`calib_frames.metrics.registry`."""
 
 
 def _format(value: object, column: str) -> str:
+    """``value`` in its column's registered format.
+
+    Whole numbers get thousands separators; a float in a count's format (``","``) has no
+    decimals when whole, else two; other floats switch to four significant digits from
+    10⁶ when their format separates thousands (perplexities), else from 1,000.
+    """
     if value is None:
         return "–"
     if isinstance(value, bool):
@@ -96,11 +75,11 @@ def _format(value: object, column: str) -> str:
             return "NaN"
         if value in (float("inf"), float("-inf")):
             return "∞" if value > 0 else "−∞"
-        if column in ("perplexity", "word_perplexity", "byte_perplexity"):
-            return f"{value:,.3f}" if abs(value) < 1e6 else f"{value:.4g}"
-        if column in ("count", "nll_count", "weight"):
+        spec = metric(column).format
+        if spec == ",":
             return f"{value:,.0f}" if value == int(value) else f"{value:,.2f}"
-        return f"{value:.4f}" if abs(value) < 1000 else f"{value:.4g}"
+        limit = 1e6 if spec.startswith(",") else 1e3
+        return f"{value:{spec or '.4f'}}" if abs(value) < limit else f"{value:.4g}"
     return str(value)
 
 
@@ -114,14 +93,14 @@ def _best_flags(table: pl.DataFrame, columns: Sequence[str], within: Sequence[st
     """Flag, per ranked column, whether each row's value is the best of its group."""
     flags = []
     for column in columns:
-        direction = REPORT_COLUMNS.get(column)
+        better = metric(column).better
         value = pl.col(column).cast(pl.Float64)
         value = pl.when(value.is_finite()).then(value)
-        if direction is None:
+        if better == "none":
             flags.append(pl.lit(False).alias(column))
             continue
-        score = value.abs() if direction == "zero" else value
-        target = score.max() if direction == "max" else score.min()
+        score = value.abs() if better == "zero" else value
+        target = score.max() if better == "higher" else score.min()
         peers = pl.len() if not within else pl.len().over(within)
         best_value = target if not within else target.over(within)
         flags.append(((score == best_value) & (peers > 1)).fill_null(False).alias(column))
@@ -302,7 +281,7 @@ def table_html(
     Examples
     --------
     >>> import polars as pl
-    >>> from calib_frames.report.table import table_html
+    >>> from calib_frames.report.table_html import table_html
     >>> table = pl.DataFrame({"model": ["a", "<b>"], "ece": [0.05, 0.02]})
     >>> page = table_html(table, keys=["model"], within=[])
     >>> '<td class="best" data-value="0.02">0.0200</td>' in page
@@ -314,6 +293,54 @@ def table_html(
         raise ArgumentError(
             f"table_id= must be a plain HTML id (letters, digits, -, _), got {table_id!r}"
         )
+    layout = table_layout(comparison, within=within)
+    head = _header_rows(layout, keys, comparison.schema)
+    body = _body_rows(comparison, layout, keys)
+    details = any(c in _DETAIL for _, c in layout.order)
+    hidden = ["hide-ci"] + (["hide-detail"] if details else [])
+    return (
+        _toolbar(table_id, layout.groups, details=details, intervals=bool(layout.intervals))
+        + _column_style(table_id, len(keys), layout.order, comparison.schema)
+        + f'<div class="scroll"><table class="comparison sortable {" ".join(hidden)}" '
+        f'id="{html.escape(table_id)}">\n<thead>'
+        + head
+        + "</thead>\n<tbody>\n"
+        + "\n".join(body)
+        + "\n</tbody></table></div>"
+    )
+
+
+@dataclass(frozen=True)
+class TableLayout:
+    """What :func:`table_html` writes of a table, as :func:`table_layout` decides it."""
+
+    order: list[tuple[str | None, str]]
+    """(group slug or None, column) of each shown column, in the table's order."""
+    best: pl.DataFrame
+    """Per row, whether each shown column's value is the best of its rows."""
+    intervals: set[str]
+    """The shown columns whose interval the table has."""
+    groups: list[str]
+    """The slugs of the column groups shown, in order."""
+
+
+def table_layout(comparison: pl.DataFrame, *, within: Sequence[str]) -> TableLayout:
+    """The columns :func:`table_html` shows, in its order, and the best value of each.
+
+    The columns of :data:`REPORT_COLUMNS` the table has (numbers or text), ungrouped first
+    then by :data:`COLUMN_GROUPS`; the best value of a column by the registry's better
+    direction (:mod:`calib_frames.metrics.registry`), among the rows with the same
+    ``within`` keys. Polars alone, no markup.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.report.table_html import table_layout
+    >>> table = pl.DataFrame({"model": ["a", "b"], "ece": [0.05, 0.02], "count": [5, 9]})
+    >>> layout = table_layout(table, within=[])
+    >>> layout.order, layout.best.rows()
+    ([(None, 'count'), ('calibration', 'ece')], [(False, False), (False, True)])
+    """
     shown = [
         c
         for c in REPORT_COLUMNS
@@ -321,71 +348,66 @@ def table_html(
         and (comparison.schema[c].is_numeric() or comparison.schema[c] == pl.String)
     ]
     order = _ordered(shown)
-    best = _best_flags(comparison, shown, within)
-    has_ci = {
-        c
-        for c in shown
-        if f"{c}_ci_low" in comparison.columns and f"{c}_ci_high" in comparison.columns
-    }
-    groups_of = {
-        column: (
+    return TableLayout(
+        order=order,
+        best=_best_flags(comparison, [c for _, c in order], within),
+        intervals={
+            c for c in shown if all(bound in comparison.columns for bound in metric(c).bounds)
+        },
+        groups=[slug for slug in COLUMN_GROUPS if any(s == slug for s, _ in order)],
+    )
+
+
+def _header_rows(layout: TableLayout, keys: Sequence[str], schema: pl.Schema) -> str:
+    """The two header rows: the column groups, then the columns (keys first)."""
+    order = layout.order
+    head = [f'<th class="key" scope="col" data-type="text">{html.escape(key)}</th>' for key in keys]
+    for slug, column in order:
+        label = metric(column).label
+        note = " (hover a cell for its 95% interval)" if column in layout.intervals else ""
+        kind = "number" if schema[column].is_numeric() else "text"
+        classes = _classes(
             f"g-{slug}" if slug else "",
             "detail" if column in _DETAIL else "",
-            "" if comparison.schema[column].is_numeric() else "text",
+            "" if schema[column].is_numeric() else "text",
         )
-        for slug, column in order
-    }
-    head = [f'<th class="key" scope="col" data-type="text">{html.escape(key)}</th>' for key in keys]
-    for _, column in order:
-        label = _TITLES.get(column, column.replace("_", " "))
-        note = " (hover a cell for its 95% interval)" if column in has_ci else ""
-        kind = "number" if comparison.schema[column].is_numeric() else "text"
         head.append(
-            f'<th{_classes(*groups_of[column])} scope="col" data-type="{kind}" '
+            f'<th{classes} scope="col" data-type="{kind}" '
             f'title="{html.escape(column + note)}">{html.escape(label)}</th>'
         )
     leading = len(keys) + sum(1 for slug, _ in order if slug is None)
-    groups = [slug for slug in COLUMN_GROUPS if any(s == slug for s, _ in order)]
     # the first column's cell stays in place (sticky) with its column
     group_row = ['<th class="key"></th>'] if leading else []
     if leading > 1:
         group_row.append(f'<th class="key" colspan="{leading - 1}"></th>')
-    for slug in groups:
+    for slug in layout.groups:
         visible = sum(1 for s, c in order if s == slug and c not in _DETAIL)
         only_details = " detail" if visible == 0 else ""  # shown with "all columns"
         group_row.append(
             f'<th class="group g-{slug}{only_details}" scope="colgroup" '
             f'colspan="{max(visible, 1)}">{html.escape(COLUMN_GROUPS[slug][0])}</th>'
         )
+    return '<tr class="groups">' + "".join(group_row) + "</tr><tr>" + "".join(head) + "</tr>"
+
+
+def _body_rows(comparison: pl.DataFrame, layout: TableLayout, keys: Sequence[str]) -> list[str]:
+    """One ``<tr>`` per row: the keys, then each shown column's formatted value."""
     body = []
-    for row, flag in zip(comparison.to_dicts(), best.to_dicts(), strict=True):
+    for row, flag in zip(comparison.to_dicts(), layout.best.to_dicts(), strict=True):
         cells = []
         for key in keys:
             value = row[key]
             text = html.escape("(null)" if value is None else str(value))
             cells.append(f'<td class="key" data-value="{text}" title="{text}">{text}</td>')
-        for _, column in order:
+        for _, column in layout.order:
             value = row[column]
             text = html.escape(_format(value, column))
             title = ""
-            low, high = row.get(f"{column}_ci_low"), row.get(f"{column}_ci_high")
-            if column in has_ci and (low is not None or high is not None):
+            low, high = (row.get(bound) for bound in metric(column).bounds)
+            if column in layout.intervals and (low is not None or high is not None):
                 interval = html.escape(f"[{_format(low, column)}, {_format(high, column)}]")
                 title = f' title="95% interval {interval}"'  # the script shows it on request
             classes = ' class="best"' if flag[column] else ""
             cells.append(f'<td{classes} data-value="{html.escape(_raw(value))}"{title}>{text}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
-    details = any(c in _DETAIL for _, c in order)
-    hidden = ["hide-ci"] + (["hide-detail"] if details else [])
-    return (
-        _toolbar(table_id, groups, details=details, intervals=bool(has_ci))
-        + _column_style(table_id, len(keys), order, comparison.schema)
-        + f'<div class="scroll"><table class="comparison sortable {" ".join(hidden)}" '
-        f'id="{html.escape(table_id)}">\n<thead><tr class="groups">'
-        + "".join(group_row)
-        + "</tr><tr>"
-        + "".join(head)
-        + "</tr></thead>\n<tbody>\n"
-        + "\n".join(body)
-        + "\n</tbody></table></div>"
-    )
+    return body
