@@ -63,13 +63,10 @@ import calib_frames as cf
 from benchmarks import harness, report
 from benchmarks.peers import Peer, Registry, Result
 from benchmarks.workload import Source, Spec, frame_source
-from calib_frames.estimators.bootstrap import (
-    calibration_intervals,
-    intervals_from_bin_statistics,
-    perplexity_intervals,
-)
+from calib_frames.estimators.bootstrap import calibration_intervals, intervals_from_bin_statistics
 from calib_frames.estimators.noise import calibration_noise_floor
 from calib_frames.estimators.paired import paired_comparison
+from calib_frames.estimators.perplexity_bootstrap import perplexity_intervals
 
 DRIFT_LIMIT = 0.25  # median |ECE lower bound difference| / width, bins vs the numpy loop
 
