@@ -10,17 +10,21 @@ command        what it does
 =============  ==========================================================================
 
 Exit codes: 0 success; 1 bad data (the message names the file or column, the row count
-and an example); 2 usage error. Every error is one line on stderr, never a traceback.
+and an example) or a read or write the system refused; 2 usage error; 130 interrupted
+(Ctrl-C); 143 terminated (SIGTERM). Every error is one line on stderr, never a traceback.
 One module per subcommand; :mod:`calib_frames.cli.common` holds what they share.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import signal
 import sys
+import threading
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TextIO, cast
 
 from calib_frames.exceptions import ArgumentError, CalibFramesError
 
@@ -102,11 +106,61 @@ def in_flags(message: str) -> str:
     return _ROLE.sub(flag, message)
 
 
+class _Terminated(BaseException):
+    """SIGTERM (what job runners send to stop a job), raised where the process stands."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise _Terminated
+
+
+class _ClosedPipeTolerant:
+    """Standard output that goes quiet when its reader closes the pipe (``… | head``).
+
+    The rest of the run goes on (files are still written); what would have been printed
+    is dropped, and nothing is said about it.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._closed = False
+
+    def write(self, text: str) -> int:
+        if not self._closed:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._close()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._closed:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._close()
+
+    def _close(self) -> None:
+        self._closed = True
+        try:  # the interpreter flushes the real stream at exit: let that go nowhere
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError):  # a stream without a file descriptor (a test's)
+            pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0, 1 bad data, 2 usage).
+    """Run the command line; returns the exit status (see the module docstring).
 
     Errors are one line on stderr: the package's own errors (their exit code) and the
-    operating system's (an OSError: disk full, read-only or missing folder; exit 1).
+    operating system's (an OSError: disk full, read-only or missing folder; exit 1). An
+    interrupt (Ctrl-C, exit 130) or SIGTERM (exit 143) removes what the run was building;
+    a reader that closes the pipe (``calib-frames compare … | head``) ends the printing
+    quietly, the rest of the run goes on.
 
     Parameters
     ----------
@@ -118,6 +172,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     int
         The exit status.
     """
+    stdout = sys.stdout
+    sys.stdout = cast("TextIO", _ClosedPipeTolerant(stdout))
+    on_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if on_main_thread else None
+    try:
+        return _run(argv)
+    finally:
+        sys.stdout.flush()
+        sys.stdout = stdout
+        if on_main_thread:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
+def _run(argv: Sequence[str] | None) -> int:
     try:
         args = _parser().parse_args(argv)
         status: int = args.run(args)
@@ -134,4 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("calib-frames: interrupted; no output was left half-written", file=sys.stderr)
         return 130
+    except _Terminated:
+        print("calib-frames: terminated; no output was left half-written", file=sys.stderr)
+        return 143
     return status

@@ -63,7 +63,13 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=None,
         metavar="KEYS",
-        help="group keys, comma-separated and/or repeated: --by model,task",
+        help="group keys, comma-separated and/or repeated: --by model,task (needed for "
+        "prediction files: keys are never guessed; evaluation logs have their own default)",
+    )
+    parser.add_argument(
+        "--pooled",
+        action="store_true",
+        help="every row in one group, no keys (prediction files without --by)",
     )
     from calib_frames.sources.logs import LOG_FORMATS
     from calib_frames.sources.paths import FORMAT_NAMES
@@ -362,9 +368,22 @@ def write_frame(frame: pl.DataFrame, path: Path) -> None:
 
 
 def markdown(frame: pl.DataFrame, digits: int = 4) -> str:
-    """A GitHub-style markdown table of ``frame`` (floats to ``digits`` significant digits).
+    r"""A GitHub-style markdown table of ``frame`` (floats to ``digits`` significant digits).
 
-    ``|`` is escaped and line breaks become ``<br>``, so every frame row is one table row.
+    Text shows as written and never as markup: ``&``, ``<`` and ``>`` become HTML entities
+    (a model named ``<img onerror=…>`` is text, as in the HTML page), the markdown
+    punctuation that could format or link (backslash, backtick, ``*``, ``[``, ``]``, ``|``,
+    and ``_`` at a word's edge) is escaped with a backslash, and line breaks become ``<br>``,
+    so every frame row is one table row.
+
+    Examples
+    --------
+    >>> print(markdown(pl.DataFrame({"model": ["<b>x</b>", "a|b", "*c*"]})), end="")
+    | model |
+    | --- |
+    | &lt;b&gt;x&lt;/b&gt; |
+    | a\|b |
+    | \*c\* |
     """
 
     def cell(value: object) -> str:
@@ -372,10 +391,12 @@ def markdown(frame: pl.DataFrame, digits: int = 4) -> str:
             return ""
         if isinstance(value, float):
             return f"{value:.{digits}g}"
+        text = re.sub(r"([\\`*\[\]|])", r"\\\1", str(value))
+        text = re.sub(r"(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])", r"\\_", text)
+        text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
         # one table row per frame row: a line break in a name becomes <br>, as GitHub
         # renders it inside a cell (a raw newline would end the row)
-        text = re.sub(r"\r\n|[\r\n\u2028\u2029\x0b\x0c\x85]", "<br>", str(value))
-        return text.replace("|", "\\|")
+        return re.sub(r"\r\n|[\r\n\u2028\u2029\x0b\x0c\x85]", "<br>", text)
 
     header = "| " + " | ".join(cell(name) for name in frame.columns) + " |"
     rule = "|" + "|".join(" --- " for _ in frame.columns) + "|"

@@ -7,7 +7,8 @@
 
 Prints the leaderboard and the summary table and writes into DIR (created if its parent
 exists; built in a hidden temporary sibling and swapped in whole, so DIR only ever holds
-one run's files, listed in its ``.calib-frames-report``):
+one run's files, listed in its ``.calib-frames-report``; a DIR holding anything else is
+refused before any work: :mod:`calib_frames.cli.report_folder`):
 
 ========================  =================================================================
 file                      content
@@ -54,19 +55,16 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
-import os
 import re
 import shutil
 import sys
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from calib_frames.cli import common
+from calib_frames.cli import common, report_folder
 from calib_frames.cli.compare import (
     add_uncertainty_arguments,
     check_uncertainty_arguments,
@@ -98,8 +96,6 @@ OVER_TIME = ("batches.parquet", "batches.csv", "changes.parquet", "changes.csv")
 LEADERBOARD_TABLES = ("leaderboard.parquet", "leaderboard.csv", "leaderboard.md")
 LEADERBOARD_MODEL = "model"
 """The key that names a model by default (without it, the first key: ``--model-key``)."""
-MANIFEST = ".calib-frames-report"
-"""The file that marks a folder as a report's (and lists its files)."""
 
 
 def add_parser(commands: Any) -> None:
@@ -249,47 +245,6 @@ def _read(
     return stats, sums, queries.files, queries
 
 
-def _staging(out: Path) -> Path:
-    """A fresh temporary sibling of ``out`` to build the report in (swapped in at the end).
-
-    Raises
-    ------
-    ArgumentError
-        ``out`` is a file, its parent is missing, or it is a folder holding files that no
-        report wrote (the swap replaces the folder whole).
-    """
-    if out.exists() and not out.is_dir():
-        raise ArgumentError(f"--out {out}: exists and is not a directory")
-    parent = out.parent if str(out.parent) else Path(".")
-    if not parent.is_dir():
-        raise ArgumentError(f"--out {out}: directory {parent} does not exist")
-    if out.is_dir() and any(out.iterdir()) and not (out / MANIFEST).is_file():
-        raise ArgumentError(
-            f"--out {out}: the folder holds files no calib-frames report wrote; a report "
-            "replaces its folder whole, so give a new or empty folder"
-        )
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=parent))
-    umask = os.umask(0o022)
-    os.umask(umask)
-    staging.chmod(0o777 & ~umask)  # as mkdir would make it (mkdtemp makes it private)
-    return staging
-
-
-def _swap_in(staging: Path, out: Path, written: list[str]) -> None:
-    """Replace ``out`` by ``staging`` (two renames): never two runs' files side by side."""
-    (staging / MANIFEST).write_text(
-        json.dumps({"written_by": "calib-frames report", "files": written}, indent=1) + "\n",
-        encoding="utf-8",
-    )
-    if not out.exists():
-        os.replace(staging, out)
-        return
-    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=staging.parent))
-    os.replace(out, old / out.name)
-    os.replace(staging, out)
-    shutil.rmtree(old, ignore_errors=True)
-
-
 def _check_arguments(args: argparse.Namespace) -> None:
     """Refuse what does not go together, before anything is read."""
     if args.from_stats and (args.inputs or args.token_file):
@@ -318,12 +273,13 @@ def run(args: argparse.Namespace) -> int:
     # the previous report's files: refused as inputs (they are replaced)
     previous = (*TABLES, STATS_FILE, HTML_FILE, *LEADERBOARD_TABLES, *OVER_TIME)
     outputs = [out / name for name in previous] if out.is_dir() else []
-    staging = _staging(out)
+    staging: Path | None = None
     try:
+        target, staging = report_folder.prepare(out)
         written = _build(args, outputs, staging)
-        _swap_in(staging, out, written)
+        report_folder.swap_in(staging, target, written)
     finally:
-        if staging.exists():
+        if staging is not None and staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
     return 0
 

@@ -9,6 +9,7 @@ streaming, in-memory, GPU with fallback, or Spark for the prediction pass).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 import time
 from dataclasses import dataclass
@@ -113,7 +114,14 @@ def row_queries(args: argparse.Namespace) -> RowQueries:
     given = [flag for flag, value in token_flags.items() if value]
     if given and not args.token_file:
         raise ArgumentError(f"{', '.join(given)} describe token files: give --token-file too")
+    if args.engine == "spark" and importlib.util.find_spec("pyspark") is None:
+        raise ArgumentError(
+            "--engine spark needs pyspark, which is not installed: "
+            "pip install 'calib-frames[spark]'"
+        )
     by = common.by_from(args.by)
+    if args.pooled and by:
+        raise ArgumentError("--pooled puts every row in one group: give it or --by, not both")
     binning = common.binning_from(args)
     log_confidence = args.log_confidence
     token_format = args.format
@@ -142,6 +150,11 @@ def row_queries(args: argparse.Namespace) -> RowQueries:
             on_bad_record=args.on_bad_record,
             roles=roles,
         )
+        if not by and not args.pooled:
+            raise ArgumentError(
+                "give the group keys with --by (e.g. --by model,task): keys are never "
+                "guessed; --pooled puts every row in one group"
+            )
     stats = bin_statistics(
         predictions,
         confidence=args.confidence,

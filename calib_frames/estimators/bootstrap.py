@@ -283,6 +283,13 @@ def _safe_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
+def _scaled(total: np.ndarray, share: np.ndarray) -> np.ndarray:
+    """``total · share``, 0 where the share is 0 (an infinite log loss drawn no row: 0)."""
+    total, share = np.broadcast_arrays(total, share)
+    out: np.ndarray = np.multiply(total, share, out=np.zeros(share.shape), where=share > 0)
+    return out
+
+
 def _resample_class(
     rng: np.random.Generator,
     *,
@@ -381,7 +388,7 @@ def _draw(frame: pl.DataFrame, *, keys: list[str], replicates: int, seed: int) -
             "sum_residual_wrong": r0s,
             "sum_sq_residual_correct": q1s,
             "sum_sq_residual_wrong": q0s,
-            "sum_log_loss": col("sum_log_loss") * _safe_divide(n_star, count),
+            "sum_log_loss": _scaled(col("sum_log_loss"), _safe_divide(n_star, count)),
         },
     )
 

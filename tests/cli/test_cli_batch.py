@@ -25,6 +25,10 @@ PREDICTIONS = DATA / "synthetic_predictions.parquet"
 TOKENS = DATA / "synthetic_tokens.parquet"
 
 
+# numpy warnings reached the command line's stderr (issue 32.18): they fail a test here
+WARNINGS_ARE_ERRORS = {**os.environ, "PYTHONWARNINGS": "error::RuntimeWarning"}
+
+
 def cli(*args: str | Path, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "calib_frames", *map(str, args)],
@@ -33,6 +37,7 @@ def cli(*args: str | Path, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]
         cwd=cwd,
         timeout=300,
         check=False,
+        env=WARNINGS_ARE_ERRORS,
     )
 
 
@@ -222,7 +227,7 @@ def test_bad_inputs_give_one_line_and_the_right_exit_code(
 
 
 def test_missing_column_names_the_column(tmp_path: Path) -> None:
-    result = cli("report", PREDICTIONS, "--confidence", "prob", "--out", tmp_path / "o")
+    result = cli("report", PREDICTIONS, "--pooled", "--confidence", "prob", "--out", tmp_path / "o")
     assert "--confidence prob" in one_line_error(result, 1)
 
 
@@ -237,9 +242,11 @@ def test_usage_errors_exit_2(tmp_path: Path, args: list[str]) -> None:
 
 
 def test_usage_errors_are_found_before_any_computing(tmp_path: Path) -> None:
-    result = cli("stats", PREDICTIONS, "--out", tmp_path / "missing" / "s.parquet")
+    result = cli("stats", PREDICTIONS, "--pooled", "--out", tmp_path / "missing" / "s.parquet")
     assert "does not exist" in one_line_error(result, 2)
-    result = cli("stats", PREDICTIONS, "--binning", "quantile", "--out", tmp_path / "q.parquet")
+    result = cli(
+        "stats", PREDICTIONS, "--pooled", "--binning", "quantile", "--out", tmp_path / "q.parquet"
+    )
     assert "not mergeable" in one_line_error(result, 2)
 
 

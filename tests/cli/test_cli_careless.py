@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -137,7 +138,7 @@ def test_csv_values_are_named_by_line_or_row_count(
     """Text in a number column was 'must be numeric, got dtype String' (no row, no line)."""
     csv = tmp_path / "p.csv"
     csv.write_text(content)
-    line = error_of(capsys, 1, "compare", csv)
+    line = error_of(capsys, 1, "compare", csv, "--pooled")
     assert expected in line
     assert "got dtype String" not in line
     assert ":;" not in line
@@ -146,7 +147,9 @@ def test_csv_values_are_named_by_line_or_row_count(
 def test_renamed_role_column_is_retyped(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     csv = tmp_path / "p.csv"
     csv.write_text("p,correct\nabc,true\n")
-    line = error_of(capsys, 1, "compare", csv, "--columns", "p=prob", "--confidence", "prob")
+    line = error_of(
+        capsys, 1, "compare", csv, "--pooled", "--columns", "p=prob", "--confidence", "prob"
+    )
     assert "p.csv, line 2" in line
 
 
@@ -163,7 +166,7 @@ def test_inputs_without_rows(
         path = tmp_path / "p.parquet"
         pl.DataFrame(schema={"confidence": pl.Float64, "correct": pl.Boolean}).write_parquet(path)
     extra = ["--out", str(tmp_path / "out")] if command == "report" else []
-    line = error_of(capsys, 1, command, path, *extra)
+    line = error_of(capsys, 1, command, path, "--pooled", *extra)
     assert "no prediction rows" in line and path.name in line
 
 
@@ -222,7 +225,16 @@ def test_token_file_without_rows(
     tokens.write_text("model,nll,tokens\n")
     extra = ["--out", str(tmp_path / "out")] if command == "report" else []
     line = error_of(
-        capsys, 1, command, predictions, "--token-file", tokens, "--tokens", "tokens", *extra
+        capsys,
+        1,
+        command,
+        predictions,
+        "--pooled",
+        "--token-file",
+        tokens,
+        "--tokens",
+        "tokens",
+        *extra,
     )
     assert "no token rows" in line and "t.csv" in line
 
@@ -232,7 +244,9 @@ def test_token_file_stray_word(capsys: pytest.CaptureFixture[str], tmp_path: Pat
     predictions.write_text("confidence,correct\n0.5,true\n")
     tokens = tmp_path / "t.csv"
     tokens.write_text("model,nll,tokens\na,2.5,abc\n")
-    line = error_of(capsys, 1, "compare", predictions, "--token-file", tokens, "--tokens", "tokens")
+    line = error_of(
+        capsys, 1, "compare", predictions, "--pooled", "--token-file", tokens, "--tokens", "tokens"
+    )
     assert "t.csv, line 2" in line
 
 
@@ -328,7 +342,7 @@ def test_output_where_no_file_can_be_created(
     """An output folder the system refuses gave an OSError traceback (compare --output)."""
     rows = tmp_path / "p.csv"
     rows.write_text("confidence,correct\n0.5,true\n")
-    line = error_of(capsys, 1, "compare", rows, "--output", "/proc/c.csv")
+    line = error_of(capsys, 1, "compare", rows, "--pooled", "--output", "/proc/c.csv")
     assert line.endswith("/proc/c.csv: No such file or directory")
 
 
@@ -368,9 +382,9 @@ def test_disk_full_and_read_only_outputs(
     read_only = mounted("ro,size=64k")
     for folder, reason in ((full, "No space left on device"), (read_only, "Read-only file system")):
         for command in (
-            ["stats", rows, "--out", folder / "s.parquet"],
-            ["report", rows, "--out", folder / "rep"],
-            ["compare", rows, "--output", folder / "c.parquet"],
+            ["stats", rows, "--pooled", "--out", folder / "s.parquet"],
+            ["report", rows, "--pooled", "--out", folder / "rep"],
+            ["compare", rows, "--pooled", "--output", folder / "c.parquet"],
         ):
             assert error_of(capsys, 1, *command).endswith(reason)
     # no temporary file or half-built report folder left (report builds in a sibling)
@@ -419,3 +433,99 @@ def test_markdown_cells_with_line_breaks(
     status, _, err = run(capsys, "compare", rows, "--by", "model", "--output", csv)
     assert status == 0, err
     assert sorted(pl.read_csv(csv)["model"].to_list()) == sorted(names)
+
+
+# --- issue 32: the third careless trial (items 10, 13, 14, 15, 18) ---
+
+PREDICTIONS = ROOT / "data" / "synthetic_predictions.parquet"
+
+
+def test_table_inputs_need_by_or_pooled(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A table without --by was silently pooled into one row (keys are never guessed)."""
+    for extra in (["compare"], ["stats", "--out", "s.parquet"], ["report", "--out", "rep"]):
+        line = error_of(capsys, 2, extra[0], PREDICTIONS, *extra[1:])
+        assert "--by" in line and "--pooled" in line
+    table = tmp_path / "pooled.csv"
+    status, _, err = run(
+        capsys, "compare", PREDICTIONS, "--pooled", "--no-uncertainty", "--output", table
+    )
+    assert status == 0, err
+    pooled = pl.read_csv(table)
+    assert pooled.height == 1 and pooled["count"].item() == pl.read_parquet(PREDICTIONS).height
+    line = error_of(capsys, 2, "compare", PREDICTIONS, "--pooled", "--by", "model")
+    assert "not both" in line
+
+
+def test_spark_without_pyspark_is_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+
+    def without_pyspark(name: str, *args: object) -> object:
+        return None if name == "pyspark" else real(name, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(importlib.util, "find_spec", without_pyspark)
+    for command in ("compare", "stats", "report"):
+        extra = {"compare": [], "stats": ["--out", "s.parquet"], "report": ["--out", "rep"]}
+        extra = extra[command]
+        line = error_of(capsys, 2, command, PREDICTIONS, "--by", "model", "--engine", "spark",
+                        *extra)  # fmt: skip
+        assert "pip install 'calib-frames[spark]'" in line
+
+
+def test_a_closed_pipe_ends_the_printing_quietly(tmp_path: Path) -> None:
+    """``compare … | head`` ended with "error: Broken pipe" and exit 1."""
+    out = tmp_path / "table.csv"
+    argv = ["compare", str(PREDICTIONS), "--by", "model,task", "--output", str(out),
+            "--no-uncertainty", "--all-columns"]  # fmt: skip
+    process = subprocess.Popen(
+        [sys.executable, "-m", "calib_frames", *argv],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None
+    process.stdout.close()  # the reader goes away before the table is printed
+    _, err = process.communicate(timeout=300)
+    assert process.returncode == 0, err
+    assert err == b""
+    assert pl.read_csv(out).height == 12  # the rest of the run went on
+
+
+def test_markdown_outputs_escape_names(tmp_path: Path) -> None:
+    """``<img onerror=…>`` stood verbatim in leaderboard.md and comparison.md."""
+    hostile = "<img src=x onerror=alert(1)>"
+    rows = pl.read_parquet(PREDICTIONS).with_columns(
+        pl.when(pl.col("model") == "calibrated").then(pl.lit(hostile)).otherwise("model")
+        .alias("model")
+    )  # fmt: skip
+    path = tmp_path / "p.parquet"
+    rows.write_parquet(path)
+    out = tmp_path / "rep"
+    argv = ["report", str(path), "--by", "model,task", "--out", str(out), "--quiet",
+            "--no-uncertainty", "--no-charts"]  # fmt: skip
+    assert main(argv) == 0
+    for name in ("comparison.md", "leaderboard.md"):
+        text = (out / name).read_text(encoding="utf-8")
+        assert "<img" not in text and "&lt;img src=x onerror=alert(1)&gt;" in text
+
+
+def test_no_runtime_warning_reaches_stderr(tmp_path: Path) -> None:
+    """Confidences of exactly 0 and 1 (a wrong answer at 1: log loss inf) warned from numpy."""
+    path = tmp_path / "edge.parquet"
+    pl.DataFrame(
+        {
+            "model": ["a"] * 8 + ["b"] * 8,
+            "confidence": [1.0, 1.0, 0.0, 0.0] * 4,
+            "correct": [True, False, False, True] * 4,
+        }
+    ).write_parquet(path)
+    result = subprocess.run(
+        [sys.executable, "-W", "error::RuntimeWarning", "-m", "calib_frames",
+         "report", str(path), "--by", "model", "--out", str(tmp_path / "rep"), "--quiet"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""

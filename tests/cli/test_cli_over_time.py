@@ -67,7 +67,15 @@ def test_batch_time_defaults_to_the_newest_input_mtime(tmp_path: Path, nights: l
 def test_a_bad_batch_time_is_a_usage_error(
     tmp_path: Path, nights: list[Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    args = ["stats", str(nights[0]), "--out", str(tmp_path / "s.parquet"), "--batch-time", "tues"]
+    args = [
+        "stats",
+        str(nights[0]),
+        "--pooled",
+        "--out",
+        str(tmp_path / "s.parquet"),
+        "--batch-time",
+        "tues",
+    ]
     assert main(args) == 2
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1 and "not an ISO 8601" in error[0]
