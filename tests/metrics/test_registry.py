@@ -35,7 +35,8 @@ def tables() -> dict[str, pl.DataFrame]:
         predictions, losses, by=["model", "task"], tokens="tokens", bytes="bytes", replicates=20
     )
     stats = cf.bin_statistics(predictions, by=["model", "task"])
-    board = cf.leaderboard(comparison, stats, replicates=20)
+    sums = cf.nll_sums(losses, by=["model", "task"], tokens="tokens", bytes="bytes")
+    board = cf.leaderboard(stats, sums, replicates=20)
     return {"comparison": comparison, "leaderboard": board}
 
 
