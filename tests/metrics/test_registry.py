@@ -7,6 +7,7 @@ import polars as pl
 import pytest
 
 import calib_frames as cf
+from calib_frames.comparison.pipeline import report_tables
 from calib_frames.metrics.registry import (
     LEADERBOARD_SUMMARY_COLUMNS,
     REGISTRY,
@@ -31,12 +32,14 @@ def tables() -> dict[str, pl.DataFrame]:
             "bytes": [16, 20, 24, 12, 8, 28, 16, 16],
         }
     )
-    comparison = cf.compare(
-        predictions, losses, by=["model", "task"], tokens="tokens", bytes="bytes", replicates=20
-    )
     stats = cf.bin_statistics(predictions, by=["model", "task"])
     sums = cf.nll_sums(losses, by=["model", "task"], tokens="tokens", bytes="bytes")
-    board = cf.leaderboard(stats, sums, replicates=20)
+    # the report's tables: with the token rows, perplexity has intervals too
+    built = report_tables(
+        stats, sums, losses, tokens="tokens", bytes="bytes", model="model", replicates=20
+    )
+    comparison, board = built.comparison, built.leaderboard
+    assert board is not None
     return {"comparison": comparison, "leaderboard": board}
 
 
