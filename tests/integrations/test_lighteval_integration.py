@@ -14,7 +14,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from harness_runs import HERE, ROOT, harness_env, run
+from harness_runs import HERE, ROOT, harness_env, raw_predictions, run
 
 import calib_frames as cf
 from calib_frames.exceptions import ArgumentError
@@ -61,17 +61,10 @@ def reported(out: Path) -> dict[str, dict[str, dict[str, float]]]:
     return by_model
 
 
-def predictions(out: Path) -> pl.DataFrame:
-    """The saved details read back: one prediction per document (raw softmax, lighteval's acc)."""
-    options = cf.sources.scan_lighteval_options(out)
-    chosen = cf.sources.choice_predictions(options, by=["model", "task", "run"], no_gold="wrong")
-    return chosen.filter(pl.col("scoring") == "raw").collect()
-
-
 @pytest.mark.slow
 def test_reported_calibration_equals_calib_frames_on_the_details(lighteval_run: Path) -> None:
     results = reported(lighteval_run)
-    preds = predictions(lighteval_run)
+    preds = raw_predictions(cf.sources.scan_lighteval_options(lighteval_run))
     assert preds.group_by("model", "task").len().height == 4
     compared = 0
     for model in MODELS:
@@ -120,7 +113,9 @@ def test_details_keep_each_documents_item(lighteval_run: Path) -> None:
     assert sum(len(g) == 2 for g in golds.values()) > 0  # held-out questions, two golds
     ties = items.filter(pl.col("logprobs").list.n_unique() == 1)
     assert ties.height > 0  # all choices tied: prediction = the first, p = 1/3
-    preds = predictions(lighteval_run).filter(model="calib/spread", task="calib_sums|0")
+    preds = raw_predictions(cf.sources.scan_lighteval_options(lighteval_run)).filter(
+        model="calib/spread", task="calib_sums|0"
+    )
     tied = preds.filter(pl.col("question").is_in(ties["id"].implode()))
     assert tied["prediction"].to_list() == [0] * ties.height
     assert tied["confidence"].to_list() == pytest.approx([1 / 3] * ties.height, rel=1e-12)
