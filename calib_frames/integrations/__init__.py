@@ -15,6 +15,9 @@ exact bin edges, one formula), and the harness' logs read back with
   keeps lm-evaluation-harness' own metrics and adds the items that the aggregations
   ``ece``, ``mce``, ``brier``, ``log_loss``, ``word_perplexity``, ``byte_perplexity`` and
   ``bits_per_byte`` of the same module reduce (``pip install 'calib-frames[lm-eval]'``).
+* :mod:`calib_frames.integrations.lighteval`: ``calibration()``, a corpus-level metric for
+  a custom task's ``metrics`` that reports ``ece``, ``mce``, ``brier`` and ``log_loss``
+  (``pip install 'calib-frames[lighteval]'``).
 
 Importing :mod:`calib_frames` (or this package) imports no harness; each module imports
 its harness when it is imported itself.

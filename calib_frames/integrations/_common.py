@@ -1,15 +1,16 @@
-"""The one reduction both harness integrations call: predictions → one group's metrics."""
+"""The reductions the harness integrations share: predictions → one group's metrics."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import polars as pl
 
+import calib_frames as cf
 from calib_frames.binning import BinsLike
-from calib_frames.metrics import calibration_metrics
 
-__all__ = ["group_metrics"]
+__all__ = ["choice_metrics", "group_metrics"]
 
 
 def group_metrics(
@@ -29,7 +30,44 @@ def group_metrics(
     """
     if predictions.height == 0:
         return {name: math.nan for name in ("ece", "mce", "brier", "log_loss", "accuracy")}
-    row = calibration_metrics(
+    row = cf.calibration_metrics(
         predictions, bins=bins, log_confidence=log_confidence, mce_min_count=mce_min_count
     ).row(0, named=True)
     return {name: math.nan if value is None else float(value) for name, value in row.items()}
+
+
+def choice_metrics(
+    logliks: Sequence[Sequence[float]],
+    golds: Sequence[Sequence[int]],
+    *,
+    bins: int = 10,
+    mce_min_count: int = 10,
+) -> dict[str, float]:
+    """:func:`group_metrics` of multiple-choice questions given by their option scores.
+
+    Question i offers ``len(logliks[i])`` options with those log-likelihoods; its gold
+    options are ``golds[i]`` (an index outside the options counts as no gold). The
+    prediction is the argmax option (ties to the first), its confidence the softmax over
+    the question's options and it is correct when it is a gold option:
+    :func:`~calib_frames.sources.choice_predictions` with ``no_gold="wrong"`` (a question
+    without a gold option is answered wrong, as lm-eval and lighteval score it), reduced
+    from the exact log-probability (``log_confidence``).
+    """
+    questions = pl.DataFrame(
+        {
+            "loglik": [[float(v) for v in row] for row in logliks],
+            "golds": [[int(g) for g in row] for row in golds],
+        },
+        schema={"loglik": pl.List(pl.Float64), "golds": pl.List(pl.Int64)},
+    )
+    options = (
+        questions.with_row_index("question")
+        .with_columns(pl.int_ranges(pl.col("loglik").list.len()).alias("option"))
+        .explode("loglik", "option")
+        .with_columns(pl.col("golds").list.contains(pl.col("option")).alias("is_gold"))
+        .drop("golds")
+    )
+    predictions = cf.sources.choice_predictions(options, no_gold="wrong")
+    return group_metrics(
+        predictions, bins=bins, log_confidence="log_confidence", mce_min_count=mce_min_count
+    )

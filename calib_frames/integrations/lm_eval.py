@@ -78,7 +78,7 @@ from lm_eval.api.task import ConfigurableTask
 
 import calib_frames as cf
 from calib_frames.exceptions import ArgumentError
-from calib_frames.integrations._common import group_metrics
+from calib_frames.integrations._common import choice_metrics
 
 __all__ = [
     "bits_per_byte",
@@ -196,23 +196,11 @@ def _choice_metric(
     items: Sequence[Sequence[Any]], name: str, *, bins: int = 10, mce_min_count: int = 10
 ) -> float:
     """One calibration metric of the documents' ``[logliks, golds]`` items."""
-    questions = pl.DataFrame(
-        {
-            "loglik": [[float(v) for v in logliks] for logliks, _ in items],
-            "golds": [[int(g) for g in golds] for _, golds in items],
-        },
-        schema={"loglik": pl.List(pl.Float64), "golds": pl.List(pl.Int64)},
-    )
-    options_frame = (
-        questions.with_row_index("question")
-        .with_columns(pl.int_ranges(pl.col("loglik").list.len()).alias("option"))
-        .explode("loglik", "option")
-        .with_columns(pl.col("golds").list.contains(pl.col("option")).alias("is_gold"))
-        .drop("golds")
-    )
-    predictions = cf.sources.choice_predictions(options_frame, no_gold="wrong")
-    metrics = group_metrics(
-        predictions, bins=bins, log_confidence="log_confidence", mce_min_count=mce_min_count
+    metrics = choice_metrics(
+        [logliks for logliks, _ in items],
+        [golds for _, golds in items],
+        bins=bins,
+        mce_min_count=mce_min_count,
     )
     return metrics[name]
 

@@ -1,5 +1,6 @@
 """Helpers of the harness tests: the repository root, an environment that sees this checkout
-and its entry points, and subprocess runs of the harnesses (offline)."""
+and its entry points, subprocess runs of the harnesses (offline), and a log's predictions read
+back the way a harness scores multiple choice."""
 
 from __future__ import annotations
 
@@ -8,6 +9,10 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
+
+import polars as pl
+
+import calib_frames as cf
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -54,3 +59,10 @@ def run(command: list[str], env: dict[str, str], cwd: Path) -> str:
 def scripts_bin(name: str) -> str:
     """The console script ``name`` of this interpreter's environment."""
     return str(Path(sys.executable).parent / name)
+
+
+def raw_predictions(options: pl.LazyFrame) -> pl.DataFrame:
+    """One prediction per document of a harness log's options frame: the argmax option, its
+    softmax confidence (raw scoring), wrong without a gold option (as lm-eval and lighteval)."""
+    chosen = cf.sources.choice_predictions(options, by=["model", "task", "run"], no_gold="wrong")
+    return chosen.filter(pl.col("scoring") == "raw").collect()

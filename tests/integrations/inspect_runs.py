@@ -1,7 +1,7 @@
 """Real inspect_ai runs for the integration tests: ``python inspect_runs.py LOG_DIR [RUN ...]``.
 
-Run in a subprocess by ``test_inspect_ai_integration.py`` (inspect's own dependencies warn on import,
-which pytest's ``filterwarnings = error`` would turn into failures). The model is inspect's
+Run in a subprocess by ``test_inspect_ai_integration.py`` (inspect's own dependencies warn on
+import, which pytest's ``filterwarnings = error`` would turn into failures). The model is inspect's
 ``mockllm`` with a callable that answers each multiple-choice prompt with ``ANSWER: X`` and
 log-probabilities in inspect's own types (``usage=`` set, else mockllm counts tokens with
 tiktoken, which downloads its encoding). Everything else — the ``multiple_choice`` solver,

@@ -45,7 +45,9 @@ def test_extras_and_entry_point_are_declared() -> None:
     extras = project["optional-dependencies"]
     assert extras["inspect"] == ["inspect-ai>=0.3.285"]
     assert extras["lm-eval"] == ["lm-eval>=0.4.13,<0.5"]
-    assert {"inspect-ai==0.3.285", "lm-eval==0.4.13"} <= set(extras["test"])
+    assert extras["lighteval"] == ["lighteval>=0.13,<0.14", "huggingface_hub<1", "xxhash<4"]
+    pins = {"inspect-ai==0.3.285", "lm-eval==0.4.13", "lighteval==0.13.0"}
+    assert pins | {"huggingface_hub<1", "xxhash<4"} <= set(extras["test"])
     (target,) = project["entry-points"]["inspect_ai"].values()
     module = importlib.import_module(target)
     assert module.__name__ == "calib_frames.integrations.inspect_ai"

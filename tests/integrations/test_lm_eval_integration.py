@@ -11,7 +11,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from harness_runs import ROOT, harness_env, run, scripts_bin
+from harness_runs import ROOT, harness_env, raw_predictions, run, scripts_bin
 
 import calib_frames as cf
 from calib_frames.comparison import lm_eval_comparison
@@ -127,17 +127,10 @@ def results(out: Path) -> dict[str, dict[str, object]]:
     return document["results"] | {"group_subtasks": document["group_subtasks"]}
 
 
-def predictions(out: Path) -> pl.DataFrame:
-    """The logged samples read back: one prediction per document (raw softmax, lm-eval's acc)."""
-    options = cf.sources.scan_lm_eval_options(out)
-    chosen = cf.sources.choice_predictions(options, by=["model", "task", "run"], no_gold="wrong")
-    return chosen.filter(pl.col("scoring") == "raw").collect()
-
-
 @pytest.mark.slow
 def test_reported_calibration_equals_calib_frames_on_the_samples(lm_eval_run: Path) -> None:
     reported = results(lm_eval_run)
-    preds = predictions(lm_eval_run)
+    preds = raw_predictions(cf.sources.scan_lm_eval_options(lm_eval_run))
     metrics = cf.calibration_metrics(preds, by="task", log_confidence="log_confidence")
     for task in ("calib_colors_cf", "calib_sums_cf"):
         expected = metrics.filter(task=task).row(0, named=True)
@@ -179,7 +172,9 @@ def test_group_pooled_ece_from_the_bin_tables(lm_eval_run: Path) -> None:
     reported = results(lm_eval_run)
     subtasks = reported["group_subtasks"]["calib_group"]  # type: ignore[index]
     assert sorted(subtasks) == ["calib_colors_cf", "calib_sums_cf"]
-    preds = predictions(lm_eval_run).filter(pl.col("task").is_in(subtasks))
+    preds = raw_predictions(cf.sources.scan_lm_eval_options(lm_eval_run)).filter(
+        pl.col("task").is_in(subtasks)
+    )
     stats = cf.bin_statistics(preds, by=["model", "task"])
     pooled = cf.metrics_from_bin_statistics(cf.merge_bin_statistics(stats, by="model"))
     direct = cf.calibration_metrics(preds.drop("task"), by="model")
