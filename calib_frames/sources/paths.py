@@ -14,8 +14,10 @@ The readers of every source (tables and evaluation logs) find their files here.
 from __future__ import annotations
 
 import glob as globbing
+import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Literal
 
@@ -129,12 +131,19 @@ def files_under(folder: Path, pattern: str = "*") -> Iterator[Path]:
     """The files below ``folder`` named like ``pattern`` that a folder read takes.
 
     Hidden and ``_``-prefixed files and folders (``.git``, ``_SUCCESS``) are left out;
-    links to folders are not followed (a link loop is no endless read).
+    links to folders are not followed (a link loop is no endless read); a folder that
+    cannot be listed is a ReadError, never a part left out.
     """
-    for file in folder.rglob(pattern):
-        parts = file.relative_to(folder).parts
-        if not any(part.startswith((".", "_")) for part in parts) and file.is_file():
-            yield file
+
+    def refuse(error: OSError) -> None:
+        raise ReadError(f"{error.filename}: cannot list the folder ({error.strerror})")
+
+    for root, folders, names in os.walk(folder, onerror=refuse):
+        folders[:] = [name for name in folders if not name.startswith((".", "_"))]
+        for name in names:
+            file = Path(root) / name
+            if not name.startswith((".", "_")) and fnmatchcase(name, pattern) and file.is_file():
+                yield file
 
 
 def format_of(file: Path, format: str | None) -> Format:

@@ -3,8 +3,10 @@ and the rows the command line reads, against each reader called by hand."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -279,3 +281,24 @@ def test_notebook_and_command_line_read_the_same_rows(tmp_path: Path) -> None:
     read = sources.scan_eval_logs(FIXTURES["inspect"])
     table = cf.compare(read.predictions, by=read.format.by, log_confidence="log_confidence")
     assert_frame_equal(table.collect(), pl.read_parquet(out), rel_tol=1e-12, abs_tol=1e-15)
+
+
+def test_a_subfolder_that_cannot_be_listed_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An unreadable subfolder was left out of a folder read without a word (pathlib's
+    rglob passes over it): now it is named. (Simulated: the tests may run as root.)"""
+    shutil.copytree(FIXTURES["inspect"], tmp_path / "logs")
+    shutil.copytree(FIXTURES["inspect"], tmp_path / "logs" / "sub")
+    listing = os.scandir
+
+    def scandir(path: str) -> Any:
+        if Path(path).name == "sub":
+            raise PermissionError(13, "Permission denied", str(path))
+        return listing(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    with pytest.raises(ReadError, match=r"logs/sub: cannot list the folder \(Permission denied\)"):
+        sources.scan_eval_logs(tmp_path / "logs")
+    with pytest.raises(ReadError, match=r"logs/sub: cannot list the folder"):
+        sources.scan_table(tmp_path / "logs")
