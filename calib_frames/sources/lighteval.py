@@ -25,7 +25,8 @@ counts that space: lighteval's ``acc_norm`` (0.10) and
 ``normalize="char"`` reproduces them, as ``raw`` reproduces ``acc``.
 
 A question read twice (two details files of the same model, task and run: a copy of the
-output folder; a ``doc.id`` twice in one file) is a ReadError naming both places.
+output folder; a ``doc.id`` twice in one file; one file's bytes under another model's
+folder) is a ReadError naming both places.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import polars as pl
 from calib_frames.exceptions import ReadError
 from calib_frames.sources.lm_eval import DATE_STAMP
 from calib_frames.sources.paths import PathsLike, expand_paths, files_under
-from calib_frames.sources.read_errors import guarded_scan, refuse_repeats
+from calib_frames.sources.read_errors import guarded_scan, refuse_copies, refuse_repeats
 
 __all__ = ["KEYS", "found_in", "scan_lighteval_options"]
 
@@ -175,5 +176,10 @@ def scan_lighteval_options(paths: PathsLike) -> pl.LazyFrame:
     refuse_repeats(
         keyed, ["model", "task", "run"], place=lambda row: row["file"], what="lighteval run"
     )
+    names: dict[str, list[Path]] = {}  # a rerun's file has its own name (date), a copy not
+    for file, *_ in found:
+        names.setdefault(Path(file).name, []).append(Path(file))
+    for files in names.values():
+        refuse_copies(files, what="lighteval details file")
     frames = [_options_of(Path(file), task, run) for file, _, task, run in found]
     return pl.concat(frames, how="vertical")

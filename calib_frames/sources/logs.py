@@ -200,8 +200,8 @@ LOG_FORMATS: dict[str, LogFormat] = {
             scan=helm.scan_helm_instances,
             latest_run=False,
             unconfident="HELM instances without max_prob",
-            unlogged="HELM instances of runs without scenario_state.json (the completions' "
-            "log-probabilities)",
+            unlogged="HELM instances without their completion's log-probability (in "
+            "scenario_state.json)",
         ),
         LogFormat(
             name="lighteval",

@@ -241,8 +241,9 @@ def test_the_cli_reads_a_run_without_scenario_state_saying_so(
     out = tmp_path / "t.csv"
     assert main(["compare", str(run), "--no-uncertainty", "--output", str(out)]) == 0
     err = capsys.readouterr().err
-    assert "log_confidence = ln(confidence) for 40 HELM instances of runs without " in err
-    assert "scenario_state.json" in err and "log_confidence'" not in err
+    note = "log_confidence = ln(confidence) for 40 HELM instances without their completion's "
+    assert f"{note}log-probability (in scenario_state.json)" in err
+    assert "log_confidence'" not in err
     rows = scan_helm_instances(FOLDERS[0]).collect()
     keys = ["model", "task", "perturbation"]
     expected = cf.calibration_metrics(rows, by=keys).sort(keys, nulls_last=False)

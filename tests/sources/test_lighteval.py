@@ -183,3 +183,14 @@ def test_a_question_read_twice_is_refused_naming_both_places(tmp_path: Path) -> 
     )
     with pytest.raises(ReadError, match=rf"{rows} hold the same lighteval question"):
         scan_lighteval_options(tmp_path)
+
+
+def test_a_details_file_copied_where_its_path_names_another_model(tmp_path: Path) -> None:
+    """lighteval's model is the folder path under details/: a copy in details_old/ read as
+    model 'tiny-gpt2-m' beside 'calib/tiny-gpt2-m', every question counted twice."""
+    shutil.copytree(ROOT / "current" / "details", tmp_path / "details")
+    shutil.copytree(ROOT / "current" / "details", tmp_path / "details_old")
+    with pytest.raises(ReadError, match=r"details/calib/.* and .*details_old/calib/.* are the"):
+        scan_lighteval_options(tmp_path)
+    with pytest.raises(ReadError, match=r"same lighteval details file, byte for byte: each is"):
+        scan_lighteval_options(tmp_path)
