@@ -284,8 +284,9 @@ def scan_helm_instances(paths: PathsLike) -> pl.LazyFrame:
     Raises
     ------
     ReadError
-        No run folder, a run folder without ``run_spec.json``, malformed JSON (file and
-        line), a file that is not what HELM writes there.
+        No run folder, a run folder without ``run_spec.json`` or ``per_instance_stats.json``,
+        malformed JSON (file and line), a file that is not what HELM writes there; a run
+        or an instance read twice (both places).
 
     Examples
     --------

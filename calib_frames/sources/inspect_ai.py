@@ -237,7 +237,11 @@ class _Archive:
         return data
 
     def _zstd(self, info: zipfile.ZipInfo, where: str) -> bytes:
-        """A zstd member, decompressed 1 MiB at a time up to the size the archive lists."""
+        """A zstd member, decompressed in chunks up to the size the archive lists.
+
+        Chunks of at most 1 MiB, one byte past the listed size for a small member: a
+        frame that expands further is stopped there.
+        """
         import zstandard  # imported on the first zstd member, not with the package
 
         raw = self.raw
@@ -254,8 +258,10 @@ class _Archive:
             raise ReadError(f"{where}: cut short (a truncated archive?)")
         chunks, size = [], 0
         try:
-            reader = zstandard.ZstdDecompressor().read_to_iter(io.BytesIO(data), write_size=1 << 20)
-            for chunk in reader:  # a loop over 1 MiB chunks: at most 1 MiB past the size
+            chunk_size = min(info.file_size + 1, 1 << 20)
+            decompressor = zstandard.ZstdDecompressor()
+            reader = decompressor.read_to_iter(io.BytesIO(data), write_size=chunk_size)
+            for chunk in reader:  # a loop over chunks: at most one chunk past the size
                 size += len(chunk)
                 if size > info.file_size:
                     break
@@ -296,7 +302,7 @@ def _header_row(file: Path, header: Any, where: str) -> dict[str, Any]:
         "scorers": sorted({s for s in scorers if isinstance(s, str)}),
         "file": str(file),
         "status": header.get("status"),
-        "dataset": dataset.get("samples") if isinstance(dataset, dict) else None,
+        "dataset_samples": dataset.get("samples") if isinstance(dataset, dict) else None,
     }
 
 
@@ -425,7 +431,8 @@ def read_inspect_logs(paths: PathsLike) -> pl.DataFrame:
     ------
     ReadError
         A file that is not an inspect log: not a zip archive, no ``header.json`` member,
-        malformed JSON (file and member, or file and line).
+        malformed JSON (file and member, or file and line); a member cut short or
+        expanding past :data:`EXPANSION_LIMIT` times the archive's size; no log found.
 
     Examples
     --------
@@ -449,7 +456,8 @@ def _log_frames(
         pl.col("output").struct.field("choices").list.first().struct.field("logprobs")
     ).struct.field("content")
     keys = [pl.lit(header[key], pl.String).alias(key) for key in ("model", "task", "run", "log")]
-    whole = header["dataset"] is None or frame["id"].n_unique() >= header["dataset"]
+    size = header["dataset_samples"]
+    whole = size is None or frame["id"].n_unique() >= size
     complete = header["status"] in (None, "success") and whole
     base = frame.select(
         *keys,
@@ -464,22 +472,19 @@ def _log_frames(
         pl.col("output").struct.field("completion").alias("completion"),
         content.alias(_TOKENS),
     )
-    scores = [pl.DataFrame(schema={_ROW: pl.UInt32, "scorer": pl.String, "value": pl.String,
-                                   "score": pl.Float64, "answer": pl.String})]  # fmt: skip
+    scores = [pl.DataFrame(schema={_ROW: pl.UInt32, _PLACE: pl.String, "scorer": pl.String,
+                                   "value": pl.String, "answer": pl.String})]  # fmt: skip
     for scorer in header["scorers"]:  # a loop over the log's scorers (columns)
         score = pl.col("scores").struct.field(scorer)
-        scored = frame.select(
-            _ROW,
-            _PLACE,
-            pl.lit(scorer, pl.String).alias("scorer"),
-            score.struct.field("value").alias("value"),
-            _score(score.struct.field("value")).alias("score"),
-            score.struct.field("answer").alias("answer"),
-        ).filter(pl.col("value").is_not_null())
-        unknown = scored.filter(pl.col("score").is_null()).head(1)
-        if unknown.height:
-            _refuse_value(unknown[_PLACE].item(), scorer, unknown["value"].item())
-        scores.append(scored.drop(_PLACE))
+        scores.append(
+            frame.select(
+                _ROW,
+                _PLACE,
+                pl.lit(scorer, pl.String).alias("scorer"),
+                score.struct.field("value").alias("value"),
+                score.struct.field("answer").alias("answer"),
+            ).filter(pl.col("value").is_not_null())
+        )
     return base, pl.concat(scores, how="vertical")
 
 
@@ -633,7 +638,8 @@ def scan_inspect_samples(paths: PathsLike) -> pl.LazyFrame:
     -------
     LazyFrame
         Prediction rows: ``model``, ``task``, ``run`` (``eval.created``), ``log`` (file
-        name), ``scorer``, ``sample`` (String id), ``epoch`` (1-based), ``value``
+        name), ``complete`` (the run finished over every sample of its data set),
+        ``scorer``, ``sample`` (String id), ``epoch`` (1-based), ``value``
         (inspect's score value as text), ``score`` (Float64: C 1, P 0.5, I/N 0, numbers
         as is), ``correct`` (Boolean: full credit), ``answer`` (the scorer's extracted
         answer), ``completion``, ``confidence``, ``log_confidence`` (null without
@@ -647,7 +653,8 @@ def scan_inspect_samples(paths: PathsLike) -> pl.LazyFrame:
     Raises
     ------
     ReadError
-        As :func:`read_inspect_logs`, and samples that do not parse (file and member).
+        As :func:`read_inspect_logs`; samples that do not parse, a score value that is no
+        outcome, a sample read twice (file and member, each place).
 
     Examples
     --------
@@ -676,7 +683,11 @@ def _logs(paths: PathsLike) -> tuple[pl.LazyFrame, pl.LazyFrame]:
         place=lambda row: row[_PLACE],
         what="inspect sample",
     )
-    return base.drop(_PLACE).lazy(), pl.concat(scores).lazy()
+    scored = pl.concat(scores).with_columns(_score(pl.col("value")).alias("score"))
+    unknown = scored.filter(pl.col("score").is_null()).head(1)
+    if unknown.height:
+        _refuse_value(unknown[_PLACE].item(), unknown["scorer"].item(), unknown["value"].item())
+    return base.drop(_PLACE).lazy(), scored.drop(_PLACE).lazy()
 
 
 def scan_inspect_options(paths: PathsLike) -> pl.LazyFrame:

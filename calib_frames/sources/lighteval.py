@@ -153,7 +153,7 @@ def scan_lighteval_options(paths: PathsLike) -> pl.LazyFrame:
     ------
     ReadError
         No details file, a file that is not parquet, or a parquet file with neither
-        layout's columns.
+        layout's columns; a question read twice (both places).
 
     Examples
     --------

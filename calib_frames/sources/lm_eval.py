@@ -188,7 +188,8 @@ def read_lm_eval_runs(paths: PathsLike | pl.DataFrame) -> pl.DataFrame:
     ------
     ReadError
         No results file, an unreadable results file, or a samples file without the
-        results file of its run (or whose task that file does not know).
+        results file of its run (or whose task that file does not know); a task's run
+        found twice (both places).
     TableError
         A frame that is not one of this function's (missing its columns).
 
@@ -502,7 +503,8 @@ def scan_lm_eval_options(paths: PathsLike | pl.DataFrame) -> pl.LazyFrame:
     Raises
     ------
     ReadError
-        As :func:`read_lm_eval_runs`; when collected, a malformed samples line (file, line).
+        As :func:`read_lm_eval_runs`; a malformed samples line, or a document logged twice
+        (file and lines).
 
     Examples
     --------
