@@ -177,9 +177,9 @@ def scan_lighteval_options(paths: PathsLike) -> pl.LazyFrame:
         keyed, ["model", "task", "run"], place=lambda row: row["file"], what="lighteval run"
     )
     names: dict[str, list[Path]] = {}  # a rerun's file has its own name (date), a copy not
-    for file, *_ in found:
-        names.setdefault(Path(file).name, []).append(Path(file))
+    for name, *_ in found:
+        names.setdefault(Path(name).name, []).append(Path(name))
     for files in names.values():
         refuse_copies(files, what="lighteval details file")
-    frames = [_options_of(Path(file), task, run) for file, _, task, run in found]
+    frames = [_options_of(Path(name), task, run) for name, _, task, run in found]
     return pl.concat(frames, how="vertical")
