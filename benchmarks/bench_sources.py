@@ -245,12 +245,36 @@ INSPECT_FIELDS = ("score", "confidence")
 
 
 def inspect_folder(folder: Path, n: int) -> int:
-    """Copies of the four fixture ``.eval`` logs until about ``n`` sample-epochs; the count."""
+    """Copies of the four fixture ``.eval`` logs until about ``n`` sample-epochs; the count.
+
+    Each copy is a run of its own (the reader refuses a sample read twice): its
+    ``header.json`` is stored again with another ``eval.created`` (``zipfile`` reads the
+    last entry of a name), the zstd sample members are the fixture's.
+    """
+    import warnings
+    import zipfile
+
+    import zstandard
+
     logs = sorted((FIXTURES / "inspect_ai" / "logs").glob("*.eval"))
+    headers = []
+    for log in logs:
+        raw = log.read_bytes()
+        with zipfile.ZipFile(log) as archive:
+            info = archive.getinfo("header.json")
+        start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+        data = raw[start : start + info.compress_size]
+        headers.append(json.loads(zstandard.ZstdDecompressor().decompressobj().decompress(data)))
     copies, rows = 0, 0
     while rows < n:
-        for log in logs:
-            (folder / f"{copies:05d}_{log.name}").write_bytes(log.read_bytes())
+        for log, header in zip(logs, headers, strict=True):
+            target = folder / f"{copies:05d}_{log.name}"
+            target.write_bytes(log.read_bytes())
+            created = header["eval"]["created"].replace("+", f".{copies:06d}+")
+            run = {**header, "eval": {**header["eval"], "created": created}}
+            with warnings.catch_warnings(), zipfile.ZipFile(target, "a") as archive:
+                warnings.simplefilter("ignore", UserWarning)  # header.json stored again
+                archive.writestr("header.json", json.dumps(run))
         copies += 1
         rows += 144  # 40 + 40 + 16 x 2 + 16 x 2 sample-epochs
     return rows
@@ -400,10 +424,13 @@ LIGHTEVAL_FIELDS = ("option", "loglik", "is_gold", "chars")
 
 
 def lighteval_folder(folder: Path, n: int) -> None:
-    """A details file (struct layout) with about ``n`` documents."""
+    """A details file (struct layout) with about ``n`` documents (each ``doc.id`` once)."""
     source = next((FIXTURES / "lighteval" / "current" / "details").rglob("*.parquet"))
     rows = pl.read_parquet(source)
-    repeated = pl.concat([rows] * max(1, n // rows.height))
+    repeated = pl.concat(
+        rows.with_columns(pl.col("doc").struct.with_fields(pl.field("id") + f"_{copy}"))
+        for copy in range(max(1, n // rows.height))
+    )
     target = folder / "details" / "bench" / source.parent.name / source.name
     target.parent.mkdir(parents=True)
     repeated.write_parquet(target)

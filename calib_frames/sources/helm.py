@@ -20,6 +20,12 @@ after the run spec (``<scenario>,<args>:model=<model with / as _>``; the name ho
 A perturbed instance (``data_augmentation=…``) keeps the original's ``instance_id``:
 ``perturbation`` (the perturbation's ``name``, null for the original) is part of the
 key, as it is a context of HELM's ``stats.json`` (``computed_on: "perturbed"``).
+
+A run folder is one holding ``run_spec.json``, ``scenario.json``, ``scenario_state.json``
+or ``per_instance_stats.json``. One without ``per_instance_stats.json`` (HELM writes it
+when the run finishes: a failed or unfinished run) is a ReadError naming it, never left
+out silently; so are two folders of the same run (a run folder copied beside itself, the
+same run in two suites) and an instance listed twice, each naming both places.
 """
 
 from __future__ import annotations
@@ -33,7 +39,8 @@ from typing import Any
 import polars as pl
 
 from calib_frames.exceptions import ReadError
-from calib_frames.sources.paths import PathsLike, expand_paths
+from calib_frames.sources.paths import PathsLike, expand_paths, files_under
+from calib_frames.sources.read_errors import refuse_repeats
 
 __all__ = ["KEYS", "found_in", "read_helm_stats", "scan_helm_instances"]
 
@@ -41,6 +48,7 @@ KEYS = ("model", "task", "run", "perturbation")
 """The group keys of the frames read from HELM run folders."""
 
 _STATS = "per_instance_stats.json"
+_RUN_FILES = ("run_spec.json", "scenario.json", "scenario_state.json", _STATS)
 _NAME = pl.Struct(
     {"name": pl.String, "split": pl.String, "perturbation": pl.Struct({"name": pl.String})}
 )
@@ -75,10 +83,14 @@ _JOIN = ["instance", "train_trial_index", "perturbation"]
 
 
 def found_in(path: Path) -> bool:
-    """Whether ``path`` is a HELM ``per_instance_stats.json``, or a folder holding one."""
+    """Whether ``path`` is a HELM ``per_instance_stats.json``, or a folder holding one.
+
+    A folder holding a ``run_spec.json`` is one too (a run folder, finished or not).
+    """
     if path.is_file():
         return path.name == _STATS
-    return path.is_dir() and any(path.rglob(_STATS))
+    names = (_STATS, "run_spec.json")
+    return path.is_dir() and any(any(files_under(path, name)) for name in names)
 
 
 def _load(file: Path) -> Any:
@@ -115,12 +127,19 @@ def _read_json(file: Path, schema: dict[str, pl.DataType], *, array: bool) -> pl
 
 
 def _runs(paths: PathsLike) -> list[tuple[Path, dict[str, Any]]]:
-    """Every run folder under ``paths`` (one with ``per_instance_stats.json``) and its spec."""
-    folders = sorted(
-        {file.parent for file, _ in expand_paths(paths, suffixes=(".json",)) if file.name == _STATS}
-    )
+    """Every run folder under ``paths`` and its spec, each run once (see the module)."""
+    files = expand_paths(paths, suffixes=(".json",))
+    folders = sorted({file.parent for file, _ in files if file.name in _RUN_FILES})
     if not folders:
         raise ReadError(f"{paths}: no HELM run folder ({_STATS}) found")
+    unfinished = [folder for folder in folders if not (folder / _STATS).is_file()]
+    if unfinished:
+        more = f" (and {len(unfinished) - 1:,} more)" if len(unfinished) > 1 else ""
+        raise ReadError(
+            f"{unfinished[0]}{more}: a HELM run folder without {_STATS}, which HELM writes "
+            "when a run finishes (a failed or unfinished run?): finish it, or move it out of "
+            "the folder read (or start its name with '_', which folder reads skip)"
+        )
     runs = []
     for folder in folders:  # a loop over run folders
         spec_file = folder / "run_spec.json"
@@ -131,13 +150,26 @@ def _runs(paths: PathsLike) -> list[tuple[Path, dict[str, Any]]]:
         if not isinstance(adapter, dict) or not isinstance(adapter.get("model"), str):
             raise ReadError(f"{spec_file}: not a HELM run spec (no adapter_spec.model)")
         runs.append((folder, spec))
+    keyed = pl.DataFrame(
+        [
+            (str(folder), spec["adapter_spec"]["model"], _run_name(folder, spec))
+            for folder, spec in runs
+        ],
+        schema={"folder": pl.String, "model": pl.String, "run": pl.String},
+        orient="row",
+    )
+    refuse_repeats(keyed, ["model", "run"], place=lambda row: row["folder"], what="HELM run")
     return runs
 
 
-def _run_keys(folder: Path, spec: dict[str, Any]) -> list[pl.Expr]:
+def _run_name(folder: Path, spec: dict[str, Any]) -> str:
+    """The run spec's name (the folder's name when the spec has none)."""
     name = spec.get("name")
-    if not isinstance(name, str):
-        name = folder.name
+    return name if isinstance(name, str) else folder.name
+
+
+def _run_keys(folder: Path, spec: dict[str, Any]) -> list[pl.Expr]:
+    name = _run_name(folder, spec)
     task = re.split(r"[,:]", name, maxsplit=1)[0]
     return [
         pl.lit(spec["adapter_spec"]["model"], pl.String).alias("model"),
@@ -158,9 +190,21 @@ def _stat(name: str) -> pl.Expr:
 
 
 def _instances(folder: Path, spec: dict[str, Any]) -> pl.LazyFrame:
-    stats = _read_json(folder / _STATS, _INSTANCE_STATS, array=True).lazy()
+    stats = _read_json(folder / _STATS, _INSTANCE_STATS, array=True)
+    keyed = stats.select(
+        pl.int_range(pl.len()).alias("item"),
+        pl.col("instance_id").alias("instance"),
+        "train_trial_index",
+        pl.col("perturbation").struct.field("name").alias("perturbation"),
+    )
+    refuse_repeats(
+        keyed.with_columns(pl.col("perturbation").fill_null("")),  # null: the original
+        ["instance", "train_trial_index", "perturbation"],
+        place=lambda row: f"{folder / _STATS}, item {row['item'] + 1}",
+        what="HELM instance",
+    )
     split = pl.col("stats").list.first().struct.field("name").struct.field("split").alias("split")
-    rows = stats.select(
+    rows = stats.lazy().select(
         pl.col("instance_id").alias("instance"),
         "train_trial_index",
         pl.col("perturbation").struct.field("name").alias("perturbation"),
@@ -240,8 +284,9 @@ def scan_helm_instances(paths: PathsLike) -> pl.LazyFrame:
     Raises
     ------
     ReadError
-        No run folder, a run folder without ``run_spec.json``, malformed JSON (file and
-        line), a file that is not what HELM writes there.
+        No run folder, a run folder without ``run_spec.json`` or ``per_instance_stats.json``,
+        malformed JSON (file and line), a file that is not what HELM writes there; a run
+        or an instance read twice (both places).
 
     Examples
     --------

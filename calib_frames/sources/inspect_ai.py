@@ -8,8 +8,16 @@ inspect_ai (``inspect eval …``) writes one log per (task, model) run, in one o
   compressed with **zstd** (zip method 93), which Python's ``zipfile`` lists but cannot
   read before Python 3.14; they are decompressed here with ``zstandard`` from the raw
   member bytes (after the local file header). Stored and deflated members (older logs)
-  are read by ``zipfile`` itself. Only ``header.json`` and ``samples/`` are read.
-* ``.json``: one document with the same header keys and a ``samples`` list.
+  are read by ``zipfile`` itself. Only ``header.json`` and ``samples/`` are read. What
+  a member may expand to is bounded: the members read from one archive may decompress to
+  at most :data:`EXPANSION_LIMIT` (1,000) times the archive's size in all (a real log
+  expands about 5 times; a zip bomb is refused in one line, before it reaches memory),
+  and a member that decompresses to another size than the archive lists (a zstd frame
+  cut short) is a ReadError naming archive and member.
+* ``.json``: one document with the same header keys and a ``samples`` list, opening with
+  ``{"version": …, "status": …, "eval": …``. In a folder, the ``.json`` files that do not
+  open so (inspect's own ``logs.json`` and ``eval-set.json``, other tools' files) are
+  not logs and are left out; named on their own, they are an error.
 
 Every sample is parsed by polars (``read_ndjson`` over the decompressed members, one
 member per line; ``read_json`` for a ``.json`` log) with a schema of the fields used,
@@ -17,12 +25,17 @@ so the transcript (``events``, ``attachments``) is skipped by the parser.
 
 **What a row is.** One row per (log, sample, epoch, scorer): every epoch is its own
 prediction (its own answer and confidence), and every scorer its own outcome, with the
-scorer as a key. A sample that a scorer did not score has no row for it.
+scorer as a key. A sample that a scorer did not score has no row for it. A sample read
+twice (the same model, task, run, sample id and epoch: a copy of a log, a sample stored
+twice in one archive) is a ReadError naming both places. A log is ``complete`` when its
+run finished (``status`` ``"success"``) over every sample of its data set
+(``eval.dataset.samples``): a run of part of it (``--limit``, ``--sample-id``) is not.
 
 **Correctness.** ``score`` is inspect's ``value_to_float`` of
 ``samples[].scores[scorer].value``: ``"C"`` → 1, ``"P"`` (partial credit) → 0.5,
 ``"I"`` and ``"N"`` (no answer) → 0, ``"yes"``/``"true"`` → 1, ``"no"``/``"false"`` → 0,
-a number as is; any other value gives null. ``correct`` is **full credit only**
+a number as is; any other value (a dict or list of values, another word) is a
+ReadError naming file, member and scorer. ``correct`` is **full credit only**
 (``score == 1``): a partial-credit answer is not correct (its ``score`` keeps the 0.5).
 inspect's own ``accuracy`` (and ``mean``) is the mean over samples of the epoch mean of
 ``score`` (its default ``mean`` reducer): ``group_by("sample").mean()`` then ``mean()``.
@@ -57,6 +70,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import struct
 import zipfile
 from pathlib import Path
@@ -65,11 +79,13 @@ from typing import Any, BinaryIO
 import polars as pl
 
 from calib_frames.exceptions import ReadError
-from calib_frames.sources.paths import PathsLike, expand_paths
+from calib_frames.sources.paths import PathsLike, expand_paths, files_under, path_items
+from calib_frames.sources.read_errors import refuse_repeats
 from calib_frames.sources.text import clean_text
 from calib_frames.validation import working
 
 __all__ = [
+    "EXPANSION_LIMIT",
     "KEYS",
     "found_in",
     "read_inspect_logs",
@@ -80,7 +96,11 @@ __all__ = [
 KEYS = ("model", "task", "run", "scorer")
 """The group keys of the frames read from inspect logs (``run`` is ``eval.created``)."""
 
+EXPANSION_LIMIT = 1000
+"""The most an ``.eval`` archive's members may decompress to in all, in times its size."""
+
 _ZSTD = 93  # zip compression method of zstd
+_LOG_HEAD = re.compile(rb'^\s*\{\s*"version"\s*:\s*\d+\s*,\s*"status"\s*:')
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, …, file name length, extra length
 _TOP = pl.List(pl.Struct({"token": pl.String, "logprob": pl.Float64}))
 _TOKEN = pl.Struct({"token": pl.String, "logprob": pl.Float64, "top_logprobs": _TOP})
@@ -97,13 +117,14 @@ _HEADER = pl.Struct(
         "model": pl.String,
         "created": pl.String,
         "eval_id": pl.String,
+        "dataset": pl.Struct({"samples": pl.Int64}),
         "scorers": pl.List(pl.Struct({"name": pl.String})),
     }
 )
 _LETTERS = {chr(65 + i): i for i in range(26)}
 _SCORES = {"C": 1.0, "P": 0.5, "I": 0.0, "N": 0.0}  # inspect's value_to_float: as written
 _WORD_SCORES = {"yes": 1.0, "true": 1.0, "no": 0.0, "false": 0.0}  # ... and in any case
-_GOLDS = working("golds")
+_GOLDS, _PLACE = working("golds"), working("place")
 _ROW, _TOKENS, _POS, _LETTER, _N = (
     working("row"),
     working("tokens"),
@@ -124,27 +145,49 @@ LOG_SCHEMA: dict[str, pl.DataType] = {
 
 
 def _is_log_json(path: Path) -> bool:
-    """A ``.json`` file whose head has inspect's header keys (``status`` and ``eval``)."""
+    """A ``.json`` file that opens as inspect's logs do: ``{"version": n, "status": …``.
+
+    With ``"eval"`` in its first 4 KiB; inspect's ``logs.json`` (keyed by file name) and
+    ``eval-set.json`` do not open so.
+    """
     try:
         with path.open("rb") as handle:
             head = handle.read(4096)
     except OSError:
         return False
-    return b'"status"' in head and b'"eval"' in head
+    return bool(_LOG_HEAD.match(head)) and b'"eval"' in head
+
+
+def _is_log(path: Path) -> bool:
+    suffix = path.suffix.lower()
+    return suffix == ".eval" or (suffix == ".json" and _is_log_json(path))
 
 
 def found_in(path: Path) -> bool:
     """Whether ``path`` is an inspect log, or a folder holding one (searched recursively).
 
-    A log is an ``.eval`` archive, or a ``.json`` file whose first 4 KiB hold inspect's
-    header keys ``"status"`` and ``"eval"``.
+    A log is an ``.eval`` archive, or a ``.json`` file that opens as inspect's logs do.
     """
     if path.is_file():
-        suffix = path.suffix.lower()
-        return suffix == ".eval" or (suffix == ".json" and _is_log_json(path))
-    if not path.is_dir():
-        return False
-    return any(path.rglob("*.eval")) or any(_is_log_json(f) for f in path.rglob("*.json"))
+        return _is_log(path)
+    return path.is_dir() and any(_is_log(file) for file in files_under(path))
+
+
+def _log_files(paths: PathsLike) -> list[Path]:
+    """The logs under ``paths``: every file named on its own, and in folders the logs.
+
+    A ``.json`` file in a folder that does not open as inspect's logs do is left out; one
+    named on its own is refused when read.
+    """
+    named = {Path(item) for item in path_items(paths) if Path(item).is_file()}
+    files = expand_paths(paths, suffixes=(".eval", ".json"))
+    logs = [file for file, _ in files if file in named or _is_log(file)]
+    if not logs:
+        raise ReadError(
+            f"{', '.join(map(str, path_items(paths)))}: no inspect log (an .eval archive, or "
+            '.json opening {"version": …, "status": …) found'
+        )
+    return logs
 
 
 def _sample_schema(scorers: list[str]) -> dict[str, pl.DataType]:
@@ -158,35 +201,80 @@ def _sample_schema(scorers: list[str]) -> dict[str, pl.DataType]:
     }
 
 
-def _member(archive: zipfile.ZipFile, raw: BinaryIO, file: Path, name: str) -> bytes:
-    """The decompressed bytes of one member (zstd by hand, the rest by ``zipfile``)."""
-    try:
-        info = archive.getinfo(name)
-    except KeyError:
-        raise ReadError(f"{file}, member {name}: missing (not a complete inspect log)") from None
-    unreadable = f"{file}, member {name}: cannot decompress it"
-    if info.compress_type != _ZSTD:
-        try:
-            return archive.read(info)
-        except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError) as error:
-            raise ReadError(f"{unreadable} ({error})") from error
-    import zstandard  # imported on the first zstd member, not with the package
+class _Archive:
+    """An open ``.eval`` archive and what its members may still decompress to."""
 
-    try:
-        raw.seek(info.header_offset)
-        signature, name_length, extra_length = _LOCAL_HEADER.unpack(raw.read(30))
-        raw.seek(name_length + extra_length, io.SEEK_CUR)
-        data = raw.read(info.compress_size)
-    except (OSError, struct.error) as error:
-        raise ReadError(f"{unreadable} ({error})") from error
-    if signature != b"PK\x03\x04":
-        raise ReadError(f"{file}, member {name}: no local file header at its offset")
-    if len(data) < info.compress_size:
-        raise ReadError(f"{file}, member {name}: cut short (a truncated archive?)")
-    try:
-        return zstandard.ZstdDecompressor().decompressobj().decompress(data)
-    except zstandard.ZstdError as error:
-        raise ReadError(f"{unreadable} ({error})") from error
+    def __init__(self, file: Path, raw: BinaryIO, archive: zipfile.ZipFile, size: int) -> None:
+        self.file, self.raw, self.archive = file, raw, archive
+        self.bound = EXPANSION_LIMIT * size
+        self.left = self.bound
+
+    def info(self, name: str) -> zipfile.ZipInfo:
+        try:
+            return self.archive.getinfo(name)
+        except KeyError:
+            raise ReadError(
+                f"{self.file}, member {name}: missing (not a complete inspect log)"
+            ) from None
+
+    def read(self, info: zipfile.ZipInfo) -> bytes:
+        """The decompressed bytes of one member (zstd by hand, the rest by ``zipfile``)."""
+        where = f"{self.file}, member {info.filename}"
+        if info.file_size > self.left:
+            raise ReadError(
+                f"{where}: the archive's members expand past {self.bound:,} bytes, "
+                f"{EXPANSION_LIMIT:,} times its size (a real log expands about 5 times: a "
+                "zip bomb, or a damaged archive?)"
+            )
+        if info.compress_type == _ZSTD:
+            data = self._zstd(info, where)
+        else:
+            try:
+                data = self.archive.read(info)  # zipfile stops at the listed size
+            except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError) as error:
+                raise ReadError(f"{where}: cannot decompress it ({error})") from error
+        self.left -= len(data)
+        return data
+
+    def _zstd(self, info: zipfile.ZipInfo, where: str) -> bytes:
+        """A zstd member, decompressed in chunks up to the size the archive lists.
+
+        Chunks of at most 1 MiB, one byte past the listed size for a small member: a
+        frame that expands further is stopped there.
+        """
+        import zstandard  # imported on the first zstd member, not with the package
+
+        raw = self.raw
+        try:
+            raw.seek(info.header_offset)
+            signature, name_length, extra_length = _LOCAL_HEADER.unpack(raw.read(30))
+            raw.seek(name_length + extra_length, io.SEEK_CUR)
+            data = raw.read(info.compress_size)
+        except (OSError, struct.error) as error:
+            raise ReadError(f"{where}: cannot decompress it ({error})") from error
+        if signature != b"PK\x03\x04":
+            raise ReadError(f"{where}: no local file header at its offset")
+        if len(data) < info.compress_size:
+            raise ReadError(f"{where}: cut short (a truncated archive?)")
+        chunks, size = [], 0
+        try:
+            chunk_size = min(info.file_size + 1, 1 << 20)
+            decompressor = zstandard.ZstdDecompressor()
+            reader = decompressor.read_to_iter(io.BytesIO(data), write_size=chunk_size)
+            for chunk in reader:  # a loop over chunks: at most one chunk past the size
+                size += len(chunk)
+                if size > info.file_size:
+                    break
+                chunks.append(chunk)
+        except zstandard.ZstdError as error:
+            raise ReadError(f"{where}: cannot decompress it ({error})") from error
+        if size != info.file_size:
+            got = f"more than {info.file_size:,}" if size > info.file_size else f"{size:,}"
+            raise ReadError(
+                f"{where}: its zstd frame decompresses to {got} bytes, the archive lists "
+                f"{info.file_size:,} (a frame cut short, or a damaged archive)"
+            )
+        return b"".join(chunks)
 
 
 def _json_member(file: Path, name: str, data: bytes) -> Any:
@@ -204,6 +292,7 @@ def _header_row(file: Path, header: Any, where: str) -> dict[str, Any]:
     scorers = [s.get("name") for s in results.get("scores") or []] or [
         s.get("name") for s in evaluation.get("scorers") or []
     ]
+    dataset = evaluation.get("dataset") or {}
     return {
         "model": evaluation["model"],
         "task": evaluation.get("task"),
@@ -212,13 +301,20 @@ def _header_row(file: Path, header: Any, where: str) -> dict[str, Any]:
         "log": file.name,
         "scorers": sorted({s for s in scorers if isinstance(s, str)}),
         "file": str(file),
+        "status": header.get("status"),
+        "dataset_samples": dataset.get("samples") if isinstance(dataset, dict) else None,
     }
 
 
 def _read_eval(file: Path, *, samples: bool = True) -> tuple[dict[str, Any], pl.DataFrame]:
-    """The header row of an ``.eval`` archive and (with ``samples``) its sample frame."""
+    """The header row of an ``.eval`` archive and (with ``samples``) its sample frame.
+
+    Every ``samples/`` entry is read, a name stored twice included (the sample it holds
+    is then refused as read twice); the frame's place column names the member.
+    """
     try:
         raw = file.open("rb")
+        size = file.stat().st_size
     except OSError as error:
         raise ReadError(f"{file}: cannot read it ({error})") from error
     with raw:
@@ -229,25 +325,36 @@ def _read_eval(file: Path, *, samples: bool = True) -> tuple[dict[str, Any], pl.
                 f"{file}: not a zip archive (an .eval log cut short?) ({error})"
             ) from error
         with archive:
-            data = _member(archive, raw, file, "header.json")
+            members = _Archive(file, raw, archive, size)
+            data = members.read(members.info("header.json"))
             header = _header_row(
                 file, _json_member(file, "header.json", data), ", member header.json"
             )
-            names = sorted(
-                n
-                for n in archive.namelist()
-                if samples and n.startswith("samples/") and n.endswith(".json")
+            infos = sorted(
+                (
+                    info
+                    for info in archive.infolist()
+                    if samples
+                    and info.filename.startswith("samples/")
+                    and info.filename.endswith(".json")
+                ),
+                key=lambda info: info.filename,
             )
-            members = [_member(archive, raw, file, name) for name in names]
+            texts = [members.read(info) for info in infos]  # a loop over members
+    names = [info.filename for info in infos]
+    for name, text in zip(names, texts, strict=True):
+        if not text.strip():
+            raise ReadError(f"{file}, member {name}: empty (a sample must be a JSON object)")
     schema = _sample_schema(header["scorers"])
     try:
-        frame = pl.read_ndjson(io.BytesIO(b"\n".join(members)), schema=schema)
+        frame = pl.read_ndjson(io.BytesIO(b"\n".join(texts)), schema=schema)
     except pl.exceptions.PolarsError as error:
-        for name, member in zip(names, members, strict=True):  # error path: name the member
-            if not isinstance(_json_member(file, name, member), dict):
+        for name, text in zip(names, texts, strict=True):  # error path: name the member
+            if not isinstance(_json_member(file, name, text), dict):
                 raise ReadError(f"{file}, member {name}: a sample must be a JSON object") from None
         raise ReadError(f"{file}: samples not readable ({str(error).splitlines()[0]})") from None
-    return header, frame
+    places = [f"{file}, member {name}" for name in names]
+    return header, frame.with_columns(pl.Series(_PLACE, places, dtype=pl.String))
 
 
 def _read_json(file: Path) -> tuple[dict[str, Any], pl.DataFrame]:
@@ -256,6 +363,7 @@ def _read_json(file: Path) -> tuple[dict[str, Any], pl.DataFrame]:
     except OSError as error:
         raise ReadError(f"{file}: cannot read it ({error})") from error
     head_schema = {
+        "status": pl.String(),
         "eval": _HEADER,
         "results": pl.Struct({"scores": pl.List(pl.Struct({"name": pl.String}))}),
     }
@@ -274,8 +382,29 @@ def _read_json(file: Path) -> tuple[dict[str, Any], pl.DataFrame]:
     try:
         samples = pl.read_json(io.BytesIO(text), schema=schema).explode("samples").unnest("samples")
     except pl.exceptions.PolarsError as error:
+        _refuse_values(json.loads(text).get("samples"), header["scorers"], file)  # error path
         raise ReadError(f"{file}: samples not readable ({str(error).splitlines()[0]})") from None
-    return header, samples.filter(pl.col("id").is_not_null())
+    place = pl.format("{}, samples[{}]", pl.lit(str(file)), pl.int_range(pl.len()))
+    return header, samples.with_columns(place.alias(_PLACE)).filter(pl.col("id").is_not_null())
+
+
+def _refuse_values(samples: Any, scorers: list[str], file: Path) -> None:
+    """Name the first score value of a ``.json`` log that is a dict or a list (error path)."""
+    for index, sample in enumerate(samples if isinstance(samples, list) else []):
+        scores = sample.get("scores") if isinstance(sample, dict) else None
+        for scorer in scorers:
+            score = scores.get(scorer) if isinstance(scores, dict) else None
+            value = score.get("value") if isinstance(score, dict) else None
+            if isinstance(value, dict | list):
+                _refuse_value(f"{file}, samples[{index}]", scorer, json.dumps(value))
+
+
+def _refuse_value(place: str, scorer: str, value: str) -> None:
+    shown = value if len(value) <= 60 else value[:57] + "..."
+    raise ReadError(
+        f"{place}: scores.{scorer}.value is {shown}; expected one outcome: C, P, I, N, "
+        "yes/no/true/false or a number"
+    )
 
 
 def _read(file: Path) -> tuple[dict[str, Any], pl.DataFrame]:
@@ -302,7 +431,8 @@ def read_inspect_logs(paths: PathsLike) -> pl.DataFrame:
     ------
     ReadError
         A file that is not an inspect log: not a zip archive, no ``header.json`` member,
-        malformed JSON (file and member, or file and line).
+        malformed JSON (file and member, or file and line); a member cut short or
+        expanding past :data:`EXPANSION_LIMIT` times the archive's size; no log found.
 
     Examples
     --------
@@ -311,7 +441,7 @@ def read_inspect_logs(paths: PathsLike) -> pl.DataFrame:
     ('calib_colors_mc', ['choice'])
     """
     rows = []
-    for file, _ in expand_paths(paths, suffixes=(".eval", ".json")):  # a loop over files
+    for file in _log_files(paths):  # a loop over files
         eval_log = file.suffix.lower() == ".eval"
         rows.append(_read_eval(file, samples=False)[0] if eval_log else _read_json(file)[0])
     return pl.DataFrame(rows, schema=LOG_SCHEMA, orient="row").sort("model", "task", "run")
@@ -326,8 +456,13 @@ def _log_frames(
         pl.col("output").struct.field("choices").list.first().struct.field("logprobs")
     ).struct.field("content")
     keys = [pl.lit(header[key], pl.String).alias(key) for key in ("model", "task", "run", "log")]
+    size = header["dataset_samples"]
+    whole = size is None or frame["id"].n_unique() >= size
+    complete = header["status"] in (None, "success") and whole
     base = frame.select(
         *keys,
+        pl.lit(complete).alias("complete"),
+        _PLACE,
         _ROW,
         pl.col("id").alias("sample"),
         "epoch",
@@ -337,19 +472,31 @@ def _log_frames(
         pl.col("output").struct.field("completion").alias("completion"),
         content.alias(_TOKENS),
     )
-    scores = [pl.DataFrame(schema={_ROW: pl.UInt32, "scorer": pl.String, "value": pl.String,
-                                   "answer": pl.String})]  # fmt: skip
+    scores = [pl.DataFrame(schema={_ROW: pl.UInt32, _PLACE: pl.String, "scorer": pl.String,
+                                   "value": pl.String, "answer": pl.String})]  # fmt: skip
     for scorer in header["scorers"]:  # a loop over the log's scorers (columns)
         score = pl.col("scores").struct.field(scorer)
         scores.append(
             frame.select(
                 _ROW,
+                _PLACE,
                 pl.lit(scorer, pl.String).alias("scorer"),
                 score.struct.field("value").alias("value"),
                 score.struct.field("answer").alias("answer"),
             ).filter(pl.col("value").is_not_null())
         )
     return base, pl.concat(scores, how="vertical")
+
+
+def _score(value: pl.Expr) -> pl.Expr:
+    """Inspect's ``value_to_float`` of a score value written as text (null: none of its forms)."""
+    return pl.coalesce(
+        value.replace_strict(_SCORES, default=None, return_dtype=pl.Float64),
+        value.str.to_lowercase().replace_strict(
+            _WORD_SCORES, default=None, return_dtype=pl.Float64
+        ),
+        value.cast(pl.Float64, strict=False),
+    )
 
 
 def _tokens(base: pl.LazyFrame) -> pl.LazyFrame:
@@ -422,6 +569,7 @@ def _rows(base: pl.LazyFrame, scored: pl.LazyFrame) -> pl.LazyFrame:
             "task",
             "run",
             "log",
+            "complete",
             _ROW,
             "sample",
             "epoch",
@@ -433,16 +581,6 @@ def _rows(base: pl.LazyFrame, scored: pl.LazyFrame) -> pl.LazyFrame:
             "letters_missing",
         )
     )
-    value = pl.col("value")
-    scored = scored.with_columns(
-        pl.coalesce(
-            value.replace_strict(_SCORES, default=None, return_dtype=pl.Float64),
-            value.str.to_lowercase().replace_strict(
-                _WORD_SCORES, default=None, return_dtype=pl.Float64
-            ),
-            value.cast(pl.Float64, strict=False),
-        ).alias("score")
-    )
     return (
         scored.join(confident, on=_ROW, how="inner")
         .select(
@@ -450,6 +588,7 @@ def _rows(base: pl.LazyFrame, scored: pl.LazyFrame) -> pl.LazyFrame:
             "task",
             "run",
             "log",
+            "complete",
             "scorer",
             "sample",
             "epoch",
@@ -499,7 +638,8 @@ def scan_inspect_samples(paths: PathsLike) -> pl.LazyFrame:
     -------
     LazyFrame
         Prediction rows: ``model``, ``task``, ``run`` (``eval.created``), ``log`` (file
-        name), ``scorer``, ``sample`` (String id), ``epoch`` (1-based), ``value``
+        name), ``complete`` (the run finished over every sample of its data set),
+        ``scorer``, ``sample`` (String id), ``epoch`` (1-based), ``value``
         (inspect's score value as text), ``score`` (Float64: C 1, P 0.5, I/N 0, numbers
         as is), ``correct`` (Boolean: full credit), ``answer`` (the scorer's extracted
         answer), ``completion``, ``confidence``, ``log_confidence`` (null without
@@ -513,7 +653,8 @@ def scan_inspect_samples(paths: PathsLike) -> pl.LazyFrame:
     Raises
     ------
     ReadError
-        As :func:`read_inspect_logs`, and samples that do not parse (file and member).
+        As :func:`read_inspect_logs`; samples that do not parse, a score value that is no
+        outcome, a sample read twice (file and member, each place).
 
     Examples
     --------
@@ -528,14 +669,25 @@ def scan_inspect_samples(paths: PathsLike) -> pl.LazyFrame:
 
 
 def _logs(paths: PathsLike) -> tuple[pl.LazyFrame, pl.LazyFrame]:
-    """The samples and the long score rows of every log under ``paths``."""
+    """The samples and the long score rows of every log under ``paths``, each sample once."""
     bases, scores, offset = [], [], 0
-    for file, _ in expand_paths(paths, suffixes=(".eval", ".json")):  # a loop over files
+    for file in _log_files(paths):  # a loop over files
         base, scored = _log_frames(*_read(file), offset)
         bases.append(base)
         scores.append(scored)
         offset += base.height
-    return pl.concat(bases).lazy(), pl.concat(scores).lazy()
+    base = pl.concat(bases)
+    refuse_repeats(
+        base,
+        ["model", "task", "run", "sample", "epoch"],
+        place=lambda row: row[_PLACE],
+        what="inspect sample",
+    )
+    scored = pl.concat(scores).with_columns(_score(pl.col("value")).alias("score"))
+    unknown = scored.filter(pl.col("score").is_null()).head(1)
+    if unknown.height:
+        _refuse_value(unknown[_PLACE].item(), unknown["scorer"].item(), unknown["value"].item())
+    return base.drop(_PLACE).lazy(), scored.drop(_PLACE).lazy()
 
 
 def scan_inspect_options(paths: PathsLike) -> pl.LazyFrame:

@@ -23,6 +23,10 @@ counts that space: lighteval's ``acc_norm`` (0.10) and
 ``acc:logprob_normalization=LogProbCharNorm(…)`` (0.11 and later) divide by
 ``len(choice)`` including it, so :func:`~calib_frames.sources.choice_predictions` with
 ``normalize="char"`` reproduces them, as ``raw`` reproduces ``acc``.
+
+A question read twice (two details files of the same model, task and run: a copy of the
+output folder; a ``doc.id`` twice in one file; one file's bytes under another model's
+folder) is a ReadError naming both places.
 """
 
 from __future__ import annotations
@@ -34,8 +38,8 @@ import polars as pl
 
 from calib_frames.exceptions import ReadError
 from calib_frames.sources.lm_eval import DATE_STAMP
-from calib_frames.sources.paths import PathsLike, expand_paths
-from calib_frames.sources.read_errors import guarded_scan
+from calib_frames.sources.paths import PathsLike, expand_paths, files_under
+from calib_frames.sources.read_errors import guarded_scan, refuse_copies, refuse_repeats
 
 __all__ = ["KEYS", "found_in", "scan_lighteval_options"]
 
@@ -52,7 +56,8 @@ def found_in(path: Path) -> bool:
     """
     if path.is_file():
         return bool(_DETAILS.match(path.name))
-    return path.is_dir() and any(_DETAILS.match(f.name) for f in path.rglob("details_*.parquet"))
+    details = files_under(path, "details_*.parquet") if path.is_dir() else ()
+    return any(_DETAILS.match(file.name) for file in details)
 
 
 def _model_of(file: Path) -> str:
@@ -91,6 +96,13 @@ def _options_of(file: Path, task: str, run: str) -> pl.LazyFrame:
             f"{file}: not a lighteval details file (neither doc/model_response nor "
             f"predictions/gold_index/choices columns; has {schema.names()})"
         )
+    questions = scan.select(question.alias("question")).collect()  # each question once
+    refuse_repeats(
+        questions.with_row_index("row", offset=1),
+        ["question"],
+        place=lambda row: f"{file}, row {row['row']}",
+        what="lighteval question",
+    )
     golds = gold if isinstance(gold_dtype, pl.List) else pl.concat_list(gold)
     option = pl.int_ranges(choices.list.len(), dtype=pl.UInt32)
     rows = scan.select(
@@ -141,7 +153,7 @@ def scan_lighteval_options(paths: PathsLike) -> pl.LazyFrame:
     ------
     ReadError
         No details file, a file that is not parquet, or a parquet file with neither
-        layout's columns.
+        layout's columns; a question read twice (both places).
 
     Examples
     --------
@@ -153,11 +165,21 @@ def scan_lighteval_options(paths: PathsLike) -> pl.LazyFrame:
     >>> acc.rows()
     [('calib/tiny-gpt2-m', 0.7), ('calib/tiny-gpt2-s', 0.3)]
     """
-    frames = []
+    found = []
     for file, _ in expand_paths(paths, suffixes=(".parquet",)):  # a loop over files
         match = _DETAILS.match(file.name)
         if match:
-            frames.append(_options_of(file, match.group("task"), match.group("run")))
-    if not frames:
+            found.append((str(file), _model_of(file), match.group("task"), match.group("run")))
+    if not found:
         raise ReadError(f"{paths}: no lighteval details_<task>_<date>.parquet file found")
+    keyed = pl.DataFrame(found, schema=["file", "model", "task", "run"], orient="row")
+    refuse_repeats(
+        keyed, ["model", "task", "run"], place=lambda row: row["file"], what="lighteval run"
+    )
+    names: dict[str, list[Path]] = {}  # a rerun's file has its own name (date), a copy not
+    for name, *_ in found:
+        names.setdefault(Path(name).name, []).append(Path(name))
+    for files in names.values():
+        refuse_copies(files, what="lighteval details file")
+    frames = [_options_of(Path(name), task, run) for name, _, task, run in found]
     return pl.concat(frames, how="vertical")

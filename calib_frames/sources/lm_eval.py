@@ -28,6 +28,9 @@ How lm-eval's format is read (checked against lm-eval's source, ``lm_eval/api/ta
   whose choices are the texts "0", "1", … with a string target is read as indices:
   ``str()`` made them equal.)
 * Documents are sorted by ``doc_id`` (samples of several processes are interleaved).
+* Each document is read once: a task's run found twice (a copy of the output folder:
+  the same model, task and run stamp) and a ``doc_id`` logged twice for one filter in a
+  samples file are ReadErrors naming both places.
 * ``multiple_choice`` samples become an options frame; ``acc`` is the argmax of the
   log-likelihoods, ``acc_norm`` that of ``loglik / len(choice)`` in **characters**
   (``completion_len`` in lm-eval's code; the paper says bytes), ``acc_bytes`` that of
@@ -60,8 +63,13 @@ from typing import Any
 import polars as pl
 
 from calib_frames.exceptions import ReadError, TableError
-from calib_frames.sources.paths import PathsLike, expand_paths
-from calib_frames.sources.read_errors import BOM_PROBLEM, guarded_scan, refuse_records
+from calib_frames.sources.paths import PathsLike, expand_paths, files_under
+from calib_frames.sources.read_errors import (
+    BOM_PROBLEM,
+    guarded_scan,
+    refuse_records,
+    refuse_repeats,
+)
 from calib_frames.validation import working
 
 __all__ = [
@@ -117,7 +125,7 @@ def found_in(path: Path) -> bool:
 
     lm-eval's output is read by folder: a samples file needs the results file of its run.
     """
-    return path.is_dir() and any(_is_results(f) for f in path.rglob("results_*.json"))
+    return path.is_dir() and any(_is_results(f) for f in files_under(path, "results_*.json"))
 
 
 def _load_results(file: Path) -> dict[str, Any]:
@@ -180,7 +188,8 @@ def read_lm_eval_runs(paths: PathsLike | pl.DataFrame) -> pl.DataFrame:
     ------
     ReadError
         No results file, an unreadable results file, or a samples file without the
-        results file of its run (or whose task that file does not know).
+        results file of its run (or whose task that file does not know); a task's run
+        found twice (both places).
     TableError
         A frame that is not one of this function's (missing its columns).
 
@@ -237,6 +246,12 @@ def read_lm_eval_runs(paths: PathsLike | pl.DataFrame) -> pl.DataFrame:
             )
         row["samples_file"] = str(file)
     frame = pl.DataFrame(list(rows.values()), schema=RUN_SCHEMA, orient="row")
+    refuse_repeats(
+        frame,
+        ["model", "task", "run"],
+        place=lambda row: row["samples_file"] or row["results_file"],
+        what="lm-eval run of a task",
+    )
     return frame.sort("model", "task", "run")
 
 
@@ -249,30 +264,36 @@ def _expected_samples(run: Mapping[str, Any]) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _check_complete(path: Path, run: Mapping[str, Any]) -> None:
-    """Refuse a samples file with fewer lines than the documents lm-eval evaluated.
+def _check_samples(path: Path, run: Mapping[str, Any]) -> None:
+    """Refuse a samples file that logs a document twice, or fewer than were evaluated.
 
-    A run killed while writing can leave whole lines only; the results file written
-    before the samples then says how many there should be. (More lines than documents
-    is fine: lm-eval logs one line per document and filter.)
+    One pass over ``doc_id`` and ``filter`` (a malformed line is named here). A
+    ``doc_id`` logged twice for one filter would be counted twice. A run killed while
+    writing can leave whole lines only; the results file written before the samples
+    then says how many there should be. (More lines than documents is fine: lm-eval
+    logs one line per document and filter.)
     """
-    expected = _expected_samples(run)
-    if expected is None:
-        return
     try:
-        lines = (
-            pl.scan_lines(path)
-            .filter(pl.first().str.strip_chars() != "")
-            .select(pl.len())
+        logged = (
+            pl.scan_ndjson(path, schema={"doc_id": pl.Int64(), "filter": pl.String()})
+            .select(
+                pl.int_range(pl.len()).alias("record"), "doc_id", pl.col("filter").fill_null("")
+            )
             .collect()
-            .item()
         )
-    except (pl.exceptions.PolarsError, OSError) as error:
+    except OSError as error:
         raise ReadError(f"{path}: cannot read it ({error})") from error
-    if lines < expected:
-        located = _locate_sample(path, ReadError("incomplete"))  # error path only
-        if ", line " in str(located):
-            raise located  # cut inside a line: name it
+    except pl.exceptions.PolarsError as error:
+        raise _locate_sample(path, error) from None
+    refuse_repeats(
+        logged,
+        ["doc_id", "filter"],
+        place=lambda row: f"{path}, line {_line_of(path, row['record'])}",
+        what="lm-eval document",
+    )
+    expected = _expected_samples(run)
+    if expected is not None and logged.height < expected:
+        lines = logged.height
         raise ReadError(
             f"{path}: {lines:,} samples, but {Path(run['results_file']).name} says lm-eval "
             f"evaluated {expected:,} documents of {run['task']!r} (n-samples): the file is "
@@ -294,7 +315,7 @@ def _scan_json_lines(
         raise ReadError(
             f"{path}: empty samples file (lm-eval wrote no sample: an interrupted run?)"
         )
-    _check_complete(path, run)
+    _check_samples(path, run)
 
     def locate(_: pl.Schema, error: BaseException) -> ReadError:
         return _locate_sample(path, error)
@@ -482,7 +503,8 @@ def scan_lm_eval_options(paths: PathsLike | pl.DataFrame) -> pl.LazyFrame:
     Raises
     ------
     ReadError
-        As :func:`read_lm_eval_runs`; when collected, a malformed samples line (file, line).
+        As :func:`read_lm_eval_runs`; a malformed samples line, or a document logged twice
+        (file and lines).
 
     Examples
     --------

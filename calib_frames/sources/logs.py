@@ -10,18 +10,32 @@ notebook get the same rows in one call.
 =============  ===================================  ==========================  =============
 format         found by                             by                          not tasks
 =============  ===================================  ==========================  =============
-``helm``       ``per_instance_stats.json``          model, task, perturbation   perturbation
+``helm``       ``per_instance_stats.json``,         model, task, perturbation   perturbation
+               ``run_spec.json``
 ``lighteval``  ``details_<task>_<date>.parquet``    model, task
 ``inspect``    ``.eval``, or ``.json`` with its     model, task, scorer         scorer, epoch
                header
 ``lm-eval``    a folder with ``results_<date>.json``  model, task
 =============  ===================================  ==========================  =============
 
+* **One format at a time**: paths holding logs of several formats (a folder of inspect
+  logs and a HELM run, lighteval beside lm-eval output, an inspect folder and a HELM
+  folder as two inputs) are refused in one line naming what was found, unless
+  ``format=`` names the one to read: their keys, runs and confidences mean different
+  things, so no one table holds them, and reading one of them silently would lose the rest.
+* **Each prediction once**: every reader refuses a prediction read twice (the same run,
+  sample and epoch from two files: a copy of the logs in a subfolder, a run folder copied
+  beside itself; a sample stored twice in one archive), naming both places.
 * **Latest run** (:func:`latest_runs`): inspect (``eval.created``), lighteval and lm-eval
   (their date stamps) keep the latest run of each model × task: a rerun replaces the
-  run before it. HELM's run is the run spec's name, not a time: every run is kept.
+  run before it. inspect keeps the latest *complete* run (its ``complete`` column): a
+  later run of part of the data set (``--limit``, ``--sample-id``, or one that stopped)
+  does not replace a complete one, and :attr:`EvalLogs.note` says which runs were kept
+  over which. HELM's run is the run spec's name, not a time: every run is kept.
 * **Rows without a confidence** (an inspect sample without logprobs, a HELM instance
-  without ``max_prob``) are left out and counted (:attr:`EvalLogs.left_out`).
+  without ``max_prob``) are left out and counted (:attr:`EvalLogs.left_out`). A HELM run
+  without ``scenario_state.json`` (where the completions' log-probabilities are) has
+  ``log_confidence`` = ln(``max_prob``), said in the note.
 * **Option log-likelihoods** (lighteval, lm-eval) become one prediction per question
   by :func:`~calib_frames.sources.choice_predictions` (raw scoring).
 
@@ -39,7 +53,13 @@ import polars as pl
 from calib_frames.exceptions import ArgumentError, ReadError
 from calib_frames.sources import helm, inspect_ai, lighteval, lm_eval
 from calib_frames.sources.options import choice_predictions
-from calib_frames.sources.paths import FORMAT_NAMES, PathsLike, expand_paths, path_items
+from calib_frames.sources.paths import (
+    FORMAT_NAMES,
+    PathsLike,
+    expand_paths,
+    is_glob,
+    path_items,
+)
 from calib_frames.validation import Frame
 
 __all__ = [
@@ -78,8 +98,14 @@ class LogFormat:
         The reader's rows → prediction rows (None: they already are).
     latest_run
         Keep only the latest ``run`` of each ``model`` × ``task``.
+    complete
+        A Boolean column of the reader's rows: the run covers its whole data set (None:
+        not known). The latest complete run is kept over later incomplete ones.
     unconfident
         What the rows without a confidence are, in words (None: every row has one).
+    unlogged
+        What the rows with a confidence but no ``log_confidence`` are, in words (None:
+        there are none); their ``log_confidence`` is ln(confidence).
     model, task, run
         The keys that name the model, the task and the run.
     """
@@ -93,7 +119,9 @@ class LogFormat:
     scan: Callable[[PathsLike], pl.LazyFrame]
     to_predictions: Callable[[pl.LazyFrame], pl.LazyFrame] | None = None
     latest_run: bool = True
+    complete: str | None = None
     unconfident: str | None = None
+    unlogged: str | None = None
     model: str = "model"
     task: str = "task"
     run: str = "run"
@@ -119,19 +147,23 @@ class EvalLogs:
         The files under the paths that the reader reads.
     left_out
         Rows left out for want of a confidence.
+    notes
+        What else the read changed, one phrase each: complete runs kept over later
+        incomplete ones, log-confidences taken from the confidence.
     """
 
     format: LogFormat
     predictions: pl.LazyFrame
     files: list[Path]
     left_out: int
+    notes: tuple[str, ...] = ()
 
     @property
     def note(self) -> str | None:
-        """The rows left out, in one line (None when none was)."""
-        if not self.left_out:
-            return None
-        return f"left out {self.left_out:,} {self.format.unconfident} (no confidence)"
+        """The rows left out and the other notes, in one line (None when there is none)."""
+        left_out = f"left out {self.left_out:,} {self.format.unconfident} (no confidence)"
+        said = [left_out] if self.left_out else []
+        return "; ".join([*said, *self.notes]) or None
 
 
 def _options_to_predictions(options: pl.LazyFrame) -> pl.LazyFrame:
@@ -160,7 +192,7 @@ LOG_FORMATS: dict[str, LogFormat] = {
     for record in (
         LogFormat(
             name="helm",
-            found_by="HELM run folders by per_instance_stats.json",
+            found_by="HELM run folders by per_instance_stats.json (or run_spec.json)",
             suffixes=(".json",),
             keys=helm.KEYS,
             not_tasks=("perturbation",),
@@ -168,6 +200,8 @@ LOG_FORMATS: dict[str, LogFormat] = {
             scan=helm.scan_helm_instances,
             latest_run=False,
             unconfident="HELM instances without max_prob",
+            unlogged="HELM instances without their completion's log-probability (in "
+            "scenario_state.json)",
         ),
         LogFormat(
             name="lighteval",
@@ -187,6 +221,7 @@ LOG_FORMATS: dict[str, LogFormat] = {
             not_tasks=("scorer", "epoch"),
             found_in=inspect_ai.found_in,
             scan=inspect_ai.scan_inspect_samples,
+            complete="complete",
             unconfident="inspect sample rows without logprobs",
         ),
         LogFormat(
@@ -238,17 +273,21 @@ def detect_log_format(paths: PathsLike, *, format: str | None = None) -> LogForm
     format
         A format name: one of :data:`LOG_FORMATS` (its record) or a table format
         (``parquet``, ``csv``, ``tsv``, ``jsonl``, ``json``: None). Without it, the
-        format every path is found to hold (the first of :func:`log_formats_in`), when
-        they all agree.
+        one format the paths hold (:func:`log_formats_in`).
 
     Returns
     -------
     LogFormat or None
+        None when no path holds an evaluation log (table files; a glob is never a log).
 
     Raises
     ------
     ArgumentError
         An unknown ``format``, or ``paths`` that are not paths.
+    ReadError
+        Without ``format``: paths holding logs of several formats (in one folder, or
+        one format per path), or logs beside table files, in one line naming what was
+        found where.
 
     Examples
     --------
@@ -266,13 +305,43 @@ def detect_log_format(paths: PathsLike, *, format: str | None = None) -> LogForm
             return None
         names = [*FORMAT_NAMES, *LOG_FORMATS]
         raise ArgumentError(f"format= takes one of {names}, got {format!r}")
-    found = {next(iter(log_formats_in(item)), None) for item in items}
-    if len(found) != 1 or not items:
+    found = {str(item): [r.name for r in log_formats_in(item)] for item in items}
+    logs = {item: names for item, names in found.items() if names}
+    if not logs:
         return None
-    return found.pop()
+    several = [f"{item} holds {_listed(names)} logs" for item, names in logs.items()]
+    formats = {name for names in logs.values() for name in names}
+    one_at_a_time = "read one format at a time (format= or --format names the one to read)"
+    if len(formats) > 1:
+        raise ReadError(
+            f"evaluation logs of several formats: {'; '.join(several)}: {one_at_a_time}"
+        )
+    tables = [item for item, names in found.items() if not names and _exists(item)]
+    if tables:
+        raise ReadError(
+            f"{tables[0]} holds no evaluation log, but {several[0]}: read logs and "
+            "prediction tables separately"
+        )
+    return LOG_FORMATS[formats.pop()]
 
 
-def latest_runs(frame: Frame, *, by: Sequence[str] = ("model", "task"), run: str = "run") -> Frame:
+def _listed(names: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+
+
+def _exists(item: str) -> bool:
+    """A path or a glob (left to the reader to refuse otherwise: 'no such file')."""
+    return Path(item).exists() or is_glob(item)
+
+
+def latest_runs(
+    frame: Frame,
+    *,
+    by: Sequence[str] = ("model", "task"),
+    run: str = "run",
+    complete: str | None = None,
+) -> Frame:
     """The rows of the latest ``run`` of each ``by`` group (run stamps that sort as times).
 
     Parameters
@@ -283,22 +352,59 @@ def latest_runs(frame: Frame, *, by: Sequence[str] = ("model", "task"), run: str
         The groups within which runs replace each other (a model × task).
     run
         The run column (an ISO time or a date stamp: the greatest is the latest).
+    complete
+        A Boolean column: the run covers its whole data set. With it, the latest
+        complete run of a group is kept (the latest run when none is complete): a later
+        run of part of the data set does not replace a complete one.
 
     Returns
     -------
     DataFrame or LazyFrame
-        The rows whose run is the greatest of their group.
+        The rows whose run is the latest (complete) one of their group.
 
     Examples
     --------
     >>> import polars as pl
     >>> from calib_frames.sources import latest_runs
     >>> runs = pl.DataFrame({"model": "m", "task": ["t", "t", "u"],
-    ...                      "run": ["2026-01", "2026-02", "2026-01"]})
+    ...                      "run": ["2026-01", "2026-02", "2026-01"],
+    ...                      "complete": [True, False, True]})
     >>> latest_runs(runs)["run"].to_list()
     ['2026-02', '2026-01']
+    >>> latest_runs(runs, complete="complete")["run"].to_list()
+    ['2026-01', '2026-01']
     """
-    return frame.filter(pl.col(run) == pl.col(run).max().over(list(by)))
+    latest = pl.col(run).max()
+    if complete is not None:
+        done = pl.col(complete)
+        latest = pl.when(done.any()).then(pl.col(run).filter(done).max()).otherwise(latest)
+    return frame.filter(pl.col(run) == latest.over(list(by)))
+
+
+def _kept_over_later(rows: pl.LazyFrame, record: LogFormat) -> list[str]:
+    """The complete runs kept over later incomplete ones, in a note (empty: none)."""
+    assert record.complete is not None
+    keys, run = [record.model, record.task], record.run
+    runs = rows.group_by(*keys, run).agg(pl.col(record.complete).all()).collect()
+    kept = latest_runs(runs, by=keys, run=run, complete=record.complete)
+    later = (
+        runs.join(kept.select(*keys, pl.col(run).alias("kept")), on=keys)
+        .filter(pl.col(run) > pl.col("kept"))
+        .group_by(*keys, "kept")
+        .agg(pl.col(run).sort())
+        .sort(keys)
+    )
+    if not later.height:
+        return []
+    shown = [
+        f"{model} × {task}: {kept_run} (not {', '.join(over)})"
+        for model, task, kept_run, over in later.head(2).iter_rows()
+    ]
+    more = f" and {later.height - 2:,} more" if later.height > 2 else ""
+    return [
+        f"kept the complete run over a later partial one for {later.height:,} model × task "
+        f"({'; '.join(shown)}{more})"
+    ]
 
 
 def scan_eval_logs(paths: PathsLike, *, format: str | None = None) -> EvalLogs:
@@ -334,7 +440,7 @@ def scan_eval_logs(paths: PathsLike, *, format: str | None = None) -> EvalLogs:
     >>> import calib_frames as cf
     >>> logs = cf.sources.scan_eval_logs("data/inspect_ai/logs")
     >>> logs.format.by, logs.left_out
-    (['model', 'task', 'scorer'], 15)
+    (['model', 'task', 'scorer'], 21)
     >>> table = cf.calibration_metrics(logs.predictions, by=logs.format.by,
     ...                                log_confidence="log_confidence").collect()
     >>> table.height
@@ -351,8 +457,12 @@ def scan_eval_logs(paths: PathsLike, *, format: str | None = None) -> EvalLogs:
             f"({found_by}); name it with format="
         )
     rows = record.scan(items)
+    notes: list[str] = []
     if record.latest_run:
-        latest = latest_runs(rows, by=[record.model, record.task], run=record.run)
+        if record.complete is not None:
+            notes += _kept_over_later(rows, record)
+        keys = [record.model, record.task]
+        latest = latest_runs(rows, by=keys, run=record.run, complete=record.complete)
         assert isinstance(latest, pl.LazyFrame)
         rows = latest
     if record.to_predictions is not None:
@@ -361,5 +471,11 @@ def scan_eval_logs(paths: PathsLike, *, format: str | None = None) -> EvalLogs:
     if record.unconfident is not None:
         left_out = int(rows.select(pl.col("confidence").is_null().sum()).collect().item())
         rows = rows.filter(pl.col("confidence").is_not_null())
+    if record.unlogged is not None:
+        unlogged = pl.col("log_confidence").is_null() & pl.col("confidence").is_not_null()
+        count = int(rows.select(unlogged.sum()).collect().item())
+        if count:
+            rows = rows.with_columns(pl.coalesce("log_confidence", pl.col("confidence").log()))
+            notes.append(f"log_confidence = ln(confidence) for {count:,} {record.unlogged}")
     files = [file for file, _ in expand_paths(items, suffixes=record.suffixes)]
-    return EvalLogs(record, rows, files, left_out)
+    return EvalLogs(record, rows, files, left_out, tuple(notes))

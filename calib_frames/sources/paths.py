@@ -14,8 +14,10 @@ The readers of every source (tables and evaluation logs) find their files here.
 from __future__ import annotations
 
 import glob as globbing
+import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Literal
 
@@ -27,8 +29,10 @@ __all__ = [
     "Format",
     "PathsLike",
     "expand_paths",
+    "files_under",
     "format_of",
     "hive_columns",
+    "is_glob",
     "path_items",
 ]
 
@@ -56,6 +60,11 @@ FORMAT_NAMES: tuple[Format, ...] = tuple(dict.fromkeys(FORMATS.values()))
 
 _GLOB = re.compile(r"[*?\[]")
 _HIVE = re.compile(r"^([^=/\\]+)=([^/\\]*)$")
+
+
+def is_glob(path: str | Path) -> bool:
+    """Whether ``path`` is a glob pattern (holds ``*``, ``?`` or ``[``)."""
+    return _GLOB.search(str(path)) is not None
 
 
 def path_items(paths: object) -> list[str | Path]:
@@ -92,7 +101,7 @@ def expand_paths(
     found: dict[Path, Path] = {}
     for item in items:
         text = str(item)
-        if _GLOB.search(text):
+        if is_glob(text):
             matches = sorted(Path(m) for m in globbing.glob(text, recursive=True))
             files = [m for m in matches if m.is_file()]
             if not files:
@@ -104,13 +113,7 @@ def expand_paths(
             continue
         path = Path(item)
         if path.is_dir():
-            files = sorted(
-                p
-                for p in path.rglob("*")
-                if p.is_file()
-                and not any(part.startswith((".", "_")) for part in p.relative_to(path).parts)
-                and p.name.lower().endswith(known)
-            )
+            files = sorted(p for p in files_under(path) if p.name.lower().endswith(known))
             if not files:
                 raise ReadError(
                     f"{path}: the folder holds no data file (looked for {', '.join(known)})"
@@ -122,6 +125,25 @@ def expand_paths(
         else:
             raise ReadError(f"{path}: no such file or folder")
     return sorted(found.items())
+
+
+def files_under(folder: Path, pattern: str = "*") -> Iterator[Path]:
+    """The files below ``folder`` named like ``pattern`` that a folder read takes.
+
+    Hidden and ``_``-prefixed files and folders (``.git``, ``_SUCCESS``) are left out;
+    links to folders are not followed (a link loop is no endless read); a folder that
+    cannot be listed is a ReadError, never a part left out.
+    """
+
+    def refuse(error: OSError) -> None:
+        raise ReadError(f"{error.filename}: cannot list the folder ({error.strerror})")
+
+    for root, folders, names in os.walk(folder, onerror=refuse):
+        folders[:] = [name for name in folders if not name.startswith((".", "_"))]
+        for name in names:
+            file = Path(root) / name
+            if not name.startswith((".", "_")) and fnmatchcase(name, pattern) and file.is_file():
+                yield file
 
 
 def format_of(file: Path, format: str | None) -> Format:

@@ -4,6 +4,10 @@
   is collected is a ReadError (``locate`` words it).
 * :func:`refuse_records` checks records when they are collected: the first that breaks a
   rule is a ReadError naming its file and line.
+* :func:`refuse_repeats` refuses a prediction read twice (the same run, sample and epoch
+  from two files, a copy of the logs, a sample stored twice), naming both places;
+  :func:`refuse_copies` two files with the same bytes (a copy whose path gives it other
+  keys), naming both.
 * :func:`locate_bad_record` names the first malformed record of a CSV/TSV/JSONL file by bisecting it
   with polars' own parser (native speed, on the error path only); :func:`bad_lines`
   lists every one (for the readers that skip them).
@@ -16,6 +20,7 @@ parquet.
 from __future__ import annotations
 
 import codecs
+import hashlib
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -33,7 +38,9 @@ __all__ = [
     "guarded_scan",
     "locate_bad_record",
     "parse_lines",
+    "refuse_copies",
     "refuse_records",
+    "refuse_repeats",
     "schema_of_good_lines",
     "short",
     "split_lines",
@@ -179,6 +186,63 @@ def refuse_records(
         return frame
 
     return records.map_batches(check, schema=records.collect_schema())
+
+
+def refuse_repeats(
+    keyed: pl.DataFrame,
+    keys: Sequence[str],
+    *,
+    place: Callable[[dict[str, Any]], str],
+    what: str,
+) -> None:
+    """Refuse ``keyed`` (one row per prediction read) when two rows share their ``keys``.
+
+    The first key held twice is a ReadError naming it and both rows' ``place`` (a file,
+    with its member or line): each prediction is counted once, and which of two differing
+    copies is right cannot be known. Rows with a null key are not compared.
+    """
+    named = keyed.drop_nulls(list(keys))
+    twice = named.filter(pl.len().over(keys) > 1)
+    if not twice.height:
+        return
+    first = twice.row(0, named=True)
+    both = twice.filter(*(pl.col(key) == first[key] for key in keys)).head(2).rows(named=True)
+    key = ", ".join(f"{name} {first[name]!r}" for name in keys)
+    raise ReadError(f"{place(both[0])} and {place(both[1])} hold the same {what} ({key}): {_ONCE}")
+
+
+def refuse_copies(files: Sequence[Path], *, what: str) -> None:
+    """Refuse two of ``files`` with the same bytes, naming both.
+
+    For a reader whose keys come from a file's path (lighteval's model folder): a copy
+    elsewhere would be read as another model. Files are compared by size, and by a BLAKE2
+    digest where two sizes agree.
+    """
+    sizes: dict[int, list[Path]] = {}
+    for file in files:
+        try:
+            sizes.setdefault(file.stat().st_size, []).append(file)
+        except OSError as error:
+            raise ReadError(f"{file}: cannot read it ({error})") from error
+    for same_size in (group for group in sizes.values() if len(group) > 1):
+        seen: dict[bytes, Path] = {}
+        for file in same_size:  # a loop over the files of one size (usually none)
+            try:
+                with file.open("rb") as handle:
+                    digest = hashlib.file_digest(handle, "blake2b").digest()
+            except OSError as error:
+                raise ReadError(f"{file}: cannot read it ({error})") from error
+            if digest in seen:
+                raise ReadError(
+                    f"{seen[digest]} and {file} are the same {what}, byte for byte: {_ONCE}"
+                )
+            seen[digest] = file
+
+
+_ONCE = (
+    "each is read once (a copy of the logs? move it out of the folder read, or start its "
+    "folder's name with '_', which folder reads skip)"
+)
 
 
 BOM_PROBLEM = (

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -170,3 +171,83 @@ def test_instances_without_max_prob_are_left_out_by_the_cli(
     (run / "per_instance_stats.json").write_text(json.dumps(stats))
     assert main(["compare", str(run), "--by", "model"]) == 0
     assert "left out 1 HELM instances without max_prob" in capsys.readouterr().err
+
+
+# --- runs read twice, unfinished, without their completions (issues 29.5, 32.4, 32.16) --
+
+
+def copy_suite(tmp_path: Path) -> Path:
+    suite = tmp_path / "runs" / "suite"
+    shutil.copytree(RUNS, suite)
+    return suite
+
+
+def test_a_run_folder_copied_beside_itself_is_refused_naming_both(tmp_path: Path) -> None:
+    """The copy's 40 instances were counted again, silently."""
+    suite = copy_suite(tmp_path)
+    copy = suite / f"{FOLDERS[0].name} (copy)"
+    shutil.copytree(FOLDERS[0], copy)
+    match = rf"{re.escape(str(suite / FOLDERS[0].name))} and {re.escape(str(copy))} hold the same"
+    with pytest.raises(ReadError, match=rf"{match} HELM run \(model 'calib/tiny-gpt2-mc-m'"):
+        scan_helm_instances(suite)
+    with pytest.raises(ReadError, match=" hold the same HELM run "):
+        read_helm_stats(suite)
+
+
+def test_the_same_run_in_two_suites_is_refused(tmp_path: Path) -> None:
+    shutil.copytree(RUNS, tmp_path / "v1")
+    shutil.copytree(RUNS, tmp_path / "v2")
+    with pytest.raises(ReadError, match=r"v1/custom_mcqa.* and .*v2/custom_mcqa.* hold the same"):
+        scan_helm_instances(tmp_path)
+
+
+def test_an_instance_listed_twice(tmp_path: Path) -> None:
+    run = copy_run(tmp_path)
+    stats = json.loads((run / "per_instance_stats.json").read_text())
+    (run / "per_instance_stats.json").write_text(json.dumps([*stats, stats[5]]))
+    stats_file = re.escape(str(run / "per_instance_stats.json"))
+    match = rf"{stats_file}, item 6 and {stats_file}, item {len(stats) + 1} hold the same HELM"
+    with pytest.raises(ReadError, match=match):
+        scan_helm_instances(run)
+
+
+@pytest.mark.parametrize("kept", ["run_spec.json", "scenario.json"])
+def test_a_run_without_per_instance_stats_is_refused_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kept: str
+) -> None:
+    """A run folder without per_instance_stats.json was left out with nothing said."""
+    suite = copy_suite(tmp_path)
+    unfinished = suite / FOLDERS[1].name
+    for file in unfinished.iterdir():
+        if file.name != kept:
+            file.unlink()
+    with pytest.raises(ReadError, match=r"without per_instance_stats\.json, which HELM writes"):
+        scan_helm_instances(suite)
+    assert main(["compare", str(suite), "--no-uncertainty"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(unfinished) in err[0]
+    unfinished.rename(suite / f"_{unfinished.name}")  # skipped by folder reads
+    assert scan_helm_instances(suite).collect().height == 40
+
+
+def test_the_cli_reads_a_run_without_scenario_state_saying_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The command line refused it as 'column log_confidence: 40 of 40 rows are not the
+    natural log of the confidence'; per_instance_stats.json holds the confidence and the
+    outcome, so its log-confidence is ln(max_prob), and stderr says so."""
+    run = copy_run(tmp_path)
+    (run / "scenario_state.json").unlink()
+    out = tmp_path / "t.csv"
+    assert main(["compare", str(run), "--no-uncertainty", "--output", str(out)]) == 0
+    err = capsys.readouterr().err
+    note = "log_confidence = ln(confidence) for 40 HELM instances without their completion's "
+    assert f"{note}log-probability (in scenario_state.json)" in err
+    assert "log_confidence'" not in err
+    rows = scan_helm_instances(FOLDERS[0]).collect()
+    keys = ["model", "task", "perturbation"]
+    expected = cf.calibration_metrics(rows, by=keys).sort(keys, nulls_last=False)
+    table = pl.read_csv(out).sort(keys, nulls_last=False)
+    assert table["count"].to_list() == expected["count"].to_list() == [20, 20]
+    assert (table["ece"] - expected["ece"]).abs().max() < 1e-12  # type: ignore[operator]
+    assert (table["log_loss"] - expected["log_loss"]).abs().max() < 1e-12  # type: ignore[operator]

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 import statistics
+import warnings
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -369,3 +371,158 @@ def test_answer_tokens_are_cleaned_as_the_openai_reader_cleans_them(tmp_path: Pa
                           "bytes": [3], "top_logprobs": [top]})  # fmt: skip
     read = openai_answer_confidence(frame).row(0, named=True)
     assert (read["answer"], read["alternatives"]) == ("B", ["B", "A", "C", "D", "b"])
+
+
+# --- hostile archives and logs (issues 29.5, 32.3, 32.8, 32.12, 32.16) -----------------
+
+
+def raw_members(file: Path) -> list[tuple[str, bytes, int]]:
+    """Every member of an ``.eval`` archive: name, raw (zstd) bytes, the size it lists."""
+    raw = file.read_bytes()
+    out = []
+    with zipfile.ZipFile(file) as archive:
+        for info in archive.infolist():
+            at = info.header_offset
+            start = at + 30 + len(info.filename.encode())
+            start += int.from_bytes(raw[at + 28 : at + 30], "little")
+            out.append((info.filename, raw[start : start + info.compress_size], info.file_size))
+    return out
+
+
+def write_zstd(target: Path, entries: list[tuple[str, bytes, int]]) -> None:
+    """An archive of zstd members (name, zstd bytes, listed size), as inspect writes them:
+    stored by ``zipfile``, then method 93 and the listed size set in the central directory."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # a name stored twice, on purpose
+        with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_STORED) as out:
+            for name, data, _ in entries:
+                out.writestr(name, data)
+    data = bytearray(target.read_bytes())
+    end = data.rindex(b"PK\x05\x06")
+    at = int.from_bytes(data[end + 16 : end + 20], "little")
+    for _, _, size in entries:
+        assert data[at : at + 4] == b"PK\x01\x02"
+        data[at + 10 : at + 12] = (93).to_bytes(2, "little")
+        data[at + 24 : at + 28] = size.to_bytes(4, "little")
+        lengths = [int.from_bytes(data[at + o : at + o + 2], "little") for o in (28, 30, 32)]
+        at += 46 + sum(lengths)
+    target.write_bytes(bytes(data))
+
+
+def first_sample(file: Path) -> str:
+    return next(name for name, _, _ in raw_members(file) if name.startswith("samples/"))
+
+
+def test_a_rebuilt_zstd_archive_reads_as_the_original(tmp_path: Path) -> None:
+    """The helper above writes what inspect writes (the hostile archives below are its)."""
+    write_zstd(tmp_path / "same.eval", raw_members(EVAL_LOGS[0]))
+    mine = scan_inspect_samples(tmp_path / "same.eval").collect().drop("log")
+    assert mine.equals(scan_inspect_samples(EVAL_LOGS[0]).collect().drop("log"))
+
+
+@pytest.mark.parametrize("keep", [12, 1000])
+def test_a_sample_whose_zstd_frame_is_cut_short(tmp_path: Path, keep: int) -> None:
+    """A sample member cut to its frame header decompressed to nothing and was dropped
+    without a word (40 rows read as 39): a ReadError naming archive and member."""
+    name = first_sample(EVAL_LOGS[0])
+    entries = [(n, d[:keep] if n == name else d, s) for n, d, s in raw_members(EVAL_LOGS[0])]
+    write_zstd(tmp_path / "cut.eval", entries)
+    match = rf"cut\.eval, member {name}: its zstd frame decompresses to [\d,]+ bytes, the archive"
+    with pytest.raises(ReadError, match=match):
+        scan_inspect_samples(tmp_path / "cut.eval")
+
+
+def zstd_spaces(mebibytes: int) -> bytes:
+    """A zstd frame of a sample whose text is ``mebibytes`` MiB of spaces (a few KB)."""
+    zstandard = pytest.importorskip("zstandard")
+    compressor = zstandard.ZstdCompressor(level=1).compressobj()
+    chunk = b" " * (1 << 20)
+    parts = [compressor.compress(b'{"id": "x", "epoch": 1, "input": "')]
+    parts += [compressor.compress(chunk) for _ in range(mebibytes)]
+    return b"".join([*parts, compressor.compress(b'"}'), compressor.flush()])
+
+
+def test_a_member_expanding_past_the_bound_is_refused(tmp_path: Path) -> None:
+    """A 146 KB .eval reached 2.15 GB in memory: the members of an archive may expand to
+    1,000 times its size in all; beyond it, one line (before decompressing it)."""
+    entries = raw_members(EVAL_LOGS[0])
+    bomb = zstd_spaces(200)
+    write_zstd(tmp_path / "bomb.eval", [*entries, ("samples/x_epoch_1.json", bomb, 200 << 20)])
+    size = (tmp_path / "bomb.eval").stat().st_size
+    assert size < 200_000
+    with pytest.raises(
+        ReadError, match=r"bomb\.eval, member samples/x_epoch_1\.json: the "
+    ) as error:
+        scan_inspect_samples(tmp_path / "bomb.eval")
+    assert f"expand past {1000 * size:,} bytes, 1,000 times its size" in str(error.value)
+    # listed as small: decompressed 1 MiB at a time, and refused past what it lists
+    write_zstd(tmp_path / "liar.eval", [*entries, ("samples/x_epoch_1.json", bomb, 100)])
+    with pytest.raises(ReadError, match=r"decompresses to more than 100 bytes, the archive lists"):
+        scan_inspect_samples(tmp_path / "liar.eval")
+
+
+def test_inspects_own_files_beside_the_logs_are_left_out(tmp_path: Path) -> None:
+    """inspect's eval-set.json and logs.json made the whole folder unreadable; named on
+    their own they are still no log."""
+    for file in LOGS.iterdir():
+        shutil.copy(file, tmp_path / file.name)
+    headers = {
+        f.name: {k: v for k, v in header_of(f).items() if k != "samples"} for f in LOGS.iterdir()
+    }
+    (tmp_path / "logs.json").write_text(json.dumps(headers, indent=2))
+    tasks = [{"name": "calib_colors_mc", "task_id": "x", "model": "mockllm/calib-sharp"}]
+    (tmp_path / "eval-set.json").write_text(json.dumps({"eval_set_id": "s", "tasks": tasks}))
+    assert scan_inspect_samples(tmp_path).collect().equals(scan_inspect_samples(LOGS).collect())
+    assert read_inspect_logs(tmp_path).height == 6
+    with pytest.raises(ReadError, match=r"logs\.json: not an inspect log"):
+        scan_inspect_samples(tmp_path / "logs.json")
+    (tmp_path / "only").mkdir()
+    shutil.move(tmp_path / "eval-set.json", tmp_path / "only")
+    with pytest.raises(ReadError, match=r"only: no inspect log \(an \.eval archive"):
+        scan_inspect_samples(tmp_path / "only")
+
+
+@pytest.mark.parametrize("value", [{"accuracy": 1, "f1": 0.5}, [1, 0], "maybe"])
+def test_a_score_value_that_is_no_outcome_names_file_member_and_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: Any
+) -> None:
+    """A dict or list score value was a problem 'with column correct' (which the user never
+    had), or 'samples not readable (error deserializing …)'."""
+    name = first_sample(EVAL_LOGS[0])
+    sample = members(EVAL_LOGS[0])[name]
+    sample["scores"]["choice"]["value"] = value
+    rewrite(EVAL_LOGS[0], tmp_path / "x.eval", {name: json.dumps(sample).encode()})
+    shown = re.escape(json.dumps(value) if not isinstance(value, str) else value)
+    expected = rf"scores\.choice\.value is {shown}; expected one outcome: C, P, I, N"
+    with pytest.raises(ReadError, match=rf"x\.eval, member {name}: {expected}"):
+        scan_inspect_samples(tmp_path / "x.eval")
+    log = json.loads(JSON_LOGS[0].read_text())
+    log["samples"][3]["scores"]["choice"]["value"] = value
+    (tmp_path / "y.json").write_text(json.dumps(log))
+    with pytest.raises(ReadError, match=rf"y\.json, samples\[3\]: {expected}"):
+        scan_inspect_samples(tmp_path / "y.json")
+    assert main(["compare", str(tmp_path / "y.json")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "scores.choice.value" in err[0] and "'correct'" not in err[0]
+
+
+def test_a_sample_stored_twice_in_one_archive(tmp_path: Path) -> None:
+    """The same sample and epoch twice in one archive (under its name twice, or another
+    name) was counted twice: refused, naming both members."""
+    entries = raw_members(EVAL_LOGS[0])
+    name = first_sample(EVAL_LOGS[0])
+    again = next(entry for entry in entries if entry[0] == name)
+    write_zstd(tmp_path / "twice.eval", [*entries, again])
+    place = rf"twice\.eval, member {name}"
+    with pytest.raises(ReadError, match=rf"{place} and .*{place} hold the same inspect sample"):
+        scan_inspect_samples(tmp_path / "twice.eval")
+    write_zstd(tmp_path / "renamed.eval", [*entries, ("samples/copy.json", *again[1:])])
+    with pytest.raises(
+        ReadError, match=rf"member {name} and .*member samples/copy\.json hold the same"
+    ):
+        scan_inspect_samples(tmp_path / "renamed.eval")
+    log = json.loads(JSON_LOGS[0].read_text())
+    log["samples"].append(log["samples"][0])
+    (tmp_path / "twice.json").write_text(json.dumps(log))
+    with pytest.raises(ReadError, match=r"samples\[0\] and .*samples\[11\] hold the same"):
+        scan_inspect_samples(tmp_path / "twice.json")

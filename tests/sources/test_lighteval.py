@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 from pathlib import Path
 
@@ -162,3 +163,34 @@ def test_cli_compare_detects_lighteval_not_lm_eval(
         assert (joined[column] - joined[f"{column}_py"]).abs().max() < 1e-12  # type: ignore[operator]
     assert main(["compare", str(ROOT / layout), "--format", "lighteval", "--by", "model"]) == 0
     assert "calib/tiny-gpt2-m" in capsys.readouterr().out
+
+
+def test_a_question_read_twice_is_refused_naming_both_places(tmp_path: Path) -> None:
+    """A details file copied beside itself (same model, task and run), or a doc.id twice
+    in one file, was counted twice (or refused as 'repeated option ids', naming no file)."""
+    target = copy_details(tmp_path)
+    copy = tmp_path / "details" / "m" / "backup" / target.name
+    copy.parent.mkdir()
+    shutil.copy(target, copy)
+    match = rf"{re.escape(str(target))} and {re.escape(str(copy))} hold the same lighteval run"
+    with pytest.raises(ReadError, match=match):
+        scan_lighteval_options(tmp_path)
+    shutil.rmtree(copy.parent)
+    details = pl.read_parquet(target)
+    pl.concat([details, details.slice(3, 1)]).write_parquet(target)
+    rows = (
+        rf"{re.escape(str(target))}, row 4 and {re.escape(str(target))}, row {details.height + 1}"
+    )
+    with pytest.raises(ReadError, match=rf"{rows} hold the same lighteval question"):
+        scan_lighteval_options(tmp_path)
+
+
+def test_a_details_file_copied_where_its_path_names_another_model(tmp_path: Path) -> None:
+    """lighteval's model is the folder path under details/: a copy in details_old/ read as
+    model 'tiny-gpt2-m' beside 'calib/tiny-gpt2-m', every question counted twice."""
+    shutil.copytree(ROOT / "current" / "details", tmp_path / "details")
+    shutil.copytree(ROOT / "current" / "details", tmp_path / "details_old")
+    with pytest.raises(ReadError, match=r"details/calib/.* and .*details_old/calib/.* are the"):
+        scan_lighteval_options(tmp_path)
+    with pytest.raises(ReadError, match=r"same lighteval details file, byte for byte: each is"):
+        scan_lighteval_options(tmp_path)

@@ -6,6 +6,7 @@ Python error from deep inside, never a silently wrong (or silently empty) table.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -460,3 +461,28 @@ def test_openai_batch_request_that_failed(tmp_path: Path) -> None:
         ReadError, match=r"batch.jsonl, line 2: a response without choices .*\(a Batch API request"
     ):
         sources.openai_answer_confidence(file).collect()  # type: ignore[union-attr]
+
+
+def test_lm_eval_document_logged_twice(tmp_path: Path) -> None:
+    """A samples line repeated (the same doc_id and filter) was counted twice (perplexity)
+    or refused as 'repeated option ids' naming no file: now its two lines are named."""
+    folder = tmp_path / "run"
+    shutil.copytree(LM_EVAL / "calib__tiny-gpt2-m", folder)
+    for task in ("colors", "ppl"):
+        samples = next(folder.glob(f"samples_calib_{task}_*.jsonl"))
+        lines = samples.read_text().splitlines(keepends=True)
+        samples.write_text("".join([*lines, lines[4]]))
+        place = re.escape(str(samples))
+        match = rf"{place}, line 5 and {place}, line {len(lines) + 1} hold the same lm-eval doc"
+        with pytest.raises(ReadError, match=match):
+            sources.scan_lm_eval_options(folder).collect()
+            sources.scan_lm_eval_documents(folder).collect()
+        samples.write_text("".join(lines))
+
+
+def test_lm_eval_run_found_twice(tmp_path: Path) -> None:
+    """A copy of a model's output folder: the same model, task and run stamp twice."""
+    shutil.copytree(LM_EVAL / "calib__tiny-gpt2-m", tmp_path / "a")
+    shutil.copytree(LM_EVAL / "calib__tiny-gpt2-m", tmp_path / "b")
+    with pytest.raises(ReadError, match=r"a/samples_calib_\w+_.* and .*b/samples_.* hold the same"):
+        sources.read_lm_eval_runs(tmp_path)
