@@ -21,8 +21,7 @@ of several files keeps each batch once (a batch met twice must be identical, or 
 read refuses), and the per-batch rows are only summed when metrics are computed
 (``merge_bin_statistics(table, by=keys)``). Writes are atomic: a temporary file in the
 target directory, then a rename; an object in object storage appears whole or not at
-all (the store's own guarantee: polars' upload is completed only when the whole file
-is written, and aborted otherwise).
+all (:func:`write_object`).
 
 Object storage. Every path may be an ``s3://``, ``gs://`` or ``az://`` URL, and
 :func:`read_statistics` takes prefixes and globs there and locally
@@ -221,21 +220,49 @@ def atomic_write(path: str | Path, write: Callable[[Path], object]) -> Path:
     return target
 
 
-def write_object(url: str, write: Callable[[str], object]) -> str:
-    """Call ``write(url)``, an object-storage write, naming ``url`` in any failure.
+def write_object(
+    frame: pl.DataFrame,
+    url: str,
+    *,
+    metadata: dict[str, str] | None = None,
+    storage_options: StorageOptions = None,
+) -> str:
+    """Write an in-memory table as a parquet object, naming ``url`` in any failure.
 
-    The object appears whole or not at all: the store publishes an upload only when it
-    is complete (polars completes its multipart upload after the last part and aborts
-    it on an error), and a failed write leaves an existing object as it was.
+    The object appears whole or not at all: polars uploads it in parts and the store
+    publishes it only when the last part is in, so a transfer cut short (a network
+    error, the process killed) leaves no object and an existing object as it was. It
+    takes a computed DataFrame, never a query: polars' streaming sink, when its input
+    query fails midway, publishes the rows it had (seen on a real S3 server), so
+    nothing here streams a query into an object.
+
+    Parameters
+    ----------
+    frame
+        The table.
+    url
+        The object (``s3://``, ``gs://``, ``az://``).
+    metadata
+        Parquet key-value metadata.
+    storage_options
+        Object-store settings and credentials (default: the standard environment
+        variables).
+
+    Returns
+    -------
+    str
+        The URL written.
 
     Raises
     ------
     OSError
-        The write failed: no such bucket, access denied, the store unreachable, or the
-        data could not be written (the message names the URL).
+        The write failed: no such bucket, access denied, the store unreachable (the
+        message names the URL).
     """
     try:
-        write(url)
+        frame.write_parquet(
+            url, metadata=metadata, storage_options=storage_options_of(storage_options)
+        )
     except (OSError, pl.exceptions.PolarsError) as error:
         reason = str(storage_error(error, url)).removeprefix(f"{url}: ")
         raise OSError(errno.EIO, reason, url) from None
@@ -433,9 +460,7 @@ def _write(
 ) -> None:
     stored = {_PREFIX + key: value for key, value in metadata.items()}
     if isinstance(path, str) and is_url(path):
-        write_object(
-            path, lambda url: frame.write_parquet(url, metadata=stored, storage_options=options)
-        )
+        write_object(frame, path, metadata=stored, storage_options=options)
     else:
         atomic_write(path, lambda tmp: frame.write_parquet(tmp, metadata=stored))
 
