@@ -201,11 +201,7 @@ def over_time(
         stored, sums, uncertainty=not args.no_uncertainty, level=args.level
     ).filter(pl.col("batch_id").is_in(order))
     if stored.batch_order.index(tonight) <= stored.batch_order.index(baseline[-1]):
-        notes.append(
-            f"tonight ({tonight}) is in the reference window {baseline[0]}..{baseline[-1]}: "
-            "nothing to compare with it yet"
-        )
-        return OverTime(batches, None, tonight, baseline, notes)
+        return OverTime(batches, None, tonight, baseline, notes)  # nothing to compare yet
     changes = calibration_change(
         stored,
         baseline=(baseline[0], baseline[-1]),
@@ -268,7 +264,10 @@ def print_over_time(over: OverTime, *, rows: int) -> None:
         print(f"calib-frames: {note}", file=sys.stderr)
     window = f"{over.baseline[0]}..{over.baseline[-1]}"
     if over.changes is None:
-        print(f"tonight {over.tonight}: no batch after the reference window {window} yet")
+        print(
+            f"tonight {over.tonight}: no batch after the reference window {window} yet, "
+            "nothing to compare with it"
+        )
         return
     changes = over.changes
     changed = changes.filter(pl.col("changed"))

@@ -63,9 +63,12 @@ model did change its many post-onset tests raise the others' thresholds a little
 (bounding the share of false flags among flags at ``alpha``) rather than spend the
 level on every unchanged test. A batch is **changed** for a group when any metric's
 adjusted p-value is at most ``alpha``; the group is changed *now* when the last batch
-(tonight) is; its **onset** is the first batch of the run of consecutive changed
-batches that ends tonight (batches in which the group is absent neither break nor
-join the run).
+(tonight) is; its **onset** is the first changed batch of the run of batches that ends
+tonight, where a batch continues the run when it changed, or when a metric that changed
+tonight moved the same way in it at the uncorrected level (raw p ≤ ``alpha``): one
+batch a little short of the corrected level does not cut the run and push the onset
+late, and the onset itself is always a changed batch. Batches in which the group is
+absent neither break nor join the run.
 
 Measured (``tests/estimators/test_drift.py::test_season_false_alarms_measured``, a
 simulated season of 30 nights × 12 groups, 800–1200 predictions per group and night,
@@ -118,6 +121,7 @@ _GROUP = "group"  # the key of a table without keys (no clash possible: it has n
 _BLOCK = 500_000  # (group, bin) rows × replicates drawn at once (bounds the memory)
 _W, _S4, _CHI, _DF = working("w"), working("s4"), working("chi"), working("df")
 _ZA, _ZB, _POSITION, _RUN = working("za"), working("zb"), working("position"), working("run")
+_NOW, _SIGN = working("now_"), working("sign_")
 
 
 def _window(stats: StoredStatistics, last: int | None) -> StoredStatistics:
@@ -486,7 +490,8 @@ def calibration_change(
     ).unique().sort(keys, nulls_last=True)  # fmt: skip
     now = tests.filter(pl.col("batch_id") == tonight).drop("batch_id")
     result = groups.join(now, on=keys, how="left", nulls_equal=True)
-    result = result.join(_onsets(tests, keys), on=keys, how="left", nulls_equal=True)
+    onsets = _onsets(tests, keys, tonight, alpha=alpha)
+    result = result.join(onsets, on=keys, how="left", nulls_equal=True)
     interval = _ece_interval(
         table.filter(pl.col("batch_id") == tonight).drop("batch_id"),
         reference,
@@ -636,7 +641,8 @@ def _closed_forms(tested: pl.DataFrame, *, level: float) -> pl.DataFrame:
         with np.errstate(invalid="ignore"):
             p = 2.0 * special.ndtr(-np.abs(values))
         # 0/0: the two sides agree exactly and have no spread (all right, or all alike)
-        p = np.where(np.isnan(values) & frame.select(same).to_series().to_numpy(), 1.0, p)
+        agree = frame.select(same.fill_null(False)).to_series().to_numpy()
+        p = np.where(np.isnan(values) & agree, 1.0, p)
         return pl.Series(p, dtype=pl.Float64, nan_to_null=True)
 
     both = (w_t > 0) & (w_b > 0)
@@ -686,10 +692,30 @@ def _flagged(
     ).sort([*keys, _POSITION], nulls_last=True)
 
 
-def _onsets(tests: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
-    """Per group: the first batch of the final run of changed batches, and how many changed."""
-    broken = (~pl.col("changed")).cast(pl.UInt32).cum_sum().over(keys)
-    final = tests.with_columns(broken.alias(_RUN)).with_columns(
+def _onsets(tests: pl.DataFrame, keys: list[str], tonight: str, *, alpha: float) -> pl.DataFrame:
+    """Per group: the onset of tonight's change and how many tested batches changed.
+
+    Walking back from tonight, a batch continues the run when it changed, or when one of
+    the metrics that changed tonight moved the same way in it at the uncorrected level
+    (raw p ≤ alpha): a batch a little short of the corrected level does not cut the run.
+    The onset is the run's first changed batch.
+    """
+    now = tests.filter(pl.col("batch_id") == tonight).select(
+        *keys,
+        *[(pl.col(f"{m}_p_adjusted") <= alpha).fill_null(False).alias(f"{_NOW}{m}")
+          for m in CHANGE_METRICS],
+        *[pl.col(f"{m}_difference").sign().alias(f"{_SIGN}{m}") for m in CHANGE_METRICS],
+    )  # fmt: skip
+    joined = tests.join(now, on=keys, how="left", nulls_equal=True)
+    same_way = [
+        pl.col(f"{_NOW}{m}").fill_null(False)
+        & (pl.col(f"{m}_p_value") <= alpha).fill_null(False)
+        & (pl.col(f"{m}_difference").sign() == pl.col(f"{_SIGN}{m}")).fill_null(False)
+        for m in CHANGE_METRICS
+    ]
+    link = pl.col("changed") | pl.any_horizontal(same_way)
+    broken = (~link).cast(pl.UInt32).cum_sum().over(keys)
+    final = joined.with_columns(broken.alias(_RUN)).with_columns(
         (pl.col(_RUN) == pl.col(_RUN).max().over(keys)).alias(_RUN)
     )
     return final.group_by(keys).agg(

@@ -345,7 +345,7 @@ def _changes_section(changes: pl.DataFrame) -> str:
         f"{first.get('baseline', '')} ({first.get('baseline_batches', '')} batches). Each of "
         f"the {first.get('tested_batches', '')} batches after the window is compared with it "
         "per group (accuracy, ECE, Brier score; p-values corrected across batches × groups × "
-        "metrics); the onset is the first batch of the run of changed batches that ends "
+        "metrics); the onset is the first changed batch of the run of batches that ends "
         "tonight."
     )
     return (
