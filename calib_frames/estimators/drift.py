@@ -312,6 +312,13 @@ def baseline_window(
         if start > stop:
             raise ArgumentError(f"baseline {first}..{last}: {first} comes after {last}")
         return order[start : stop + 1]
+    named = [end for end in (first, last) if isinstance(end, str) and end in order]
+    if named:
+        other = next(end for end in (first, last) if end not in named)
+        raise ArgumentError(
+            f"baseline {_shown(ends)}: {other!r} is not among the {len(order)} batches (give "
+            "two batch ids, or two dates)"
+        )
     if not stats.timed:
         raise ArgumentError(
             f"baseline {_shown(ends)}: not batch ids, and dates need every batch to have a "
