@@ -10,7 +10,9 @@ command        what it does
 =============  ==========================================================================
 
 Exit codes: 0 success; 1 bad data (the message names the file or column, the row count
-and an example); 2 usage error. Every error is one line on stderr, never a traceback.
+and an example); 2 usage error; 3 a change found tonight (``report --over batch
+--fail-on-change``, :mod:`calib_frames.cli.over_time`: a nightly job fails loudly).
+Every error is one line on stderr, never a traceback.
 One module per subcommand; :mod:`calib_frames.cli.common` holds what they share.
 """
 
@@ -103,7 +105,7 @@ def in_flags(message: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0, 1 bad data, 2 usage).
+    """Run the command line; returns the exit status (0, 1 bad data, 2 usage, 3 a change).
 
     Errors are one line on stderr: the package's own errors (their exit code) and the
     operating system's (an OSError: disk full, read-only or missing folder; exit 1).

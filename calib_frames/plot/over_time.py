@@ -32,6 +32,7 @@ from calib_frames.plot._common import (
 from calib_frames.plot.frames import (
     COMPARISON_COLUMNS,
     PANEL,
+    SEPARATOR,
     Prepared,
     check_columns,
     frame,
@@ -295,7 +296,7 @@ def trend_chart(
             .encode(x=alt.value(0), y=alt.value(0), text=alt.Text("_label:N"))
         )
     chart = alt.layer(*share_parts(*layers))
-    notes = ["band: bootstrap interval"] if band is not None else []
+    notes = ["band: interval"] if band is not None else []
     notes += ["dashed: ECE noise floor"] if floor else []
     notes += (
         ["grey: reference window; red: changed tonight (points from the onset, dashed rule)"]
@@ -304,7 +305,7 @@ def trend_chart(
     )
     wrap = columns if columns is not None else min(5, max(1, len(prepared.panels)))
     heading = title if title is not None else f"{metric_title} per batch"
-    return sized_panels(
+    panels = sized_panels(
         chart,
         prepared,
         prepared.data,
@@ -313,6 +314,15 @@ def trend_chart(
         columns=wrap,
         subtitle="; ".join(notes),
     )
+    if len(prepared.facet) > 1 and isinstance(panels, alt.FacetChart):
+        # one title line per key: model above task, neither cut off
+        panels.facet.header = alt.Header(
+            labelExpr=f"split(datum.value, '{SEPARATOR}')",
+            labelLimit=width,
+            labelFontSize=11,
+            labelFontWeight="bold",
+        )
+    return panels
 
 
 def _with_changes(

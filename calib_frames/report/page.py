@@ -326,7 +326,9 @@ def _changes_section(changes: pl.DataFrame) -> str:
     heads = {"since": "since", "onset": "onset batch", "verdict": "change tonight"}
 
     def cell(tag: str, column: str, text: str, changed: bool = False) -> str:
-        style = ' class="key"' if column in keys or column == "verdict" else ""
+        style = (
+            ' class="key"' if column in keys else ' class="change"' if column == "verdict" else ""
+        )
         text = html.escape(text)
         return f"<{tag}{style}>{f'<b>{text}</b>' if changed else text}</{tag}>"
 
