@@ -128,7 +128,7 @@ def trend_data(
         pl.col("batch_time" if timed else "batch").alias(_X),
         *[pl.col(c).cast(pl.Float64) for c in shown],
     )
-    data, status = _with_changes(data, changes, keys)
+    data, status = _with_changes(data, changes, keys, registry.metric(metric).label)
     prepared = prepare(data, keys, color=[], facet=facet, default_facet=keys)
     return TrendData(
         prepared=_changed_first(prepared),
@@ -326,7 +326,7 @@ def trend_chart(
 
 
 def _with_changes(
-    data: pl.DataFrame, changes: pl.DataFrame | pl.LazyFrame | None, keys: list[str]
+    data: pl.DataFrame, changes: pl.DataFrame | pl.LazyFrame | None, keys: list[str], label: str
 ) -> tuple[pl.DataFrame, bool]:
     """The change marks of each batch row (:attr:`TrendData.prepared`'s columns)."""
     if changes is None:
@@ -366,7 +366,11 @@ def _with_changes(
     since = changed & (pl.col("batch") >= onset).fill_null(False)
     tonight = pl.col("batch_id") == pl.col("_tonight")
     label = pl.concat_str(
-        pl.lit("▲ "), _short_verdict(), pl.lit(" since "), pl.col("_onset_batch"), ignore_nulls=True
+        pl.lit("▲ "),
+        _short_verdict(label),
+        pl.lit(" since "),
+        pl.col("_onset_batch"),
+        ignore_nulls=True,
     )
     return joined.with_columns(
         pl.when(changed).then(pl.lit("changed")).otherwise(pl.lit("no change")).alias(_STATUS),
@@ -378,12 +382,12 @@ def _with_changes(
     ).drop("_changed", *optional.values()), True
 
 
-def _short_verdict() -> pl.Expr:
-    """The verdict's first clause in short: "ECE up 0.12, p = …" → "ECE +0.12"."""
+def _short_verdict(metric: str) -> pl.Expr:
+    """The verdict's clause of ``metric`` (else its first) in short: "ECE +0.12"."""
+    clauses = pl.col("_verdict").str.split("; ")
+    own = clauses.list.eval(pl.element().filter(pl.element().str.starts_with(metric)))
     return (
-        pl.col("_verdict")
-        .str.split("; ")
-        .list.first()
+        pl.coalesce(own.list.first(), clauses.list.first())
         .str.replace(r",\s*p [=<] .*$", "")
         .str.replace(" up ", " +", literal=True)
         .str.replace(" down ", " −", literal=True)
