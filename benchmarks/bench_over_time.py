@@ -71,10 +71,10 @@ def write_nights(folder: Path, groups: int, nights: int, rows: int) -> Path:
                 }
             )
             part = Path(scratch) / f"n{night:02d}.parquet"
+            when = dt.datetime(2026, 10, 1) + dt.timedelta(days=night)
             cf.write_statistics(
                 cf.bin_statistics(frame, by=["model", "task"], bins=BINNING), part,
-                batch_id=f"n{night:02d}", batch_time=dt.datetime(2026, 10, 1) + dt.timedelta(days=night),
-                binning=BINNING,
+                batch_id=f"n{night:02d}", batch_time=when, binning=BINNING,
             )  # fmt: skip
             parts.append(part)
         cf.storage.merge_statistics_files(parts, merged)
