@@ -284,9 +284,11 @@ def _over_time_sections(
     """
     if over_batches is None:
         return [], []
-    charts = over_time_charts(over_batches, changes)
+    batches = frame(over_batches, "report over_batches")
+    charts = over_time_charts(batches, changes)
+    untimed = "batch_time" in batches.columns and batches["batch_time"].null_count() > 0
     first = (
-        [_changes_section(frame(changes, "report changes"))]
+        [_changes_section(frame(changes, "report changes"), untimed=untimed)]
         if charts and changes is not None
         else []
     )
@@ -308,7 +310,7 @@ def _chart_sections(
     return sections
 
 
-def _changes_section(changes: pl.DataFrame) -> str:
+def _changes_section(changes: pl.DataFrame, *, untimed: bool = False) -> str:
     """What changed tonight and since when: changed groups first, names escaped.
 
     One narrow column each (keys, since, onset, change), so that no header overlaps
@@ -349,6 +351,11 @@ def _changes_section(changes: pl.DataFrame) -> str:
         "per group (accuracy, ECE, Brier score; p-values corrected across batches × groups × "
         "metrics); the onset is the first changed batch of the run of batches that ends "
         "tonight."
+    ) + (
+        " Some batches have no stored time: the batches are in the order the files list "
+        "them (never sorted by id)."
+        if untimed
+        else ""
     )
     return (
         f'<section><h2>Changed tonight</h2><p class="note">{html.escape(summary)}</p>'

@@ -123,6 +123,9 @@ def test_merge_keeps_the_order_of_batches_without_times(
     captured = capsys.readouterr()
     assert "3 of 3 batches have no batch time: the batch order is the order" in captured.err
     assert "tonight wednesday against the reference window monday..monday" in captured.out
+    args = [a for a in args if a != "--no-charts"]
+    assert main(args) == 0
+    assert "the order the files list them" in (out / "report.html").read_text()
 
 
 def test_merge_writes_parquet_only(

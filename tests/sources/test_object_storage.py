@@ -105,6 +105,8 @@ def test_the_command_line_reads_and_writes_objects_with_environment_credentials(
     s3_server: S3Server, preds: str, tmp_path: Path
 ) -> None:
     out = f"s3://{s3_server.bucket}/cli/night.parquet"
+    line = one_line(cli(s3_server, "stats", preds + "/", "--by", "model", "--out", out), 2)
+    assert "give --batch-id and --batch-time" in line
     stats = cli(s3_server, "stats", preds + "/", "--by", "model", "--out", out,
                 "--batch-id", "n1", "--batch-time", "2026-12-01")  # fmt: skip
     assert stats.returncode == 0, stats.stderr
