@@ -326,7 +326,10 @@ def trend_chart(
 
 
 def _with_changes(
-    data: pl.DataFrame, changes: pl.DataFrame | pl.LazyFrame | None, keys: list[str], label: str
+    data: pl.DataFrame,
+    changes: pl.DataFrame | pl.LazyFrame | None,
+    keys: list[str],
+    metric_label: str,
 ) -> tuple[pl.DataFrame, bool]:
     """The change marks of each batch row (:attr:`TrendData.prepared`'s columns)."""
     if changes is None:
@@ -367,7 +370,7 @@ def _with_changes(
     tonight = pl.col("batch_id") == pl.col("_tonight")
     label = pl.concat_str(
         pl.lit("▲ "),
-        _short_verdict(label),
+        _short_verdict(metric_label),
         pl.lit(" since "),
         pl.col("_onset_batch"),
         ignore_nulls=True,
