@@ -20,7 +20,14 @@ Keeping batches apart makes merging idempotent and order-free: :func:`read_stati
 of several files keeps each batch once (a batch met twice must be identical, or the
 read refuses), and the per-batch rows are only summed when metrics are computed
 (``merge_bin_statistics(table, by=keys)``). Writes are atomic: a temporary file in the
-target directory, then a rename.
+target directory, then a rename; an object in object storage appears whole or not at
+all (:func:`write_object`).
+
+Object storage. Every path may be an ``s3://``, ``gs://`` or ``az://`` URL, and
+:func:`read_statistics` takes prefixes and globs there and locally
+(:mod:`calib_frames.sources.paths`: credentials from the standard environment variables
+or ``storage_options=``; a missing bucket or object, or denied access, is one error
+naming the URL).
 
 Batch order. A batch may carry a time (``batch_time=``, ``calib-frames stats
 --batch-time``; the command's default is the inputs' newest modification time), kept
@@ -28,7 +35,11 @@ beside its id so that ids can stay digests. :attr:`StoredStatistics.batch_order`
 the batches by it (ties by id). Files written before batch times existed, or batches
 written without one: when any batch lacks a time, the order is that of first appearance
 (the files in the order given, each file's batches in its row order), and
-:attr:`StoredStatistics.timed` is False.
+:attr:`StoredStatistics.timed` is False; the order is never guessed from ids.
+:func:`merge_statistics_files` writes the batches in batch order and keeps every
+batch's time, so a merged file reads back in the same order. A batch time more than a
+day after now (:data:`FUTURE_SLACK`: a typo such as 2062 would stay the "last batch"
+for ever) is refused on writing and reading unless ``allow_future=True``.
 """
 
 from __future__ import annotations
@@ -50,19 +61,33 @@ from calib_frames._version import __version__
 from calib_frames.binning import Binning
 from calib_frames.exceptions import ArgumentError, ReadError, TableError
 from calib_frames.schema import BIN_STATISTICS, FORMAT_VERSION, NLL_SUMS
+from calib_frames.sources.paths import (
+    Location,
+    StorageOptions,
+    expand_locations,
+    is_url,
+    storage_error,
+    storage_options_of,
+)
 from calib_frames.validation import as_lazy
 
 __all__ = [
+    "FUTURE_SLACK",
     "StoredStatistics",
     "atomic_write",
     "batch_time_of",
+    "check_batch_times",
     "merge_statistics_files",
     "read_statistics",
+    "write_object",
     "write_statistics",
 ]
 
 Kind = Literal["bin_statistics", "nll_sums"]
 _PREFIX = "calib_frames."
+
+FUTURE_SLACK = dt.timedelta(days=1)
+"""How far after now a batch time may lie without ``allow_future`` (clocks and zones)."""
 
 
 @dataclass(frozen=True)
@@ -148,6 +173,7 @@ def atomic_write(path: str | Path, write: Callable[[Path], object]) -> Path:
 
     An interrupted write leaves no half-written ``path`` (the temporary file is removed);
     the file gets the usual permissions (the umask's), not the temporary file's 0600.
+    (An object in object storage needs no temporary copy: :func:`write_object`.)
 
     Parameters
     ----------
@@ -194,6 +220,55 @@ def atomic_write(path: str | Path, write: Callable[[Path], object]) -> Path:
     return target
 
 
+def write_object(
+    frame: pl.DataFrame,
+    url: str,
+    *,
+    metadata: dict[str, str] | None = None,
+    storage_options: StorageOptions = None,
+) -> str:
+    """Write an in-memory table as a parquet object, naming ``url`` in any failure.
+
+    The object appears whole or not at all: polars uploads it in parts and the store
+    publishes it only when the last part is in, so a transfer cut short (a network
+    error, the process killed) leaves no object and an existing object as it was. It
+    takes a computed DataFrame, never a query: polars' streaming sink, when its input
+    query fails midway, publishes the rows it had (seen on a real S3 server), so
+    nothing here streams a query into an object.
+
+    Parameters
+    ----------
+    frame
+        The table.
+    url
+        The object (``s3://``, ``gs://``, ``az://``).
+    metadata
+        Parquet key-value metadata.
+    storage_options
+        Object-store settings and credentials (default: the standard environment
+        variables).
+
+    Returns
+    -------
+    str
+        The URL written.
+
+    Raises
+    ------
+    OSError
+        The write failed: no such bucket, access denied, the store unreachable (the
+        message names the URL).
+    """
+    try:
+        frame.write_parquet(
+            url, metadata=metadata, storage_options=storage_options_of(storage_options)
+        )
+    except (OSError, pl.exceptions.PolarsError) as error:
+        reason = str(storage_error(error, url)).removeprefix(f"{url}: ")
+        raise OSError(errno.EIO, reason, url) from None
+    return url
+
+
 def batch_time_of(value: dt.datetime | dt.date | str) -> str:
     """A batch time as stored: ISO 8601 in UTC, to the second or finer.
 
@@ -213,6 +288,11 @@ def batch_time_of(value: dt.datetime | dt.date | str) -> str:
     """
     moment = value
     if isinstance(moment, str):
+        if not moment.strip():
+            raise ArgumentError(
+                "the batch time is empty; give an ISO 8601 date or time (e.g. 2026-12-01), "
+                "or leave it out"
+            )
         try:
             moment = dt.datetime.fromisoformat(moment.strip())
         except ValueError:
@@ -229,7 +309,48 @@ def batch_time_of(value: dt.datetime | dt.date | str) -> str:
         )
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.UTC)
-    return moment.astimezone(dt.UTC).isoformat()
+    try:
+        return moment.astimezone(dt.UTC).isoformat()
+    except OverflowError:  # 9999-12-31T23:59:59-01:00 or year 1 with a positive offset
+        raise ArgumentError(f"batch time {value!s} lies outside the years 1–9999 in UTC") from None
+
+
+def check_batch_times(
+    times: dict[str, str], *, allow_future: bool = False, where: str = ""
+) -> None:
+    """Refuse a batch time more than :data:`FUTURE_SLACK` after now (unless ``allow_future``).
+
+    Parameters
+    ----------
+    times
+        Batch id → its stored time (:func:`batch_time_of`).
+    allow_future
+        Accept times in the future (a backfill with planned dates, a test).
+    where
+        The file the times come from, for the message.
+
+    Raises
+    ------
+    ArgumentError
+        A time lies in the future.
+
+    Examples
+    --------
+    >>> check_batch_times({"n1": "2026-01-01T00:00:00+00:00"})
+    >>> check_batch_times({"typo": "2062-01-01T00:00:00+00:00"})
+    Traceback (most recent call last):
+    ...
+    calib_frames.exceptions.ArgumentError: batch 'typo' has the time 2062-01-01T00:00:00+00:00, ...
+    """
+    if allow_future:
+        return
+    limit = dt.datetime.now(dt.UTC) + FUTURE_SLACK
+    for batch, time in times.items():
+        if dt.datetime.fromisoformat(time) > limit:
+            raise ArgumentError(
+                f"{where}batch {batch!r} has the time {time}, more than a day in the future; "
+                "fix it, or accept it with allow_future=True (--allow-future)"
+            )
 
 
 def _os_error(
@@ -260,6 +381,8 @@ def write_statistics(
     batch_id: str,
     batch_time: dt.datetime | dt.date | str | None = None,
     binning: Binning | None = None,
+    allow_future: bool = False,
+    storage_options: StorageOptions = None,
 ) -> None:
     """Write a bin-statistics or NLL-sums table as one batch of a statistics file.
 
@@ -268,7 +391,7 @@ def write_statistics(
     table
         The table (:func:`~calib_frames.bin_statistics` or :func:`~calib_frames.nll_sums`).
     path
-        The parquet file to write (atomically).
+        The parquet file to write (atomically), or an object's URL (``s3://…``).
     batch_id
         Names this batch; reading files that share a batch keeps it once.
     batch_time
@@ -277,14 +400,21 @@ def write_statistics(
         ``None`` stores none (batches are then ordered as the files are read).
     binning
         The binning of a bin-statistics table (recorded for merging).
+    allow_future
+        Accept a ``batch_time`` more than a day after now (:func:`check_batch_times`).
+    storage_options
+        Object-store settings and credentials for a URL ``path`` (default: the standard
+        environment variables).
 
     Raises
     ------
     TableError
         ``table`` is neither kind of table, or has a ``batch_id`` column.
     ArgumentError
-        ``batch_id`` is empty, ``batch_time`` is not a time, or a bin-statistics table
-        comes without ``binning``.
+        ``batch_id`` is empty, ``batch_time`` is not a time or lies in the future, or a
+        bin-statistics table comes without ``binning``.
+    OSError
+        The write failed (naming the file or URL).
 
     Examples
     --------
@@ -305,6 +435,7 @@ def write_statistics(
     if not isinstance(batch_id, str) or not batch_id:
         raise ArgumentError(f"batch_id must be a non-empty string, got {batch_id!r}")
     times = {} if batch_time is None else {batch_id: batch_time_of(batch_time)}
+    check_batch_times(times, allow_future=allow_future)
     frame = as_lazy(table).collect()
     kind, keys = _kind_and_keys(frame.schema)
     if "batch_id" in keys:
@@ -321,16 +452,17 @@ def write_statistics(
         "version": __version__,
     }
     out = frame.select(pl.lit(batch_id).alias("batch_id"), pl.all())
-    _write(out, path, metadata)
+    _write(out, path, metadata, storage_options_of(storage_options))
 
 
-def _write(frame: pl.DataFrame, path: str | Path, metadata: dict[str, str]) -> None:
-    atomic_write(
-        path,
-        lambda tmp: frame.write_parquet(
-            tmp, metadata={_PREFIX + key: value for key, value in metadata.items()}
-        ),
-    )
+def _write(
+    frame: pl.DataFrame, path: str | Path, metadata: dict[str, str], options: dict[str, str] | None
+) -> None:
+    stored = {_PREFIX + key: value for key, value in metadata.items()}
+    if isinstance(path, str) and is_url(path):
+        write_object(frame, path, metadata=stored, storage_options=options)
+    else:
+        atomic_write(path, lambda tmp: frame.write_parquet(tmp, metadata=stored))
 
 
 def _kind_and_keys(schema: pl.Schema) -> tuple[Kind, list[str]]:
@@ -344,13 +476,22 @@ def _kind_and_keys(schema: pl.Schema) -> tuple[Kind, list[str]]:
     )
 
 
-def read_statistics(*paths: str | Path) -> StoredStatistics:
+def read_statistics(
+    *paths: str | Path, storage_options: StorageOptions = None, allow_future: bool = False
+) -> StoredStatistics:
     """Read statistics files and fold them into one, each batch kept once.
 
     Parameters
     ----------
     *paths
-        Files written by :func:`write_statistics` (or by ``calib-frames stats/merge``).
+        Files written by :func:`write_statistics` (or by ``calib-frames stats/merge``),
+        folders or globs of them, local or in object storage (``s3://bucket/nightly/``);
+        files are read in the order given (a folder's or glob's in name order).
+    storage_options
+        Object-store settings and credentials for URLs (default: the standard
+        environment variables).
+    allow_future
+        Accept batch times more than a day after now (:func:`check_batch_times`).
 
     Returns
     -------
@@ -360,12 +501,13 @@ def read_statistics(*paths: str | Path) -> StoredStatistics:
     Raises
     ------
     ReadError
-        A file is missing, not parquet, or not a calib_frames statistics file.
+        A file is missing, not parquet, or not a calib_frames statistics file; a bucket
+        or object is missing or access is denied (naming the URL).
     TableError
         The files differ in format version, kind of table, keys or binning, or one batch
         id holds different numbers in two files.
     ArgumentError
-        No path was given.
+        No path was given, or a batch time lies in the future.
 
     Examples
     --------
@@ -386,7 +528,14 @@ def read_statistics(*paths: str | Path) -> StoredStatistics:
     """
     if not paths:
         raise ArgumentError("read_statistics needs at least one file")
-    parts = [_read_one(Path(path)) for path in paths]
+    options = storage_options_of(storage_options)
+    files: dict[Location, None] = {}  # in the order given, each once
+    for path in paths:
+        located = expand_locations(path, suffixes=(".parquet",), storage_options=options)
+        files.update(dict.fromkeys(file for file, _ in located))
+    parts = [_read_one(file, options) for file in files]
+    for file, part in zip(files, parts, strict=True):
+        check_batch_times(part.batch_times, allow_future=allow_future, where=f"{file}: ")
     first = parts[0]
     for part in parts[1:]:
         for name in ("kind", "keys", "binning"):
@@ -426,13 +575,14 @@ def read_statistics(*paths: str | Path) -> StoredStatistics:
     return StoredStatistics(table, first.kind, first.keys, first.binning, batches, times, order)
 
 
-def _read_one(path: Path) -> StoredStatistics:
-    if not path.is_file():
-        raise ReadError(f"{path}: no such file")
+def _read_one(path: Location, options: dict[str, str] | None) -> StoredStatistics:
+    remote = options if isinstance(path, str) else None
     try:
-        metadata = pl.read_parquet_metadata(path)
-        table = pl.read_parquet(path)
+        metadata = pl.read_parquet_metadata(path, storage_options=remote)
+        table = pl.read_parquet(path, storage_options=remote)
     except (pl.exceptions.PolarsError, OSError) as error:
+        if isinstance(path, str) and (isinstance(error, OSError) or "object-store" in str(error)):
+            raise storage_error(error, path) from None
         raise ReadError(f"{path}: not a readable parquet file ({error})") from None
     meta = {k[len(_PREFIX) :]: v for k, v in metadata.items() if k.startswith(_PREFIX)}
     if "format" not in meta:
@@ -483,7 +633,7 @@ def _read_one(path: Path) -> StoredStatistics:
     return StoredStatistics(table, kind, keys, binning, batches, times, order)
 
 
-def _batch_times(path: Path, meta: dict[str, str], batches: list[str]) -> dict[str, str]:
+def _batch_times(path: Location, meta: dict[str, str], batches: list[str]) -> dict[str, str]:
     """The recorded batch times (none in files written before they existed), checked."""
     times = _metadata_json(path, meta, "batch_times", {})
     if not isinstance(times, dict) or not set(times) <= set(batches):
@@ -494,7 +644,7 @@ def _batch_times(path: Path, meta: dict[str, str], batches: list[str]) -> dict[s
         raise ReadError(f"{path}: a recorded batch time is not a time ({error})") from None
 
 
-def _metadata_json(path: Path, meta: dict[str, str], field: str, default: object) -> Any:
+def _metadata_json(path: Location, meta: dict[str, str], field: str, default: object) -> Any:
     """The JSON value of one metadata field (``default`` when absent); ReadError if not JSON."""
     if field not in meta:
         return default
@@ -508,22 +658,45 @@ def _metadata_json(path: Path, meta: dict[str, str], field: str, default: object
         ) from None
 
 
-def merge_statistics_files(paths: Sequence[str | Path], out: str | Path) -> StoredStatistics:
+def merge_statistics_files(
+    paths: Sequence[str | Path],
+    out: str | Path,
+    *,
+    storage_options: StorageOptions = None,
+    allow_future: bool = False,
+) -> StoredStatistics:
     """Fold statistics files into one file (idempotent, order-free).
+
+    The batches are written in batch order with their times, so that the merged file
+    reads back in the same order (batches without a time in their order of first
+    appearance: never sorted by id).
 
     Parameters
     ----------
     paths
-        Input statistics files.
+        Input statistics files (folders, globs, URLs as :func:`read_statistics` takes).
     out
-        The output file (written atomically).
+        The output parquet file (written atomically) or object URL.
+    storage_options
+        Object-store settings and credentials for URLs.
+    allow_future
+        Accept batch times more than a day after now.
 
     Returns
     -------
     StoredStatistics
         What was written.
+
+    Raises
+    ------
+    ArgumentError
+        ``out`` is not a ``.parquet`` file, or as :func:`read_statistics`.
+    ReadError, TableError
+        As :func:`read_statistics`.
     """
-    stored = read_statistics(*paths)
+    if not str(out).lower().endswith(".parquet"):
+        raise ArgumentError(f"{out}: statistics files are parquet (.parquet)")
+    stored = read_statistics(*paths, storage_options=storage_options, allow_future=allow_future)
     metadata = {
         "format": str(FORMAT_VERSION),
         "table": stored.kind,
@@ -533,5 +706,9 @@ def merge_statistics_files(paths: Sequence[str | Path], out: str | Path) -> Stor
         "batch_times": json.dumps(stored.batch_times),
         "version": __version__,
     }
-    _write(stored.table, out, metadata)
-    return stored
+    position = {batch: place for place, batch in enumerate(stored.batch_order)}
+    in_order = stored.table.sort(
+        pl.col("batch_id").replace_strict(position, return_dtype=pl.UInt32), maintain_order=True
+    )
+    _write(in_order, out, metadata, storage_options_of(storage_options))
+    return replace(stored, table=in_order)

@@ -1,13 +1,18 @@
-"""Session-wide fixtures: one local Spark session for the whole suite, and a real headless
+"""Session-wide fixtures: one local Spark session for the whole suite, a real headless
 Chromium for the browser tests (``chromium_path`` finds it, or installs it with apt-get when
-running as root, and fails loudly when it cannot: a browser test never skips)."""
+running as root, and fails loudly when it cannot: a browser test never skips), and a real
+S3-compatible server on 127.0.0.1 for the object-storage tests (moto's server mode)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import socket
 import subprocess
+import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -135,3 +140,108 @@ def niamey() -> Any:
     from factories import niamey_long
 
     return niamey_long()
+
+
+@dataclass(frozen=True)
+class S3Server:
+    """A running S3-compatible server and the credentials the tests use on it."""
+
+    endpoint: str
+    bucket: str
+    options: dict[str, str]
+    """polars ``storage_options`` of a user allowed everything on S3."""
+    denied: dict[str, str]
+    """The same for a user with no permission at all (AccessDenied)."""
+
+    def env(self) -> dict[str, str]:
+        """The standard environment variables of the allowed user (for CLI processes)."""
+        return {
+            **os.environ,
+            "AWS_ACCESS_KEY_ID": self.options["aws_access_key_id"],
+            "AWS_SECRET_ACCESS_KEY": self.options["aws_secret_access_key"],
+            "AWS_ENDPOINT_URL": self.endpoint,
+            "AWS_REGION": "us-east-1",
+            "AWS_ALLOW_HTTP": "true",
+        }
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _wait_for_port(process: subprocess.Popen[bytes], port: int, seconds: float = 60.0) -> None:
+    """Poll the port until the server accepts a connection (no sleep: the wait between
+    tries is waiting on the process, which also notices a server that died)."""
+    for _ in range(int(seconds / 0.05)):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1.0).close()
+            return
+        except OSError:
+            try:
+                process.wait(timeout=0.05)
+            except subprocess.TimeoutExpired:
+                continue
+            pytest.fail(f"moto's server exited with status {process.returncode}", pytrace=False)
+    pytest.fail(f"moto's server did not listen on 127.0.0.1:{port} in {seconds} s", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """moto's S3 server on 127.0.0.1, started once, with IAM authentication enforced.
+
+    Its first five requests (``INITIAL_NO_AUTH_ACTION_COUNT``) create two IAM users: one
+    allowed everything on S3, one allowed nothing (for the denied-access tests); then
+    every request is checked. ``moto[server]`` is a test dependency: its absence is a
+    broken install, not a skip.
+    """
+    try:
+        import boto3
+        import moto.server  # noqa: F401
+    except ImportError:
+        pytest.fail("moto[server] is missing: pip install -e '.[test]'", pytrace=False)
+    port = _free_port()
+    endpoint = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        env={**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": "5"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait_for_port(server, port)
+        setup = {"endpoint_url": endpoint, "region_name": "us-east-1"}
+        iam = boto3.client("iam", aws_access_key_id="setup", aws_secret_access_key="setup", **setup)
+        keys = {}
+        for user in ("writer", "nobody"):
+            iam.create_user(UserName=user)
+            keys[user] = iam.create_access_key(UserName=user)["AccessKey"]
+        allow = {"Effect": "Allow", "Action": "s3:*", "Resource": "*"}
+        iam.put_user_policy(
+            UserName="writer",
+            PolicyName="s3",
+            PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [allow]}),
+        )
+
+        def options(user: str) -> dict[str, str]:
+            return {
+                "aws_endpoint_url": endpoint,
+                "aws_access_key_id": keys[user]["AccessKeyId"],
+                "aws_secret_access_key": keys[user]["SecretAccessKey"],
+                "aws_region": "us-east-1",
+                "aws_allow_http": "true",
+            }
+
+        writer = options("writer")
+        boto3.client(
+            "s3",
+            aws_access_key_id=writer["aws_access_key_id"],
+            aws_secret_access_key=writer["aws_secret_access_key"],
+            **setup,
+        ).create_bucket(Bucket="calib")
+        yield S3Server(endpoint, "calib", writer, options("nobody"))
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

@@ -10,8 +10,10 @@ command        what it does
 =============  ==========================================================================
 
 Exit codes: 0 success; 1 bad data (the message names the file or column, the row count
-and an example) or a read or write the system refused; 2 usage error; 130 interrupted
-(Ctrl-C); 143 terminated (SIGTERM). Every error is one line on stderr, never a traceback.
+and an example) or a read or write the system refused; 2 usage error; 3 a change found
+tonight (``report --over batch --fail-on-change``, :mod:`calib_frames.cli.over_time`: a
+nightly job fails loudly); 130 interrupted (Ctrl-C); 143 terminated (SIGTERM). Every
+error is one line on stderr, never a traceback.
 One module per subcommand; :mod:`calib_frames.cli.common` holds what they share.
 """
 

@@ -1,7 +1,9 @@
 """What every subcommand shares: reading inputs, checking outputs, running a query.
 
 * Inputs are read lazily (parquet, CSV, JSONL/NDJSON; files, globs, hive-partitioned
-  directories), the format taken from the extension or ``--format``. Role columns
+  directories, local or in object storage: ``s3://``, ``gs://``, ``az://`` with
+  credentials from the standard environment variables or ``--storage-option
+  KEY=VALUE``), the format taken from the extension or ``--format``. Role columns
   (confidence, NLL, weight, counts) are read as numbers whatever CSV type inference
   guesses, and ``--schema COL=DTYPE`` overrides any other column.
 * Outputs are checked before any computing: the directory exists, no output is an input
@@ -27,19 +29,23 @@ import polars as pl
 
 from calib_frames.binning import Binning
 from calib_frames.exceptions import ArgumentError, DataError, ReadError
+from calib_frames.sources.paths import Location, is_url
 
 __all__ = [
     "add_binning_arguments",
     "add_input_arguments",
+    "add_storage_arguments",
     "binning_from",
     "by_from",
     "check_output_type",
     "check_outputs",
     "collect",
+    "location",
     "require_rows",
     "says_progress",
     "scan_inputs",
     "stage",
+    "storage_options_from",
 ]
 
 DTYPES: dict[str, pl.DataType] = {
@@ -102,11 +108,35 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
         default="raise",
         help="a malformed record is an error (default) or skipped and counted",
     )
+    add_storage_arguments(parser)
+
+
+def add_storage_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--storage-option KEY=VALUE`` (object storage) and ``--quiet``."""
+    parser.add_argument(
+        "--storage-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an object-storage setting for s3://, gs:// and az:// paths, as polars names "
+        "it (e.g. aws_endpoint_url=http://127.0.0.1:9000, aws_region=eu-west-1); "
+        "repeatable; credentials otherwise come from the standard environment variables",
+    )
     parser.add_argument(
         "--quiet",
         action="store_true",
         help="no progress lines on stderr (by default one per stage that takes over 1 s)",
     )
+
+
+def location(text: str) -> Location:
+    """A command-line path: an object-storage URL stays a str, anything else is a Path."""
+    return text if is_url(text) else Path(text)
+
+
+def storage_options_from(args: argparse.Namespace) -> dict[str, str] | None:
+    """The ``--storage-option KEY=VALUE`` pairs as polars' ``storage_options`` (None: none)."""
+    return _mapping(getattr(args, "storage_option", []), "--storage-option") or None
 
 
 PROGRESS_SECONDS = 1.0
@@ -198,7 +228,8 @@ def scan_inputs(
     columns: Sequence[str] = (),
     on_bad_record: str = "raise",
     roles: Mapping[str, pl.DataType] | None = None,
-) -> tuple[pl.LazyFrame, list[Path]]:
+    storage_options: Mapping[str, str] | None = None,
+) -> tuple[pl.LazyFrame, list[Location]]:
     """One LazyFrame over every input (files, globs, folders, hive layouts) and the files.
 
     Reading is :func:`calib_frames.sources.scan_table` (its ``_skipping`` twin with
@@ -220,11 +251,11 @@ def scan_inputs(
     """
     from calib_frames.sources.files import scan_table, scan_table_skipping
     from calib_frames.sources.paths import FORMATS as KNOWN
-    from calib_frames.sources.paths import Format, expand_paths
+    from calib_frames.sources.paths import Format, expand_locations
 
     for text in inputs:
         path = Path(text)
-        if any(ch in text for ch in "*?["):
+        if any(ch in text for ch in "*?[") or is_url(text):
             continue
         if not path.exists():
             raise ArgumentError(f"{text}: no such file or directory")
@@ -233,12 +264,13 @@ def scan_inputs(
                 f"{text}: unknown file type {path.suffix!r}; use one of {sorted(KNOWN)} "
                 "or say --format"
             )
-    paths = [file for file, _ in expand_paths(list(inputs))]
+    paths = [file for file, _ in expand_locations(list(inputs), storage_options=storage_options)]
     options: dict[str, Any] = {
         "roles": roles or {},
         "format": cast("Format | None", format),  # checked by the reader
         "columns": _mapping(columns, "--columns") or None,
         "schema_overrides": _schema_overrides(schema) or None,
+        "storage_options": storage_options,
     }
     if on_bad_record == "skip":
         scanned = scan_table_skipping(list(inputs), **options)
@@ -253,7 +285,7 @@ def scan_inputs(
 
 
 def require_rows(
-    table: pl.DataFrame, files: Sequence[Path], *, what: str = "prediction rows"
+    table: pl.DataFrame, files: Sequence[Location], *, what: str = "prediction rows"
 ) -> None:
     """Refuse to report on inputs without a single row (every metric would be 0 or NaN).
 
@@ -281,30 +313,37 @@ def _first_line(error: BaseException) -> str:
     return lines[0] if lines else type(error).__name__
 
 
-def check_outputs(outputs: Sequence[Path | None], inputs: Sequence[Path]) -> None:
+def check_outputs(outputs: Sequence[Location | None], inputs: Sequence[Location]) -> None:
     """Refuse outputs before any work: a missing directory, or an output that is an input.
+
+    An object-storage URL output is refused only when it is an input's URL (the store
+    has no folders to check; a missing bucket is found when the object is written).
 
     Raises
     ------
     ArgumentError
         An output's directory does not exist, or the output is an input (same path,
-        symlink or hard link: compared by device and inode).
+        symlink or hard link: compared by device and inode; the same URL).
     """
     for out in outputs:
         if out is None:
+            continue
+        if isinstance(out, str):
+            if out in {str(path) for path in inputs}:
+                raise ArgumentError(f"output {out} is an input: it would be overwritten")
             continue
         parent = out.parent if str(out.parent) else Path(".")
         if not parent.is_dir():
             raise ArgumentError(f"output {out}: directory {parent} does not exist")
         if out.exists():
             for path in inputs:
-                if os.path.samefile(out, path):
+                if isinstance(path, Path) and os.path.samefile(out, path):
                     raise ArgumentError(
                         f"output {out} is the input {path}: it would be overwritten"
                     )
 
 
-def collect(query: pl.LazyFrame, *, engine: str, files: Sequence[Path]) -> pl.DataFrame:
+def collect(query: pl.LazyFrame, *, engine: str, files: Sequence[Location]) -> pl.DataFrame:
     """Run ``query`` on the chosen engine, turning read failures into :class:`ReadError`.
 
     ``engine="gpu"`` uses polars' GPU engine when cudf-polars is installed; without it,

@@ -3,7 +3,8 @@
     calib-frames report PREDICTIONS… --by model,task --out DIR [--token-file TOKENS…]
     calib-frames report LM_EVAL_OUTPUT_DIR… --out DIR
     calib-frames report --from-stats STATS… [--nll-stats NLL…] --out DIR
-                        [--over batch [--batch ID]] [--last N]
+                        [--over batch [--baseline A..B] [--batch ID] [--fail-on-change]]
+                    [--last N]
 
 Prints the leaderboard and the summary table and writes into DIR (created if its parent
 exists; built in a hidden temporary sibling and swapped in whole, so DIR only ever holds
@@ -21,8 +22,9 @@ file                      content
 ``report.html``           the self-contained HTML report (opens offline)
 ``leaderboard.*``         one row per model across its tasks (with a ``model`` key and
                           another), as parquet, CSV and markdown
-``batches.*``, ``changes.*`` with ``--over batch``: the figures per batch and the change of
-                          the tested batch against the pooled earlier ones
+``batches.*``, ``changes.*`` with ``--over batch``: the figures per batch, and per group
+                          the change against the reference window (``changes.json``:
+                          the changed groups, for a job to forward)
 ``*.png``                 with ``--png``: the report's charts (reliability diagrams,
                           confidence histograms, accuracy against ECE, Brier
                           decomposition, perplexity, from prediction files the risk–coverage
@@ -40,15 +42,12 @@ per model × task (its latest run), lm-eval's own aggregates beside calib_frames
 there is none.
 
 From statistics, ``--last N`` keeps the N latest batches (by the batch time ``stats``
-stored) and ``--over batch`` adds the figures over time, still reading no raw row:
-``batches.parquet``/``.csv`` (one row per batch × group: every metric, intervals and the
-noise floor per batch), ``changes.parquet``/``.csv`` (per group, the last batch, or the
-one ``--batch`` names, against the pooled earlier ones: differences in accuracy, ECE and
-Brier, intervals, Holm/BH-corrected p-values from ``--change-replicates`` bootstrap draws,
-a verdict), ``ece_over_batches.png``, ``accuracy_over_batches.png`` and a section of the
-HTML report; the table printed is then the verdicts (with a single batch in the window
-there is nothing to compare yet: no change table). The comparison table pools the
-batches of the window.
+stored) and ``--over batch`` adds the nightly view, still reading no raw row
+(:mod:`calib_frames.cli.over_time`): every batch after a reference window
+(``--baseline A..B``) against it, ``changes.parquet``/``.csv``/``.json``, the figures per
+batch in ``batches.parquet``/``.csv``, the trend charts, and tonight's comparison table
+and leaderboard; ``--fail-on-change`` exits with status 3 when a group changed tonight.
+Without ``--over`` the comparison table pools the batches read.
 """
 
 from __future__ import annotations
@@ -65,6 +64,7 @@ from typing import Any
 import polars as pl
 
 from calib_frames.cli import common, report_folder
+from calib_frames.cli import over_time as nightly
 from calib_frames.cli.compare import (
     add_uncertainty_arguments,
     check_uncertainty_arguments,
@@ -81,7 +81,7 @@ from calib_frames.cli.rows import (
 from calib_frames.exceptions import ArgumentError
 from calib_frames.metrics.registry import LEADERBOARD_SUMMARY_COLUMNS
 from calib_frames.schema import BIN_STATISTICS
-from calib_frames.storage import StoredStatistics, read_statistics
+from calib_frames.sources.paths import Location
 
 __all__ = ["add_parser", "run"]
 
@@ -92,7 +92,6 @@ files have them all: a nightly job's log should not hold 2,000 rows of each)."""
 TABLES = ("comparison.parquet", "comparison.csv", "comparison.json", "comparison.md")
 STATS_FILE = "bin_statistics.parquet"
 HTML_FILE = "report.html"
-OVER_TIME = ("batches.parquet", "batches.csv", "changes.parquet", "changes.csv")
 LEADERBOARD_TABLES = ("leaderboard.parquet", "leaderboard.csv", "leaderboard.md")
 LEADERBOARD_MODEL = "model"
 """The key that names a model by default (without it, the first key: ``--model-key``)."""
@@ -130,32 +129,7 @@ def add_parser(commands: Any) -> None:
         help="the key that names a model in the leaderboard (default: the key 'model', "
         "else the first key)",
     )
-    parser.add_argument(
-        "--over",
-        choices=["batch"],
-        default=None,
-        help="with --from-stats: the figures per batch and the change of the last batch",
-    )
-    parser.add_argument(
-        "--last",
-        type=int,
-        default=None,
-        metavar="N",
-        help="with --from-stats: the N latest batches",
-    )
-    parser.add_argument(
-        "--batch",
-        default=None,
-        metavar="ID",
-        help="with --over batch: the batch tested (default: the last)",
-    )
-    parser.add_argument(
-        "--change-replicates",
-        type=int,
-        default=10_000,
-        help="bootstrap replicates of the change test (default 10000: its p-values are "
-        "corrected across groups)",
-    )
+    nightly.add_arguments(parser)
     parser.add_argument("--no-charts", action="store_true", help="skip report.html and PNGs")
     parser.add_argument(
         "--png",
@@ -192,57 +166,33 @@ def _lm_eval_figures(args: argparse.Namespace, queries: RowQueries) -> pl.DataFr
     return latest
 
 
-def _stored(paths: list[str], last: int | None) -> StoredStatistics:
-    """The statistics files read, the ``last`` latest batches kept."""
-    stored = read_statistics(*paths)
-    return stored if last is None else stored.latest(last)
-
-
-OverTime = tuple[pl.DataFrame, pl.DataFrame | None]
-"""The per-batch table and the change table (None for a single batch)."""
-
-
-def _over_time(args: argparse.Namespace) -> OverTime:
-    """The per-batch table and the change table of the statistics files."""
-    from calib_frames.estimators.drift import calibration_change, metrics_over_batches
-
-    stored = _stored(args.from_stats, args.last)
-    sums = _stored(args.nll_stats, args.last) if args.nll_stats else None
-    over = metrics_over_batches(
-        stored,
-        sums,
-        uncertainty=not args.no_uncertainty,
-        replicates=args.replicates,
-        level=args.level,
-        seed=args.seed,
-    )
-    if len(stored.batch_order) < 2 and args.batch is None:
-        return over, None  # the first night: nothing to compare with yet
-    changes = calibration_change(
-        stored, batch=args.batch, replicates=args.change_replicates, level=args.level,
-        seed=args.seed,
-    )  # fmt: skip
-    return over, changes
-
-
 def _read(
     args: argparse.Namespace, outputs: list[Path]
-) -> tuple[pl.DataFrame, pl.DataFrame | None, list[Path], RowQueries | None]:
-    """Bin statistics, NLL sums, the files read and the row queries (None from statistics).
+) -> tuple[
+    pl.DataFrame, pl.DataFrame | None, list[Location], RowQueries | None, nightly.OverTime | None
+]:
+    """Bin statistics, NLL sums, files read, row queries and tables over time.
 
+    The row queries are None from statistics; the tables over time need ``--over batch``.
     The outputs are checked against the inputs before anything is computed.
     """
     if args.from_stats:
-        files = [Path(p) for p in (*args.from_stats, *args.nll_stats)]
+        files = [common.location(p) for p in (*args.from_stats, *args.nll_stats)]
         common.check_outputs(outputs, files)
         with common.stage(args, f"read {len(files)} statistics file(s)"):
-            stats = _stored(args.from_stats, args.last).merged()
-            sums = _stored(args.nll_stats, args.last).merged() if args.nll_stats else None
-        return stats, sums, files, None
+            stored = nightly.read_stored(args, args.from_stats)
+            stored_sums = nightly.read_stored(args, args.nll_stats) if args.nll_stats else None
+            stats = nightly.tonight_statistics(args, stored)
+            sums = None if stored_sums is None else nightly.tonight_statistics(args, stored_sums)
+        over = None
+        if args.over:
+            with common.stage(args, "figures per batch and the change test"):
+                over = nightly.over_time(args, stored, stored_sums)
+        return stats, sums, files, None, over
     queries = row_queries(args)
     common.check_outputs(outputs, queries.files)
     stats, sums = collect_statistics(queries, args)
-    return stats, sums, queries.files, queries
+    return stats, sums, queries.files, queries, None
 
 
 def _check_arguments(args: argparse.Namespace) -> None:
@@ -252,14 +202,7 @@ def _check_arguments(args: argparse.Namespace) -> None:
     if not args.from_stats and not args.inputs:
         raise ArgumentError("report needs prediction inputs, lm-eval folders or --from-stats")
     check_uncertainty_arguments(args)
-    if args.change_replicates < 1:
-        raise ArgumentError(f"--change-replicates must be >= 1, got {args.change_replicates}")
-    if (args.over or args.last is not None) and not args.from_stats:
-        raise ArgumentError("--over and --last read statistics files: give --from-stats")
-    if args.batch is not None and not args.over:
-        raise ArgumentError("--batch names the batch tested by --over batch")
-    if args.last is not None and args.last < 1:
-        raise ArgumentError(f"--last must be >= 1, got {args.last}")
+    nightly.check_arguments(args)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -271,27 +214,25 @@ def run(args: argparse.Namespace) -> int:
     _check_arguments(args)
     out: Path = args.out
     # the previous report's files: refused as inputs (they are replaced)
-    previous = (*TABLES, STATS_FILE, HTML_FILE, *LEADERBOARD_TABLES, *OVER_TIME)
+    previous = (*TABLES, STATS_FILE, HTML_FILE, *LEADERBOARD_TABLES, *nightly.FILES)
     outputs = [out / name for name in previous] if out.is_dir() else []
     staging: Path | None = None
     try:
         target, staging = report_folder.prepare(out)
-        written = _build(args, outputs, staging)
+        written, over = _build(args, outputs, staging)
         report_folder.swap_in(staging, target, written)
     finally:
         if staging is not None and staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
-    return 0
+    return nightly.status(args, over)
 
 
-def _build(args: argparse.Namespace, outputs: list[Path], staging: Path) -> list[str]:
+def _build(
+    args: argparse.Namespace, outputs: list[Path], staging: Path
+) -> tuple[list[str], nightly.OverTime | None]:
     """Compute the tables, write every file into ``staging``; the names written."""
-    stats, sums, files, queries = _read(args, outputs)
+    stats, sums, files, queries, over = _read(args, outputs)
     beside = None if queries is None else _lm_eval_figures(args, queries)
-    over = None
-    if args.over:
-        with common.stage(args, "figures per batch and the change test"):
-            over = _over_time(args)
     if beside is None:
         common.require_rows(stats, files)
         if sums is not None:
@@ -313,14 +254,16 @@ def _build(args: argparse.Namespace, outputs: list[Path], staging: Path) -> list
         written += _write_charts(
             table, stats, ppl, board, args=args, curve=curve, over=over, staging=staging
         )
+    if over is not None:  # tonight first
+        nightly.print_over_time(over, rows=PRINTED_ROWS)
     if board is not None and model is not None:
         print_summary(
             board, [model], columns=LEADERBOARD_SUMMARY_COLUMNS, rows=PRINTED_ROWS,
             written="leaderboard.csv",
         )  # fmt: skip
-    _print_table(table, table_keys(stats, ppl), over)
+    print_summary(table, table_keys(stats, ppl), rows=PRINTED_ROWS, written="comparison.csv")
     print(f"wrote {table.height} groups to {args.out}: {', '.join(written)}")
-    return written
+    return written, over
 
 
 def _model_key(args: argparse.Namespace, keys: list[str]) -> str | None:
@@ -354,14 +297,14 @@ def _write_tables(
     table: pl.DataFrame,
     stats: pl.DataFrame,
     board: pl.DataFrame | None,
-    over: OverTime | None,
+    over: nightly.OverTime | None,
     staging: Path,
 ) -> list[str]:
     """The comparison, bin-statistics, over-time and leaderboard files; their names."""
     for name in TABLES:
         common.write_frame(table, staging / name)
     common.write_frame(stats, staging / STATS_FILE)
-    written = [*TABLES, STATS_FILE, *_write_over_time(over, staging)]
+    written = [*TABLES, STATS_FILE, *nightly.write_over_time(over, staging)]
     if board is not None:
         for name in LEADERBOARD_TABLES:
             common.write_frame(board, staging / name)
@@ -370,7 +313,7 @@ def _write_tables(
 
 
 def _risk_coverage(
-    queries: RowQueries | None, stats: pl.DataFrame, args: argparse.Namespace, files: list[Path]
+    queries: RowQueries | None, stats: pl.DataFrame, args: argparse.Namespace, files: list[Location]
 ) -> pl.DataFrame | None:
     """The risk–coverage curves of prediction files (none from statistics or lm-eval)."""
     if queries is None or queries.predictions is None:
@@ -379,33 +322,8 @@ def _risk_coverage(
         return _selective_curve(queries.predictions, stats, args, files)
 
 
-def _write_over_time(over: OverTime | None, out: Path) -> list[str]:
-    """The per-batch and change tables (``--over batch``), their names."""
-    if over is None:
-        return []
-    written = []
-    for name, frame in zip(OVER_TIME, (over[0], over[0], over[1], over[1]), strict=True):
-        if frame is not None:
-            common.write_frame(frame, out / name)
-            written.append(name)
-    return written
-
-
-def _print_table(table: pl.DataFrame, keys: list[str], over: OverTime | None) -> None:
-    """The summary of the comparison table, or with ``--over batch`` the verdicts."""
-    changes = None if over is None else over[1]
-    if changes is None:
-        print_summary(table, keys, rows=PRINTED_ROWS, written="comparison.csv")
-        if over is not None:
-            print("one batch: no earlier batch to compare it with yet")
-        return
-    shown = [*changes.columns[: changes.columns.index("batch_id") + 2], "verdict"]
-    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=10_000, fmt_str_lengths=200):
-        print(changes.sort("changed", descending=True, maintain_order=True).select(shown))
-
-
 def _selective_curve(
-    predictions: pl.LazyFrame, stats: pl.DataFrame, args: argparse.Namespace, files: list[Path]
+    predictions: pl.LazyFrame, stats: pl.DataFrame, args: argparse.Namespace, files: list[Location]
 ) -> pl.DataFrame:
     """The risk–coverage curves of the rows, 100 points per group (a second read)."""
     from calib_frames.estimators.selective import selective_curve
@@ -431,7 +349,7 @@ def _write_charts(
     *,
     args: argparse.Namespace,
     curve: pl.DataFrame | None,
-    over: OverTime | None,
+    over: nightly.OverTime | None,
     staging: Path,
 ) -> list[str]:
     from calib_frames.estimators import with_accuracy_intervals
@@ -453,8 +371,8 @@ def _write_charts(
             perplexity=ppl,
             leaderboard=board,
             charts=charts,
-            over_batches=None if over is None else over[0],
-            changes=None if over is None else over[1],
+            over_batches=None if over is None else over.batches,
+            changes=None if over is None else over.changes,
             title=args.title,
             inputs=[str(p) for p in (args.inputs or args.from_stats)] + list(args.token_file),
         )
@@ -463,7 +381,7 @@ def _write_charts(
     # the picked diagram's dropdowns need the page; the reliability diagrams are its PNG
     charts = [chart for chart in charts if chart[0] != PICKED_DIAGRAM]
     if over is not None:
-        charts = [*charts, *over_time_charts(*over)]
+        charts = [*charts, *over_time_charts(over.batches, over.changes)]
     names = [
         re.sub(r"[^a-z0-9]+", "_", title.lower()).strip("_") + ".png" for title, _, _ in charts
     ]

@@ -22,6 +22,7 @@ from calib_frames.cli import common
 from calib_frames.exceptions import ArgumentError
 from calib_frames.nll import nll_sums
 from calib_frames.sources.logs import LogFormat, detect_log_format, scan_eval_logs
+from calib_frames.sources.paths import Location
 from calib_frames.stats import bin_statistics
 
 __all__ = ["RowQueries", "add_prediction_arguments", "collect_statistics", "row_queries"]
@@ -89,8 +90,8 @@ class RowQueries:
 
     stats: pl.LazyFrame
     sums: pl.LazyFrame | None
-    files: list[Path]
-    prediction_files: list[Path]
+    files: list[Location]
+    prediction_files: list[Location]
     by: list[str]
     tokens_by: list[str]
     binning: Binning
@@ -135,7 +136,7 @@ def row_queries(args: argparse.Namespace) -> RowQueries:
         logs = scan_eval_logs(args.inputs, format=log_format.name)
         if logs.note is not None:
             print(f"calib-frames: {logs.note}", file=sys.stderr)
-        predictions, files = logs.predictions, logs.files
+        predictions, files = logs.predictions, list[Location](logs.files)
         by = by or log_format.by
         log_confidence = log_confidence or "log_confidence"
         token_format = None
@@ -149,6 +150,7 @@ def row_queries(args: argparse.Namespace) -> RowQueries:
             columns=args.columns,
             on_bad_record=args.on_bad_record,
             roles=roles,
+            storage_options=common.storage_options_from(args),
         )
         if not by and not args.pooled:
             raise ArgumentError(
@@ -176,6 +178,7 @@ def row_queries(args: argparse.Namespace) -> RowQueries:
                 args.nll: pl.Float64(),
                 **{c: pl.Int64() for c in (args.tokens, args.bytes, args.words) if c},
             },
+            storage_options=common.storage_options_from(args),
         )
         all_files += token_files
         names = tokens.collect_schema().names()
@@ -251,7 +254,7 @@ def collect_statistics(
     seconds = time.perf_counter() - started
     if common.says_progress(args, seconds):
         rows = int(stats["count"].sum()) + (0 if sums is None else int(sums["count"].sum()))
-        size = sum(p.stat().st_size for p in queries.files) / 2**20
+        size = sum(p.stat().st_size for p in queries.files if isinstance(p, Path)) / 2**20
         print(
             f"calib-frames: read {len(queries.files)} file(s), {size:,.1f} MiB, {rows:,} rows "
             f"in {seconds:.1f} s ({rows / seconds:,.0f} rows/s)",
@@ -267,10 +270,13 @@ def _spark_statistics(queries: RowQueries, args: argparse.Namespace) -> pl.DataF
     from calib_frames.stats import spark_bin_statistics
 
     spark = SparkSession.builder.appName("calib-frames").getOrCreate()
-    paths = [str(p) for p in queries.prediction_files]
+    local = [p for p in queries.prediction_files if isinstance(p, Path)]
+    if len(local) < len(queries.prediction_files):
+        raise ArgumentError("--engine spark reads local prediction files (not object storage)")
+    paths = [str(p) for p in local]
     from calib_frames.sources.paths import FORMATS
 
-    kinds = {args.format or FORMATS[p.suffix.lower()] for p in queries.prediction_files}
+    kinds = {args.format or FORMATS[p.suffix.lower()] for p in local}
     if len(kinds) != 1:
         raise ArgumentError("--engine spark reads inputs of one format at a time")
     kind = kinds.pop()

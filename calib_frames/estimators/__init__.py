@@ -34,9 +34,9 @@ function                                output columns (after the group keys)
                                         intervals, raw and adjusted p-values
 :func:`adjust_p_values`                 the table plus ``p_value_adjusted`` (Holm or BH)
 :func:`metrics_over_batches`            per batch × group of stored statistics: metrics,
-                                        intervals, noise floor (batch, batch_id, batch_time)
-:func:`calibration_change`              per group, a batch against the earlier ones:
-                                        differences, intervals, p-values, verdict
+                                        closed-form intervals (batch, batch_id, batch_time)
+:func:`calibration_change`              per group, the batches after a reference window
+                                        against it: onset, differences, p-values, verdict
 :func:`with_accuracy_intervals`         the table plus ``accuracy_ci_low/_high`` (Wilson)
 :func:`selective_intervals`             ``<metric>_ci_low/_high`` of AURC, E-AURC and the
                                         selective accuracy/coverage (row bootstrap)

@@ -2,9 +2,11 @@
 
 :func:`trend_chart` draws the table of :func:`~calib_frames.estimators.metrics_over_batches`
 (one row per batch × group); given the table of :func:`~calib_frames.estimators.
-calibration_change` it marks the groups whose tested batch changed (red line, a point at
-that batch, the verdict in the panel title) and puts their panels first, so that at 50
-models × 60 nights the changed ones are found without scanning the grid.
+calibration_change` it shades the reference window, marks the groups that changed
+tonight (red line, red points from the onset on, a dashed rule at the onset, the change
+written inside the panel) and puts their panels first, so that at 50 models × 60 nights
+the changed ones are found without scanning the grid. Panel titles are the group's keys
+only (model · task), so a long change never pushes the task out of the title.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from calib_frames.plot._common import (
 from calib_frames.plot.frames import (
     COMPARISON_COLUMNS,
     PANEL,
+    SEPARATOR,
     Prepared,
     check_columns,
     frame,
@@ -55,10 +58,11 @@ class TrendData:
     """What :func:`trend_chart` draws, as :func:`trend_data` prepares it."""
 
     prepared: Prepared
-    """A panel per group (changed groups first, titled with their change), its batches as
-    rows: the batch keys, ``_x`` (the batch time, else its number), the :attr:`shown`
-    columns (Float64), ``_status`` (changed / no change), ``_tested`` (the changed group's
-    tested batch) and ``_verdict``."""
+    """A panel per group (changed groups first), its batches as rows: the batch keys,
+    ``_x`` (the batch time, else its number), the :attr:`shown` columns (Float64),
+    ``_status`` (changed / no change), ``_since`` (a changed group's batches from its
+    onset on), ``_onset``, ``_baseline`` (in the reference window), ``_label`` (the
+    change in short, on tonight's row of a changed group) and ``_verdict``."""
     metric: str
     shown: list[str]
     """The metric, its interval's bounds and the noise floor, as the table has them."""
@@ -98,10 +102,13 @@ def trend_data(
     ... })
     >>> changes = pl.DataFrame({"model": ["a", "b"], "changed": [False, True],
     ...                         "verdict": ["no change beyond noise", "ECE up 0.07, p = 0.001"],
-    ...                         "batch_id": ["y", "y"]})
+    ...                         "batch_id": ["y", "y"], "baseline": ["x..x", "x..x"],
+    ...                         "onset": [None, "y"]})
     >>> data = trend_data(table, changes)
-    >>> data.prepared.panels, data.timed  # b changed: first, its change in its title
-    (['▲ b: ECE +0.07', 'a'], False)
+    >>> data.prepared.panels, data.timed  # b changed: first
+    (['b', 'a'], False)
+    >>> data.prepared.data.filter(pl.col("_label") != "")["_label"].to_list()
+    ['▲ ECE +0.07 since y']
     """
     data = frame(metrics, "trend_chart")
     all_keys = key_split(data.schema, COMPARISON_COLUMNS)
@@ -121,10 +128,10 @@ def trend_data(
         pl.col("batch_time" if timed else "batch").alias(_X),
         *[pl.col(c).cast(pl.Float64) for c in shown],
     )
-    data, status = _with_changes(data, changes, keys)
+    data, status = _with_changes(data, changes, keys, registry.metric(metric).label)
     prepared = prepare(data, keys, color=[], facet=facet, default_facet=keys)
     return TrendData(
-        prepared=_changed_first(prepared, metric),
+        prepared=_changed_first(prepared),
         metric=metric,
         shown=shown,
         band=band,
@@ -151,8 +158,9 @@ def trend_chart(
     batch number when a batch has no stored time), its ``<metric>_ci_low/high`` as a band
     where the table has them, and for ECE the noise floor ``ece_noise_floor`` as a dashed
     grey line (an ECE under it is indistinguishable from a calibrated model's noise).
-    With ``changes``, the groups whose ``changed`` is true are drawn in red, with a point
-    at the tested batch and the verdict in the panel title, and their panels come first.
+    With ``changes``, the reference window is shaded, the groups whose ``changed`` is
+    true are drawn in red with points from their ``onset`` on, a dashed rule at the onset
+    and the change written inside the panel, and their panels come first.
     Every panel shares one y axis.
 
     Parameters
@@ -205,7 +213,7 @@ def trend_chart(
     ...                         "verdict": ["no change beyond noise", "ECE up 0.07, p = 0.001"]})
     >>> spec = trend_chart(table, changes).to_dict()
     >>> [layer["mark"]["type"] for layer in spec["spec"]["layer"]]
-    ['line', 'point']
+    ['rect', 'rule', 'line', 'point', 'text']
     """
     import altair as alt
 
@@ -263,21 +271,41 @@ def trend_chart(
                 x=x, y=alt.Y(field("ece_noise_floor"), type="quantitative", title=metric_title)
             )
         )
+    if status:
+        layers.append(
+            base.transform_filter(alt.datum["_baseline"])
+            .mark_rect(color="#8a8a8a", opacity=0.12)
+            .encode(x=alt.X(f"min({_X})", type="temporal" if timed else "quantitative",
+                            title=None), x2=alt.X2(f"max({_X})"))
+        )  # fmt: skip
+        layers.append(
+            base.transform_filter(alt.datum["_onset"])
+            .mark_rule(color=CHANGED, strokeDash=[4, 2], strokeWidth=1)
+            .encode(x=x)
+        )
     layers.append(base.mark_line(strokeWidth=1.5).encode(x=x, y=y, color=color, tooltip=tooltips))
     layers.append(
-        base.transform_filter(alt.datum["_tested"])
-        .mark_point(filled=True, size=30, color=CHANGED)
+        base.transform_filter(alt.datum["_since"])
+        .mark_point(filled=True, size=18, color=CHANGED)
         .encode(x=x, y=y, tooltip=tooltips)
     )
+    if status:
+        layers.append(
+            base.transform_filter(alt.datum["_label"] != "")
+            .mark_text(align="left", baseline="top", color=CHANGED, fontSize=10, dx=3, dy=2)
+            .encode(x=alt.value(0), y=alt.value(0), text=alt.Text("_label:N"))
+        )
     chart = alt.layer(*share_parts(*layers))
-    notes = ["band: bootstrap interval"] if band is not None else []
+    notes = ["band: interval"] if band is not None else []
     notes += ["dashed: ECE noise floor"] if floor else []
     notes += (
-        ["red: changed against the earlier batches (point: the batch tested)"] if status else []
+        ["grey: reference window; red: changed tonight (points from the onset, dashed rule)"]
+        if status
+        else []
     )
     wrap = columns if columns is not None else min(5, max(1, len(prepared.panels)))
     heading = title if title is not None else f"{metric_title} per batch"
-    return sized_panels(
+    panels = sized_panels(
         chart,
         prepared,
         prepared.data,
@@ -286,67 +314,91 @@ def trend_chart(
         columns=wrap,
         subtitle="; ".join(notes),
     )
+    if len(prepared.facet) > 1 and isinstance(panels, alt.FacetChart):
+        # one title line per key: model above task, neither cut off
+        panels.facet.header = alt.Header(
+            labelExpr=f"split(datum.value, '{SEPARATOR}')",
+            labelLimit=width,
+            labelFontSize=11,
+            labelFontWeight="bold",
+        )
+    return panels
 
 
 def _with_changes(
-    data: pl.DataFrame, changes: pl.DataFrame | pl.LazyFrame | None, keys: list[str]
+    data: pl.DataFrame,
+    changes: pl.DataFrame | pl.LazyFrame | None,
+    keys: list[str],
+    metric_label: str,
 ) -> tuple[pl.DataFrame, bool]:
-    """``_status`` (changed / no change), ``_tested`` (the changed group's tested batch)."""
+    """The change marks of each batch row (:attr:`TrendData.prepared`'s columns)."""
     if changes is None:
         return data.with_columns(
-            pl.lit("no change").alias(_STATUS), pl.lit(False).alias("_tested"),
-            pl.lit("").alias("_verdict"),
+            pl.lit("no change").alias(_STATUS), pl.lit(False).alias("_since"),
+            pl.lit(False).alias("_onset"), pl.lit(False).alias("_baseline"),
+            pl.lit("").alias("_label"), pl.lit("").alias("_verdict"),
         ), False  # fmt: skip
     table = frame(changes, "trend_chart changes")
     check_columns(
         table.schema, [*keys, "changed", "verdict"], role="change table",
         built_by="estimators.calibration_change",
     )  # fmt: skip
-    tested = "batch_id" in table.columns
+    optional = {"batch_id": "_tonight", "onset": "_onset_batch", "baseline": "_window"}
     marks = table.select(
         *keys,
         pl.col("changed").fill_null(False).alias("_changed"),
         pl.col("verdict").alias("_verdict"),
-        *([pl.col("batch_id").alias("_tested_batch")] if tested else []),
+        *[pl.col(c).cast(pl.String).alias(a) for c, a in optional.items() if c in table.columns],
     )
+    for name in optional.values():
+        if name not in marks.columns:
+            marks = marks.with_columns(pl.lit(None, pl.String).alias(name))
     joined = data.join(marks, on=keys, how="left", nulls_equal=True) if keys else (
-        data.with_columns(marks.row(0, named=True)) if marks.height else data
+        data.with_columns(pl.lit(v).alias(k) for k, v in marks.row(0, named=True).items())
+        if marks.height else data.with_columns(pl.lit(None).alias(c) for c in marks.columns)
     )  # fmt: skip
     changed = pl.col("_changed").fill_null(False)
-    at_batch = pl.col("batch_id") == pl.col("_tested_batch") if tested else pl.lit(False)
+    window = pl.col("_window").str.split("..")
+
+    def batch_of(batch_id: pl.Expr) -> pl.Expr:  # the batch number of an id, per panel
+        found = pl.col("batch").filter(pl.col("batch_id") == batch_id).first()
+        return found.over(keys) if keys else found
+
+    first, last = batch_of(window.list.first()), batch_of(window.list.last())
+    onset = batch_of(pl.col("_onset_batch"))
+    since = changed & (pl.col("batch") >= onset).fill_null(False)
+    tonight = pl.col("batch_id") == pl.col("_tonight")
+    label = pl.concat_str(
+        pl.lit("▲ "),
+        _short_verdict(metric_label),
+        pl.lit(" since "),
+        pl.col("_onset_batch"),
+        ignore_nulls=True,
+    )
     return joined.with_columns(
         pl.when(changed).then(pl.lit("changed")).otherwise(pl.lit("no change")).alias(_STATUS),
-        (changed & at_batch).alias("_tested"),
+        since.alias("_since"),
+        (changed & (pl.col("batch_id") == pl.col("_onset_batch"))).fill_null(False).alias("_onset"),
+        pl.col("batch").is_between(first, last).fill_null(False).alias("_baseline"),
+        pl.when(changed & tonight).then(label).otherwise(pl.lit("")).alias("_label"),
         pl.when(changed).then(pl.col("_verdict")).otherwise(pl.lit("")).alias("_verdict"),
-    ).drop([c for c in ("_changed", "_tested_batch") if c in joined.columns]), True
+    ).drop("_changed", *optional.values()), True
 
 
 def _short_verdict(metric: str) -> pl.Expr:
-    """The verdict's clause of ``metric`` (else its first), as "ECE +0.12"."""
+    """The verdict's clause of ``metric`` (else its first) in short: "ECE +0.12"."""
     clauses = pl.col("_verdict").str.split("; ")
-    title = registry.metric(metric).label
-    own = clauses.list.eval(pl.element().filter(pl.element().str.starts_with(title)))
-    clause = pl.coalesce(own.list.first(), clauses.list.first())
+    own = clauses.list.eval(pl.element().filter(pl.element().str.starts_with(metric)))
     return (
-        clause.str.replace(r",\s*p = .*$", "")
+        pl.coalesce(own.list.first(), clauses.list.first())
+        .str.replace(r",\s*p [=<] .*$", "")
         .str.replace(" up ", " +", literal=True)
         .str.replace(" down ", " −", literal=True)
     )
 
 
-def _changed_first(prepared: Prepared, metric: str) -> Prepared:
-    """Panels of changed groups first, titled with their change in short."""
-    data = prepared.data
-    changed = pl.col(_STATUS) == "changed"
-    first = changed.any().over(PANEL)
-    short = _short_verdict(metric).max().over(PANEL)
-    label = (
-        pl.when(first)
-        .then(pl.concat_str(pl.lit("▲ "), pl.col(PANEL), pl.lit(": "), short))
-        .otherwise(pl.col(PANEL))
-    )
-    data = data.with_columns(first.alias("_first")).sort(
-        "_first", descending=True, maintain_order=True
-    )
-    data = data.with_columns(label.alias(PANEL)).drop("_first")
+def _changed_first(prepared: Prepared) -> Prepared:
+    """Panels of changed groups first (their titles stay the group's keys)."""
+    first = (pl.col(_STATUS) == "changed").any().over(PANEL)
+    data = prepared.data.sort(first, descending=True, maintain_order=True)
     return Prepared(data, prepared.keys, prepared.color, prepared.facet, prepared.color_order)

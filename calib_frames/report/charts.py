@@ -530,16 +530,17 @@ def over_time_charts(
     if "batch_id" not in table.columns or table.get_column("batch_id").n_unique() < 2:
         return []
     note = (
-        "One panel per group, one point per batch; the band is the bootstrap interval, the "
-        "dashed line the ECE noise floor. Red panels (first): the tested batch differs from "
-        "the pooled earlier batches beyond noise (corrected across groups × metrics)."
+        "One panel per group (model · task), one value per batch; grey: the reference "
+        "window. Red panels (first): the group changed tonight against the window beyond "
+        "noise (p-values corrected across batches × groups × metrics); red points from the "
+        "onset on, the dashed rule at the onset."
     )
     built = [("ECE over batches", note, trend_chart(table, changes, metric="ece"))]
     if "accuracy" in table.columns:
         built.append(
             (
                 "Accuracy over batches",
-                "The same panels for accuracy.",
+                "The same panels for accuracy; the band is its Wilson interval per batch.",
                 trend_chart(table, changes, metric="accuracy"),
             )
         )

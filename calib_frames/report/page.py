@@ -251,38 +251,48 @@ def report_html(
         if within
         else "Bold green: best value of its column."
     )
+    specs: dict[str, dict[str, Any]] = {}
+    changes_first, trends = _over_time_sections(over_batches, changes, specs)
     sections = [
         f'<header><h1>{html.escape(title)}</h1>\n<dl class="meta">\n{header}\n</dl></header>',
+        *changes_first,  # tonight first: what changed and since when
         *_leaderboard_section(leaderboard),
+        *trends,
         "<section><h2>Comparison</h2>"
         f'<p class="note">Click a column header to sort; type a model or task in the box to '
         f"show only its rows. {html.escape(best_note)} Hover a value for its interval, or "
         "tick “intervals” to show them all.</p>\n"
         f"{table_html(sorted_table, keys=keys, within=within)}</section>",
     ]
-    specs: dict[str, dict[str, Any]] = {}
     if charts is None:
         charts = report_charts(
             sorted_table, bin_statistics=bins, perplexity=ppl, selective=selective
         )
     sections += _chart_sections(charts, specs)
-    if over_batches is not None:
-        sections += _over_time_sections(over_batches, changes, specs)
     body = "\n".join(sections) + f"\n<script>\n{_asset('report.js')}</script>"
     return page_html(title, body, specs=specs, style=_asset("report.css"))
 
 
 def _over_time_sections(
-    over_batches: pl.DataFrame | pl.LazyFrame,
+    over_batches: pl.DataFrame | pl.LazyFrame | None,
     changes: pl.DataFrame | pl.LazyFrame | None,
     specs: dict[str, dict[str, Any]],
-) -> list[str]:
-    """The change table and the trend charts (their specs added to ``specs``)."""
-    sections = []
-    charts = over_time_charts(over_batches, changes)
-    if charts and changes is not None:
-        sections.append(_changes_section(frame(changes, "report changes")))
-    return sections + _chart_sections(charts, specs)
+) -> tuple[list[str], list[str]]:
+    """The change table (the page's first section) and the trend charts (after the leaderboard).
+
+    Their specs are added to ``specs``; nothing without ``over_batches``.
+    """
+    if over_batches is None:
+        return [], []
+    batches = frame(over_batches, "report over_batches")
+    charts = over_time_charts(batches, changes)
+    untimed = "batch_time" in batches.columns and batches["batch_time"].null_count() > 0
+    first = (
+        [_changes_section(frame(changes, "report changes"), untimed=untimed)]
+        if charts and changes is not None
+        else []
+    )
+    return first, _chart_sections(charts, specs)
 
 
 def _chart_sections(
@@ -300,29 +310,55 @@ def _chart_sections(
     return sections
 
 
-def _changes_section(changes: pl.DataFrame) -> str:
-    """The verdict of each group: changed groups first, names escaped."""
-    shown = ["batch_id", "baseline_batches", "verdict"]
+def _changes_section(changes: pl.DataFrame, *, untimed: bool = False) -> str:
+    """What changed tonight and since when: changed groups first, names escaped.
+
+    One narrow column each (keys, since, onset, change), so that no header overlaps
+    another at 1366 pixels; the numbers are in ``changes.csv``.
+    """
     keys = changes.columns[: changes.columns.index("batch_id")]
-    rows = changes.sort("changed", descending=True, nulls_last=True, maintain_order=True)
-    left = {*keys, "batch_id", "verdict"}  # text, aligned left as the page's keys are
+    rows = changes.sort(
+        pl.col("changed"), pl.col("onset_time"), descending=[True, False], nulls_last=True,
+        maintain_order=True,
+    ).with_columns(
+        pl.col("onset_time").dt.strftime("%Y-%m-%d").fill_null("").alias("since"),
+        pl.col("onset").fill_null(""),
+    )  # fmt: skip
+    shown = [*keys, "since", "onset", "verdict"]
+    heads = {"since": "since", "onset": "onset batch", "verdict": "change tonight"}
 
-    def cell(tag: str, column: str, text: str) -> str:
-        style = ' class="key"' if column in left else ""
-        return f"<{tag}{style}>{html.escape(text)}</{tag}>"
+    def cell(tag: str, column: str, text: str, changed: bool = False) -> str:
+        style = (
+            ' class="key"' if column in keys else ' class="change"' if column == "verdict" else ""
+        )
+        text = html.escape(text)
+        return f"<{tag}{style}>{f'<b>{text}</b>' if changed else text}</{tag}>"
 
-    head = "".join(cell("th", c, c) for c in [*keys, *shown])
+    head = "".join(cell("th", c, heads.get(c, c)) for c in shown)
     body = "\n".join(
-        "<tr>" + "".join(cell("td", c, str(row[c])) for c in [*keys, *shown]) + "</tr>"
+        "<tr>"
+        + "".join(cell("td", c, str(row[c]), c == "verdict" and row["changed"]) for c in shown)
+        + "</tr>"
         for row in rows.iter_rows(named=True)
     )
-    first = changes.get_column("batch_id").drop_nulls()
-    tested = html.escape(str(first[0])) if first.len() else ""
+    first = changes.row(0, named=True) if changes.height else {}
+    changed = int(changes.get_column("changed").sum())
+    summary = (
+        f"{changed} of {changes.height} group{'s' if changes.height != 1 else ''} changed "
+        f"tonight (batch {first.get('batch_id', '')}) against the reference window "
+        f"{first.get('baseline', '')} ({first.get('baseline_batches', '')} batches). Each of "
+        f"the {first.get('tested_batches', '')} batches after the window is compared with it "
+        "per group (accuracy, ECE, Brier score; p-values corrected across batches × groups × "
+        "metrics); the onset is the first changed batch of the run of batches that ends "
+        "tonight."
+    ) + (
+        " Some batches have no stored time: the batches are in the order the files list "
+        "them (never sorted by id)."
+        if untimed
+        else ""
+    )
     return (
-        "<section><h2>Change against the earlier batches</h2>"
-        f'<p class="note">Batch {tested} against the pooled earlier batches, per group: '
-        "accuracy, ECE and Brier score, bootstrap p-values corrected across groups × "
-        "metrics (Holm).</p>"
+        f'<section><h2>Changed tonight</h2><p class="note">{html.escape(summary)}</p>'
         f'<div class="scroll"><table class="comparison"><thead><tr>{head}</tr></thead>'
         f"<tbody>\n{body}\n</tbody></table></div></section>"
     )
@@ -384,10 +420,11 @@ def write_report(
         the first, e.g. best model per task).
     over_batches
         Optional table of :func:`~calib_frames.estimators.metrics_over_batches`: with two
-        batches or more, a section of trend charts over the batches.
+        batches or more, trend charts over the batches (after the leaderboard).
     changes
-        Optional table of :func:`~calib_frames.estimators.calibration_change`: the
-        verdicts, and the changed groups marked in the trend charts.
+        Optional table of :func:`~calib_frames.estimators.calibration_change`: what
+        changed tonight and since when, the page's first section, and the changed groups
+        marked in the trend charts.
     selective
         Optional selective curve table (:func:`~calib_frames.selective_curve`, grouped
         by the bin statistics' keys): adds the risk–coverage curves.

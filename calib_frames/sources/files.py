@@ -5,7 +5,10 @@ records out and counts them (a :class:`ScanResult`). They back the command line
 (``calib-frames report INPUT…``).
 
 * **Paths and formats**: :mod:`calib_frames.sources.paths` (a file, a glob, a folder or
-  a list; the format from the suffix or ``format=``). Folder levels named
+  a list, local or in object storage: ``s3://``, ``gs://``, ``az://`` with
+  ``storage_options=``; the format from the suffix or ``format=``). An object's bad
+  record is named by its URL (its line is not looked up), and leaving bad records out
+  reads CSV and JSON Lines from local disk only. Folder levels named
   ``key=value`` (hive partitioning) become String columns ``key``, for every format
   (``hive_partitioning=False`` turns that off); cast them with ``schema_overrides``.
 * **Types**: CSV and JSONL schemas are inferred from *all* rows (``infer_schema_length=None``),
@@ -38,7 +41,18 @@ from typing import Any
 import polars as pl
 
 from calib_frames.exceptions import ArgumentError, ReadError, TableError
-from calib_frames.sources.paths import Format, PathsLike, expand_paths, format_of, hive_columns
+from calib_frames.sources.paths import (
+    Format,
+    Location,
+    PathsLike,
+    StorageOptions,
+    expand_locations,
+    format_of,
+    hive_columns,
+    name_of,
+    storage_error,
+    storage_options_of,
+)
 from calib_frames.sources.read_errors import (
     bad_lines,
     guarded_scan,
@@ -77,19 +91,31 @@ class ScanResult:
 
 
 def _native_scan(
-    file: Path, fmt: Format, overrides: Mapping[str, pl.DataType] | None
+    file: Location,
+    fmt: Format,
+    overrides: Mapping[str, pl.DataType] | None,
+    storage_options: StorageOptions = None,
 ) -> pl.LazyFrame:
+    options: dict[str, Any] = (
+        {"storage_options": dict(storage_options or {}) or None} if isinstance(file, str) else {}
+    )
     if fmt == "parquet":
-        return pl.scan_parquet(file)
+        return pl.scan_parquet(file, **options)
     if fmt in ("csv", "tsv"):
         return pl.scan_csv(
             file,
             separator="\t" if fmt == "tsv" else ",",
             infer_schema_length=None,
             schema_overrides=overrides,
+            **options,
         )
     if fmt == "jsonl":
-        return pl.scan_ndjson(file, infer_schema_length=None, schema_overrides=overrides)
+        return pl.scan_ndjson(file, infer_schema_length=None, schema_overrides=overrides, **options)
+    if isinstance(file, str):
+        raise ArgumentError(
+            f"{file}: a JSON document (.json) is read from local disk only; store it as "
+            "JSON Lines or parquet, or copy it down"
+        )
     return _read_json(file).lazy()
 
 
@@ -117,20 +143,25 @@ def _read_json(file: Path) -> pl.DataFrame:
 
 
 def _scan_file(
-    file: Path,
-    base: Path,
+    file: Location,
+    base: Location,
     fmt: Format,
     *,
     overrides: Mapping[str, pl.DataType] | None,
     hive: bool,
+    storage_options: StorageOptions = None,
 ) -> pl.LazyFrame:
     def locate(schema: pl.Schema, error: BaseException) -> ReadError:
+        if isinstance(file, str):  # an object: no local bytes to find the line in
+            return _object_error(file, fmt, error)
         if not len(schema):
             return unreadable(file, fmt, error)
         return locate_bad_record(file, fmt, schema, error)
 
     frame = guarded_scan(
-        lambda: _native_scan(file, fmt, overrides), name=f"{fmt} {file.name}", locate=locate
+        lambda: _native_scan(file, fmt, overrides, storage_options),
+        name=f"{fmt} {name_of(file)}",
+        locate=locate,
     )
     if fmt in ("csv", "tsv"):
         # polars renames a repeated header name to NAME_duplicated_0: which column the
@@ -144,7 +175,17 @@ def _scan_file(
     return _with_hive(frame, file, base, hive=hive)
 
 
-def _with_hive(frame: pl.LazyFrame, file: Path, base: Path, *, hive: bool) -> pl.LazyFrame:
+def _object_error(url: str, fmt: Format, error: BaseException) -> ReadError:
+    """The ReadError of an object that could not be read: the store's, or its content's."""
+    store = isinstance(error, OSError) or "object-store" in str(error)
+    return (
+        storage_error(error, url)
+        if store
+        else ReadError(f"{url}: cannot read it as {fmt} ({short(error)})")
+    )
+
+
+def _with_hive(frame: pl.LazyFrame, file: Location, base: Location, *, hive: bool) -> pl.LazyFrame:
     columns = hive_columns(file, base) if hive else {}
     present = set(frame.collect_schema().names())
     extra = {k: v for k, v in columns.items() if k not in present}
@@ -154,25 +195,34 @@ def _with_hive(frame: pl.LazyFrame, file: Path, base: Path, *, hive: bool) -> pl
 
 
 def _skip_scan_file(
-    file: Path,
-    base: Path,
+    file: Location,
+    base: Location,
     fmt: Format,
     *,
     overrides: Mapping[str, pl.DataType] | None,
     hive: bool,
     problems: list[tuple[str, int | None, str]],
+    storage_options: StorageOptions = None,
 ) -> pl.LazyFrame | None:
     """Read one file leaving bad records out, listing them in ``problems``.
 
     Parquet stays lazy (an unreadable file is skipped whole; a corrupt data page still
-    raises ReadError at collection); CSV/JSONL/JSON files are parsed now.
+    raises ReadError at collection); CSV/JSONL/JSON files are parsed now (local files
+    only: the lines of an object are not at hand).
     """
     if fmt in ("parquet", "json"):
         try:
-            return _scan_file(file, base, fmt, overrides=overrides, hive=hive)
+            return _scan_file(
+                file, base, fmt, overrides=overrides, hive=hive, storage_options=storage_options
+            )
         except ReadError as error:
             problems.append((str(file), None, str(error)))
             return None
+    if isinstance(file, str):
+        raise ArgumentError(
+            f"{file}: leaving bad records out (skip) reads CSV and JSON Lines from local "
+            "disk; read the object whole, or copy it down"
+        )
     if not file.stat().st_size:
         problems.append((str(file), None, f"{file}: empty file"))
         return None
@@ -202,33 +252,33 @@ def _skip_scan_file(
 
 
 def _scan(
-    paths: PathsLike,
+    files: list[tuple[Location, Location]],
     *,
     format: Format | None,
     columns: Mapping[str, str] | None,
     schema_overrides: Mapping[str, pl.DataType | type[pl.DataType]] | None,
     skip: bool,
     hive_partitioning: bool,
+    storage_options: StorageOptions,
 ) -> ScanResult:
-    """Every file under ``paths`` stacked; with ``skip``, bad records left out and listed."""
+    """Every file of ``files`` stacked; with ``skip``, bad records left out and listed."""
     overrides = {name: _dtype(dtype) for name, dtype in (schema_overrides or {}).items()}
-    files = expand_paths(paths)
     frames: list[pl.LazyFrame] = []
     problems: list[tuple[str, int | None, str]] = []
     for file, base in files:  # a loop over files, not rows
         fmt = format_of(file, format)
         reader_overrides = overrides if fmt in ("csv", "tsv", "jsonl") else None
+        options: dict[str, Any] = {
+            "overrides": reader_overrides,
+            "hive": hive_partitioning,
+            "storage_options": storage_options,
+        }
         if skip:
             frame: pl.LazyFrame | None = _skip_scan_file(
-                file,
-                base,
-                fmt,
-                overrides=reader_overrides,
-                hive=hive_partitioning,
-                problems=problems,
+                file, base, fmt, problems=problems, **options
             )
         else:
-            frame = _scan_file(file, base, fmt, overrides=reader_overrides, hive=hive_partitioning)
+            frame = _scan_file(file, base, fmt, **options)
         if frame is not None:
             frames.append(_cast(frame, overrides, file))
     if not frames:
@@ -262,6 +312,7 @@ def _scan_with_roles(
     roles: Mapping[str, pl.DataType] | None,
     skip: bool,
     hive_partitioning: bool,
+    storage_options: StorageOptions = None,
     required: Sequence[str] = (),
     what: str = "",
 ) -> ScanResult:
@@ -275,20 +326,20 @@ def _scan_with_roles(
     ``schema_overrides`` entry wins; parquet columns keep their stored type. The
     ``required`` columns (``what`` names the frame) must be there after ``columns``.
     """
+    storage = storage_options_of(storage_options)
+    files = expand_locations(paths, storage_options=storage)
     options: dict[str, Any] = {
         "format": format,
         "columns": columns,
         "skip": skip,
         "hive_partitioning": hive_partitioning,
+        "storage_options": storage,
     }
     overrides = dict(schema_overrides or {})
-    result = _scan(paths, schema_overrides=overrides or None, **options)
+    result = _scan(files, schema_overrides=overrides or None, **options)
     found = result.frame.collect_schema()
     source = {new: old for old, new in (columns or {}).items()}
-    textual = all(
-        format_of(file, format) in ("csv", "tsv", "jsonl", "json")
-        for file, _ in expand_paths(paths)
-    )
+    textual = all(format_of(file, format) in ("csv", "tsv", "jsonl", "json") for file, _ in files)
     retype = {
         source.get(name, name): dtype
         for name, dtype in (roles or {}).items()
@@ -298,7 +349,7 @@ def _scan_with_roles(
         and source.get(name, name) not in overrides
     }
     if retype:
-        result = _scan(paths, schema_overrides={**overrides, **retype}, **options)
+        result = _scan(files, schema_overrides={**overrides, **retype}, **options)
     names = result.frame.collect_schema().names()
     missing = [c for c in required if c not in names]
     if missing:
@@ -317,6 +368,7 @@ def scan_table_skipping(
     schema_overrides: Mapping[str, pl.DataType | type[pl.DataType]] | None = None,
     roles: Mapping[str, pl.DataType] | None = None,
     hive_partitioning: bool = True,
+    storage_options: StorageOptions = None,
 ) -> ScanResult:
     r""":func:`scan_table`, leaving malformed records and unreadable files out and counting them.
 
@@ -325,7 +377,7 @@ def scan_table_skipping(
 
     Parameters
     ----------
-    paths, format, columns, schema_overrides, roles, hive_partitioning
+    paths, format, columns, schema_overrides, roles, hive_partitioning, storage_options
         As :func:`scan_table`.
 
     Returns
@@ -363,6 +415,7 @@ def scan_table_skipping(
         roles=roles,
         skip=True,
         hive_partitioning=hive_partitioning,
+        storage_options=storage_options,
     )
 
 
@@ -374,6 +427,7 @@ def scan_table(
     schema_overrides: Mapping[str, pl.DataType | type[pl.DataType]] | None = None,
     roles: Mapping[str, pl.DataType] | None = None,
     hive_partitioning: bool = True,
+    storage_options: StorageOptions = None,
 ) -> pl.LazyFrame:
     r"""Scan parquet/CSV/TSV/JSONL/JSON files into one LazyFrame (see the module docstring).
 
@@ -383,7 +437,8 @@ def scan_table(
     Parameters
     ----------
     paths
-        A file, glob or folder, or a list of them.
+        A file, glob or folder, or a list of them; local or in object storage
+        (``s3://bucket/preds/``, ``gs://…/*.parquet``).
     format
         The format of every file; ``None`` tells it from each file's suffix.
     columns
@@ -400,6 +455,10 @@ def scan_table(
         ``schema_overrides`` entry wins; parquet columns keep their stored type.
     hive_partitioning
         Add ``key=value`` folder levels below the given folder as String columns.
+    storage_options
+        Object-store settings and credentials for ``s3://``, ``gs://`` and ``az://``
+        paths, as polars takes them (default: the standard environment variables;
+        :mod:`calib_frames.sources.paths`).
 
     Returns
     -------
@@ -442,6 +501,7 @@ def scan_table(
         roles=roles,
         skip=False,
         hive_partitioning=hive_partitioning,
+        storage_options=storage_options,
     ).frame
 
 
@@ -453,7 +513,9 @@ def _dtype(dtype: pl.DataType | type[pl.DataType]) -> pl.DataType:
     raise ArgumentError(f"schema_overrides= takes polars dtypes, got {dtype!r}")
 
 
-def _cast(frame: pl.LazyFrame, overrides: Mapping[str, pl.DataType], file: Path) -> pl.LazyFrame:
+def _cast(
+    frame: pl.LazyFrame, overrides: Mapping[str, pl.DataType], file: Location
+) -> pl.LazyFrame:
     schema = frame.collect_schema()
     todo = {n: d for n, d in overrides.items() if n in schema and schema[n] != d}
     if not todo:

@@ -303,3 +303,8 @@ def test_bench_report_quick(tmp_path: Path) -> None:
     assert all(r["ok"] and r["exit"] == exits for r in saved["runs"])
     assert all(r["ratio"] > 0 and r["tables_s"] > 0 and r["altair_s"] > 0 for r in saved["runs"])
     assert "## Summary of ratios" in proc.stdout
+
+
+def test_bench_over_time_quick(tmp_path: Path) -> None:
+    proc = run("bench_over_time", "--quick", "--data-dir", str(tmp_path))
+    assert "--over batch / without" in proc.stdout and "MISMATCH" not in proc.stdout

@@ -206,13 +206,16 @@ def test_trend_panels_changed_first() -> None:
             "batch_id": "y",
             "changed": [False, True, None],
             "verdict": ["no change beyond noise", "ECE up 0.2, p = 0.01", "not in this batch"],
+            "onset": [None, "y", None],
+            "baseline": "x..x",
         }
     )
     data = trend_data(table, changes)
-    assert data.prepared.panels == ["▲ b: ECE +0.2", "a", "c"]
+    assert data.prepared.panels == ["b", "a", "c"]
     assert data.band == ("ece_ci_low", "ece_ci_high") and not data.timed and data.changes
-    tested = data.prepared.data.filter(pl.col("_tested"))
-    assert tested.select("model", "batch_id").rows() == [("b", "y")]
+    since = data.prepared.data.filter(pl.col("_since"))
+    assert since.select("model", "batch_id").rows() == [("b", "y")]
+    assert since["_label"].to_list() == ["▲ ECE +0.2 since y"]
     plain = trend_data(table, metric="ece")
     assert plain.prepared.panels == ["a", "b", "c"] and not plain.changes
 

@@ -33,6 +33,8 @@ CHANGES = pl.DataFrame(
     {
         "model": ["a", "b", "c"],
         "batch_id": ["z"] * 3,
+        "baseline": ["x..x"] * 3,
+        "onset": [None, None, "y"],
         "changed": [False, False, True],
         "verdict": ["no change beyond noise"] * 2
         + ["accuracy down 0.05, p = 0.01; ECE up 0.09, p = 0.002"],
@@ -45,23 +47,30 @@ def panels(spec: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(row["_panel"] for row in rows))
 
 
-def test_band_floor_line_and_the_tested_point() -> None:
+def test_band_floor_window_onset_and_the_change_in_the_panel() -> None:
     spec = trend_chart(batches(), CHANGES).to_dict()
     layers = spec["spec"]["layer"]
-    assert [layer["mark"]["type"] for layer in layers] == ["area", "line", "line", "point"]
+    marks = [layer["mark"]["type"] for layer in layers]
+    assert marks == ["area", "line", "rect", "rule", "line", "point", "text"]
     assert layers[1]["mark"]["strokeDash"] == [3, 2]  # the noise floor
-    assert layers[2]["encoding"]["x"]["type"] == "temporal"
-    # the changed group first, titled with the change of the metric drawn
-    assert panels(spec) == ["▲ c: ECE +0.09", "a", "b"]
+    assert layers[4]["encoding"]["x"]["type"] == "temporal"
+    # the changed group first; panel titles are the keys, the change is written inside
+    assert panels(spec) == ["c", "a", "b"]
     rows = next(iter(spec["datasets"].values()))
-    assert [r["batch_id"] for r in rows if r["_tested"]] == ["z"]
+    assert [r["batch_id"] for r in rows if r["_since"]] == ["y", "z"]  # from the onset on
+    assert [r["batch_id"] for r in rows if r["_onset"]] == ["y"]
+    assert {r["batch_id"] for r in rows if r["_baseline"]} == {"x"}
+    assert [r["_label"] for r in rows if r["_label"]] == ["▲ ECE +0.09 since y"]
     accuracy = trend_chart(batches().with_columns(accuracy=pl.lit(0.7)), CHANGES, metric="accuracy")
-    assert panels(accuracy.to_dict())[0] == "▲ c: accuracy −0.05"
+    labels = [
+        r["_label"] for r in next(iter(accuracy.to_dict()["datasets"].values())) if r["_label"]
+    ]
+    assert labels == ["▲ accuracy −0.05 since y"]
 
 
 def test_without_times_the_axis_counts_batches() -> None:
     spec = trend_chart(batches(timed=False)).to_dict()
-    line = spec["spec"]["layer"][2]
+    line = next(layer for layer in spec["spec"]["layer"] if "tooltip" in layer["encoding"])
     assert line["encoding"]["x"]["type"] == "quantitative"
     assert line["encoding"]["x"]["title"] == "batch"
     assert panels(spec) == ["a", "b", "c"]

@@ -1,4 +1,4 @@
-"""The report's section over time: shown from two batches on, every name escaped."""
+"""The report's section over time: tonight first, shown from two batches on, names escaped."""
 
 from __future__ import annotations
 
@@ -41,7 +41,11 @@ def page(statistics: cf.storage.StoredStatistics, with_changes: bool) -> str:
 def test_two_batches_get_the_section_with_names_escaped(tmp_path: Path) -> None:
     text = page(stored(tmp_path, 2), with_changes=True)
     assert "<h2>ECE over batches</h2>" in text
-    assert "<h2>Change against the earlier batches</h2>" in text
+    assert "<h2>Changed tonight</h2>" in text
+    # tonight first: the change table opens the page, the trends come before the table
+    headings = [text.index(f"<h2>{h}</h2>") for h in ("Changed tonight", "ECE over batches",
+                                                       "Comparison")]  # fmt: skip
+    assert headings == sorted(headings)
     assert f'<td class="key">{NAME}</td>' not in text
     assert '<td class="key">&lt;b&gt;m&lt;/b&gt;</td>' in text
     assert NAME not in text.split("<script")[0]
