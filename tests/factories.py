@@ -44,27 +44,124 @@ def prediction_rows(
     *,
     low: float = 0.0,
     high: float = 1.0,
+    beta: tuple[float, float] | None = None,
+    on_edges: tuple[float, int] | None = None,
     accuracy: float = 0.6,
-    models: Sequence[str] = ("a", "b"),
+    power: float | None = None,
+    models: Sequence[object] = ("a", "b"),
+    tasks: Sequence[object] | None = None,
+    weight: tuple[float, float] | None = None,
     items: int | None = None,
     split_every: int | None = None,
 ) -> pl.DataFrame:
-    """Random predictions: uniform confidences in [low, high), correct with ``accuracy``.
+    """Random predictions, the one generator of the tests: ``confidence``, ``correct``, ``model``.
 
-    ``model`` drawn from ``models``; ``item`` = row number modulo ``items`` (a shared item id
-    across models); ``split`` = ``"test"`` on every ``split_every``-th row, else ``"fit"``.
+    Drawn in this order from ``default_rng(seed)`` (an option left out draws nothing):
+
+    - ``confidence``: uniform in [low, high), or Beta(a, b) with ``beta=(a, b)``;
+      ``on_edges=(fraction, M)`` moves that fraction of the rows onto the exact bin edges
+      k/M (0.0 and 1.0 among them);
+    - ``correct``: true with probability ``accuracy``, or ``confidence ** power`` with
+      ``power=`` (power > 1: overconfident, < 1: underconfident, 1: calibrated);
+    - ``model`` drawn from ``models``; ``task`` from ``tasks``; a weight ``w`` uniform in
+      ``weight=(low, high)``;
+    - ``item`` = row number modulo ``items`` (an item id shared across models);
+      ``split`` = ``"test"`` on every ``split_every``-th row, else ``"fit"``.
     """
     rng = np.random.default_rng(seed)
-    columns: dict[str, Any] = {
-        "confidence": rng.uniform(low, high, n),
-        "correct": rng.uniform(0, 1, n) < accuracy,
-        "model": rng.choice(list(models), n),
-    }
+    p = rng.beta(*beta, n) if beta is not None else rng.uniform(low, high, n)
+    if on_edges is not None:
+        fraction, bins = on_edges
+        moved = rng.uniform(0, 1, n) < fraction
+        p = np.where(moved, rng.integers(0, bins + 1, n) / bins, p)
+    truth = p**power if power is not None else accuracy
+    columns: dict[str, Any] = {"confidence": p, "correct": rng.uniform(0, 1, n) < truth}
+    columns["model"] = rng.choice(np.asarray(models), n)
+    if tasks is not None:
+        columns["task"] = rng.choice(np.asarray(tasks), n)
+    if weight is not None:
+        columns["w"] = rng.uniform(*weight, n)
     if items is not None:
         columns["item"] = np.arange(n) % items
     if split_every is not None:
         columns["split"] = np.where(np.arange(n) % split_every == 0, "test", "fit")
     return pl.DataFrame(columns)
+
+
+def option_rows(
+    seed: int, *, questions: int = 200, options: int = 4, models: int = 2, temperature: float = 2.0
+) -> pl.DataFrame:
+    """Random option log-likelihoods: ``model``, ``question``, ``option``, ``loglik``, ``is_gold``.
+
+    Each model answers the same ``questions`` with ``options`` options each; the options'
+    scores are N(0, 2²), ``loglik`` their log-softmax within the question (≤ 0), and the
+    gold option is drawn from softmax(score / temperature), so a model is overconfident
+    for ``temperature`` > 1 (a temperature fit finds it).
+    """
+    rng = np.random.default_rng(seed)
+    n = questions * options * models
+    scores = (rng.normal(size=n) * 2.0).reshape(-1, options)
+    probs = np.exp(scores / temperature)
+    probs /= probs.sum(axis=1, keepdims=True)
+    gold = (rng.uniform(size=(questions * models, 1)) > probs.cumsum(axis=1)).sum(axis=1)
+    top = scores.max(axis=1, keepdims=True)
+    loglik = (scores - top - np.log(np.exp(scores - top).sum(axis=1, keepdims=True))).ravel()
+    option = np.tile(np.arange(options), questions * models)
+    return pl.DataFrame(
+        {
+            "model": np.repeat([f"m{i}" for i in range(models)], questions * options),
+            "question": np.tile(np.repeat(np.arange(questions), options), models),
+            "option": option,
+            "loglik": loglik,
+            "is_gold": option == np.repeat(gold, options),
+        }
+    )
+
+
+def loss_rows(
+    seed: int,
+    n: int,
+    *,
+    models: Sequence[object] = ("a", "b"),
+    tasks: Sequence[object] | None = None,
+    tokens: tuple[int, int] = (5, 400),
+) -> pl.DataFrame:
+    """Random document losses: ``model``, ``nll``, ``tokens``, ``bytes``, ``words``[, ``task``].
+
+    ``tokens`` uniform in [low, high) per document, ``nll`` = tokens · Gamma(4, 0.6) nats,
+    ``bytes`` a whole 3–5 per token, ``words`` a whole 0.6–0.9 per token; ``model`` and
+    ``task`` drawn from ``models`` and ``tasks``.
+    """
+    rng = np.random.default_rng(seed)
+    count = rng.integers(*tokens, n)
+    columns: dict[str, Any] = {
+        "model": rng.choice(np.asarray(models), n),
+        "nll": count * rng.gamma(4, 0.6, n),
+        "tokens": count,
+        "bytes": np.floor(count * rng.uniform(3, 5, n)).astype(np.int64),
+        "words": np.floor(count * rng.uniform(0.6, 0.9, n)).astype(np.int64),
+    }
+    if tasks is not None:
+        columns["task"] = rng.choice(np.asarray(tasks), n)
+    return pl.DataFrame(columns)
+
+
+def class_probabilities(
+    seed: int, n: int, classes: int, *, temperature: float = 2.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Random multi-class predictions: an (n, classes) probability array and the labels.
+
+    Probabilities are softmax(logits) with logits ~ N(0, 2²); labels are drawn from
+    softmax(logits / temperature), so the model is overconfident for ``temperature`` > 1.
+    """
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(0, 2, (n, classes))
+    probs = np.exp(logits)
+    probs /= probs.sum(axis=1, keepdims=True)
+    tempered = np.exp(logits / temperature)
+    tempered /= tempered.sum(axis=1, keepdims=True)
+    labels = np.array([rng.choice(classes, p=row) for row in tempered])
+    return probs, labels
 
 
 def exact_bin_index(p: np.ndarray, n_bins: int, closed: str = "left") -> np.ndarray:

@@ -181,6 +181,25 @@ def metric_expressions(
     -------
     dict[str, pl.Expr]
         Column name → expression, in the order of :data:`calib_frames.schema.METRICS`.
+
+    Examples
+    --------
+    Over the rows of a bin-statistics table (what :func:`metrics_from_bin_statistics`
+    does): two predictions at 0.9, one right, and one right at 0.6 give ECE
+    (2·|0.9 − 0.5| + |0.6 − 1|)/3 = 0.4 and Brier (0.1² + 0.9² + 0.4²)/3 = 0.98/3.
+
+    >>> import polars as pl
+    >>> import calib_frames as cf
+    >>> preds = pl.DataFrame({"confidence": [0.9, 0.9, 0.6], "correct": [True, False, True]})
+    >>> expressions = metric_expressions(
+    ...     [TABLE_BIN],
+    ...     total=lambda terms: terms[0].sum(),
+    ...     largest=lambda terms: terms[0].max(),
+    ...     log_loss_sum=pl.col("sum_log_loss").sum(),
+    ... )
+    >>> table = cf.bin_statistics(preds).select(expressions["ece"], expressions["brier"])
+    >>> table.select(pl.all().round(6)).rows()
+    [(0.4, 0.326667)]
     """
 
     def over_bins(term: Callable[[BinSums], pl.Expr]) -> pl.Expr:

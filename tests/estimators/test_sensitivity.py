@@ -51,10 +51,8 @@ def test_equals_calibration_metrics_for_every_m(
         np.testing.assert_allclose(got["ece"].to_numpy(), want["ece"].to_numpy(), rtol=1e-12)
 
 
-def test_default_range_and_lazy(frame: pl.DataFrame) -> None:
-    lazy = ece_by_bin_count(frame.lazy())
-    assert isinstance(lazy, pl.LazyFrame)
-    out = lazy.collect()
+def test_default_range(frame: pl.DataFrame) -> None:
+    out = ece_by_bin_count(frame)
     assert out["bins"].to_list() == list(range(5, 31))
     assert out.schema == pl.Schema(ECE_BY_BIN_COUNT.columns)
 
@@ -81,10 +79,8 @@ def test_adaptive_ece_rank_rule_by_hand() -> None:
     assert out.row(0) == (6, 3, pytest.approx(want, rel=1e-14), 3)
 
 
-def test_adaptive_ece_grouped_and_lazy(frame: pl.DataFrame) -> None:
-    out = adaptive_ece(frame.lazy(), by="g", bins=10)
-    assert isinstance(out, pl.LazyFrame)
-    got = out.collect()
+def test_adaptive_ece_grouped(frame: pl.DataFrame) -> None:
+    got = adaptive_ece(frame, by="g", bins=10)
     assert got.columns == ["g", *ADAPTIVE_ECE.names]
     assert got["count"].sum() == frame.height
 

@@ -608,50 +608,12 @@ def test_mean_confidence_of_tiny_probabilities_keeps_its_precision() -> None:
 
 
 # --------------------------------------------------------------------------------------
-# Lazy in -> lazy out, eager in -> eager out
+# Scanned files (lazy in, lazy out for every function: tests/test_common.py)
 # --------------------------------------------------------------------------------------
 
 
 def small_frame() -> pl.DataFrame:
     return random_predictions(31, 200, 10, weighted=True, groups=3)
-
-
-def test_eager_in_eager_out() -> None:
-    df = small_frame()
-    stats = cf.bin_statistics(df, by="g")
-    assert isinstance(stats, pl.DataFrame)
-    assert isinstance(cf.calibration_metrics(df, by="g"), pl.DataFrame)
-    assert isinstance(cf.reliability_table(df, by="g"), pl.DataFrame)
-    assert isinstance(cf.metrics_from_bin_statistics(stats), pl.DataFrame)
-    assert isinstance(cf.merge_bin_statistics(stats, stats), pl.DataFrame)
-
-
-def test_lazy_in_lazy_out_with_same_numbers() -> None:
-    df = small_frame()
-    lazy = df.lazy()
-    calls = {
-        "bin_statistics": (cf.bin_statistics(lazy, by="g"), cf.bin_statistics(df, by="g")),
-        "calibration_metrics": (
-            cf.calibration_metrics(lazy, by="g", weight="w"),
-            cf.calibration_metrics(df, by="g", weight="w"),
-        ),
-        "reliability_table": (cf.reliability_table(lazy, by="g"), cf.reliability_table(df, by="g")),
-    }
-    stats = cf.bin_statistics(df, by="g")
-    calls["metrics_from_bin_statistics"] = (
-        cf.metrics_from_bin_statistics(stats.lazy()),
-        cf.metrics_from_bin_statistics(stats),
-    )
-    calls["merge_bin_statistics"] = (
-        cf.merge_bin_statistics(stats.lazy(), stats.lazy()),
-        cf.merge_bin_statistics(stats, stats),
-    )
-    for name, (lazy_result, eager_result) in calls.items():
-        assert isinstance(lazy_result, pl.LazyFrame), name
-        assert isinstance(eager_result, pl.DataFrame), name
-        collected = lazy_result.collect()
-        assert collected.schema == eager_result.schema, name
-        assert_frames_close(collected, eager_result)
 
 
 def test_scan_parquet_gives_the_same_numbers(tmp_path: Path) -> None:

@@ -370,21 +370,6 @@ def test_comparison_tables_are_calibration_metrics() -> None:
     assert reliability.filter(pl.col("stage") == "after")["count"].sum() == 400
 
 
-def test_lazy_in_lazy_out() -> None:
-    frame = _binary()
-    for fit, apply in FITS.values():
-        params = fit(frame.lazy(), by="model")
-        assert isinstance(params, pl.LazyFrame)
-        applied = apply(frame.lazy(), params)
-        assert isinstance(applied, pl.LazyFrame)
-        eager = apply(frame, fit(frame, by="model"))
-        assert isinstance(eager, pl.DataFrame)
-        np.testing.assert_allclose(applied.collect()["recalibrated"], eager["recalibrated"])
-    out = recalibrate(frame.lazy(), method="platt", split="split")
-    assert isinstance(recalibration_metrics(out), pl.LazyFrame)
-    assert isinstance(recalibration_reliability(out), pl.LazyFrame)
-
-
 # --- bad input ------------------------------------------------------------------------
 
 
@@ -612,34 +597,6 @@ def test_options_ragged_and_blocked_match_reference(
         frame.sample(fraction=1.0, shuffle=True, seed=3), by="model", kind="options"
     )
     np.testing.assert_allclose(shuffled["temperature"], params["temperature"], rtol=1e-12)
-
-
-def _public_recalibrate_callables() -> list[str]:
-    import calib_frames.recalibrate as rc
-
-    return sorted(
-        name
-        for name in rc.__all__
-        if callable(getattr(rc, name)) and not isinstance(getattr(rc, name), type)
-    )
-
-
-@pytest.mark.parametrize("name", _public_recalibrate_callables())
-def test_public_functions_document_each_parameter(name: str) -> None:
-    """The same check as tests/test_foundations.py applies to calib_frames.__all__."""
-    import inspect
-
-    import calib_frames.recalibrate as rc
-
-    function = getattr(rc, name)
-    doc = inspect.getdoc(function) or ""
-    for section in ("Parameters\n----------", "Returns\n-------", "Examples\n--------"):
-        assert section in doc, f"{name}: no {section.splitlines()[0]} section"
-    listed = " ".join(
-        line.split(":")[0] for line in doc.splitlines() if line and not line.startswith(" ")
-    )
-    for parameter in inspect.signature(function).parameters:
-        assert parameter.lstrip("*") in listed, f"{name}: parameter {parameter!r} undocumented"
 
 
 def test_recalibrate_options_and_output_names_are_checked() -> None:
