@@ -45,9 +45,10 @@ def prediction_rows(
     low: float = 0.0,
     high: float = 1.0,
     beta: tuple[float, float] | None = None,
-    on_edges: tuple[float, int] | None = None,
+    on_edges: tuple[float, int | Sequence[int]] | None = None,
     accuracy: float = 0.6,
     power: float | None = None,
+    shift: float | None = None,
     models: Sequence[object] = ("a", "b"),
     tasks: Sequence[object] | None = None,
     weight: tuple[float, float] | None = None,
@@ -60,21 +61,28 @@ def prediction_rows(
 
     - ``confidence``: uniform in [low, high), or Beta(a, b) with ``beta=(a, b)``;
       ``on_edges=(fraction, M)`` moves that fraction of the rows onto the exact bin edges
-      k/M (0.0 and 1.0 among them);
+      k/M (0.0 and 1.0 among them; a sequence of M: each row's M drawn from it);
     - ``correct``: true with probability ``accuracy``, or ``confidence ** power`` with
-      ``power=`` (power > 1: overconfident, < 1: underconfident, 1: calibrated);
+      ``power=`` (power > 1: overconfident, < 1: underconfident, 1: calibrated), or
+      ``confidence + shift`` clipped to [0, 1] with ``shift=`` (< 0: overconfident);
     - ``model`` drawn from ``models``; ``task`` from ``tasks``; a weight ``w`` uniform in
       ``weight=(low, high)``;
     - ``item`` = row number modulo ``items`` (an item id shared across models);
-      ``split`` = ``"test"`` on every ``split_every``-th row, else ``"fit"``.
+      ``split`` = ``"eval"`` on every ``split_every``-th row, else ``"fit"``.
     """
     rng = np.random.default_rng(seed)
     p = rng.beta(*beta, n) if beta is not None else rng.uniform(low, high, n)
     if on_edges is not None:
         fraction, bins = on_edges
         moved = rng.uniform(0, 1, n) < fraction
-        p = np.where(moved, rng.integers(0, bins + 1, n) / bins, p)
-    truth = p**power if power is not None else accuracy
+        m = rng.choice(np.asarray(bins), n) if isinstance(bins, Sequence) else bins
+        p = np.where(moved, rng.integers(0, m + 1, n) / m, p)
+    if power is not None:
+        truth: Any = p**power
+    elif shift is not None:
+        truth = np.clip(p + shift, 0, 1)
+    else:
+        truth = accuracy
     columns: dict[str, Any] = {"confidence": p, "correct": rng.uniform(0, 1, n) < truth}
     columns["model"] = rng.choice(np.asarray(models), n)
     if tasks is not None:
@@ -84,8 +92,35 @@ def prediction_rows(
     if items is not None:
         columns["item"] = np.arange(n) % items
     if split_every is not None:
-        columns["split"] = np.where(np.arange(n) % split_every == 0, "test", "fit")
+        columns["split"] = np.where(np.arange(n) % split_every == 0, "eval", "fit")
     return pl.DataFrame(columns)
+
+
+def paired_rows(tasks: int, n: int, seed: int, power_b: float = 1.0) -> pl.DataFrame:
+    """Models ``a`` and ``b`` on the same ``n`` items per task: ``task``, ``model``, ``item``, …
+
+    Each item has a difficulty ~ Beta(2, 2) shared by both models; a model's confidence is
+    it plus N(0, 0.1²) noise (clipped to [0.01, 0.99]), and its outcome ~ Bernoulli(p) for
+    ``a``, Bernoulli(p ** power_b) for ``b`` (``power_b`` = 1: equally good models).
+    """
+    rng = np.random.default_rng(seed)
+    frames = []
+    for task in range(tasks):
+        difficulty = rng.beta(2, 2, n)
+        for name, power in (("a", 1.0), ("b", power_b)):
+            p = np.clip(difficulty + rng.normal(0, 0.1, n), 0.01, 0.99)
+            frames.append(
+                pl.DataFrame(
+                    {
+                        "task": task,
+                        "model": name,
+                        "item": np.arange(n),
+                        "confidence": p,
+                        "correct": rng.random(n) < p**power,
+                    }
+                )
+            )
+    return pl.concat(frames)
 
 
 def option_rows(
@@ -183,7 +218,8 @@ def assert_frames_close(
     rel: float = 1e-12,
     abs: float = 1e-15,
 ) -> None:
-    """Equal shapes; floats within ``rel``/``abs`` (NaN equal to NaN), everything else equal.
+    """Equal shapes; floats within ``rel``/``abs`` (NaN equal to NaN, null to null),
+    everything else equal.
 
     ``columns`` restricts the comparison (default: every column, and equal column names).
     """
@@ -193,8 +229,10 @@ def assert_frames_close(
     assert left.height == right.height
     for name in columns:
         if left[name].dtype.is_float() or right[name].dtype.is_float():
-            assert left[name].to_list() == pytest.approx(
-                right[name].to_list(), rel=rel, abs=abs, nan_ok=True
+            nulls = left[name].is_null()
+            assert nulls.to_list() == right[name].is_null().to_list(), name
+            assert left[name].filter(~nulls).to_list() == pytest.approx(
+                right[name].filter(~nulls).to_list(), rel=rel, abs=abs, nan_ok=True
             ), name
         else:
             assert left[name].to_list() == right[name].to_list(), name

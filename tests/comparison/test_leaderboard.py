@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
+from factories import DATA
 from polars.testing import assert_frame_equal
 
 import calib_frames as cf
-from tests.factories import DATA
 
 PREDICTIONS = DATA / "synthetic_predictions.parquet"
 TOKENS = DATA / "synthetic_tokens.parquet"

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from factories import DATA
 from polars.testing import assert_frame_equal
 
 import calib_frames as cf
 from calib_frames.cli import main
 from calib_frames.comparison import report_tables
-from tests.factories import DATA
 
 PREDICTIONS = DATA / "synthetic_predictions.parquet"
 TOKENS = DATA / "synthetic_tokens.parquet"

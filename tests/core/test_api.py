@@ -12,7 +12,7 @@ from types import ModuleType
 import numpy as np
 import polars as pl
 import pytest
-from factories import DATA, ROOT, exact_bin_index
+from factories import DATA, ROOT, exact_bin_index, prediction_rows
 from polars.testing import assert_frame_equal
 
 import calib_frames as cf
@@ -37,17 +37,7 @@ def load_generator() -> ModuleType:
 
 
 def small_predictions() -> pl.DataFrame:
-    rng = np.random.default_rng(3)
-    n = 600
-    return pl.DataFrame(
-        {
-            "model": rng.choice(["a", "b", "c"], n),
-            "task": rng.choice(["x", "y"], n),
-            "confidence": rng.uniform(0, 1, n),
-            "correct": rng.uniform(0, 1, n) < 0.6,
-            "w": rng.uniform(0.5, 2.0, n),
-        }
-    )
+    return prediction_rows(3, 600, models=("a", "b", "c"), tasks=("x", "y"), weight=(0.5, 2.0))
 
 
 # -- comparison_table ---------------------------------------------------------------------

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
+from factories import prediction_rows
 
 import calib_frames as cf
 from calib_frames import exceptions
@@ -203,15 +204,7 @@ def test_merge_refuses_other_keys_and_other_bins() -> None:
 
 
 def test_roll_up_pools_the_bins_and_differs_from_averaging_metrics() -> None:
-    rng = np.random.default_rng(3)
-    n = 4000
-    frame = pl.DataFrame(
-        {
-            "model": rng.choice(["m1", "m2"], n),
-            "task": rng.choice(["t1", "t2", "t3"], n),
-            "confidence": rng.uniform(0, 1, n),
-        }
-    ).with_columns(correct=pl.Series(rng.uniform(0, 1, n)) < pl.col("confidence") ** 2)
+    frame = prediction_rows(3, 4000, power=2.0, models=("m1", "m2"), tasks=("t1", "t2", "t3"))
     by_task = cf.bin_statistics(frame, by=["model", "task"])
     rolled = cf.merge_bin_statistics(by_task, by="model")
     direct = cf.bin_statistics(frame, by="model")

@@ -9,12 +9,12 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
+from factories import assert_frames_close
 
 import calib_frames as cf
 from calib_frames.estimators import calibration_change, metrics_over_batches
 from calib_frames.estimators.bootstrap import bootstrap_bin_statistics
 from calib_frames.exceptions import ArgumentError, DataError, ReadError, TableError
-from tests.factories import assert_frames_close
 
 BINNING = cf.Binning.uniform(10)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
+from factories import prediction_rows
 
 import calib_frames as cf
 from calib_frames.estimators.sensitivity import (
@@ -18,16 +19,10 @@ utils = pytest.importorskip("calibration.utils")
 
 @pytest.fixture(scope="module")
 def frame() -> pl.DataFrame:
-    rng = np.random.default_rng(8)
-    n = 6000
-    p = rng.random(n)
-    # a third of the rows sit exactly on edges k/M of some M in 5..30
-    m = rng.integers(5, 31, n)
-    on_edge = rng.random(n) < 0.33
-    p = np.where(on_edge, rng.integers(0, m + 1) / m, p)
-    y = rng.random(n) < p * 0.85
-    w = rng.uniform(0, 2, n)
-    return pl.DataFrame({"g": rng.integers(0, 4, n), "confidence": p, "correct": y, "w": w})
+    """A third of the rows exactly on an edge k/M of some M in 5..30, weights from 0."""
+    return prediction_rows(
+        8, 6000, on_edges=(0.33, range(5, 31)), shift=-0.08, models=range(4), weight=(0, 2)
+    ).rename({"model": "g"})
 
 
 @pytest.mark.parametrize("closed", ["left", "right"])

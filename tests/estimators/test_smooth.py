@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import polars as pl
 import pytest
+from factories import prediction_rows
 
 import calib_frames as cf
 from calib_frames.estimators.smooth import (
@@ -34,15 +35,11 @@ def relplot_curve(f: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
 @pytest.fixture(scope="module")
 def grouped() -> pl.DataFrame:
     """12 groups of 50 to 3000 predictions with different miscalibration."""
-    rng = np.random.default_rng(11)
-    frames = []
-    for g in range(12):
-        n = int(rng.integers(50, 3000))
-        f = rng.beta(2 + g % 3, 2, n)
-        shift = (g - 6) * 0.04
-        y = rng.random(n) < np.clip(f + shift, 0, 1)
-        frames.append(pl.DataFrame({"model": f"m{g:02d}", "confidence": f, "correct": y}))
-    return pl.concat(frames)
+    sizes = [2648, 331, 1290, 2017, 67, 1604, 886, 2942, 513, 1477, 2210, 758]
+    return pl.concat(
+        prediction_rows(11 + g, n, beta=(2 + g % 3, 2), shift=(g - 6) * 0.04, models=(f"m{g:02d}",))
+        for g, n in enumerate(sizes)
+    )
 
 
 def test_smooth_ece_matches_relplot_per_group(grouped: pl.DataFrame) -> None:

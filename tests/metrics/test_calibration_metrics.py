@@ -19,7 +19,7 @@ import numpy.typing as npt
 import polars as pl
 import pytest
 from columns import DECOMPOSITION, METRICS, SUM_COLUMNS
-from factories import assert_frames_close, exact_bin_index
+from factories import assert_frames_close, exact_bin_index, prediction_rows
 
 import calib_frames as cf
 
@@ -139,21 +139,17 @@ def decomposition_total(row: dict[str, Any]) -> float:
 def random_predictions(
     seed: int, n: int, n_bins: int, *, weighted: bool, groups: int
 ) -> pl.DataFrame:
-    """Confidences: uniform, exact edges k/M, 0.0 and 1.0; outcomes roughly calibrated."""
-    rng = np.random.default_rng(seed)
-    uniform = rng.random(n)
-    edges = rng.integers(0, n_bins + 1, n) / n_bins
-    p = np.where(rng.random(n) < 0.3, edges, uniform)
-    y = rng.random(n) < p**1.3
-    columns: dict[str, Any] = {"confidence": p, "correct": y}
-    if weighted:
-        w = rng.exponential(size=n)
-        # exact zeros only where the loss is finite (see test_zero_weight_row_with_infinite_loss)
-        w[(rng.random(n) < 0.1) & (p > 0) & (p < 1)] = 0.0
-        columns["w"] = w
-    if groups:
-        columns["g"] = rng.choice([f"g{k}" for k in range(groups)], n)
-    return pl.DataFrame(columns)
+    """Confidences: uniform, 30 % on the exact edges k/M (0.0 and 1.0 among them); outcomes
+    ~ Bernoulli(p^1.3); weights with exact zeros on a tenth of the rows of finite loss."""
+    rows = prediction_rows(
+        seed, n, on_edges=(0.3, n_bins), power=1.3, models=[f"g{k}" for k in range(groups or 1)],
+        weight=(0.0, 2.0) if weighted else None,
+    )  # fmt: skip
+    if weighted:  # zeros only where the loss is finite (test_zero_weight_row_with_infinite_loss)
+        finite = (pl.col("confidence") > 0) & (pl.col("confidence") < 1)
+        tenth = pl.int_range(pl.len()) % 10 == 0
+        rows = rows.with_columns(w=pl.when(finite & tenth).then(0.0).otherwise("w"))
+    return rows.rename({"model": "g"}) if groups else rows.drop("model")
 
 
 # --------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
+from factories import option_rows, prediction_rows
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import brentq, minimize_scalar
@@ -37,43 +38,18 @@ FITS = {
 
 
 def _binary(seed: int = 0, n: int = 600, groups: tuple[str, ...] = ("a", "b")) -> pl.DataFrame:
-    rng = np.random.default_rng(seed)
-    parts = []
-    for i, name in enumerate(groups):
-        p = rng.uniform(0.01, 0.99, n)
-        y = rng.uniform(size=n) < p ** (1.5 + i)
-        parts.append(
-            pl.DataFrame(
-                {
-                    "model": name,
-                    "task": np.where(np.arange(n) % 2 == 0, "x", "y"),
-                    "item": np.arange(n) // 2,
-                    "confidence": p,
-                    "correct": y,
-                    "split": np.where(np.arange(n) % 3 == 0, "eval", "fit"),
-                }
-            )
+    """``n`` predictions per model, model i overconfident (outcomes ~ Bernoulli(p^(1.5 + i)))."""
+    return pl.concat(
+        prediction_rows(
+            seed + i, n, low=0.01, high=0.99, power=1.5 + i, models=(name,), tasks=("x", "y"),
+            items=max(n // 2, 1), split_every=3,
         )
-    return pl.concat(parts)
+        for i, name in enumerate(groups)
+    )  # fmt: skip
 
 
 def _options(seed: int = 0, questions: int = 200, k: int = 4, models: int = 2) -> pl.DataFrame:
-    rng = np.random.default_rng(seed)
-    n = questions * k * models
-    ll = rng.normal(size=n) * 2.0
-    # gold drawn from softmax(ℓ / 2): an over-confident model (T = 2 fits it)
-    probs = np.exp(ll.reshape(-1, k) / 2.0)
-    probs /= probs.sum(axis=1, keepdims=True)
-    gold_option = (rng.uniform(size=(questions * models, 1)) > probs.cumsum(axis=1)).sum(axis=1)
-    return pl.DataFrame(
-        {
-            "model": np.repeat([f"m{i}" for i in range(models)], questions * k),
-            "question": np.tile(np.repeat(np.arange(questions), k), models),
-            "option": np.tile(np.arange(k), questions * models),
-            "loglik": ll,
-            "is_gold": np.tile(np.arange(k), questions * models) == np.repeat(gold_option, k),
-        }
-    )
+    return option_rows(seed, questions=questions, options=k, models=models)
 
 
 def _scipy_temperature(z: np.ndarray, y: np.ndarray) -> float:
@@ -105,7 +81,8 @@ def test_temperature_per_group_matches_scipy() -> None:
         sub = frame.filter((pl.col("model") == model) & (pl.col("task") == task))
         p = sub["confidence"].to_numpy()
         z = np.log(p) - np.log1p(-p)
-        assert t == pytest.approx(_scipy_temperature(z, sub["correct"].to_numpy()), rel=1e-11)
+        # the fit stops at a relative step of tol=1e-10 in 1/T
+        assert t == pytest.approx(_scipy_temperature(z, sub["correct"].to_numpy()), rel=1e-10)
 
 
 def test_temperature_weights_equal_repeated_rows() -> None:

@@ -25,6 +25,7 @@ import warnings
 import numpy as np
 import polars as pl
 import pytest
+from factories import prediction_rows
 
 from calib_frames.recalibrate import (
     apply_histogram,
@@ -92,14 +93,14 @@ def _sklearn(estimator: BaseEstimator, method: str, X: np.ndarray, y: np.ndarray
 @pytest.fixture(scope="module")
 def binary() -> pl.DataFrame:
     """Three over/under-confident groups, each split into fit and eval rows."""
-    rng = np.random.default_rng(7)
-    parts = []
-    for name, power, n in (("a", 2.0, 800), ("b", 0.6, 600), ("c", 1.0, 500)):
-        p = rng.uniform(0.02, 0.98, n)
-        y = rng.uniform(size=n) < p**power
-        split = np.where(rng.uniform(size=n) < 0.6, "fit", "eval")
-        parts.append(pl.DataFrame({"model": name, "confidence": p, "correct": y, "split": split}))
-    return pl.concat(parts)
+    return pl.concat(
+        prediction_rows(7 + i, n, low=0.02, high=0.98, power=power, models=(name,)).with_columns(
+            split=pl.when(pl.int_range(pl.len()) % 5 < 3)
+            .then(pl.lit("fit"))
+            .otherwise(pl.lit("eval"))
+        )
+        for i, (name, power, n) in enumerate((("a", 2.0, 800), ("b", 0.6, 600), ("c", 1.0, 500)))
+    )
 
 
 def _group(frame: pl.DataFrame, model: str, split: str) -> tuple[np.ndarray, np.ndarray]:
