@@ -17,6 +17,7 @@ the ``calib`` namespace is the additive core's frame functions.
 
 from __future__ import annotations
 
+import ast
 import doctest
 import functools
 import importlib
@@ -31,6 +32,7 @@ import polars as pl
 import pytest
 from factories import (
     DATA,
+    ROOT,
     class_probabilities,
     loss_rows,
     option_rows,
@@ -499,3 +501,29 @@ def test_a_namespace_method_is_its_function_with_the_frame_first(lazy: bool) -> 
     assert isinstance(got, pl.LazyFrame if lazy else pl.DataFrame)
     expected = cf.calibration_metrics(predictions, by=["model", "task"], bins=15, weight="w")
     assert_frame_equal(got.collect() if lazy else got, expected)
+
+
+# -- the tests' own rules -------------------------------------------------------------------
+
+PEERS = {
+    "calibration", "duckdb", "model_diagnostics", "mpmath", "netcal", "polarbearings",
+    "pytrec_eval", "ranx", "relplot", "sklearn", "statsmodels", "torch", "torchmetrics",
+}  # fmt: skip
+"""The libraries the tests use only as references (CONTRIBUTING: Tests)."""
+
+
+def test_every_peer_library_is_imported_with_importorskip() -> None:
+    """A missing reference library skips its tests; it never breaks the collection."""
+    bare = []
+    for path in sorted(ROOT.glob("tests/**/*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [alias.name for alias in node.names] if isinstance(node, ast.Import)
+                else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            )  # fmt: skip
+            bare += [
+                f"{path.relative_to(ROOT)}:{node.lineno} {name}"
+                for name in names
+                if name.split(".")[0] in PEERS
+            ]
+    assert bare == []

@@ -236,7 +236,7 @@ def test_maps_are_monotone_and_fit_nll_not_above_identity(seed: int, n: int) -> 
 
 
 def test_isotonic_fit_is_sklearns() -> None:
-    from sklearn.isotonic import IsotonicRegression
+    IsotonicRegression = pytest.importorskip("sklearn.isotonic").IsotonicRegression
 
     frame = _binary(n=300)
     params = fit_isotonic(frame, by="model")

@@ -109,7 +109,7 @@ def _group(frame: pl.DataFrame, model: str, split: str) -> tuple[np.ndarray, np.
 
 
 def test_temperature_matches_sklearn_and_netcal(binary: pl.DataFrame) -> None:
-    from netcal.scaling import TemperatureScaling
+    TemperatureScaling = pytest.importorskip("netcal.scaling").TemperatureScaling
 
     params = fit_temperature(binary, by="model", split="split")
     applied = apply_temperature(binary.filter(pl.col("split") == "eval"), params)
@@ -186,8 +186,8 @@ def test_platt_with_smoothing_matches_sklearn_sigmoid(binary: pl.DataFrame) -> N
 def test_platt_without_smoothing_matches_logistic_regression_and_netcal(
     binary: pl.DataFrame,
 ) -> None:
-    from netcal.scaling import LogisticCalibration
-    from sklearn.linear_model import LogisticRegression
+    LogisticCalibration = pytest.importorskip("netcal.scaling").LogisticCalibration
+    LogisticRegression = pytest.importorskip("sklearn.linear_model").LogisticRegression
 
     params = fit_platt(binary, by="model", split="split")
     for model in ("a", "b", "c"):
@@ -207,7 +207,7 @@ def test_platt_without_smoothing_matches_logistic_regression_and_netcal(
 
 
 def test_histogram_matches_netcal(binary: pl.DataFrame) -> None:
-    from netcal.binning import HistogramBinning
+    HistogramBinning = pytest.importorskip("netcal.binning").HistogramBinning
 
     params = fit_histogram(binary, by="model", split="split", bins=10)
     applied = apply_histogram(binary.filter(pl.col("split") == "eval"), params)
@@ -225,7 +225,7 @@ def test_histogram_matches_netcal(binary: pl.DataFrame) -> None:
 
 
 def test_isotonic_matches_sklearn_and_netcal(binary: pl.DataFrame) -> None:
-    from netcal.binning import IsotonicRegression as NetcalIsotonic
+    NetcalIsotonic = pytest.importorskip("netcal.binning").IsotonicRegression
 
     from calib_frames.recalibrate import apply_isotonic, fit_isotonic
 
