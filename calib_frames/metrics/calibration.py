@@ -76,6 +76,18 @@ Empty groups (N = 0): ``ece``, ``rmsce``, ``rmsce_debiased``, ``mce_raw``, ``bri
 terms and ``log_loss`` are 0.0; ``accuracy``, ``mean_confidence`` and ``overconfidence``
 are NaN. ``log_loss`` is +inf when a prediction of confidence 1 (or 0) is wrong
 (right); it is not clipped.
+
+Examples
+--------
+Weights count as repeated rows (N = Σ w): a right 0.9 of weight 3 and a wrong 0.8 of
+weight 1, in bins 9 and 8, give brier = (3·0.1² + 1·0.8²)/4 = 0.1675 and
+ece = (3/4)·|0.9 − 1| + (1/4)·|0.8 − 0| = 0.275.
+
+>>> import polars as pl
+>>> import calib_frames as cf
+>>> df = pl.DataFrame({"confidence": [0.9, 0.8], "correct": [True, False], "w": [3, 1]})
+>>> cf.calibration_metrics(df, weight="w").select(pl.col("brier", "ece").round(12)).row(0)
+(0.1675, 0.275)
 """
 
 from __future__ import annotations
