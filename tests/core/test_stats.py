@@ -104,7 +104,8 @@ def test_the_reliability_table_is_a_projection_of_the_bin_statistics() -> None:
     table = cf.reliability_table(
         ROWS, by=["model", "task"], bins=cf.Binning.uniform(12, closed="right")
     )
-    assert table.equals(stats.select("model", "task", *RELIABILITY.names))
+    # two passes over the rows: sums may differ in the last bit (threads add in any order)
+    assert_frames_close(table, stats.select("model", "task", *RELIABILITY.names))
 
 
 def parts() -> list[pl.DataFrame]:
