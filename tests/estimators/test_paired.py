@@ -53,6 +53,7 @@ def test_matches_exact_paired_bootstrap() -> None:
     assert ratios_arr.min() > 0.8 and ratios_arr.max() < 1.25, ratios_arr
 
 
+@pytest.mark.slow
 def test_false_positive_rate_equally_good_models() -> None:
     df = two_models(200, 120, seed=4)
     out = paired_comparison(df, by="task", replicates=200, seed=5)

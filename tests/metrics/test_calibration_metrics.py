@@ -530,6 +530,7 @@ def exact_mean(values: FloatArray) -> float:
     return math.fsum(values.tolist()) / values.size
 
 
+@pytest.mark.slow
 def test_near_certain_predictions_keep_their_precision() -> None:
     # 10**7 predictions with p = 1 - 1e-6·u, all in the last bin; ten of them wrong,
     # so the Brier score is about 10 / 1e7 = 1e-6 and everything else is tiny.
