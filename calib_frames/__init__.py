@@ -13,280 +13,179 @@ here), :mod:`calib_frames.multiclass`, :mod:`calib_frames.recalibrate`,
 :mod:`calib_frames.ranking` (Hit/P/R/F1@k, MRR, MAP, NDCG from TREC-style runs),
 :mod:`calib_frames.comparison` (groups side by side), :mod:`calib_frames.plot` (altair
 charts of the tables) and :mod:`calib_frames.report` (the self-contained HTML report).
+A function exported here and by its subpackage is one object, documented once, where it
+is defined.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from calib_frames import namespace as _namespace  # noqa: F401  (registers frame.calib)
-from calib_frames._deprecated import moved
-from calib_frames._version import __version__
-from calib_frames.exceptions import (
-    ArgumentError,
-    CalibFramesError,
-    CalibrationInputError,
-    DataError,
-    ReadError,
-    TableError,
-)
 
+# isort: off
 if TYPE_CHECKING:
-    from calib_frames import (
-        comparison,
-        estimators,
-        metrics,
-        multiclass,
-        plot,
-        ranking,
-        recalibrate,
-        report,
-        sources,
-    )
-    from calib_frames.arrays import BrierDecomposition, CalibrationReport, PerplexityResult
-    from calib_frames.binning import Binning
-    from calib_frames.comparison import (
-        compare,
-        comparison_from_bin_statistics,
-        comparison_table,
-        leaderboard,
-    )
-    from calib_frames.estimators import (
-        adaptive_ece,
-        adjust_p_values,
-        calibration_change,
-        calibration_intervals,
-        calibration_noise_floor,
-        corp_decomposition,
-        corp_reliability,
-        ece_by_bin_count,
-        metrics_over_batches,
-        paired_comparison,
-        perplexity_intervals,
-        selective_curve,
-        selective_intervals,
-        selective_metrics,
-        smooth_ece,
-        smooth_reliability_curve,
-        with_accuracy_intervals,
-    )
-    from calib_frames.expr import (
-        binned_metrics,
-        bits_per_byte,
-        bits_per_token,
-        brier,
-        byte_perplexity,
-        ece,
-        log_loss,
-        mce,
-        mean_nll,
-        rmsce,
-        token_perplexity,
-        word_perplexity,
-    )
-    from calib_frames.metrics import (
-        calibration_metrics,
-        metrics_from_bin_statistics,
-        perplexity,
-        perplexity_from_nll_sums,
-    )
-    from calib_frames.multiclass import multiclass_calibration
-    from calib_frames.nll import merge_nll_sums, nll_sums
-    from calib_frames.ranking import (
-        paired_significance,
-        ranking_metrics,
-        ranking_metrics_per_query,
-        scan_trec_qrels,
-        scan_trec_run,
-    )
-    from calib_frames.recalibrate import helm_calibration
-    from calib_frames.report import write_report
-    from calib_frames.stats import bin_statistics, merge_bin_statistics, reliability_table
-    from calib_frames.storage import read_statistics, write_statistics
+    # THE ONE LIST of the package's names, grouped by layer. `__all__` and the imports on
+    # first use (`__getattr__`) are read from these lines; `name as name` marks each as
+    # exported for type checkers.
 
-# Where each exported name lives; imported on first use (PEP 562).
-_HOMES: dict[str, tuple[str, ...]] = {
-    "calib_frames.stats": ("bin_statistics", "merge_bin_statistics", "reliability_table"),
-    "calib_frames.nll": ("merge_nll_sums", "nll_sums"),
-    "calib_frames.metrics": (
-        "calibration_metrics",
-        "metrics_from_bin_statistics",
-        "perplexity",
-        "perplexity_from_nll_sums",
-    ),
-    "calib_frames.comparison": (
-        "compare",
-        "comparison_from_bin_statistics",
-        "comparison_table",
-        "leaderboard",
-    ),
-    "calib_frames.expr": (
-        "binned_metrics",
-        "bits_per_byte",
-        "bits_per_token",
-        "brier",
-        "byte_perplexity",
-        "ece",
-        "log_loss",
-        "mce",
-        "mean_nll",
-        "rmsce",
-        "token_perplexity",
-        "word_perplexity",
-    ),
-    "calib_frames.estimators": (
-        "adaptive_ece",
-        "adjust_p_values",
-        "calibration_change",
-        "calibration_intervals",
-        "calibration_noise_floor",
-        "corp_decomposition",
-        "corp_reliability",
-        "ece_by_bin_count",
-        "metrics_over_batches",
-        "paired_comparison",
-        "perplexity_intervals",
-        "selective_curve",
-        "selective_intervals",
-        "selective_metrics",
-        "smooth_ece",
-        "smooth_reliability_curve",
-        "with_accuracy_intervals",
-    ),
-    "calib_frames.recalibrate": ("helm_calibration",),
-    "calib_frames.multiclass": ("multiclass_calibration",),
-    "calib_frames.ranking": (
-        "paired_significance",
-        "ranking_metrics",
-        "ranking_metrics_per_query",
-        "scan_trec_qrels",
-        "scan_trec_run",
-    ),
-    "calib_frames.storage": ("read_statistics", "write_statistics"),
-    "calib_frames.report": ("write_report",),
-    "calib_frames.arrays": ("BrierDecomposition", "CalibrationReport", "PerplexityResult"),
-    "calib_frames.binning": ("Binning",),
-}
-_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
-_SUBPACKAGES = (
-    "comparison",
-    "estimators",
-    "metrics",
-    "multiclass",
-    "plot",
-    "ranking",
-    "recalibrate",
-    "report",
-    "sources",
-)
+    # additive tables: rows → bin statistics / NLL sums, merged exactly
+    from calib_frames.stats import (
+        bin_statistics as bin_statistics,
+        merge_bin_statistics as merge_bin_statistics,
+        reliability_table as reliability_table,
+    )
+    from calib_frames.nll import (
+        merge_nll_sums as merge_nll_sums,
+        nll_sums as nll_sums,
+    )
+
+    # metrics: closed-form reductions of the tables
+    from calib_frames.metrics import (
+        calibration_metrics as calibration_metrics,
+        metrics_from_bin_statistics as metrics_from_bin_statistics,
+        perplexity as perplexity,
+        perplexity_from_nll_sums as perplexity_from_nll_sums,
+    )
+
+    # groups side by side; the report's tables in one call: per group, per model
+    from calib_frames.comparison import (
+        compare as compare,
+        comparison_from_bin_statistics as comparison_from_bin_statistics,
+        comparison_table as comparison_table,
+        leaderboard as leaderboard,
+    )
+
+    # expressions inside your own aggregation
+    from calib_frames.expr import (
+        binned_metrics as binned_metrics,
+        bits_per_byte as bits_per_byte,
+        bits_per_token as bits_per_token,
+        brier as brier,
+        byte_perplexity as byte_perplexity,
+        ece as ece,
+        log_loss as log_loss,
+        mce as mce,
+        mean_nll as mean_nll,
+        rmsce as rmsce,
+        token_perplexity as token_perplexity,
+        word_perplexity as word_perplexity,
+    )
+
+    # estimators: how far to trust a number; beyond fixed bins; selective prediction;
+    # calibration over time (nightly statistics)
+    from calib_frames.estimators import (
+        adjust_p_values as adjust_p_values,
+        calibration_intervals as calibration_intervals,
+        calibration_noise_floor as calibration_noise_floor,
+        paired_comparison as paired_comparison,
+        perplexity_intervals as perplexity_intervals,
+        with_accuracy_intervals as with_accuracy_intervals,
+        adaptive_ece as adaptive_ece,
+        corp_decomposition as corp_decomposition,
+        corp_reliability as corp_reliability,
+        ece_by_bin_count as ece_by_bin_count,
+        smooth_ece as smooth_ece,
+        smooth_reliability_curve as smooth_reliability_curve,
+        selective_curve as selective_curve,
+        selective_intervals as selective_intervals,
+        selective_metrics as selective_metrics,
+        calibration_change as calibration_change,
+        metrics_over_batches as metrics_over_batches,
+    )
+    from calib_frames.multiclass import multiclass_calibration as multiclass_calibration
+    from calib_frames.recalibrate import helm_calibration as helm_calibration
+
+    # ranking
+    from calib_frames.ranking import (
+        paired_significance as paired_significance,
+        ranking_metrics as ranking_metrics,
+        ranking_metrics_per_query as ranking_metrics_per_query,
+        scan_trec_qrels as scan_trec_qrels,
+        scan_trec_run as scan_trec_run,
+    )
+
+    # storage and pictures
+    from calib_frames.storage import (
+        read_statistics as read_statistics,
+        write_statistics as write_statistics,
+    )
+    from calib_frames.report import write_report as write_report
+
+    # binning, the array API of the prototype
+    from calib_frames.binning import Binning as Binning
+    from calib_frames.arrays import (
+        BrierDecomposition as BrierDecomposition,
+        CalibrationReport as CalibrationReport,
+        PerplexityResult as PerplexityResult,
+    )
+
+    # errors
+    from calib_frames.exceptions import (
+        ArgumentError as ArgumentError,
+        CalibFramesError as CalibFramesError,
+        CalibrationInputError as CalibrationInputError,
+        DataError as DataError,
+        ReadError as ReadError,
+        TableError as TableError,
+    )
+
+    # subpackages
+    from calib_frames import (
+        comparison as comparison,
+        estimators as estimators,
+        metrics as metrics,
+        multiclass as multiclass,
+        plot as plot,
+        ranking as ranking,
+        recalibrate as recalibrate,
+        report as report,
+        sources as sources,
+    )
+
+    from calib_frames._version import __version__ as __version__
+# isort: on
+
+
+def _exports() -> dict[str, str]:
+    """Each exported name → the module it is imported from, read from the list above.
+
+    (As scientific-python's ``lazy_loader`` reads a stub: one list serves the type
+    checkers, ``__all__`` and the imports on first use.)
+    """
+    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
+    (block,) = (
+        node
+        for node in tree.body
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+    )
+    return {
+        alias.name: node.module
+        for node in block.body
+        if isinstance(node, ast.ImportFrom) and node.module is not None
+        for alias in node.names
+    }
+
+
+_HOME_OF = _exports()
+__all__ = list(_HOME_OF)
 
 
 def __getattr__(name: str) -> object:
-    """Import an exported name or a subpackage on first use."""
-    if name == "SchemaError":  # renamed TableError in 0.2
-        return _deprecated_names(name)
-    if name in _SUBPACKAGES:
-        return importlib.import_module(f"calib_frames.{name}")
+    """Import an exported name or a subpackage on first use (PEP 562)."""
     home = _HOME_OF.get(name)
     if home is None:
         raise AttributeError(f"module 'calib_frames' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
+    if home == __name__:  # a subpackage
+        value: object = importlib.import_module(f"{__name__}.{name}")
+    else:
+        value = getattr(importlib.import_module(home), name)
     globals()[name] = value
     return value
 
 
-_deprecated_names = moved("calib_frames", {"SchemaError": "calib_frames.exceptions.TableError"})
-
-
 def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
-
-
-__all__ = [  # noqa: RUF022  (grouped by layer, as polars groups its own)
-    # additive tables: rows → bin statistics / NLL sums, merged exactly
-    "bin_statistics",
-    "merge_bin_statistics",
-    "merge_nll_sums",
-    "nll_sums",
-    "reliability_table",
-    # metrics: closed-form reductions of the tables
-    "calibration_metrics",
-    "comparison_table",
-    "metrics_from_bin_statistics",
-    # the report's tables in one call: per group, per model across tasks
-    "compare",
-    "comparison_from_bin_statistics",
-    "leaderboard",
-    "perplexity",
-    "perplexity_from_nll_sums",
-    # expressions inside your own aggregation
-    "binned_metrics",
-    "bits_per_byte",
-    "bits_per_token",
-    "brier",
-    "byte_perplexity",
-    "ece",
-    "log_loss",
-    "mce",
-    "mean_nll",
-    "rmsce",
-    "token_perplexity",
-    "word_perplexity",
-    # how far to trust a number
-    "adjust_p_values",
-    "calibration_intervals",
-    "calibration_noise_floor",
-    "paired_comparison",
-    "perplexity_intervals",
-    "with_accuracy_intervals",
-    # beyond fixed bins, multi-class
-    "adaptive_ece",
-    "corp_decomposition",
-    "corp_reliability",
-    "ece_by_bin_count",
-    "multiclass_calibration",
-    "smooth_ece",
-    "smooth_reliability_curve",
-    # selective prediction, HELM's calibration suite
-    "helm_calibration",
-    "selective_curve",
-    "selective_intervals",
-    "selective_metrics",
-    # calibration over time (nightly statistics)
-    "calibration_change",
-    "metrics_over_batches",
-    # ranking
-    "paired_significance",
-    "ranking_metrics",
-    "ranking_metrics_per_query",
-    "scan_trec_qrels",
-    "scan_trec_run",
-    # storage and pictures
-    "read_statistics",
-    "write_report",
-    "write_statistics",
-    # binning, the array API of the prototype
-    "Binning",
-    "BrierDecomposition",
-    "CalibrationReport",
-    "PerplexityResult",
-    # errors
-    "ArgumentError",
-    "CalibFramesError",
-    "CalibrationInputError",
-    "DataError",
-    "ReadError",
-    "TableError",
-    # subpackages
-    "comparison",
-    "estimators",
-    "metrics",
-    "multiclass",
-    "plot",
-    "ranking",
-    "recalibrate",
-    "report",
-    "sources",
-    "__version__",
-]

@@ -20,9 +20,7 @@ class               raised when                                            exit 
 
 ``CalibrationInputError``, the name of the first release, stays importable as an alias
 of the base class, so ``except CalibrationInputError`` still catches everything. Every
-class is a ``ValueError``; ``ArgumentError`` is also a ``TypeError``. ``TableError`` was
-called ``SchemaError`` until 0.2 (the name of a polars error); the old name still works
-for one release, with a DeprecationWarning.
+class is a ``ValueError``; ``ArgumentError`` is also a ``TypeError``.
 
 Examples
 --------
@@ -36,8 +34,6 @@ Examples
 """
 
 from __future__ import annotations
-
-import warnings
 
 __all__ = [
     "ArgumentError",
@@ -74,20 +70,3 @@ class ArgumentError(CalibFramesError, TypeError):
 
 
 CalibrationInputError = CalibFramesError
-
-
-def __getattr__(name: str) -> type[CalibFramesError]:
-    """``SchemaError``, the name of ``TableError`` until 0.2, with a DeprecationWarning.
-
-    (Written out here rather than with :func:`calib_frames._deprecated.moved`, which
-    imports this module.)
-    """
-    if name != "SchemaError":
-        raise AttributeError(f"module 'calib_frames.exceptions' has no attribute {name!r}")
-    warnings.warn(
-        "calib_frames.exceptions.SchemaError has moved to calib_frames.exceptions.TableError; "
-        "the old name will be removed in the next release",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return TableError

@@ -148,8 +148,8 @@ def _metrics(
 ) -> pl.Expr:
     """The metrics ``names`` as one aggregating expression (see :func:`_build`).
 
-    Built once per set of column names and binning: building takes a few milliseconds,
-    as long as the aggregation itself over 10^5 rows.
+    Built once per set of column names and binning: building costs about as much as a
+    small aggregation (BENCHMARKS.md, the expressions).
     """
     binning = as_binning(bins)
     least = check_mce_min_count(mce_min_count)

@@ -389,6 +389,11 @@ def reliability_table(
         keys…, ``bin``, ``bin_lower``, ``bin_upper``, ``count``, ``mean_confidence``,
         ``accuracy`` (:data:`calib_frames.schema.RELIABILITY`).
 
+    Raises
+    ------
+    DataError, TableError, ArgumentError
+        As :func:`bin_statistics` raises them.
+
     See Also
     --------
     bin_statistics : the full additive table.

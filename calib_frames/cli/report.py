@@ -238,7 +238,7 @@ def _build(
         if sums is not None:
             common.require_rows(sums, files, what="token rows")
     if not args.no_charts:
-        # importing altair takes ~0.4 s of one core: let it overlap the tables' polars
+        # importing altair is slow (BENCHMARKS.md, the import): let it overlap the tables' polars
         # queries, which release the GIL (the import lock keeps the main thread safe)
         threading.Thread(target=importlib.import_module, args=("altair",), daemon=True).start()
     model = _model_key(args, BIN_STATISTICS.keys(stats.schema))

@@ -387,7 +387,7 @@ class TokenPass:
         return [(role, name) for role, name in named if name is not None]
 
     def row_checks(self) -> list[RowCheck]:
-        """The row contracts, counted by :func:`token_sums` (columns ``__calib_bad_*``)."""
+        """The row contracts, counted by :func:`token_sums` (columns ``__cf_bad_*``)."""
         value = pl.col(self.nll).cast(pl.Float64)
         if self.log_probs:
             nll_check = RowCheck(
@@ -434,7 +434,7 @@ def token_sums(source: pl.LazyFrame, spec: TokenPass, checks: Sequence[RowCheck]
     """Run the row pass over NLL rows: one row per group with the additive sums.
 
     Output: keys…, ``count``, ``nll_sum``, ``tokens`` [, ``bytes``, ``words``] (Int64), and
-    working columns ``__calib_bad_<i>`` (the checks counted in the pass) and
+    working columns ``__cf_bad_<i>`` (the checks counted in the pass) and
     ``__calib_float_<role>`` (Float64 sums that reveal an Int64 overflow), which
     :func:`calib_frames.validation.raise_on_bad_rows` and the caller drop.
 

@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from calib_frames._deprecated import moved
 from calib_frames.binning import Binning
 from calib_frames.engine.local import SMALLEST_NORMAL, PredictionPass
 from calib_frames.exceptions import ArgumentError
@@ -249,9 +248,3 @@ def checked_spark_cells(frame: SparkFrame, spec: PredictionPass) -> pl.LazyFrame
         total_rows=pl.col("count").sum(),
         find_example=find_example,
     )
-
-
-__getattr__ = moved(
-    "calib_frames.engine.spark",
-    {"spark_bin_statistics": "calib_frames.stats.spark_bin_statistics"},
-)

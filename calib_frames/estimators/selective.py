@@ -546,7 +546,7 @@ def _digamma_step(x: F64Array, step: F64Array) -> F64Array:
     x⁻¹², the next below 1e-19), differenced term by term (ln(b/a) as log1p); else
     scipy's digamma (below 20 the difference does not cancel much).
     """
-    from scipy.special import digamma  # 0.2 s to import: not on every report's path
+    from scipy.special import digamma  # slow to import: not on every report's path
 
     x, step = np.broadcast_arrays(x, step)
     large = x >= 20.0

@@ -76,6 +76,18 @@ Empty groups (N = 0): ``ece``, ``rmsce``, ``rmsce_debiased``, ``mce_raw``, ``bri
 terms and ``log_loss`` are 0.0; ``accuracy``, ``mean_confidence`` and ``overconfidence``
 are NaN. ``log_loss`` is +inf when a prediction of confidence 1 (or 0) is wrong
 (right); it is not clipped.
+
+Examples
+--------
+Weights count as repeated rows (N = Σ w): a right 0.9 of weight 3 and a wrong 0.8 of
+weight 1, in bins 9 and 8, give brier = (3·0.1² + 1·0.8²)/4 = 0.1675 and
+ece = (3/4)·|0.9 − 1| + (1/4)·|0.8 − 0| = 0.275.
+
+>>> import polars as pl
+>>> import calib_frames as cf
+>>> df = pl.DataFrame({"confidence": [0.9, 0.8], "correct": [True, False], "w": [3, 1]})
+>>> cf.calibration_metrics(df, weight="w").select(pl.col("brier", "ece").round(12)).row(0)
+(0.1675, 0.275)
 """
 
 from __future__ import annotations
@@ -181,6 +193,25 @@ def metric_expressions(
     -------
     dict[str, pl.Expr]
         Column name → expression, in the order of :data:`calib_frames.schema.METRICS`.
+
+    Examples
+    --------
+    Over the rows of a bin-statistics table (what :func:`metrics_from_bin_statistics`
+    does): two predictions at 0.9, one right, and one right at 0.6 give ECE
+    (2·|0.9 − 0.5| + |0.6 − 1|)/3 = 0.4 and Brier (0.1² + 0.9² + 0.4²)/3 = 0.98/3.
+
+    >>> import polars as pl
+    >>> import calib_frames as cf
+    >>> preds = pl.DataFrame({"confidence": [0.9, 0.9, 0.6], "correct": [True, False, True]})
+    >>> expressions = metric_expressions(
+    ...     [TABLE_BIN],
+    ...     total=lambda terms: terms[0].sum(),
+    ...     largest=lambda terms: terms[0].max(),
+    ...     log_loss_sum=pl.col("sum_log_loss").sum(),
+    ... )
+    >>> table = cf.bin_statistics(preds).select(expressions["ece"], expressions["brier"])
+    >>> table.select(pl.all().round(6)).rows()
+    [(0.4, 0.326667)]
     """
 
     def over_bins(term: Callable[[BinSums], pl.Expr]) -> pl.Expr:

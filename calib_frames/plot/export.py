@@ -145,7 +145,7 @@ def vega_bundle() -> str:
     r"""The Vega + Vega-Lite + vega-embed JavaScript bundle, for an inline ``<script>``.
 
     From vl-convert (offline); it defines ``vegaEmbed``, ``vegaLite`` and ``vega`` on
-    ``window``. Building it takes vl-convert about three seconds, so it is kept in
+    ``window``. Building it takes vl-convert seconds (BENCHMARKS.md), so it is kept in
     ``$XDG_CACHE_HOME/calib_frames/`` (default ``~/.cache``), named by the vl-convert and
     Vega-Lite versions (built anew when either changes, or when the folder is not
     writable). Any ``</script`` inside it is written ``<\/script`` (same meaning in

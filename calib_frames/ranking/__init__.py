@@ -16,7 +16,6 @@ See :mod:`calib_frames.ranking.metrics` for the definitions and the tie / query 
 The chart of a ranking-metrics table is :func:`calib_frames.plot.metric_at_k_chart`.
 """
 
-from calib_frames._deprecated import moved
 from calib_frames.ranking import expr
 from calib_frames.ranking.metrics import metric_columns, ranking_metrics, ranking_metrics_per_query
 from calib_frames.ranking.significance import paired_significance
@@ -31,8 +30,3 @@ __all__ = [
     "scan_trec_qrels",
     "scan_trec_run",
 ]
-
-# moved in 0.2: the chart lives with the other charts (compute code does not import plot/)
-__getattr__ = moved(
-    "calib_frames.ranking", {"metric_at_k_chart": "calib_frames.plot.metric_at_k_chart"}
-)

@@ -191,6 +191,8 @@ def report_html(
         The tables and what the page says about them, as in :func:`write_report`.
     over_batches, changes
         The section over time, as in :func:`write_report`.
+    leaderboard, charts
+        The leaderboard shown first and the charts built once, as in :func:`write_report`.
     generated
         The date written in the header (default: now, UTC).
     selective

@@ -186,8 +186,9 @@ def test_missing_input_file(tmp_path: Path) -> None:
 
 
 def test_report_prints_at_most_its_row_limit(tmp_path: Path) -> None:
+    from factories import prediction_rows
+
     from calib_frames.cli.report import PRINTED_ROWS
-    from tests.factories import prediction_rows
 
     models = [f"m{k:02d}" for k in range(PRINTED_ROWS // 2 + 5)]  # 2 tasks each
     predictions = prediction_rows(5, len(models) * 2 * 60, models=models).with_columns(

@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from factories import assert_frames_close
 
 import calib_frames as cf
 from calib_frames.cli import main
-from tests.factories import assert_frames_close
 
 
 @pytest.fixture(scope="module")

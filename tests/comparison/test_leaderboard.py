@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
+from factories import DATA
 from polars.testing import assert_frame_equal
 
 import calib_frames as cf
-from tests.factories import DATA
 
 PREDICTIONS = DATA / "synthetic_predictions.parquet"
 TOKENS = DATA / "synthetic_tokens.parquet"
@@ -74,13 +74,11 @@ def test_one_task_mean_interval_is_the_normal_one_of_its_task() -> None:
     assert board["ece"].to_list() == pytest.approx(table["ece"].to_list(), rel=1e-12)
 
 
-def test_leaderboard_is_lazy_in_lazy_out_and_pools_perplexity() -> None:
+def test_leaderboard_pools_perplexity() -> None:
     preds, losses = pl.read_parquet(PREDICTIONS), pl.read_parquet(TOKENS)
-    stats = cf.bin_statistics(preds.lazy(), by=["model", "task"])
+    stats = cf.bin_statistics(preds, by=["model", "task"])
     sums = cf.nll_sums(losses, by=["model", "task"], tokens="tokens")
-    board = cf.leaderboard(stats, sums)
-    assert isinstance(board, pl.LazyFrame)
-    got = board.collect().sort("model")
+    got = cf.leaderboard(stats, sums).sort("model")
     per_model = losses.group_by("model").agg(pl.col("nll").sum(), pl.col("tokens").sum())
     expected = per_model.sort("model").select((pl.col("nll") / pl.col("tokens")).exp())
     assert got["perplexity"].to_list() == pytest.approx(expected.to_series().to_list(), rel=1e-12)

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from factories import DATA
 from polars.testing import assert_frame_equal
 
 import calib_frames as cf
 from calib_frames.cli import main
 from calib_frames.comparison import report_tables
-from tests.factories import DATA
 
 PREDICTIONS = DATA / "synthetic_predictions.parquet"
 TOKENS = DATA / "synthetic_tokens.parquet"
@@ -84,20 +84,6 @@ def test_compare_without_uncertainty_is_metrics_beside_perplexity(
     )
     assert_same(table, expected)
     assert not [c for c in table.columns if "_ci_" in c or "noise" in c or c == "verdict"]
-
-
-def test_lazy_in_lazy_out(rows: tuple[pl.DataFrame, pl.DataFrame]) -> None:
-    predictions, losses = rows
-    table = cf.compare(predictions.lazy(), losses.lazy(), tokens="tokens", by=BY, replicates=20)
-    assert isinstance(table, pl.LazyFrame)
-    eager = cf.compare(predictions, losses, tokens="tokens", by=BY, replicates=20)
-    assert_same(table.collect(), eager)
-    stats = cf.bin_statistics(predictions.lazy(), by=BY)
-    tables = report_tables(stats, model="model", uncertainty=False)
-    assert isinstance(tables.comparison, pl.LazyFrame)
-    assert isinstance(tables.leaderboard, pl.LazyFrame)
-    assert tables.perplexity is None
-    assert isinstance(cf.comparison_from_bin_statistics(stats, uncertainty=False), pl.LazyFrame)
 
 
 def test_figures_beside_and_keys(rows: tuple[pl.DataFrame, pl.DataFrame]) -> None:

@@ -7,14 +7,12 @@ import importlib.util
 import math
 import subprocess
 import sys
-from collections.abc import Callable
 from types import ModuleType
-from typing import Any
 
 import numpy as np
 import polars as pl
 import pytest
-from factories import DATA, ROOT, exact_bin_index
+from factories import DATA, ROOT, exact_bin_index, prediction_rows
 from polars.testing import assert_frame_equal
 
 import calib_frames as cf
@@ -39,59 +37,7 @@ def load_generator() -> ModuleType:
 
 
 def small_predictions() -> pl.DataFrame:
-    rng = np.random.default_rng(3)
-    n = 600
-    return pl.DataFrame(
-        {
-            "model": rng.choice(["a", "b", "c"], n),
-            "task": rng.choice(["x", "y"], n),
-            "confidence": rng.uniform(0, 1, n),
-            "correct": rng.uniform(0, 1, n) < 0.6,
-            "w": rng.uniform(0.5, 2.0, n),
-        }
-    )
-
-
-# -- namespace ----------------------------------------------------------------------------
-
-NAMESPACE_CASES: list[tuple[str, Callable[..., Any], dict[str, Any]]] = [
-    ("calibration_metrics", cf.calibration_metrics, {"by": ["model", "task"], "bins": 15}),
-    (
-        "calibration_metrics",
-        cf.calibration_metrics,
-        {"weight": "w", "bins": cf.Binning.quantile(4)},
-    ),
-    ("bin_statistics", cf.bin_statistics, {"by": "model", "bins": [0.0, 0.5, 0.8, 1.0]}),
-    ("reliability_table", cf.reliability_table, {"by": "task", "bins": 5}),
-]
-
-
-@pytest.mark.parametrize(("method", "function", "kwargs"), NAMESPACE_CASES)
-@pytest.mark.parametrize("lazy", [False, True], ids=["eager", "lazy"])
-def test_namespace_equals_plain_functions(
-    method: str, function: Callable[..., Any], kwargs: dict[str, Any], lazy: bool
-) -> None:
-    frame = small_predictions()
-    source = frame.lazy() if lazy else frame
-    got = getattr(source.calib, method)(**kwargs)
-    expected = function(frame, **kwargs)
-    assert isinstance(got, pl.LazyFrame if lazy else pl.DataFrame)
-    assert_frame_equal(got.collect() if lazy else got, expected)
-
-
-@pytest.mark.parametrize("method", ["perplexity", "nll_sums"])
-@pytest.mark.parametrize("lazy", [False, True], ids=["eager", "lazy"])
-def test_namespace_perplexity_equals_plain_functions(method: str, lazy: bool) -> None:
-    tokens = pl.read_parquet(DATA / "synthetic_tokens.parquet")
-    kwargs = {"tokens": "tokens", "bytes": "bytes", "words": "words", "by": ["model", "task"]}
-    source = tokens.lazy() if lazy else tokens
-    got = getattr(source.calib, method)(**kwargs)
-    expected = getattr(cf, method)(tokens, **kwargs)
-    assert isinstance(got, pl.LazyFrame if lazy else pl.DataFrame)
-    assert_frame_equal(got.collect() if lazy else got, expected)
-    log_probs = tokens.with_columns(-pl.col("nll"))
-    got = getattr(log_probs.calib, method)(log_probs=True, **kwargs)
-    assert_frame_equal(got, expected)
+    return prediction_rows(3, 600, models=("a", "b", "c"), tasks=("x", "y"), weight=(0.5, 2.0))
 
 
 # -- comparison_table ---------------------------------------------------------------------
@@ -140,18 +86,6 @@ def test_comparison_table_full_join_on_shared_key() -> None:
     # each side's values are carried unchanged
     joined_calibration = table.filter(pl.col("count").is_not_null()).select(calibration.columns)
     assert_frame_equal(joined_calibration.sort("model", "task"), calibration.sort("model", "task"))
-
-
-def test_comparison_table_lazy_in_lazy_out() -> None:
-    frame = small_predictions()
-    tokens = pl.LazyFrame({"model": ["a", "b"], "nll": [1.0, 2.0]})
-    table = cf.comparison_table(
-        cf.calibration_metrics(frame.lazy(), by="model"), cf.perplexity(tokens, by="model")
-    )
-    assert isinstance(table, pl.LazyFrame)
-    collected = table.collect()
-    assert collected["model"].to_list() == ["a", "b", "c"]
-    assert collected["perplexity"].is_null().to_list() == [False, False, True]
 
 
 def test_comparison_table_without_shared_key_raises() -> None:
@@ -289,16 +223,6 @@ def test_calibration_report_equal_mass_bins_have_no_edges() -> None:
     )
     assert report.bin_edges is None
     assert report.reliability[2].tolist() == [10, 10, 10, 10, 10]
-
-
-# -- the package surface ------------------------------------------------------------------
-
-
-def test_all_entries_exist() -> None:
-    assert len(cf.__all__) == len(set(cf.__all__))
-    for name in cf.__all__:
-        assert hasattr(cf, name), name
-    assert issubclass(cf.CalibrationInputError, ValueError)
 
 
 # -- synthetic predictions ----------------------------------------------------------------

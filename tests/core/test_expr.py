@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import polars as pl
 import pytest
-from factories import assert_frames_close
+from factories import assert_frames_close, prediction_rows
 
 import calib_frames as cf
 from calib_frames.schema import METRICS
@@ -22,18 +21,11 @@ BINNINGS = [
 
 
 def random_predictions(seed: int, n: int = 3000, groups: int = 5) -> pl.DataFrame:
-    rng = np.random.default_rng(seed)
-    p = rng.beta(2, 1.5, n)
-    p[: n // 20] = np.round(p[: n // 20], 1)  # many values exactly on edges k/10
-    p[n // 20 : n // 10] = rng.choice([0.0, 1.0], n // 10 - n // 20)
-    return pl.DataFrame(
-        {
-            "g": rng.integers(0, groups, n),
-            "confidence": p,
-            "correct": rng.uniform(0, 1, n) < np.clip(p + rng.normal(0, 0.1, n), 0, 1),
-            "w": rng.uniform(0.1, 3.0, n),
-        }
-    )
+    """Calibrated predictions in ``groups`` groups ``g``, a tenth on the edges k/10, weights."""
+    return prediction_rows(
+        seed, n, beta=(2, 1.5), on_edges=(0.1, 10), power=1.0, models=range(groups),
+        weight=(0.1, 3.0),
+    ).rename({"model": "g"})  # fmt: skip
 
 
 def assert_metrics_close(got: pl.DataFrame, expected: pl.DataFrame) -> None:

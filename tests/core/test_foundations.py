@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import inspect
 import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import polars as pl
 import pytest
+from factories import prediction_rows
 
 import calib_frames as cf
 from calib_frames import exceptions
-from calib_frames.namespace import CalibNamespace
 
 TOKENS = pl.DataFrame({"model": ["a", "a", "b"], "nll": [6.0, 4.0, 3.0], "tokens": [3, 2, 3]})
 
@@ -206,15 +204,7 @@ def test_merge_refuses_other_keys_and_other_bins() -> None:
 
 
 def test_roll_up_pools_the_bins_and_differs_from_averaging_metrics() -> None:
-    rng = np.random.default_rng(3)
-    n = 4000
-    frame = pl.DataFrame(
-        {
-            "model": rng.choice(["m1", "m2"], n),
-            "task": rng.choice(["t1", "t2", "t3"], n),
-            "confidence": rng.uniform(0, 1, n),
-        }
-    ).with_columns(correct=pl.Series(rng.uniform(0, 1, n)) < pl.col("confidence") ** 2)
+    frame = prediction_rows(3, 4000, power=2.0, models=("m1", "m2"), tasks=("t1", "t2", "t3"))
     by_task = cf.bin_statistics(frame, by=["model", "task"])
     rolled = cf.merge_bin_statistics(by_task, by="model")
     direct = cf.bin_statistics(frame, by="model")
@@ -253,76 +243,6 @@ def test_comparison_table_refuses_raw_swapped_and_wrong_tables() -> None:
     assert {"count", "nll_count"} <= set(table.columns)
 
 
-# -- 6. names that agree -------------------------------------------------------------------
-
-NAMESPACE_FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "bin_statistics": cf.bin_statistics,
-    "reliability_table": cf.reliability_table,
-    "calibration_metrics": cf.calibration_metrics,
-    "metrics_from_bin_statistics": cf.metrics_from_bin_statistics,
-    "merge_bin_statistics": cf.merge_bin_statistics,
-    "nll_sums": cf.nll_sums,
-    "perplexity": cf.perplexity,
-    "perplexity_from_nll_sums": cf.perplexity_from_nll_sums,
-    "merge_nll_sums": cf.merge_nll_sums,
-    "comparison_table": cf.comparison_table,
-}
-
-
-@pytest.mark.parametrize("name", NAMESPACE_FUNCTIONS)
-def test_namespace_methods_have_the_functions_signatures(name: str) -> None:
-    method = inspect.signature(getattr(CalibNamespace, name))
-    function = inspect.signature(NAMESPACE_FUNCTIONS[name])
-    method_params = list(method.parameters.values())[1:]  # self
-    function_params = list(function.parameters.values())
-    if function_params[0].kind is inspect.Parameter.VAR_POSITIONAL:
-        assert method_params[0].kind is inspect.Parameter.VAR_POSITIONAL
-    else:
-        function_params = function_params[1:]  # the frame
-    assert [
-        (p.name, p.kind, p.default)
-        for p in method_params[len(method_params) - len(function_params) :]
-    ] == [(p.name, p.kind, p.default) for p in function_params]
-
-
-def test_every_core_frame_function_is_in_the_namespace() -> None:
-    import importlib
-
-    modules = [
-        importlib.import_module(f"calib_frames.{m}")
-        for m in ("stats", "nll", "metrics", "comparison.side_by_side")
-    ]
-    core = {name for module in modules for name in module.__all__}
-    functions = {name for name in core if callable(getattr(cf, name, None))}
-    assert functions == set(NAMESPACE_FUNCTIONS)
-
-
 def test_version() -> None:
     assert isinstance(cf.__version__, str)
     assert cf.__version__[0].isdigit()
-
-
-def _public_callables() -> list[str]:
-    return sorted(
-        name
-        for name in cf.__all__
-        if callable(getattr(cf, name)) and not isinstance(getattr(cf, name), type)
-    )
-
-
-@pytest.mark.parametrize("name", _public_callables())
-def test_every_public_function_documents_each_parameter(name: str) -> None:
-    function = getattr(cf, name)
-    doc = inspect.getdoc(function) or ""
-    sections = ["Parameters\n----------", "Examples\n--------"]
-    if inspect.signature(function).return_annotation not in (None, "None"):
-        sections.append("Returns\n-------")
-    for section in sections:
-        assert section in doc, f"{name}: no {section.splitlines()[0]} section"
-    documented = doc.split("Parameters\n----------", 1)[1].split("\n\n", 1)[0]
-    listed = " ".join(
-        line.split(":")[0] for line in doc.splitlines() if line and not line.startswith(" ")
-    )
-    for parameter in inspect.signature(function).parameters:
-        assert parameter.lstrip("*") in listed, f"{name}: parameter {parameter!r} undocumented"
-    assert documented.strip()

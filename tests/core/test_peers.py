@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
-from factories import NIAMEY_FORECASTERS, niamey_wide
+from factories import NIAMEY_FORECASTERS, niamey_wide, prediction_rows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -58,10 +58,8 @@ def frame(p: np.ndarray, y: np.ndarray, w: np.ndarray | None = None) -> pl.DataF
 
 
 def random_data(seed: int, n: int = 500) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    p = rng.random(n)
-    y = (rng.random(n) < p**1.3).astype(np.int64)
-    return p, y
+    rows = prediction_rows(seed, n, power=1.3)
+    return rows["confidence"].to_numpy(writable=True), rows["correct"].cast(pl.Int64).to_numpy()
 
 
 def edge_data(m: int, edges: list[float], seed: int) -> tuple[np.ndarray, np.ndarray]:

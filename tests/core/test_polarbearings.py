@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import polars as pl
 import pytest
+from factories import prediction_rows
 
 import calib_frames as cf
 
@@ -32,17 +32,11 @@ pb = pytest.importorskip("polarbearings")
 
 
 def predictions(seed: int, n: int = 4000) -> pl.DataFrame:
-    rng = np.random.default_rng(seed)
-    p = rng.beta(2, 1.5, n)
-    p[: n // 10] = rng.integers(0, 11, n // 10) / 10  # on the edges k/10, with 0 and 1
-    return pl.DataFrame(
-        {
-            "g": rng.integers(0, 7, n),
-            "confidence": p,
-            "correct": (rng.uniform(0, 1, n) < p).astype(np.int8),
-            "w": rng.uniform(0.1, 2.0, n),
-        }
-    )
+    """Calibrated predictions in seven groups ``g``, a tenth on the edges k/10, weights."""
+    return prediction_rows(
+        seed, n, beta=(2, 1.5), on_edges=(0.1, 10), power=1.0, models=range(7),
+        weight=(0.1, 2.0),
+    ).select("confidence", pl.col("correct").cast(pl.Int8), g="model", w="w")  # fmt: skip
 
 
 def both(frame: pl.DataFrame, ours: pl.Expr, theirs: pl.Expr) -> tuple[list[float], list[float]]:

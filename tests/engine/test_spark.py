@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
 import polars as pl
 import pytest
+from factories import prediction_rows
 from polars.testing import assert_frame_equal
 
 import calib_frames as cf
@@ -18,20 +18,11 @@ pytestmark = pytest.mark.slow
 
 
 def predictions(seed: int = 0, n: int = 5000) -> pl.DataFrame:
-    rng = np.random.default_rng(seed)
-    p = rng.beta(2, 1.4, n)
-    p[:300] = np.round(p[:300], 1)  # values on the edges k/10
-    p[300:350] = 1.0
-    p[350:400] = 0.0
-    return pl.DataFrame(
-        {
-            "model": rng.choice(["a", "b", "c"], n),
-            "task": rng.integers(0, 4, n).astype(np.int32),
-            "confidence": p,
-            "correct": rng.uniform(0, 1, n) < p,
-            "w": rng.uniform(0.5, 2.0, n),
-        }
-    )
+    """Calibrated predictions by model × task (Int32), a tenth on the edges k/10, weights."""
+    return prediction_rows(
+        seed, n, beta=(2, 1.4), on_edges=(0.1, 10), power=1.0, models=("a", "b", "c"),
+        tasks=range(4), weight=(0.5, 2.0),
+    ).with_columns(pl.col("task").cast(pl.Int32))  # fmt: skip
 
 
 def assert_same_stats(got: pl.DataFrame, expected: pl.DataFrame) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
+from factories import prediction_rows
 
 import calib_frames as cf
 from calib_frames.estimators.bootstrap import (
@@ -20,15 +21,9 @@ from calib_frames.exceptions import ArgumentError, TableError
 
 def simulated(groups: int, rows: int, seed: int, power: float = 1.3) -> pl.DataFrame:
     """Confidences ~ Beta(5, 2), outcomes ~ Bernoulli(p**power) (overconfident)."""
-    rng = np.random.default_rng(seed)
-    p = rng.beta(5, 2, groups * rows)
-    return pl.DataFrame(
-        {
-            "g": np.repeat(np.arange(groups), rows),
-            "confidence": p,
-            "correct": rng.random(groups * rows) < p**power,
-        }
-    )
+    drawn = prediction_rows(seed, groups * rows, beta=(5, 2), power=power)
+    return drawn.select(g=np.repeat(np.arange(groups), rows), confidence="confidence",
+                        correct="correct")  # fmt: skip
 
 
 @pytest.fixture(scope="module")

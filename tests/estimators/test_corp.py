@@ -147,13 +147,6 @@ def test_degenerate_inputs() -> None:
     assert corp_reliability(empty, confidence="p", correct="y", by="g").height == 0
 
 
-def test_lazy_in_lazy_out(niamey: pl.DataFrame) -> None:
-    for function in (corp_decomposition, corp_reliability):
-        out = function(niamey.lazy(), confidence="p", correct="obs", by="forecast")
-        assert isinstance(out, pl.LazyFrame)
-        assert out.collect().equals(function(niamey, confidence="p", correct="obs", by="forecast"))
-
-
 def test_bad_input() -> None:
     frame = pl.DataFrame({"m": ["a", "b", "b"], "p": [0.5, 0.2, 1.2], "y": [1, 0, 1]})
     with pytest.raises(cf.DataError, match=r"'p': 1 of 3 rows.*m='b'"):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
+from factories import prediction_rows
 
 import calib_frames as cf
 from calib_frames import Binning
@@ -33,10 +34,8 @@ def ours(p: np.ndarray, y: np.ndarray, bins: Binning) -> float:
 
 
 def sample(n: int, seed: int, *, bias: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    p = rng.random(n)
-    y = (rng.random(n) < np.clip(p - bias, 0, 1)).astype(np.int64)
-    return p, y
+    rows = prediction_rows(seed, n, shift=-bias)  # outcomes ~ Bernoulli(p − bias)
+    return rows["confidence"].to_numpy(), rows["correct"].cast(pl.Int64).to_numpy()
 
 
 @pytest.mark.parametrize("n_bins", [1, 5, 10, 15, 20])

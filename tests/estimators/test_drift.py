@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
+from factories import assert_frames_close
 
 import calib_frames as cf
 from calib_frames.estimators import calibration_change, metrics_over_batches
@@ -16,7 +17,6 @@ from calib_frames.estimators.bootstrap import bootstrap_bin_statistics
 from calib_frames.estimators.drift import baseline_window
 from calib_frames.estimators.intervals import accuracy_interval
 from calib_frames.exceptions import ArgumentError, DataError, ReadError, TableError
-from tests.factories import assert_frames_close
 
 BINNING = cf.Binning.uniform(10)
 

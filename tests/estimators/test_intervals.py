@@ -76,31 +76,3 @@ def test_bad_arguments() -> None:
     with pytest.raises(TableError, match="accuracy"):
         with_accuracy_intervals(pl.DataFrame({"count": [1]}))
     assert normal_quantile(0.6826894921370859) == pytest.approx(1.0)
-
-
-def _uncertainty_callables() -> list[tuple[str, str]]:
-    import importlib
-
-    found = []
-    for module in ("bootstrap", "perplexity_bootstrap", "noise", "paired", "multiple_testing",
-                   "intervals"):  # fmt: skip
-        namespace = importlib.import_module(f"calib_frames.estimators.{module}")
-        for name in namespace.__all__:
-            value = getattr(namespace, name)
-            if callable(value) and not isinstance(value, type):
-                found.append((module, name))
-    return found
-
-
-@pytest.mark.parametrize(("module", "name"), _uncertainty_callables())
-def test_public_functions_document_every_parameter(module: str, name: str) -> None:
-    import importlib
-    import inspect
-
-    function = getattr(importlib.import_module(f"calib_frames.estimators.{module}"), name)
-    doc = inspect.getdoc(function) or ""
-    for section in ("Parameters\n----------", "Examples\n--------", "Raises\n------"):
-        assert section in doc, (name, section)
-    listed = " ".join(line.split(":")[0] for line in doc.splitlines() if line[:1].strip())
-    for parameter in inspect.signature(function).parameters:
-        assert parameter in listed, (name, parameter)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
+from factories import paired_rows as two_models
 from polars.testing import assert_frame_equal
 
 import calib_frames as cf
@@ -14,28 +15,6 @@ from calib_frames.exceptions import ArgumentError, DataError, TableError
 
 # Test-only reference libraries: a missing one skips this module, it does not break collection.
 multipletests = pytest.importorskip("statsmodels.stats.multitest").multipletests
-
-
-def two_models(tasks: int, n: int, seed: int, power_b: float = 1.0) -> pl.DataFrame:
-    """Items with a shared difficulty; model b's outcomes ~ Bernoulli(p_b**power_b)."""
-    rng = np.random.default_rng(seed)
-    frames = []
-    for task in range(tasks):
-        difficulty = rng.beta(2, 2, n)
-        for name, power in (("a", 1.0), ("b", power_b)):
-            p = np.clip(difficulty + rng.normal(0, 0.1, n), 0.01, 0.99)
-            frames.append(
-                pl.DataFrame(
-                    {
-                        "task": task,
-                        "model": name,
-                        "item": np.arange(n),
-                        "confidence": p,
-                        "correct": rng.random(n) < p**power,
-                    }
-                )
-            )
-    return pl.concat(frames)
 
 
 def numpy_metrics(p: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -74,6 +53,7 @@ def test_matches_exact_paired_bootstrap() -> None:
     assert ratios_arr.min() > 0.8 and ratios_arr.max() < 1.25, ratios_arr
 
 
+@pytest.mark.slow
 def test_false_positive_rate_equally_good_models() -> None:
     df = two_models(200, 120, seed=4)
     out = paired_comparison(df, by="task", replicates=200, seed=5)

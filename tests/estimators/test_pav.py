@@ -84,14 +84,6 @@ def test_table_shape_and_conventions() -> None:
     ]
 
 
-def test_lazy_in_lazy_out_and_key_dtypes() -> None:
-    frame = pl.LazyFrame({"k": [1, 1, 2], "x": [0.1, 0.2, 0.3], "y": [True, False, True]})
-    out = isotonic_blocks(frame, x="x", y="y", by=["k"])
-    assert isinstance(out, pl.LazyFrame)
-    assert out.collect_schema() == out.collect().schema
-    assert out.collect()["k"].to_list() == [1, 2]
-
-
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(

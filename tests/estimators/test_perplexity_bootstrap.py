@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
+from factories import loss_rows
 
 import calib_frames as cf
 from calib_frames.estimators.perplexity_bootstrap import (
@@ -18,17 +19,8 @@ from calib_frames.exceptions import ArgumentError, DataError, TableError
 
 @pytest.fixture(scope="module")
 def documents() -> pl.DataFrame:
-    rng = np.random.default_rng(4)
-    groups, n = 4, 400
-    tokens = rng.integers(5, 400, groups * n)
-    return pl.DataFrame(
-        {
-            "g": np.repeat(np.arange(groups), n),
-            "nll": tokens * rng.gamma(4, 0.6, groups * n),
-            "tokens": tokens,
-            "bytes": tokens * rng.uniform(3, 5, groups * n),
-        }
-    )
+    """1,600 documents of 5 to 400 tokens in four groups ``g``."""
+    return loss_rows(4, 1600, models=range(4)).rename({"model": "g"}).sort("g")
 
 
 def test_perplexity_matches_numpy_row_bootstrap(documents: pl.DataFrame) -> None:

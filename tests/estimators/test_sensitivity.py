@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
+from factories import prediction_rows
 
 import calib_frames as cf
 from calib_frames.estimators.sensitivity import (
@@ -18,16 +19,10 @@ utils = pytest.importorskip("calibration.utils")
 
 @pytest.fixture(scope="module")
 def frame() -> pl.DataFrame:
-    rng = np.random.default_rng(8)
-    n = 6000
-    p = rng.random(n)
-    # a third of the rows sit exactly on edges k/M of some M in 5..30
-    m = rng.integers(5, 31, n)
-    on_edge = rng.random(n) < 0.33
-    p = np.where(on_edge, rng.integers(0, m + 1) / m, p)
-    y = rng.random(n) < p * 0.85
-    w = rng.uniform(0, 2, n)
-    return pl.DataFrame({"g": rng.integers(0, 4, n), "confidence": p, "correct": y, "w": w})
+    """A third of the rows exactly on an edge k/M of some M in 5..30, weights from 0."""
+    return prediction_rows(
+        8, 6000, on_edges=(0.33, range(5, 31)), shift=-0.08, models=range(4), weight=(0, 2)
+    ).rename({"model": "g"})
 
 
 @pytest.mark.parametrize("closed", ["left", "right"])
@@ -51,10 +46,8 @@ def test_equals_calibration_metrics_for_every_m(
         np.testing.assert_allclose(got["ece"].to_numpy(), want["ece"].to_numpy(), rtol=1e-12)
 
 
-def test_default_range_and_lazy(frame: pl.DataFrame) -> None:
-    lazy = ece_by_bin_count(frame.lazy())
-    assert isinstance(lazy, pl.LazyFrame)
-    out = lazy.collect()
+def test_default_range(frame: pl.DataFrame) -> None:
+    out = ece_by_bin_count(frame)
     assert out["bins"].to_list() == list(range(5, 31))
     assert out.schema == pl.Schema(ECE_BY_BIN_COUNT.columns)
 
@@ -81,10 +74,8 @@ def test_adaptive_ece_rank_rule_by_hand() -> None:
     assert out.row(0) == (6, 3, pytest.approx(want, rel=1e-14), 3)
 
 
-def test_adaptive_ece_grouped_and_lazy(frame: pl.DataFrame) -> None:
-    out = adaptive_ece(frame.lazy(), by="g", bins=10)
-    assert isinstance(out, pl.LazyFrame)
-    got = out.collect()
+def test_adaptive_ece_grouped(frame: pl.DataFrame) -> None:
+    got = adaptive_ece(frame, by="g", bins=10)
     assert got.columns == ["g", *ADAPTIVE_ECE.names]
     assert got["count"].sum() == frame.height
 

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tomllib
 
+import pytest
 from harness_runs import ROOT
 
 HARNESSES = ("inspect_ai", "lm_eval", "lighteval")
@@ -35,6 +36,7 @@ def test_importing_calib_frames_imports_no_harness() -> None:
     assert imported_harnesses(code) == []
 
 
+@pytest.mark.slow
 def test_each_integration_imports_its_own_harness() -> None:
     assert imported_harnesses("import calib_frames.integrations.inspect_ai") == ["inspect_ai"]
     assert imported_harnesses("import calib_frames.integrations.lm_eval") == ["lm_eval"]

@@ -19,7 +19,7 @@ import numpy.typing as npt
 import polars as pl
 import pytest
 from columns import DECOMPOSITION, METRICS, SUM_COLUMNS
-from factories import assert_frames_close, exact_bin_index
+from factories import assert_frames_close, exact_bin_index, prediction_rows
 
 import calib_frames as cf
 
@@ -139,21 +139,17 @@ def decomposition_total(row: dict[str, Any]) -> float:
 def random_predictions(
     seed: int, n: int, n_bins: int, *, weighted: bool, groups: int
 ) -> pl.DataFrame:
-    """Confidences: uniform, exact edges k/M, 0.0 and 1.0; outcomes roughly calibrated."""
-    rng = np.random.default_rng(seed)
-    uniform = rng.random(n)
-    edges = rng.integers(0, n_bins + 1, n) / n_bins
-    p = np.where(rng.random(n) < 0.3, edges, uniform)
-    y = rng.random(n) < p**1.3
-    columns: dict[str, Any] = {"confidence": p, "correct": y}
-    if weighted:
-        w = rng.exponential(size=n)
-        # exact zeros only where the loss is finite (see test_zero_weight_row_with_infinite_loss)
-        w[(rng.random(n) < 0.1) & (p > 0) & (p < 1)] = 0.0
-        columns["w"] = w
-    if groups:
-        columns["g"] = rng.choice([f"g{k}" for k in range(groups)], n)
-    return pl.DataFrame(columns)
+    """Confidences: uniform, 30 % on the exact edges k/M (0.0 and 1.0 among them); outcomes
+    ~ Bernoulli(p^1.3); weights with exact zeros on a tenth of the rows of finite loss."""
+    rows = prediction_rows(
+        seed, n, on_edges=(0.3, n_bins), power=1.3, models=[f"g{k}" for k in range(groups or 1)],
+        weight=(0.0, 2.0) if weighted else None,
+    )  # fmt: skip
+    if weighted:  # zeros only where the loss is finite (test_zero_weight_row_with_infinite_loss)
+        finite = (pl.col("confidence") > 0) & (pl.col("confidence") < 1)
+        tenth = pl.int_range(pl.len()) % 10 == 0
+        rows = rows.with_columns(w=pl.when(finite & tenth).then(0.0).otherwise("w"))
+    return rows.rename({"model": "g"}) if groups else rows.drop("model")
 
 
 # --------------------------------------------------------------------------------------
@@ -534,6 +530,7 @@ def exact_mean(values: FloatArray) -> float:
     return math.fsum(values.tolist()) / values.size
 
 
+@pytest.mark.slow
 def test_near_certain_predictions_keep_their_precision() -> None:
     # 10**7 predictions with p = 1 - 1e-6·u, all in the last bin; ten of them wrong,
     # so the Brier score is about 10 / 1e7 = 1e-6 and everything else is tiny.
@@ -608,50 +605,12 @@ def test_mean_confidence_of_tiny_probabilities_keeps_its_precision() -> None:
 
 
 # --------------------------------------------------------------------------------------
-# Lazy in -> lazy out, eager in -> eager out
+# Scanned files (lazy in, lazy out for every function: tests/test_common.py)
 # --------------------------------------------------------------------------------------
 
 
 def small_frame() -> pl.DataFrame:
     return random_predictions(31, 200, 10, weighted=True, groups=3)
-
-
-def test_eager_in_eager_out() -> None:
-    df = small_frame()
-    stats = cf.bin_statistics(df, by="g")
-    assert isinstance(stats, pl.DataFrame)
-    assert isinstance(cf.calibration_metrics(df, by="g"), pl.DataFrame)
-    assert isinstance(cf.reliability_table(df, by="g"), pl.DataFrame)
-    assert isinstance(cf.metrics_from_bin_statistics(stats), pl.DataFrame)
-    assert isinstance(cf.merge_bin_statistics(stats, stats), pl.DataFrame)
-
-
-def test_lazy_in_lazy_out_with_same_numbers() -> None:
-    df = small_frame()
-    lazy = df.lazy()
-    calls = {
-        "bin_statistics": (cf.bin_statistics(lazy, by="g"), cf.bin_statistics(df, by="g")),
-        "calibration_metrics": (
-            cf.calibration_metrics(lazy, by="g", weight="w"),
-            cf.calibration_metrics(df, by="g", weight="w"),
-        ),
-        "reliability_table": (cf.reliability_table(lazy, by="g"), cf.reliability_table(df, by="g")),
-    }
-    stats = cf.bin_statistics(df, by="g")
-    calls["metrics_from_bin_statistics"] = (
-        cf.metrics_from_bin_statistics(stats.lazy()),
-        cf.metrics_from_bin_statistics(stats),
-    )
-    calls["merge_bin_statistics"] = (
-        cf.merge_bin_statistics(stats.lazy(), stats.lazy()),
-        cf.merge_bin_statistics(stats, stats),
-    )
-    for name, (lazy_result, eager_result) in calls.items():
-        assert isinstance(lazy_result, pl.LazyFrame), name
-        assert isinstance(eager_result, pl.DataFrame), name
-        collected = lazy_result.collect()
-        assert collected.schema == eager_result.schema, name
-        assert_frames_close(collected, eager_result)
 
 
 def test_scan_parquet_gives_the_same_numbers(tmp_path: Path) -> None:
@@ -716,68 +675,3 @@ def test_integer_group_keys_sorted() -> None:
     assert result["count"].to_list() == [2, 1, 2]
     # group k=1: 0.2 wrong, 0.4 right -> brier (0.04 + 0.36)/2 = 0.2
     assert result["brier"][0] == pytest.approx(0.2, abs=1e-12)
-
-
-# --------------------------------------------------------------------------------------
-# Merging
-# --------------------------------------------------------------------------------------
-
-
-def test_merge_equals_stats_of_union() -> None:
-    df = random_predictions(41, 900, 10, weighted=True, groups=3)
-    a, b, c = df[:300], df[300:650], df[650:]
-    parts = [cf.bin_statistics(part, by="g", weight="w") for part in (a, b, c)]
-    merged = cf.merge_bin_statistics(*parts)
-    whole = cf.bin_statistics(df, by="g", weight="w")
-    assert merged.columns == whole.columns
-    assert merged.select("g", "bin", "count").rows() == whole.select("g", "bin", "count").rows()
-    assert_frames_close(merged, whole)
-    assert_frames_close(
-        cf.metrics_from_bin_statistics(merged), cf.calibration_metrics(df, by="g", weight="w")
-    )
-
-
-@pytest.mark.parametrize(
-    "other",
-    [
-        5,  # fewer bins
-        20,  # more bins
-        [0.0, 0.25, 0.5, 1.0],  # custom edges
-        cf.Binning.uniform(10, closed="right"),  # same edges, other closedness
-    ],
-)
-def test_merge_with_different_binning_raises(other: Any) -> None:
-    df = random_predictions(51, 100, 10, weighted=False, groups=0)
-    with pytest.raises(cf.CalibrationInputError, match="differ"):
-        cf.merge_bin_statistics(cf.bin_statistics(df), cf.bin_statistics(df, bins=other))
-    with pytest.raises(cf.CalibrationInputError):
-        cf.merge_bin_statistics(
-            cf.bin_statistics(df.lazy()), cf.bin_statistics(df.lazy(), bins=other)
-        ).collect()
-
-
-def test_merge_refuses_equal_mass_tables_with_different_bounds() -> None:
-    a = pl.DataFrame({"confidence": [0.1, 0.5, 0.9, 0.95], "correct": [True, False, True, True]})
-    b = pl.DataFrame({"confidence": [0.2, 0.3, 0.7, 0.8], "correct": [True, False, True, False]})
-    quantile = cf.Binning.quantile(2)
-    # ranks 0..3 -> bins floor(2r/4) = 0, 0, 1, 1; bounds are the extreme confidences
-    table = cf.bin_statistics(a, bins=quantile)
-    assert table.select("bin_lower", "bin_upper").rows() == [(0.1, 0.5), (0.9, 0.95)]
-    assert table["count"].to_list() == [2, 2]
-    # equal-mass bins never merge: their edges belong to one part of the data
-    with pytest.raises(cf.TableError, match="equal-mass"):
-        cf.merge_bin_statistics(table, table)
-    with pytest.raises(cf.TableError, match="equal-mass"):
-        cf.merge_bin_statistics(
-            cf.bin_statistics(a, bins=quantile), cf.bin_statistics(b, bins=quantile)
-        )
-
-
-def test_merge_refuses_different_keys_and_non_tables() -> None:
-    df = random_predictions(61, 100, 10, weighted=False, groups=2)
-    with pytest.raises(cf.CalibrationInputError, match="different keys"):
-        cf.merge_bin_statistics(cf.bin_statistics(df, by="g"), cf.bin_statistics(df))
-    with pytest.raises(cf.CalibrationInputError, match="not a bin-statistics table"):
-        cf.merge_bin_statistics(df)
-    with pytest.raises(ValueError, match="at least one"):
-        cf.merge_bin_statistics()

@@ -221,12 +221,11 @@ def test_merge_equals_concatenation() -> None:
     )
 
 
-def test_merge_of_lazy_tables_stays_lazy() -> None:
-    a = cf.nll_sums(pl.LazyFrame({"nll": [1.0, 2.0]}))
-    b = cf.nll_sums(pl.LazyFrame({"nll": [3.0]}))
+def test_merge_adds_the_sums() -> None:
+    a = cf.nll_sums(pl.DataFrame({"nll": [1.0, 2.0]}))
+    b = cf.nll_sums(pl.DataFrame({"nll": [3.0]}))
     merged = cf.merge_nll_sums(a, b)
-    assert isinstance(merged, pl.LazyFrame)
-    assert merged.collect().row(0, named=True) == {"count": 3, "nll_sum": 6.0, "tokens": 3}
+    assert merged.row(0, named=True) == {"count": 3, "nll_sum": 6.0, "tokens": 3}
 
 
 def test_merge_refuses_tables_with_different_columns() -> None:
@@ -262,18 +261,6 @@ def test_empty_grouped_input_gives_no_rows() -> None:
     result = cf.perplexity(empty, by="m")
     assert result.height == 0
     assert "perplexity" in result.columns
-
-
-def test_lazy_in_lazy_out() -> None:
-    rows = token_rows()
-    for function in (cf.perplexity, cf.nll_sums):
-        lazy = function(rows.lazy(), by="model", bytes="bytes")
-        eager = function(rows, by="model", bytes="bytes")
-        assert isinstance(lazy, pl.LazyFrame)
-        assert isinstance(eager, pl.DataFrame)
-        assert_frame_equal(lazy.collect(), eager)
-    sums = cf.nll_sums(rows.lazy(), by="model")
-    assert isinstance(cf.perplexity_from_nll_sums(sums), pl.LazyFrame)
 
 
 # -- the shipped synthetic data -----------------------------------------------------------

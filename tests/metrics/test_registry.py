@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
+from factories import prediction_rows
 
 import calib_frames as cf
 from calib_frames.comparison.pipeline import report_tables
@@ -15,7 +16,6 @@ from calib_frames.metrics.registry import (
     metric,
 )
 from calib_frames.schema import METRICS, PERPLEXITY
-from tests.factories import prediction_rows
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import polars as pl
 import pytest
+from factories import class_probabilities
 
 import calib_frames as cf
 from calib_frames import Binning
@@ -27,15 +28,7 @@ utils = pytest.importorskip("calibration.utils")
 
 
 def softmax_sample(n: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    logits = rng.normal(0, 2, (n, k))
-    probs = np.exp(logits)
-    probs /= probs.sum(axis=1, keepdims=True)
-    # labels drawn from a tempered version: the model is overconfident
-    tempered = np.exp(logits / 2)
-    tempered /= tempered.sum(axis=1, keepdims=True)
-    labels = np.array([rng.choice(k, p=row) for row in tempered])
-    return probs, labels
+    return class_probabilities(seed, n, k)  # labels from a tempered softmax: overconfident
 
 
 @pytest.fixture(scope="module")

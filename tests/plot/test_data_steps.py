@@ -10,6 +10,7 @@ import sys
 
 import polars as pl
 import pytest
+from factories import DATA, ROOT, prediction_rows
 
 import calib_frames as cf
 from calib_frames.exceptions import ArgumentError, TableError
@@ -21,7 +22,6 @@ from calib_frames.plot.histogram import histogram_data
 from calib_frames.plot.over_time import trend_data
 from calib_frames.plot.perplexity import perplexity_data
 from calib_frames.plot.reliability import diagram_data
-from tests.factories import DATA, ROOT, prediction_rows
 
 
 def grid(

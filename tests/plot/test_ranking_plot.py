@@ -7,7 +7,6 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-import calib_frames.ranking
 from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.plot import metric_at_k_chart, save_chart
 from calib_frames.ranking import ranking_metrics
@@ -56,10 +55,3 @@ def test_bad_input(table):
         metric_at_k_chart(table.select(pl.exclude("^ndcg@.*$")), metrics="ndcg")
     with pytest.raises(TableError, match="not a ranking-metrics table"):
         metric_at_k_chart(pl.DataFrame({"x": [1]}))
-
-
-def test_old_home_warns_and_is_the_chart():
-    """``calib_frames.ranking.metric_at_k_chart`` moved to ``calib_frames.plot`` in 0.2."""
-    with pytest.warns(DeprecationWarning, match="metric_at_k_chart has moved to"):
-        assert calib_frames.ranking.metric_at_k_chart is metric_at_k_chart  # type: ignore[attr-defined]
-    assert "metric_at_k_chart" not in calib_frames.ranking.__all__

@@ -14,13 +14,13 @@ from typing import Any
 import polars as pl
 import pytest
 import vl_convert as vlc
+from factories import DATA, prediction_rows
 
 import calib_frames as cf
 from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.plot import calibration_heatmap, metric_scatter, reliability_diagram
 from calib_frames.plot.frames import label_heights
 from calib_frames.plot.groups import LABEL_LIMIT, PALETTE_LIMIT
-from tests.factories import DATA, prediction_rows
 
 
 def rows_of(spec: dict[str, Any]) -> list[dict[str, Any]]:

@@ -40,13 +40,6 @@ def test_is_the_in_sample_isotonic_map_and_the_corp_curve(niamey: pl.DataFrame) 
     assert params["x_lower"].to_list() == curve["confidence_lower"].to_list()
 
 
-def test_lazy_in_lazy_out(niamey: pl.DataFrame) -> None:
-    out = corp_recalibrate(niamey.lazy(), confidence="p", correct="obs", by="forecast")
-    assert isinstance(out, pl.LazyFrame)
-    eager = corp_recalibrate(niamey, confidence="p", correct="obs", by="forecast")
-    assert out.collect().equals(eager)
-
-
 def test_null_keys_and_an_in_sample_column_are_kept() -> None:
     frame = pl.DataFrame(
         {

@@ -68,13 +68,15 @@ def test_reproduces_the_shipped_stats_json(run: Path) -> None:
 
 
 def random_cases() -> list[tuple[np.ndarray, np.ndarray]]:
-    rng = np.random.default_rng(20)
+    """Overconfident predictions of many sizes, and 300 on five values (ties across parts)."""
     cases = []
     for n in (1, 3, 9, 10, 11, 37, 250, 2000):
-        p = rng.beta(3, 2, n)
-        cases.append((p, (rng.random(n) < p * 0.9).astype(np.int64)))
-    discrete = rng.choice([0.25, 0.5, 0.75, 0.9, 1.0], 300)  # ties across the parts
-    cases.append((discrete, (rng.random(300) < discrete).astype(np.int64)))
+        rows = prediction_rows(20 + n, n, beta=(3, 2), power=1.2)
+        cases.append((rows["confidence"].to_numpy(), rows["correct"].cast(pl.Int64).to_numpy()))
+    ties = prediction_rows(20, 300, on_edges=(1.0, 4), power=1.0).with_columns(
+        pl.col("confidence").clip(0.1, 1.0)
+    )
+    cases.append((ties["confidence"].to_numpy(), ties["correct"].cast(pl.Int64).to_numpy()))
     return cases
 
 

@@ -26,7 +26,7 @@ def test_fit_value_that_matches_no_row(preds: pl.DataFrame, method: str) -> None
     fit = getattr(R, f"fit_{method}")
     with pytest.raises(DataError, match=r"'split': 0 of 240 rows have split='train'") as info:
         fit(preds, split="split", fit_value="train")
-    assert "'test', 'fit'" in str(info.value)
+    assert "'eval', 'fit'" in str(info.value)
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -192,7 +192,7 @@ def test_two_call_route_on_the_fit_rows_is_in_sample(preds: pl.DataFrame, method
 @pytest.mark.parametrize("method", METHODS)
 def test_fit_on_one_frame_applied_to_another_is_held_out(preds: pl.DataFrame, method: str) -> None:
     fit, apply = getattr(R, f"fit_{method}"), getattr(R, f"apply_{method}")
-    train, test = preds.filter(pl.col("split") == "fit"), preds.filter(pl.col("split") == "test")
+    train, test = preds.filter(pl.col("split") == "fit"), preds.filter(pl.col("split") == "eval")
     params = fit(train)
     assert not apply(test, params)["in_sample"].any()
     assert R.recalibration_metrics(apply(test, params))["count"].item() == test.height

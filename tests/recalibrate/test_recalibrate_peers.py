@@ -25,6 +25,7 @@ import warnings
 import numpy as np
 import polars as pl
 import pytest
+from factories import prediction_rows
 
 from calib_frames.recalibrate import (
     apply_histogram,
@@ -92,14 +93,14 @@ def _sklearn(estimator: BaseEstimator, method: str, X: np.ndarray, y: np.ndarray
 @pytest.fixture(scope="module")
 def binary() -> pl.DataFrame:
     """Three over/under-confident groups, each split into fit and eval rows."""
-    rng = np.random.default_rng(7)
-    parts = []
-    for name, power, n in (("a", 2.0, 800), ("b", 0.6, 600), ("c", 1.0, 500)):
-        p = rng.uniform(0.02, 0.98, n)
-        y = rng.uniform(size=n) < p**power
-        split = np.where(rng.uniform(size=n) < 0.6, "fit", "eval")
-        parts.append(pl.DataFrame({"model": name, "confidence": p, "correct": y, "split": split}))
-    return pl.concat(parts)
+    return pl.concat(
+        prediction_rows(7 + i, n, low=0.02, high=0.98, power=power, models=(name,)).with_columns(
+            split=pl.when(pl.int_range(pl.len()) % 5 < 3)
+            .then(pl.lit("fit"))
+            .otherwise(pl.lit("eval"))
+        )
+        for i, (name, power, n) in enumerate((("a", 2.0, 800), ("b", 0.6, 600), ("c", 1.0, 500)))
+    )
 
 
 def _group(frame: pl.DataFrame, model: str, split: str) -> tuple[np.ndarray, np.ndarray]:
@@ -108,7 +109,7 @@ def _group(frame: pl.DataFrame, model: str, split: str) -> tuple[np.ndarray, np.
 
 
 def test_temperature_matches_sklearn_and_netcal(binary: pl.DataFrame) -> None:
-    from netcal.scaling import TemperatureScaling
+    TemperatureScaling = pytest.importorskip("netcal.scaling").TemperatureScaling
 
     params = fit_temperature(binary, by="model", split="split")
     applied = apply_temperature(binary.filter(pl.col("split") == "eval"), params)
@@ -185,8 +186,8 @@ def test_platt_with_smoothing_matches_sklearn_sigmoid(binary: pl.DataFrame) -> N
 def test_platt_without_smoothing_matches_logistic_regression_and_netcal(
     binary: pl.DataFrame,
 ) -> None:
-    from netcal.scaling import LogisticCalibration
-    from sklearn.linear_model import LogisticRegression
+    LogisticCalibration = pytest.importorskip("netcal.scaling").LogisticCalibration
+    LogisticRegression = pytest.importorskip("sklearn.linear_model").LogisticRegression
 
     params = fit_platt(binary, by="model", split="split")
     for model in ("a", "b", "c"):
@@ -206,7 +207,7 @@ def test_platt_without_smoothing_matches_logistic_regression_and_netcal(
 
 
 def test_histogram_matches_netcal(binary: pl.DataFrame) -> None:
-    from netcal.binning import HistogramBinning
+    HistogramBinning = pytest.importorskip("netcal.binning").HistogramBinning
 
     params = fit_histogram(binary, by="model", split="split", bins=10)
     applied = apply_histogram(binary.filter(pl.col("split") == "eval"), params)
@@ -224,7 +225,7 @@ def test_histogram_matches_netcal(binary: pl.DataFrame) -> None:
 
 
 def test_isotonic_matches_sklearn_and_netcal(binary: pl.DataFrame) -> None:
-    from netcal.binning import IsotonicRegression as NetcalIsotonic
+    NetcalIsotonic = pytest.importorskip("netcal.binning").IsotonicRegression
 
     from calib_frames.recalibrate import apply_isotonic, fit_isotonic
 

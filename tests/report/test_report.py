@@ -303,8 +303,9 @@ def test_charts_stay_bounded_and_say_what_they_leave_out() -> None:
 
 def test_bounded_charts_rank_only_groups_with_predictions() -> None:
     """A token-only task (null ECE) is neither among the "highest ECE" groups nor lost."""
+    from factories import prediction_rows
+
     from calib_frames.report import report_charts
-    from tests.factories import prediction_rows
 
     models = [f"m{k:02d}" for k in range(12)]
     predictions = prediction_rows(3, 12 * 2 * 100, models=models).with_columns(
@@ -336,8 +337,9 @@ def test_bounded_charts_rank_only_groups_with_predictions() -> None:
 
 def test_perplexity_chart_bounds_models_not_groups() -> None:
     """3 models × 4 tasks (12 groups) draw every model; 12 models keep 8 whole models."""
+    from factories import DATA
+
     from calib_frames.report import report_charts
-    from tests.factories import DATA
 
     predictions = pl.read_parquet(DATA / "synthetic_predictions.parquet")
     tokens = pl.read_parquet(DATA / "synthetic_tokens.parquet")

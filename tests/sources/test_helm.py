@@ -16,12 +16,12 @@ from typing import Any
 
 import polars as pl
 import pytest
+from factories import DATA
 
 import calib_frames as cf
 from calib_frames.cli import main
 from calib_frames.exceptions import ReadError
 from calib_frames.sources import read_helm_stats, scan_helm_instances
-from tests.factories import DATA
 
 RUNS = DATA / "helm" / "runs" / "calib"
 FOLDERS = sorted(p for p in RUNS.iterdir() if p.is_dir()) if RUNS.is_dir() else []

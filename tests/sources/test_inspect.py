@@ -19,12 +19,12 @@ from typing import Any
 
 import polars as pl
 import pytest
+from factories import DATA
 
 import calib_frames as cf
 from calib_frames.cli import main
 from calib_frames.exceptions import ReadError
 from calib_frames.sources import read_inspect_logs, scan_inspect_options, scan_inspect_samples
-from tests.factories import DATA
 
 LOGS = DATA / "inspect_ai" / "logs"
 EVAL_LOGS = sorted(LOGS.glob("*.eval"))

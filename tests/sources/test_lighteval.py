@@ -15,12 +15,12 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from factories import DATA
 
 import calib_frames as cf
 from calib_frames.cli import main
 from calib_frames.exceptions import ReadError
 from calib_frames.sources import choice_predictions, scan_lighteval_options
-from tests.factories import DATA
 
 ROOT = DATA / "lighteval"
 LAYOUTS = {"current": "acc:logprob_normalization=LogProbCharNorm(name='norm', "

@@ -10,6 +10,7 @@ from typing import Any
 
 import polars as pl
 import pytest
+from factories import DATA
 from polars.testing import assert_frame_equal
 
 import calib_frames as cf
@@ -18,7 +19,6 @@ from calib_frames.cli import main
 from calib_frames.exceptions import ArgumentError, ReadError
 from calib_frames.sources import logs
 from calib_frames.sources.paths import PathsLike, expand_paths
-from tests.factories import DATA
 
 FIXTURES = {
     "helm": DATA / "helm" / "runs" / "calib",
