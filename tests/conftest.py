@@ -31,6 +31,12 @@ CHROMIUM_ARGS = [
 ]
 
 
+# the lighteval scripts run only in their subprocess: lighteval_runs.py stands an empty module
+# in for one of lighteval's task modules when imported, and lighteval_tasks.py reads its data
+# folder from the environment the test sets (a conftest of their own would shadow this one,
+# which tests import as ``conftest``)
+collect_ignore = ["integrations/lighteval_runs.py", "integrations/lighteval_tasks.py"]
+
 def _find_chromium() -> str | None:
     for candidate in CHROMIUM_CANDIDATES:
         if Path(candidate).is_file() and os.access(candidate, os.X_OK):
