@@ -37,6 +37,7 @@ CHROMIUM_ARGS = [
 # which tests import as ``conftest``)
 collect_ignore = ["integrations/lighteval_runs.py", "integrations/lighteval_tasks.py"]
 
+
 def _find_chromium() -> str | None:
     for candidate in CHROMIUM_CANDIDATES:
         if Path(candidate).is_file() and os.access(candidate, os.X_OK):
