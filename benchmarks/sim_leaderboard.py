@@ -14,9 +14,11 @@ leaderboard (``cf.leaderboard`` of their bin statistics, as ``calib-frames repor
   80% of them beyond chance (positively correlated scores: the mark's independence
   assumption makes it conservative there);
 * ``equal_ten``: ten models drawn alike: the share of the nine behind the best that are
-  marked;
+  marked, and how often all nine are (the mark holds for every model at once);
 * ``apart_0.01`` / ``apart_0.02``: two calibrated models whose expected Brier scores differ
-  by about 0.01 / 0.02: the worse one is marked (the rate of missing a real difference).
+  by about 0.016 / 0.028: the worse one is marked (the rate of missing a real difference);
+* ``five_ranks``: five calibrated models whose expected Brier scores are 0.004–0.010
+  apart: the share of them whose rank interval holds their true rank (its coverage).
 
 Every model has 4 tasks × 500 predictions. Run from the repository root::
 
@@ -113,10 +115,10 @@ def above(result: pl.DataFrame, first: str, second: str, column: str) -> bool:
     return bool(values[first] < values[second])
 
 
-def marked(result: pl.DataFrame, models: list[str]) -> float:
-    """The share of ``models`` that are not ranked first and are marked."""
-    behind = result.filter(pl.col("model").is_in(models) & (pl.col("rank") > 1))
-    return float(behind["indistinguishable_from_best"].mean() or 0.0)
+def marked(result: pl.DataFrame) -> tuple[float, float]:
+    """The share of the models behind the first that are marked, and whether all are."""
+    behind = result.filter(pl.col("rank") > 1)["indistinguishable_from_best"]
+    return float(behind.mean() or 0.0), float(behind.all())
 
 
 def run_case(case: str, run: int) -> tuple[float, ...]:
@@ -129,17 +131,26 @@ def run_case(case: str, run: int) -> tuple[float, ...]:
                 above(result, "hedger", "sharp", "ece"))  # fmt: skip
     if case == "equal":
         result = board(frame(rng, {"a": [calibrated(6, 2)] * 4, "b": [calibrated(6, 2)] * 4}), run)
-        return (marked(result, ["a", "b"]),)
+        return marked(result)[:1]
     if case == "equal_same_questions":
-        return (marked(board(same_questions(rng, 0.8), run), ["a", "b"]),)
+        return marked(board(same_questions(rng, 0.8), run))[:1]
     if case == "equal_ten":
         names = [f"m{i}" for i in range(10)]
-        result = board(frame(rng, dict.fromkeys(names, [calibrated(6, 2)] * 4)), run)
-        return (marked(result, names),)
+        return marked(board(frame(rng, dict.fromkeys(names, [calibrated(6, 2)] * 4)), run))
+    if case == "five_ranks":  # true ranks 1…5: Beta(a, 2) with a falling
+        spread = {f"r{rank}": [calibrated(a, 2)] * 4 for rank, a in enumerate(FIVE, 1)}
+        result = board(frame(rng, spread), run)
+        truth = pl.col("model").str.slice(1).cast(pl.UInt32)
+        inside = (pl.col("rank_ci_low") <= truth) & (truth <= pl.col("rank_ci_high"))
+        return (float(result.select(inside.mean()).item()),)
     # two calibrated models whose expected Brier scores differ: E[q(1 − q)] of Beta(a, b)
     other = {"apart_0.01": (4.6, 2), "apart_0.02": (3.6, 2)}[case]
     result = board(frame(rng, {"a": [calibrated(6, 2)] * 4, "b": [calibrated(*other)] * 4}), run)
     return (float(dict(result.select("model", "indistinguishable_from_best").iter_rows())["b"]),)
+
+
+FIVE = (6, 5.2, 4.6, 4.1, 3.7)
+"""The Beta(a, 2) of the five models of ``five_ranks``, best first."""
 
 
 def expected_brier(a: float, b: float) -> float:
@@ -151,12 +162,17 @@ CASES = {
     "hedge": "the hedger ranked above the sharper model; by pooled ECE",
     "equal": "two equal models (independent answers): the second marked",
     "equal_same_questions": "two equal models (the same questions): the second marked",
-    "equal_ten": "ten equal models: share of the nine behind the best marked",
+    "equal_ten": "ten equal models: share of the nine behind the best marked; all nine",
     "apart_0.01": (
         f"Brier {expected_brier(6, 2):.3f} vs {expected_brier(4.6, 2):.3f}: the worse marked"
     ),
     "apart_0.02": (
         f"Brier {expected_brier(6, 2):.3f} vs {expected_brier(3.6, 2):.3f}: the worse marked"
+    ),
+    "five_ranks": (
+        "Brier "
+        + ", ".join(f"{expected_brier(a, 2):.3f}" for a in FIVE)
+        + ": the true rank inside the rank interval"
     ),
 }
 

@@ -36,8 +36,8 @@ otherwise (``calib-frames report`` passes the log format's ``not_tasks``).
 The Brier score is a proper score: its expectation is smallest when the confidences are
 the true probabilities, so a model cannot gain by hedging (a model that says 0.53 to
 everything and is right 53% of the time has an ECE near 0 and a Brier score near 0.25;
-a sharper model right 80% of the time with a 0.05 overconfidence has ECE 0.05 and Brier
-about 0.16). Its per-prediction terms are ≥ 0, so errors of opposite sign cannot cancel
+a sharper model right 80% of the time with a 0.05 overconfidence has ECE about 0.05
+and Brier about 0.145). Its per-prediction terms are ≥ 0, so errors of opposite sign cannot cancel
 across tasks the way gaps do in a pooled ECE, and the task mean lets every task count
 once. The ECE columns (pooled, task mean, ``miscalibrated_tasks``) stand beside it:
 they say *how* a model is wrong, not which model is better.
@@ -51,28 +51,49 @@ reads ``"no weight"``. Unranked rows follow the ranked ones.
 **How sure the order is** (with ``uncertainty``). The bin-table bootstrap
 (:func:`~calib_frames.estimators.bootstrap_bin_statistics`) draws ``replicates`` copies
 of each ranked model's per-task tables, each model and task independently; in each copy
-every model gets its task-mean Brier score and a rank. ``rank_ci_low`` / ``rank_ci_high``
-are the ``level`` percentile interval of a model's rank over the copies (the lower and
-the higher order statistic, so whole ranks). ``indistinguishable_from_best``: the
-``level`` percentile interval of the model's task-mean Brier score minus the best
-model's (the one ranked first), copy by copy, reaches 0 — the data do not show that the
-best is better. A pairwise test against the best, not "the rank interval reaches 1":
-with many close models each is rarely first in a copy, so a rank interval can miss 1
-for a model no worse than the best. Models are drawn independently even where they
-answered the same questions; their Brier scores are then positively correlated, the
-true spread of a difference is smaller, and the mark errs towards "indistinguishable".
-Measured (``benchmarks/sim_leaderboard.py``, 4 tasks × 500 predictions a model, 200
-replicates, level 0.95):
+r every model k gets its task-mean Brier score S*_kr and a rank.
 
-=============================================  =========  ==================================
-case                                           runs       result
-=============================================  =========  ==================================
-a hedger (accuracy 0.53, ECE ≈ 0) against a    400        ranked above it in 0 runs (by
-sharper model (accuracy 0.80, ECE 0.05)                   pooled ECE, the old order: 400)
-two equally good models, independent answers   400        marked indistinguishable: 0.953
-two equally good models, the same questions    400        marked indistinguishable: 0.998
-Brier 0.02 apart (0.160 vs 0.180)              400        the worse marked: 0.000
-=============================================  =========  ==================================
+* ``rank_ci_low`` / ``rank_ci_high``: the ``level`` percentile interval of the model's
+  rank over the copies (the lower and the higher order statistic: whole ranks).
+* ``indistinguishable_from_best``: Ŝ_k − min_j Ŝ_j ≤ c, where c is the ``level``
+  quantile over the copies of max_k e*_kr − min_k e*_kr, e*_kr = S*_kr − Ŝ_k (how far
+  the copies stray from the estimates, for every pair of models at once). With
+  probability about ``level`` every difference Ŝ_k − Ŝ_j errs by at most c, so the
+  marked models hold the truly best one (all of them, when several are equally good):
+  the mark is a confidence set for the best, simultaneous over the table (one claim per
+  table, as the noise-floor verdicts are corrected across it). For two models it is the
+  pairwise test (the ``level`` interval of their difference reaches 0); with more
+  models c grows, as a correction for the comparisons must. Not "the rank interval
+  reaches 1": with many close models each is rarely first in a copy, so a rank interval
+  can miss 1 for a model no worse than the best. Models are drawn independently even where they
+  answered the same questions; their Brier scores are then positively correlated, a
+  difference varies less than the copies say, and the mark errs towards
+  "indistinguishable".
+
+Measured by ``benchmarks/sim_leaderboard.py`` (4 tasks × 500 predictions a model, 200
+replicates, level 0.95, 400 runs a case; a rate near 0.95 over 400 runs is within about
+±0.02 of its expectation):
+
+==================================================  ==================================
+case                                                measured
+==================================================  ==================================
+a hedger (accuracy 0.53, ECE ≈ 0) against a         the hedger ranked above: 0 runs
+sharper model (accuracy 0.80, ECE ≈ 0.05, the       (by pooled ECE, the order before:
+better Brier score)                                 all 400)
+two equally good models, independent answers        the second marked: 0.945 (1,600
+                                                    runs; 0.938 in the first 400)
+two equally good models, the same questions         the second marked: 1.000
+ten equally good models                             all ten marked: 0.940 of the runs
+                                                    (0.993 of the nine behind the best)
+expected Brier scores 0.167 and 0.183               the worse marked: 0.233
+expected Brier scores 0.167 and 0.195               the worse marked: 0.005
+five models, expected Brier 0.167 to 0.194          true rank inside its interval: 0.997
+==================================================  ==================================
+
+So the mark claims a difference that is not there about as often as its level allows
+(5.5% of the runs of two equal models, 6% of those of ten, at a nominal 5%), and the
+rank intervals, marginal percentile intervals, are wide (they held the true rank
+99.7% of the time at a nominal 95%).
 """
 
 from __future__ import annotations
@@ -94,6 +115,7 @@ from calib_frames.validation import Frame, as_lazy, describe_problem, return_lik
 __all__ = [
     "LEADERBOARD_METRICS",
     "RANKED_BY",
+    "RANK_COLUMNS",
     "leaderboard_of",
     "one_row_per_bin",
     "task_keys",
@@ -110,7 +132,7 @@ RANK_COLUMNS = ("rank", "rank_ci_low", "rank_ci_high", "indistinguishable_from_b
 
 _ALL_TASKS = working("all_tasks")
 _SCORE = working("score")
-_BEST = working("best")
+_REACH = working("reach")
 
 
 def task_keys(
@@ -389,23 +411,28 @@ def _rank_intervals(
 
     ``drawn``: the bin statistics of their tasks; ``ranked``: their ``model`` and
     ``brier_task_mean``. Each bootstrap copy gives every model its task-mean Brier score
-    and a rank (module docstring).
+    and a rank; the mark compares the distance to the best with the ``level`` quantile
+    of the copies' range of errors (module docstring).
     """
     from calib_frames.estimators.bootstrap import REPLICATE, bootstrap_bin_statistics
 
     copies = bootstrap_bin_statistics(drawn, replicates=replicates, seed=seed)
     scores = as_lazy(metrics_from_bin_statistics(copies)).group_by(model, REPLICATE)
     per_copy = scores.agg(pl.col("brier").mean().alias(_SCORE))
-    per_copy = per_copy.with_columns(pl.col(_SCORE).rank("min").over(REPLICATE).alias("rank"))
-    best = ranked.sort(RANKED_BY, model, nulls_last=True).head(1)
-    best_scores = per_copy.join(best, on=model, how="semi", nulls_equal=True)
-    per_copy = per_copy.join(
-        best_scores.select(REPLICATE, pl.col(_SCORE).alias(_BEST)), on=REPLICATE, how="left"
+    per_copy = per_copy.join(ranked, on=model, how="inner", nulls_equal=True).with_columns(
+        pl.col(_SCORE).rank("min").over(REPLICATE).alias("rank")
     )
     alpha = (1 - level) / 2
-    gap = pl.col(_SCORE) - pl.col(_BEST)
-    return per_copy.group_by(model).agg(
+    intervals = per_copy.group_by(model).agg(
         pl.col("rank").quantile(alpha, "lower").cast(pl.UInt32).alias("rank_ci_low"),
         pl.col("rank").quantile(1 - alpha, "higher").cast(pl.UInt32).alias("rank_ci_high"),
-        (gap.quantile(alpha, "linear") <= 0).alias("indistinguishable_from_best"),
     )
+    # how far the copies stray from the estimates, every pair of models at once
+    error = pl.col(_SCORE) - pl.col(RANKED_BY)
+    spread = per_copy.group_by(REPLICATE).agg((error.max() - error.min()).alias(_REACH))
+    reach = spread.select(pl.col(_REACH).quantile(level, "linear"))
+    behind = pl.col(RANKED_BY) - pl.col(RANKED_BY).min()
+    marks = ranked.join(reach, how="cross").select(
+        model, (behind <= pl.col(_REACH)).alias("indistinguishable_from_best")
+    )
+    return intervals.join(marks, on=model, how="left", nulls_equal=True)

@@ -12,6 +12,7 @@ from polars.testing import assert_frame_equal
 
 import calib_frames as cf
 from calib_frames.cli import main
+from calib_frames.comparison.across_tasks import LEADERBOARD_METRICS
 from calib_frames.estimators import intervals_from_bin_statistics
 from tests.factories import DATA, ROOT
 
@@ -114,7 +115,7 @@ def test_pooling_cannot_cancel_gaps_into_the_first_place() -> None:
 
 
 def test_the_simulation_cases() -> None:
-    """Eight runs of three cases of benchmarks/sim_leaderboard.py (its module docstring
+    """A few runs of four cases of benchmarks/sim_leaderboard.py (its module docstring
     and across_tasks.py quote 400 runs; the seeds are fixed, so the runs are too)."""
     runs = range(8)
     # the hedger is never above the sharper model; by pooled ECE (the order before) always
@@ -123,6 +124,8 @@ def test_the_simulation_cases() -> None:
     assert sum(run_case("equal", run)[0] for run in runs) >= 7
     # expected Brier scores 0.028 apart: the worse is never marked
     assert [run_case("apart_0.02", run)[0] for run in runs] == [0.0] * 8
+    # ten equal models: all ten marked (the mark holds for the whole table at once)
+    assert [run_case("equal_ten", run)[1] for run in range(3)] == [1.0] * 3
 
 
 def test_fewer_tasks_and_no_weight_are_not_ranked() -> None:
@@ -170,7 +173,7 @@ def test_a_model_without_weight_reads_null_not_perfect() -> None:
     stats = cf.bin_statistics(pl.concat([preds, nothing]), by=["model", "task"], weight="w")
     row = cf.leaderboard(stats, replicates=20).row(-1, named=True)
     assert row["model"] == "no weight"
-    assert all(row[m] is None for m in ("accuracy", "ece", "mce", "brier", "log_loss"))
+    assert all(row[m] is None for m in LEADERBOARD_METRICS)
 
 
 def test_a_sweep_takes_each_figure_with_its_own_interval() -> None:
@@ -202,7 +205,8 @@ def test_pooled_intervals_are_the_bootstrap_of_the_pooled_table() -> None:
     board = cf.leaderboard(stats, replicates=100, seed=3).sort("model")
     pooled = cf.merge_bin_statistics(stats, by="model")
     expected = intervals_from_bin_statistics(pooled, replicates=100, seed=3).sort("model")
-    bounds = [f"{m}_ci_{e}" for m in ("accuracy", "ece", "mce", "brier") for e in ("low", "high")]
+    with_intervals = [m for m in LEADERBOARD_METRICS if m != "log_loss"]
+    bounds = [f"{m}_ci_{e}" for m in with_intervals for e in ("low", "high")]
     assert_frame_equal(board.select(bounds), expected.select(bounds), rel_tol=1e-12)
     assert board["not_ranked"].to_list() == ["on 1 of the 2 tasks", None, None]
 
