@@ -91,12 +91,13 @@ def tables_of(
     queries: RowQueries | None,
     *,
     model: str | None = None,
+    not_tasks: Sequence[str] = (),
     beside: pl.DataFrame | None = None,
 ) -> ReportTables[pl.DataFrame]:
     """The report's tables of the statistics (:func:`calib_frames.comparison.report_tables`).
 
     With the token rows of ``queries`` (none from statistics files) the perplexity has
-    its intervals.
+    its intervals; ``not_tasks`` are the keys the leaderboard does not pool as tasks.
     """
     with common.stage(
         args, "metrics" + ("" if args.no_uncertainty else ", intervals and noise floor")
@@ -109,6 +110,7 @@ def tables_of(
             tokens=None if queries is None else queries.tokens,
             bytes=None if queries is None else queries.bytes,
             model=model,
+            not_tasks=not_tasks,
             beside=beside,
             uncertainty=not args.no_uncertainty,
             replicates=args.replicates,

@@ -241,8 +241,12 @@ def _build(
         # importing altair is slow (BENCHMARKS.md, the import): let it overlap the tables' polars
         # queries, which release the GIL (the import lock keeps the main thread safe)
         threading.Thread(target=importlib.import_module, args=("altair",), daemon=True).start()
-    model = _model_key(args, BIN_STATISTICS.keys(stats.schema))
-    tables = tables_of(args, stats, sums, queries, model=model, beside=beside)
+    keys = BIN_STATISTICS.keys(stats.schema)
+    model = _model_key(args, keys)
+    log_format = None if queries is None else queries.log_format
+    named = () if log_format is None else log_format.not_tasks  # a scorer, a perturbation
+    not_tasks = [key for key in named if key in keys and key != model]
+    tables = tables_of(args, stats, sums, queries, model=model, not_tasks=not_tasks, beside=beside)
     table, ppl, board = tables.comparison, tables.perplexity, tables.leaderboard
     assert isinstance(table, pl.DataFrame)
     assert ppl is None or isinstance(ppl, pl.DataFrame)

@@ -34,7 +34,7 @@ from typing import Generic
 import polars as pl
 
 from calib_frames.binning import BinsLike
-from calib_frames.comparison.across_tasks import leaderboard_of
+from calib_frames.comparison.across_tasks import leaderboard_of, one_row_per_bin
 from calib_frames.comparison.side_by_side import comparison_table, with_columns_of
 from calib_frames.exceptions import TableError
 from calib_frames.metrics.calibration import MCE_MIN_COUNT, metrics_from_bin_statistics
@@ -86,6 +86,8 @@ def report_tables(
     tokens: str | int | None = None,
     bytes: str | None = None,
     model: str | None = None,
+    tasks: str | Sequence[str] | None = None,
+    not_tasks: str | Sequence[str] | None = None,
     beside: pl.DataFrame | pl.LazyFrame | None = None,
     mce_min_count: int = MCE_MIN_COUNT,
     uncertainty: bool = True,
@@ -110,8 +112,11 @@ def report_tables(
     nll, tokens, bytes
         Their columns, as for :func:`~calib_frames.nll_sums`.
     model
-        The key that names a model: the leaderboard pools the other keys as tasks
-        (``None``: no leaderboard). NLL sums without this key give no pooled perplexity.
+        The key that names a model: the leaderboard pools its tasks (``None``: no
+        leaderboard). NLL sums without this key give no pooled perplexity.
+    tasks, not_tasks
+        The keys that are tasks, or those that are not (a scorer, a perturbation), as for
+        :func:`leaderboard` (default: every key but ``model`` is a task).
     beside
         A per-group table of figures computed elsewhere (lm-eval's own, of
         :func:`~calib_frames.comparison.lm_eval_comparison`) with every key of
@@ -133,8 +138,8 @@ def report_tables(
     Raises
     ------
     TableError, ArgumentError
-        As the functions it combines; ``model`` is not a key of ``stats``, or ``beside``
-        lacks one of its keys.
+        As the functions it combines; ``model`` is not a key of ``stats``, ``stats``
+        has a group × bin twice, or ``beside`` lacks one of its keys.
 
     See Also
     --------
@@ -149,7 +154,7 @@ def report_tables(
     >>> preds = pl.read_parquet("data/synthetic_predictions.parquet")
     >>> tables = report_tables(cf.bin_statistics(preds, by=["model", "task"]), model="model")
     >>> tables.comparison.height, tables.leaderboard["model"].to_list()
-    (12, ['calibrated', 'underconfident', 'overconfident'])
+    (12, ['underconfident', 'calibrated', 'overconfident'])
     """
     from calib_frames.estimators import perplexity_intervals, uncertainty_from_bin_statistics
 
@@ -160,6 +165,7 @@ def report_tables(
             f"model={model!r} is not a key of the bin statistics (keys: {keys}); name the "
             'key column that identifies a model with model="COL"'
         )
+    lazy = one_row_per_bin(lazy, keys)
     table = as_lazy(metrics_from_bin_statistics(lazy, mce_min_count=mce_min_count))
     if uncertainty:
         columns = uncertainty_from_bin_statistics(
@@ -195,9 +201,11 @@ def report_tables(
             pooled_sums = None
         board = leaderboard_of(
             comparison,
-            stats,
+            lazy,
             pooled_sums,
             model=model,
+            tasks=tasks,
+            not_tasks=not_tasks,
             mce_min_count=mce_min_count,
             uncertainty=uncertainty,
             replicates=replicates,
@@ -287,52 +295,71 @@ def leaderboard(
     sums: Frame | None = None,
     *,
     model: str = "model",
+    tasks: str | Sequence[str] | None = None,
+    not_tasks: str | Sequence[str] | None = None,
     mce_min_count: int = MCE_MIN_COUNT,
     uncertainty: bool = True,
     replicates: int = REPLICATES,
     level: float = 0.95,
     seed: int = 0,
 ) -> Frame:
-    """One row per model across its tasks: pooled metrics, means over tasks, intervals.
+    """One row per model across its tasks, ranked by the mean Brier score over tasks.
 
     From the bin statistics (and the NLL sums) alone: the per-task table is
     :func:`comparison_from_bin_statistics` of the same tables and arguments, so the two
     always match. Pooled = the metric of the model's bin statistics added over its
-    tasks; mean over tasks = the unweighted mean of the per-task metrics; both with
-    intervals, and on how many tasks the ECE is beyond the noise floor
-    (:mod:`calib_frames.comparison.across_tasks` says how each is computed).
+    tasks; mean over tasks = the unweighted mean of the per-task metrics, both with
+    intervals, and on how many tasks the ECE is beyond the noise floor. The order is
+    the mean over tasks of the Brier score (a proper score: hedging cannot win it, and
+    errors of opposite sign do not cancel across tasks as gaps do in a pooled ECE),
+    lower first, with each model's rank interval over the bootstrap copies and a mark
+    of the models the data cannot tell from the best; a model with fewer tasks than the
+    table or without weight is not ranked (:mod:`calib_frames.comparison.across_tasks`
+    says how each column is computed, and the mark's measured error rates).
 
     Parameters
     ----------
     stats
-        A bin-statistics table keyed by ``model`` and the task key(s); lazy in, lazy out.
+        A bin-statistics table keyed by ``model`` and the task key(s), one row per
+        group × bin; lazy in, lazy out.
     sums
         The NLL-sums table, for the pooled perplexity (``None``: none).
     model
-        The key column that names a model; the other keys are the tasks.
+        The key column that names a model.
+    tasks, not_tasks
+        The keys that are tasks, or those that are not (at most one of the two; default:
+        every key but ``model`` is a task). A not-task key (a scorer, a perturbation, an
+        epoch) is never pooled as a task: per model × task the first of its values
+        (sorted, nulls first) is kept, and a column named after it says which.
     mce_min_count
         As for :func:`~calib_frames.metrics_from_bin_statistics`.
     uncertainty
-        Add the intervals (``<metric>_ci_low/_high``, ``<metric>_task_mean_ci_low/_high``)
-        and ``miscalibrated_tasks``.
+        Add the intervals (``<metric>_ci_low/_high``, ``<metric>_task_mean_ci_low/_high``,
+        ``rank_ci_low/_high``), ``indistinguishable_from_best`` and
+        ``miscalibrated_tasks``.
     replicates, level, seed
-        Of the bootstrap (defaults those of :func:`compare`); ``level`` also of the
-        task-mean intervals.
+        Of the bootstrap (defaults those of :func:`compare`); ``level`` is that of every
+        interval: pooled, task mean and rank, and of the mark.
 
     Returns
     -------
     DataFrame or LazyFrame (the kind of ``stats``)
-        ``model``, ``tasks``, ``count``, the pooled ``accuracy``, ``ece``, ``mce``,
-        ``brier``, ``log_loss`` [and ``perplexity``], ``<metric>_task_mean`` of each
-        [``perplexity_task_mean``], the intervals, and ``miscalibrated_tasks``; sorted
-        by pooled ECE, best first. (``perplexity_task_mean`` has an interval where the
-        per-task perplexities have one: :func:`report_tables` with the token rows.)
+        ``model``, ``rank`` [``rank_ci_low``, ``rank_ci_high``,
+        ``indistinguishable_from_best``], ``not_ranked``, ``tasks``, ``count``, a column
+        per not-task key, the pooled ``accuracy``, ``ece``, ``mce``, ``brier``,
+        ``log_loss`` [and ``perplexity``], the intervals, ``<metric>_task_mean`` of each
+        [``perplexity_task_mean``] with intervals, and ``miscalibrated_tasks``; sorted by
+        rank, the unranked models last. (``perplexity_task_mean`` has an interval where
+        the per-task perplexities have one: :func:`report_tables` with the token rows.)
 
     Raises
     ------
     TableError
-        ``model`` is not a key of ``stats`` or ``sums``, or a table is not the one its
+        ``model`` is not a key of ``stats`` or ``sums``, ``tasks``/``not_tasks`` name
+        another column, ``stats`` has a group × bin twice, or a table is not the one its
         role needs.
+    ArgumentError
+        Both ``tasks`` and ``not_tasks``; the resampling arguments.
 
     See Also
     --------
@@ -345,10 +372,15 @@ def leaderboard(
     >>> import calib_frames as cf
     >>> preds = pl.read_parquet("data/synthetic_predictions.parquet")
     >>> board = cf.leaderboard(cf.bin_statistics(preds, by=["model", "task"]))
-    >>> board.select("model", "tasks", "miscalibrated_tasks").rows()
-    [('calibrated', 4, 0), ('underconfident', 4, 4), ('overconfident', 4, 4)]
-    >>> board.select(pl.col("ece", "ece_task_mean").round(3)).row(0)  # pooled, mean
-    (0.01, 0.018)
+    >>> board.select("model", "rank", "rank_ci_low", "rank_ci_high", "tasks").rows()
+    [('underconfident', 1, 1, 1, 4), ('calibrated', 2, 2, 2, 4), ('overconfident', 3, 3, 3, 4)]
+    >>> scores = pl.col("brier_task_mean", "ece").round(3)
+    >>> board.select("model", scores, "miscalibrated_tasks").rows()
+    [('underconfident', 0.166, 0.107, 4), ('calibrated', 0.181, 0.01, 0),
+     ('overconfident', 0.208, 0.117, 4)]
+
+    The underconfident model is right more often (accuracy 0.78 against 0.67): its
+    Brier score is better although its ECE is not; the ECE columns say how it is wrong.
     """
     if sums is not None and model not in NLL_SUMS.keys(as_lazy(sums).collect_schema()):
         raise TableError(f"model={model!r} is not a key of the NLL sums")
@@ -356,6 +388,8 @@ def leaderboard(
         stats,
         sums,
         model=model,
+        tasks=tasks,
+        not_tasks=not_tasks,
         mce_min_count=mce_min_count,
         uncertainty=uncertainty,
         replicates=replicates,

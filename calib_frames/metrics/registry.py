@@ -129,6 +129,17 @@ def _records() -> dict[str, Metric]:
         ("bits_per_byte", "bits per byte", "bits/byte", "lower", True, ".4f"),
         ("word_perplexity", "word perplexity", "word ppl", "lower", False, ",.3f"),
         ("miscalibrated_tasks", "miscalibrated tasks", "miscalibrated tasks", "lower", False, ","),
+        # the leaderboard's order (comparison/across_tasks.py)
+        ("rank", "rank (task-mean Brier)", "rank", "lower", True, ","),
+        (
+            "indistinguishable_from_best",
+            "indistinguishable from the best",
+            "≈ best",
+            "none",
+            False,
+            "",
+        ),
+        ("not_ranked", "not ranked because", "not ranked", "none", False, ""),
     ]
     records = {row[0]: Metric(*row) for row in rows}
     # the leaderboard's means over tasks: the metric's direction and format

@@ -64,7 +64,8 @@ def _leaderboard_section(board: pl.DataFrame | pl.LazyFrame | None) -> list[str]
     table = frame(board, "report leaderboard")
     model = table.columns[0]
     note = (
-        "One row per model across its tasks, best pooled ECE first; click a header to sort, "
+        "One row per model across its tasks, by the mean Brier score over tasks (lower "
+        "first); click a header to sort, "
         "type in the box to filter. "
         "Pooled: all the model's predictions together; mean over tasks: every task counts "
         "once. Miscalibrated tasks: ECE beyond the noise floor of a calibrated model."
