@@ -233,8 +233,8 @@ def test_leaderboard_pools_perplexity() -> None:
     expected = per_model.sort("model").select((pl.col("nll") / pl.col("tokens")).exp())
     assert got["perplexity"].to_list() == pytest.approx(expected.to_series().to_list(), rel=1e-12)
     assert "perplexity_task_mean" in got.columns
-    eager = cf.leaderboard(stats.collect(), sums).sort("model")
-    assert_frame_equal(got, eager, rel_tol=1e-12, abs_tol=1e-15)
+    lazy = cf.leaderboard(stats.lazy(), sums.lazy()).collect().sort("model")
+    assert_frame_equal(got, lazy, rel_tol=1e-12, abs_tol=1e-15)
 
 
 def test_a_task_of_token_rows_only_is_no_task() -> None:
@@ -331,12 +331,14 @@ def test_the_report_pools_each_inspect_prediction_once(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     """calib-sharp read 4 tasks, 106 predictions and accuracy 0.7925: each of its scorers
-    was pooled as a task. Counting each prediction once: 2 tasks, 42, 32/42."""
+    was pooled as a task. Counting each prediction once, of its complete runs (the readers
+    keep the 40-sample run of calib_colors_mc, 39 with logprobs, over a later 11-sample
+    rerun): 2 tasks, 39 + 32 = 71 predictions, 27 + 26 right."""
     out = tmp_path / "report"
     args = ["report", str(DATA / "inspect_ai" / "logs"), "--out", str(out), "--no-charts"]
     assert main([*args, "--replicates", "50", "--quiet"]) == 0
     capsys.readouterr()
     board = pl.read_parquet(out / "leaderboard.parquet")
     row = board.row(by_predicate=pl.col("model") == "mockllm/calib-sharp", named=True)
-    assert (row["tasks"], row["count"], row["scorer"]) == (2, 42, "choice, match")
-    assert row["accuracy"] == pytest.approx(32 / 42, rel=1e-12)
+    assert (row["tasks"], row["count"], row["scorer"]) == (2, 71, "choice, match")
+    assert row["accuracy"] == pytest.approx(53 / 71, rel=1e-12)
