@@ -70,6 +70,7 @@ from calib_frames.cli import common
 from calib_frames.cli.compare import (
     add_uncertainty_arguments,
     check_uncertainty_arguments,
+    print_lines,
     print_summary,
     table_keys,
     tables_of,
@@ -82,11 +83,15 @@ from calib_frames.cli.rows import (
 )
 from calib_frames.exceptions import ArgumentError
 from calib_frames.metrics.registry import LEADERBOARD_SUMMARY_COLUMNS
+from calib_frames.report.summary import AMONG_BEST, RANK, board_order, summary_lines
 from calib_frames.schema import BIN_STATISTICS
 from calib_frames.storage import StoredStatistics, read_statistics
 
 __all__ = ["add_parser", "run"]
 
+RANK_COLUMNS = (RANK, f"{RANK}_ci_low", f"{RANK}_ci_high", AMONG_BEST)
+"""The leaderboard's rank, its interval and the mark of the models indistinguishable from
+the best, printed after the model's name when the leaderboard has them."""
 PRINTED_ROWS = 40
 """Most rows of the leaderboard and of the comparison table that ``report`` prints (the
 files have them all: a nightly job's log should not hold 2,000 rows of each)."""
@@ -357,13 +362,18 @@ def _build(args: argparse.Namespace, outputs: list[Path], staging: Path) -> list
         written += _write_charts(
             table, stats, ppl, board, args=args, curve=curve, over=over, staging=staging
         )
+    lines = summary_lines(table, board)
+    if HTML_FILE in written:
+        lines.append(("report", f"{args.out / HTML_FILE} (open it in a browser)"))
+    print_lines(lines)
     if board is not None and model is not None:
         print_summary(
-            board, [model], columns=LEADERBOARD_SUMMARY_COLUMNS, rows=PRINTED_ROWS,
+            board, [model], title=f"Leaderboard: one row per {model}, {board_order(board)}",
+            columns=(*RANK_COLUMNS, *LEADERBOARD_SUMMARY_COLUMNS), rows=PRINTED_ROWS,
             written="leaderboard.csv",
         )  # fmt: skip
     _print_table(table, table_keys(stats, ppl), over)
-    print(f"wrote {table.height} groups to {args.out}: {', '.join(written)}")
+    print(f"\nwrote {table.height:,} groups to {args.out}: {', '.join(written)}")
     return written
 
 
@@ -439,7 +449,10 @@ def _print_table(table: pl.DataFrame, keys: list[str], over: OverTime | None) ->
     """The summary of the comparison table, or with ``--over batch`` the verdicts."""
     changes = None if over is None else over[1]
     if changes is None:
-        print_summary(table, keys, rows=PRINTED_ROWS, written="comparison.csv")
+        print_summary(
+            table, keys, title=f"Comparison: one row per {' × '.join(keys) or 'group'}",
+            rows=PRINTED_ROWS, written="comparison.csv",
+        )  # fmt: skip
         if over is not None:
             print("one batch: no earlier batch to compare it with yet")
         return
@@ -487,7 +500,7 @@ def _write_charts(
     assert isinstance(with_intervals, pl.DataFrame)
     with common.stage(args, "built the charts"):
         charts = report_charts(
-            table, bin_statistics=with_intervals, perplexity=ppl, selective=curve
+            table, bin_statistics=with_intervals, perplexity=ppl, selective=curve, leaderboard=board
         )
     with common.stage(args, "wrote report.html"):
         write_report(

@@ -27,8 +27,8 @@ Headers, number formats and which value is best come from
 :mod:`calib_frames.metrics.registry`.
 """
 
-from calib_frames.report.charts import OVERLAY_LIMIT, report_charts
+from calib_frames.report.charts import MODEL_LIMIT, report_charts
 from calib_frames.report.page import report_html, write_report
 from calib_frames.report.table_html import REPORT_COLUMNS
 
-__all__ = ["OVERLAY_LIMIT", "REPORT_COLUMNS", "report_charts", "report_html", "write_report"]
+__all__ = ["MODEL_LIMIT", "REPORT_COLUMNS", "report_charts", "report_html", "write_report"]

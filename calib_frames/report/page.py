@@ -22,6 +22,7 @@ from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.plot.export import as_path, chart_spec, page_html, write_atomic
 from calib_frames.plot.frames import COMPARISON_COLUMNS, frame, key_split, spec_keys
 from calib_frames.report.charts import over_time_charts, report_charts
+from calib_frames.report.summary import AMONG_BEST, board_order, summary_lines
 from calib_frames.report.table_html import table_html
 from calib_frames.schema import RELIABILITY
 
@@ -57,18 +58,27 @@ def _versions() -> dict[str, str]:
     }
 
 
-def _leaderboard_section(board: pl.DataFrame | pl.LazyFrame | None) -> list[str]:
+def _summary_section(lines: Sequence[tuple[str, str]]) -> str:
+    """The page's first section: the summary's labelled lines (:func:`summary_lines`)."""
+    items = "\n".join(
+        f"<dt>{html.escape(label)}</dt><dd>{html.escape(text)}</dd>" for label, text in lines
+    )
+    return f'<section><h2>Summary</h2>\n<dl class="meta summary">\n{items}\n</dl></section>'
+
+
+def _leaderboard_section(table: pl.DataFrame | None) -> list[str]:
     """The leaderboard's section (one row per model), or nothing without one."""
-    if board is None:
+    if table is None:
         return []
-    table = frame(board, "report leaderboard")
     model = table.columns[0]
     note = (
-        "One row per model across its tasks, best pooled ECE first; click a header to sort, "
+        f"One row per model across its tasks, {board_order(table)}; click a header to sort, "
         "type in the box to filter. "
         "Pooled: all the model's predictions together; mean over tasks: every task counts "
         "once. Miscalibrated tasks: ECE beyond the noise floor of a calibrated model."
     )
+    if AMONG_BEST in table.columns:
+        note += " A green bar marks the models indistinguishable from the best."
     return [
         f'<section><h2>Leaderboard</h2><p class="note">{html.escape(note)}</p>\n'
         f"{table_html(table, keys=[model], within=[], table_id='leaderboard')}</section>"
@@ -251,21 +261,29 @@ def report_html(
         if within
         else "Bold green: best value of its column."
     )
+    board = None if leaderboard is None else frame(leaderboard, "report leaderboard")
     sections = [
         f'<header><h1>{html.escape(title)}</h1>\n<dl class="meta">\n{header}\n</dl></header>',
-        *_leaderboard_section(leaderboard),
-        "<section><h2>Comparison</h2>"
-        f'<p class="note">Click a column header to sort; type a model or task in the box to '
-        f"show only its rows. {html.escape(best_note)} Hover a value for its interval, or "
-        "tick “intervals” to show them all.</p>\n"
-        f"{table_html(sorted_table, keys=keys, within=within)}</section>",
+        _summary_section(summary_lines(table, board)),
+        *_leaderboard_section(board),
     ]
     specs: dict[str, dict[str, Any]] = {}
     if charts is None:
         charts = report_charts(
-            sorted_table, bin_statistics=bins, perplexity=ppl, selective=selective
+            sorted_table,
+            bin_statistics=bins,
+            perplexity=ppl,
+            selective=selective,
+            leaderboard=board,
         )
     sections += _chart_sections(charts, specs)
+    sections.append(
+        "<section><h2>Comparison</h2>"
+        f'<p class="note">Every group: click a column header to sort; type a model or task in '
+        f"the box to show only its rows. {html.escape(best_note)} Hover a value for its "
+        "interval, or tick “intervals” to show them all.</p>\n"
+        f"{table_html(sorted_table, keys=keys, within=within)}</section>"
+    )
     if over_batches is not None:
         sections += _over_time_sections(over_batches, changes, specs)
     body = "\n".join(sections) + f"\n<script>\n{_asset('report.js')}</script>"

@@ -290,4 +290,8 @@ def test_heatmap_scale_of_a_sweep_of_small_groups() -> None:
     )
     spec = calibration_heatmap(sweep).to_dict()
     assert {r["_status"] for r in rows_of(spec)} == {"too few predictions"}
-    assert layers(spec)[0]["encoding"]["color"]["scale"]["domain"] == [-0.04, 0.04]
+    # grey cells, the gap in a small square inside each, on a scale of their spread
+    cell, square = layers(spec)
+    assert cell["mark"]["fill"] == "#ececec" and "color" not in cell["encoding"]
+    assert square["mark"]["type"] == "square"
+    assert square["encoding"]["color"]["scale"]["domain"] == [-0.04, 0.04]

@@ -282,8 +282,8 @@ def test_charts_stay_bounded_and_say_what_they_leave_out() -> None:
     for title, note, chart in views:
         assert "left out" not in note, title
         assert models(chart) == set(table["model"]), title
-    for title, note, chart in rest:
-        assert "34 of 40 groups are left out" in note, title
+    for title, note, chart in rest:  # one rule: the 3 best and the 3 worst models
+        assert "the 3 first and the 3 last of 40 models" in note, title
         assert models(chart) == expected, title
     # beyond it, the 25 models of lowest mean ECE and the 25 of highest
     many = pl.concat(
@@ -325,17 +325,22 @@ def test_bounded_charts_rank_only_groups_with_predictions() -> None:
         title: (note, chart)
         for title, note, chart in report_charts(comparison, bin_statistics=stats)
     }
-    assert "of 24 groups are left out" in charts["Accuracy against ECE"][0]
+    assert "the 2 first and the 2 last of 12 models" in charts["Accuracy against ECE"][0]
     drawn = {
         (row["model"], row["task"])
         for row in next(iter(charts["Accuracy against ECE"][1].to_dict()["datasets"].values()))
     }
     assert len(drawn) == 8 and all(task in ("a", "b") for _, task in drawn)
-    assert "Perplexity" in charts  # the token-only task still gets its chart
+    # the token-only task still gets its chart, of the same four models
+    note, chart = charts["Perplexity"]
+    rows = next(iter(chart.to_dict()["datasets"].values()))
+    assert {row["model"] for row in rows} == {model for model, _ in drawn}
+    assert "the 2 first and the 2 last of 12 models" in note
 
 
 def test_perplexity_chart_bounds_models_not_groups() -> None:
-    """3 models × 4 tasks (12 groups) draw every model; 12 models keep 8 whole models."""
+    """3 models × 4 tasks (12 groups) draw every model; a perplexity table of 12 other
+    models (no calibration order for them) keeps 4 whole models by perplexity."""
     from calib_frames.report import report_charts
     from tests.factories import DATA
 
@@ -355,7 +360,7 @@ def test_perplexity_chart_bounds_models_not_groups() -> None:
     ppl = cf.perplexity(many, by=["model", "task"], tokens="tokens", bytes="bytes")
     charts = {t: (n, c) for t, n, c in report_charts(table, bin_statistics=stats, perplexity=ppl)}
     note, chart = charts["Perplexity"]
-    assert "4 of 12 models are left out" in note
+    assert "8 of 12 models are left out" in note
     rows = next(iter(chart.to_dict()["datasets"].values()))
     kept = pl.DataFrame(rows).group_by("model").len()
-    assert kept.height == 8 and kept.get_column("len").n_unique() == 1  # whole models
+    assert kept.height == 4 and kept.get_column("len").n_unique() == 1  # whole models
