@@ -137,9 +137,7 @@ def tokens(count: int, rng: np.random.Generator, documents: int = 20) -> pl.Data
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("scale_inputs"), help="folder")
-    parser.add_argument(
-        "--models", type=int, nargs="*", default=list(SIZES), choices=list(SIZES)
-    )
+    parser.add_argument("--models", type=int, nargs="*", default=list(SIZES), choices=list(SIZES))
     args = parser.parse_args(argv)
     for count in args.models:
         rng = np.random.default_rng(count)

@@ -110,7 +110,7 @@ def test_heatmap_marks_mixed_and_weightless_cells() -> None:
                 "within noise",
                 "no weight",
                 "within noise",
-            ],  # fmt: skip
+            ],
             "ece_direction": ["mixed", "over", None, "under"],
         }
     )
