@@ -23,6 +23,9 @@ m2000    2,000    2      120         a checkpoint sweep: every model differs fro
                                      by its size or its step only
 =======  =======  =====  ==========  ==========================================================
 
+``--per-group N`` writes ``m<models>xN`` with N predictions per model × task instead (the
+memory runs of ``benchmarks/bench_report_memory.py``).
+
 Model names are long checkpoint names that differ in the middle and at the end, as
 training sweeps name them: ``acme-instruct-7b-checkpoint-012000`` beside
 ``acme-instruct-70b-checkpoint-012000``. Each model has a known calibration map: the
@@ -82,9 +85,10 @@ def model_names(count: int) -> list[str]:
     return names[:count]
 
 
-def predictions(count: int, rng: np.random.Generator) -> pl.DataFrame:
+def predictions(count: int, rng: np.random.Generator, per_group: int | None = None) -> pl.DataFrame:
     """The prediction rows of ``count`` models (see the module docstring)."""
-    tasks, per_group = SIZES[count]
+    tasks, default = SIZES[count]
+    per_group = per_group or default
     names = model_names(count)
     task_names = TASKS[:tasks]
     cells = pl.DataFrame(
@@ -138,12 +142,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("scale_inputs"), help="folder")
     parser.add_argument("--models", type=int, nargs="*", default=list(SIZES), choices=list(SIZES))
+    parser.add_argument(
+        "--per-group", type=int, default=None, help="predictions per model × task (memory runs)"
+    )
     args = parser.parse_args(argv)
     for count in args.models:
         rng = np.random.default_rng(count)
-        folder = args.out / f"m{count}"
+        folder = args.out / (f"m{count}" + (f"x{args.per_group}" if args.per_group else ""))
         folder.mkdir(parents=True, exist_ok=True)
-        preds = predictions(count, rng)
+        preds = predictions(count, rng, args.per_group)
         preds.write_parquet(folder / "predictions.parquet")
         written = [f"predictions.parquet ({preds.height:,} rows)"]
         if count != 2000:

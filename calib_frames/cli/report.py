@@ -464,20 +464,32 @@ def _print_table(table: pl.DataFrame, keys: list[str], over: OverTime | None) ->
 def _selective_curve(
     predictions: pl.LazyFrame, stats: pl.DataFrame, args: argparse.Namespace, files: list[Path]
 ) -> pl.DataFrame:
-    """The risk–coverage curves of the rows, 100 points per group (a second read)."""
-    from calib_frames.estimators.selective import selective_curve
+    """The risk–coverage curves of the rows, from a bounded summary per group.
 
-    query = selective_curve(
+    A second streaming pass over the rows counts them in the 200 fixed bins of
+    :func:`~calib_frames.estimators.selective.selective_binning` (flat memory, however
+    many rows a group holds); the curves are read from that table.
+    """
+    from calib_frames.estimators.selective import (
+        selective_binning,
+        selective_curve_from_bin_statistics,
+    )
+    from calib_frames.stats import bin_statistics
+
+    query = bin_statistics(
         predictions,
         confidence=args.confidence,
         correct=args.correct,
         by=BIN_STATISTICS.keys(stats.schema),
+        bins=selective_binning(),
         weight=args.weight,
-        points=100,
     )
     assert isinstance(query, pl.LazyFrame)
     engine = "in-memory" if args.engine == "in-memory" else "streaming"
-    return common.collect(query, engine=engine, files=files)
+    summary = common.collect(query, engine=engine, files=files)
+    curve = selective_curve_from_bin_statistics(summary)
+    assert isinstance(curve, pl.DataFrame)
+    return curve
 
 
 def _write_charts(

@@ -281,7 +281,8 @@ def fold_names(names: pl.Series) -> pl.Series:
         return long.group_by(at).agg(same.alias("_shared")).sort(at)
 
     if lengths.n_unique() == 1:
-        fold = pl.col("_start").is_in(shared("_start").filter("_shared").get_column("_start"))
+        common = shared("_start").filter("_shared").get_column("_start")
+        fold = pl.col("_start").is_in(common.implode())
     else:
         shortest = int(lengths.min())  # type: ignore[arg-type]
         start = int(shared("_start").get_column("_shared").cum_min().sum())

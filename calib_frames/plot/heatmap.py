@@ -28,6 +28,7 @@ from calib_frames.plot._common import (
 from calib_frames.plot.frames import (
     BEYOND,
     COLOR,
+    NULL_KEY,
     PANEL,
     TOO_FEW,
     frame,
@@ -73,10 +74,11 @@ class HeatmapData:
     ``_panel`` (its column's label), the tooltips' metric columns (Float64), ``_status``
     (:func:`~calib_frames.plot.frames.noise_status`, or ``"no predictions"`` for a row and
     column the table has no predictions of, ``"no weight"`` for a group whose weights sum
-    to 0), ``_mixed`` (its bins over- and underconfident: ``ece_direction`` is mixed) and
-    ``_verdict`` and ``_draw`` (how it is drawn: ``"colour"``, ``"mixed"``, ``"few"`` or
-    ``"none"``); with rows left out, one more row (``_draw`` ``"gap"``) holds the
-    :attr:`gap` label."""
+    to 0), ``_mixed`` (its bins over- and underconfident: ``ece_direction`` is mixed),
+    ``_verdict``, ``_said`` (its whole names and verdict: the cell's description for a
+    screen reader, the axes showing short labels) and ``_draw`` (how it is drawn:
+    ``"colour"``, ``"mixed"``, ``"few"`` or ``"none"``); with rows left out, one more row
+    (``_draw`` ``"gap"``) holds the :attr:`gap` label."""
     keys: list[str]
     row_keys: list[str]
     """The keys that make the rows (the label key); the others make the columns."""
@@ -280,8 +282,22 @@ def heatmap_data(
         .then(pl.lit("mixed"))
         .otherwise(pl.lit("colour"))
     )
+    # what a screen reader says of a cell: the whole names (the axes show short ones)
+    said = pl.concat_str(
+        [pl.format(f"{key}: {{}}", pl.col(key).cast(pl.String).fill_null(NULL_KEY)) for key in keys]
+        + [pl.coalesce("_verdict", "_status", pl.lit(""))],
+        separator="; ",
+    )
     cells = ordered.sort("_row", maintain_order=True).select(
-        *keys, COLOR, PANEL, *shown, "_status", "_mixed", "_verdict", draw.alias("_draw")
+        *keys,
+        COLOR,
+        PANEL,
+        *shown,
+        "_status",
+        "_mixed",
+        "_verdict",
+        draw.alias("_draw"),
+        said.alias("_said"),
     )
     gap = None
     if left_out:
@@ -465,6 +481,8 @@ def calibration_heatmap(
         axis=alt.Axis(labelLimit=ROW_LIMIT * CHAR_WIDTH + 8, labelOverlap=False),
     )
 
+    said = alt.Description("_said:N")
+
     def drawn(kind: str) -> alt.Chart:
         return alt.Chart().transform_filter(alt.FieldEqualPredicate(field="_draw", equal=kind))
 
@@ -484,20 +502,22 @@ def calibration_heatmap(
     statuses = set(data.cells.get_column("_status").drop_nulls().to_list())
     layers = []
     if "colour" in kinds:
-        layers.append(cells.encode(x=x, y=y, color=colour, tooltip=tooltips))
+        layers.append(cells.encode(x=x, y=y, color=colour, tooltip=tooltips, description=said))
     if "mixed" in kinds:
         purple = alt.Scale(scheme="purples", domain=data.mixed_domain, clamp=True)
         mixed_colour = alt.Color(
             field="ece", type="quantitative", title="ECE (mixed)", scale=purple
         )
-        layers.append(mixed.encode(x=x, y=y, color=mixed_colour, tooltip=tooltips))
+        layers.append(
+            mixed.encode(x=x, y=y, color=mixed_colour, tooltip=tooltips, description=said)
+        )
     if "few" in kinds:
         layers += [
-            few.encode(x=x, y=y, tooltip=tooltips),
+            few.encode(x=x, y=y, tooltip=tooltips, description=said),
             inner.encode(x=x, y=y, color=quiet if "colour" in kinds else colour, tooltip=tooltips),
         ]
     if "none" in kinds:
-        layers.append(none.encode(x=x, y=y, tooltip=tooltips))
+        layers.append(none.encode(x=x, y=y, tooltip=tooltips, description=said))
     if NO_WEIGHT in statuses:
         layers.append(empty.encode(x=x, y=y, tooltip=tooltips))
     if BEYOND in statuses:

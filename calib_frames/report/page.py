@@ -63,7 +63,7 @@ def _summary_section(lines: Sequence[tuple[str, str]]) -> str:
     items = "\n".join(
         f"<dt>{html.escape(label)}</dt><dd>{html.escape(text)}</dd>" for label, text in lines
     )
-    return f'<section><h2>Summary</h2>\n<dl class="meta summary">\n{items}\n</dl></section>'
+    return f'<section><h2>Summary</h2>\n<dl class="summary">\n{items}\n</dl></section>'
 
 
 def _leaderboard_section(table: pl.DataFrame | None) -> list[str]:
