@@ -46,10 +46,11 @@ SIZES = {12: (3, 4, 500), 100: (10, 10, 500), 2000: (2000, 1, 20)}
 QUICK = {12: (3, 4, 200), 40: (40, 1, 50)}
 
 
-def timed(argv: list[str]) -> tuple[float, float, int, str]:
-    """Seconds, peak RSS in MiB and exit status of ``python ARGV…``, and its stderr's tail."""
+def timed(argv: list[str], root: Path = ROOT) -> tuple[float, float, int, str]:
+    """Seconds, peak RSS in MiB and exit status of ``python ARGV…`` (the package of the
+    checkout ``root``), and its stderr's tail."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH")) if p)
     # as an installed package runs: from its cached bytecode (a PYTHONDONTWRITEBYTECODE
     # left in the environment would recompile the package's modules on every start)
     env.pop("PYTHONDONTWRITEBYTECODE", None)

@@ -23,11 +23,8 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.bench_report import timed  # noqa: E402
 from benchmarks.harness import environment  # noqa: E402
 
 SIZES = {"sweep": (2000, 120), "sweep, 2,000 a group": (2000, 2000)}
@@ -53,23 +51,6 @@ def _inputs() -> Any:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def measured(argv: list[str], root: Path) -> tuple[float, float, int, str]:
-    """Seconds, peak RSS in MiB and exit status of ``python ARGV…``, and its stderr's tail."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(root)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    started = time.perf_counter()
-    with tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen(
-            [sys.executable, *argv], stdout=subprocess.DEVNULL, stderr=err, cwd=ROOT, env=env
-        )
-        _, status, usage = os.wait4(proc.pid, 0)
-        seconds = time.perf_counter() - started
-        err.seek(0)
-        tail = err.read()[-500:]
-    return seconds, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status), tail
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -103,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
                 ],
                 "report": [*cli, "report", *source, "--out", f"{folder}/r"],
             }  # fmt: skip
-            results = {label: measured(command, args.root) for label, command in commands.items()}
+            results = {label: timed(command, args.root) for label, command in commands.items()}
             status = {label: result[2] for label, result in results.items()}
             ok = all(code == 0 for code in status.values())
             failed |= not ok

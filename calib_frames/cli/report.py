@@ -358,7 +358,11 @@ def _build(args: argparse.Namespace, outputs: list[Path], staging: Path) -> list
     with common.stage(args, "wrote the tables"):
         written = _write_tables(table, stats, board, over, staging)
     if not args.no_charts:
-        curve = _risk_coverage(queries, stats, args, files)
+        from calib_frames.report.charts import report_layout
+
+        # the groups the small multiples draw: the risk–coverage curves of those only
+        drawn = report_layout(table, stats, BIN_STATISTICS.keys(stats.schema), order=board).kept
+        curve = _risk_coverage(queries, stats, args, files, drawn)
         written += _write_charts(
             table, stats, ppl, board, args=args, curve=curve, over=over, staging=staging
         )
@@ -424,13 +428,24 @@ def _write_tables(
 
 
 def _risk_coverage(
-    queries: RowQueries | None, stats: pl.DataFrame, args: argparse.Namespace, files: list[Path]
+    queries: RowQueries | None,
+    stats: pl.DataFrame,
+    args: argparse.Namespace,
+    files: list[Path],
+    drawn: pl.DataFrame | None,
 ) -> pl.DataFrame | None:
-    """The risk–coverage curves of prediction files (none from statistics or lm-eval)."""
+    """The risk–coverage curves of prediction files (none from statistics).
+
+    Of the groups ``drawn`` (the keys the report's small multiples draw; None: every
+    group).
+    """
     if queries is None or queries.predictions is None:
         return None
+    rows = queries.predictions
+    if drawn is not None:
+        rows = rows.join(drawn.lazy(), on=drawn.columns, how="semi", nulls_equal=True)
     with common.stage(args, "risk–coverage curves"):
-        return _selective_curve(queries.predictions, stats, args, files)
+        return _selective_curve(rows, stats, args, files)
 
 
 def _write_over_time(over: OverTime | None, out: Path) -> list[str]:

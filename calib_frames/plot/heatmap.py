@@ -53,13 +53,16 @@ __all__ = [
 HEATMAP_WIDTH, HEATMAP_HEIGHT = 900, 900
 """Pixels the cells of :func:`calibration_heatmap` take across and down at most (labels and
 legend aside), unless a cell would be under 10 pixels."""
-ROW_LIMIT, COLUMN_LIMIT = 30, 22
+ROW_LIMIT, COLUMN_LIMIT = 30, 30
 """Most characters of a row label and of a column label (see
 :func:`~calib_frames.plot.frames.group_labels`)."""
 CHAR_WIDTH = 6.5
 """Pixels of an axis label's character, about (10–11 pixel text)."""
 NO_CELL, NO_WEIGHT = "no predictions", "no weight"
 """The cell of a row and column without predictions, and of a group whose weights sum to 0."""
+MIXED_RANGE = ["#c2a5cf", "#40004b"]
+"""The mixed cells' colours, from ECE 0 to the top of their scale: purple, never as pale as
+a calibrated cell nor as blue as an underconfident one."""
 MISSING_FILL, FEW_FILL = "#c8c8c8", "#ececec"
 """Grey for cells without a number; light grey around the small square of a cell with too
 few predictions (never white, which is a perfect cell)."""
@@ -380,7 +383,7 @@ def calibration_heatmap(
     the rest out. Rows run best first (:func:`heatmap_rows`: ``order``'s, else by mean
     ECE); with ``rows``, the first and the last half, a grey row between them saying how
     many are left out. Labels keep the part that tells the names apart
-    (:func:`~calib_frames.plot.frames.group_labels`: 30 characters a row, 22 a column);
+    (:func:`~calib_frames.plot.frames.group_labels`: 30 characters a row or a column);
     column labels turn when they do not fit their cells, so that none overlap; tooltips
     give the whole names, ECE with its interval, the gap, the verdict and the number of
     predictions.
@@ -504,7 +507,7 @@ def calibration_heatmap(
     if "colour" in kinds:
         layers.append(cells.encode(x=x, y=y, color=colour, tooltip=tooltips, description=said))
     if "mixed" in kinds:
-        purple = alt.Scale(scheme="purples", domain=data.mixed_domain, clamp=True)
+        purple = alt.Scale(range=MIXED_RANGE, domain=data.mixed_domain, clamp=True)
         mixed_colour = alt.Color(
             field="ece", type="quantitative", title="ECE (mixed)", scale=purple
         )
@@ -524,7 +527,14 @@ def calibration_heatmap(
         layers.append(
             alt.Chart()
             .transform_filter(alt.FieldEqualPredicate(field="_status", equal=BEYOND))
-            .mark_point(filled=True, color="#212121", size=max(6.0, cell * cell / 12), opacity=0.85)
+            .mark_point(  # a white ring: seen on dark cells too
+                filled=True,
+                color="#212121",
+                size=max(6.0, cell * cell / 12),
+                opacity=0.9,
+                stroke="#ffffff",
+                strokeWidth=1,
+            )
             .encode(x=x, y=y, tooltip=tooltips)
         )
     if data.gap is not None:  # no x: the row spans the grid
@@ -555,21 +565,25 @@ def calibration_heatmap(
 
 
 def _legend_lines(data: HeatmapData) -> list[str]:
-    """The subtitle: what the dots, purple, the small squares and grey cells mean (those drawn)."""
+    """The subtitle, a short line each: what the dots, purple, small squares and grey mean.
+
+    Only what the chart draws; a line is at most about 50 characters, so that the
+    subtitle is never wider than the grid beside its legend.
+    """
     drawn = set(data.cells.get_column("_draw").to_list())
     statuses = set(data.cells.get_column("_status").drop_nulls().to_list())
     lines = []
     if BEYOND in statuses:
         lines.append("dot: ECE beyond the noise of a calibrated model")
-    marks = []
     if "mixed" in drawn:
-        marks.append("purple: over- and underconfident bins (mixed)")
+        lines.append("purple: over- and underconfident bins (mixed)")
     if "few" in drawn:
-        marks.append("small square on grey: too few predictions")
+        lines.append("small square on light grey: too few predictions")
+    grey = []
     if NO_CELL in statuses:
-        marks.append("grey: no predictions")
+        grey.append("grey: no predictions")
     if NO_WEIGHT in statuses:
-        marks.append("∅: weights sum to 0")
-    if marks:
-        lines.append("; ".join(marks))
+        grey.append("∅: weights sum to 0")
+    if grey:
+        lines.append("; ".join(grey))
     return lines

@@ -54,7 +54,7 @@ def board_order(board: pl.DataFrame) -> str:
 
 def _model_line(row: dict[str, object], model: str) -> str:
     """A model's line: its name, pooled ECE with interval, task mean, miscalibrated tasks."""
-    text = f"{row[model]}  ECE {_number(row.get('ece'))}{_interval(row, 'ece')}"
+    text = f"{row[model]} — ECE {_number(row.get('ece'))}{_interval(row, 'ece')}"
     if isinstance(row.get("ece_task_mean"), float):
         text += f" pooled, {_number(row['ece_task_mean'])} mean over tasks"
     if isinstance(row.get(RANK), int | float):
@@ -110,7 +110,7 @@ def summary_lines(
     >>> lines = dict(summary_lines(tables.comparison, tables.leaderboard))
     >>> lines["groups"]
     '3 models × 4 tasks: 12 groups, 24,000 predictions'
-    >>> lines["best"].split("  ")[0], lines["worst"].split("  ")[0]
+    >>> lines["best"].split(" — ")[0], lines["worst"].split(" — ")[0]
     ('calibrated', 'overconfident')
     >>> lines["beyond noise"].split(": ")  # doctest: +NORMALIZE_WHITESPACE
     ['8 of 12 groups (67%), each tested alone (no correction across the table)',
@@ -146,7 +146,7 @@ def summary_lines(
                 named = ranked.row(row, named=True)
                 name = " · ".join(str(named[k]) for k in keys)
                 lines.append(
-                    (label, f"{name}  ECE {_number(named['ece'])}{_interval(named, 'ece')}")
+                    (label, f"{name} — ECE {_number(named['ece'])}{_interval(named, 'ece')}")
                 )
     lines += _noise_lines(counted)
     return lines
