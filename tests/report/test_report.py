@@ -364,3 +364,32 @@ def test_perplexity_chart_bounds_models_not_groups() -> None:
     rows = next(iter(chart.to_dict()["datasets"].values()))
     kept = pl.DataFrame(rows).group_by("model").len()
     assert kept.height == 4 and kept.get_column("len").n_unique() == 1  # whole models
+
+
+def test_rank_intervals_and_the_models_tied_with_the_best_are_shown() -> None:
+    """Issue 29.4's display: a leaderboard with a rank, its interval and the mark of the
+    models indistinguishable from the best shows them first in the page, in the summary
+    and on stdout (the columns another helper adds; their names are the report's)."""
+    from calib_frames.report.summary import AMONG_BEST, RANK, summary_lines
+    from calib_frames.report.table_html import table_html
+
+    stats = cf.bin_statistics(
+        pl.read_parquet(ROOT / "data" / "synthetic_predictions.parquet"), by=["model", "task"]
+    )
+    tables = cf.comparison.report_tables(stats, model="model", replicates=20)
+    assert tables.leaderboard is not None
+    board = tables.leaderboard.with_columns(
+        pl.Series(RANK, [1, 2, 3], dtype=pl.UInt32),
+        pl.Series(f"{RANK}_ci_low", [1, 1, 3], dtype=pl.UInt32),
+        pl.Series(f"{RANK}_ci_high", [2, 2, 3], dtype=pl.UInt32),
+        pl.Series(AMONG_BEST, [True, True, False]),
+    )
+    lines = dict(summary_lines(tables.comparison, board))
+    assert lines["indistinguishable from the best"] == "calibrated, underconfident"
+    assert "; rank 1 (1–2);" in lines["best"] and "; rank 3 (3–3);" in lines["worst"]
+    page = table_html(board, keys=["model"], within=[], table_id="leaderboard")
+    # the rank first, its interval on hover; the two tied with the best marked
+    head = page.split("<tbody>")[0]
+    assert head.index(">rank</th>") < head.index(">tasks</th>")
+    assert page.count('<tr class="among-best">') == 2
+    assert 'data-value="2" title="95% interval [1, 2]">2</td>' in page
