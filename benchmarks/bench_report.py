@@ -56,11 +56,11 @@ def timed(argv: list[str], root: Path = ROOT) -> tuple[float, float, int, str]:
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     started = time.perf_counter()
     with tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen(
+        proc = subprocess.Popen(  # from root: ``-m`` puts the folder first on sys.path
             [sys.executable, *argv],
             stdout=subprocess.DEVNULL,
             stderr=err,
-            cwd=ROOT,
+            cwd=root,
             env=env,
         )
         _, status, usage = os.wait4(proc.pid, 0)

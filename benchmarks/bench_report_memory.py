@@ -10,7 +10,7 @@ memory (``wait4``'s ``ru_maxrss``) and seconds, and the two ratios the target re
 ``report`` / ``compare`` (the same computations) and ``report --no-uncertainty`` /
 ``compare --no-uncertainty``. Run from the repository root::
 
-    .venv/bin/python -m benchmarks.bench_report_memory             # 120 and 2,000 rows a group
+    .venv/bin/python -m benchmarks.bench_report_memory             # 120 and 8,000 rows a group
     .venv/bin/python benchmarks/bench_report_memory.py --quick     # 50 models, small
     .venv/bin/python -m benchmarks.bench_report_memory --root /tmp/before   # another checkout
 
@@ -37,7 +37,7 @@ if str(ROOT) not in sys.path:
 from benchmarks.bench_report import timed  # noqa: E402
 from benchmarks.harness import environment  # noqa: E402
 
-SIZES = {"sweep": (2000, 120), "sweep, 2,000 a group": (2000, 2000)}
+SIZES = {"sweep": (2000, 120), "sweep, 8,000 a group": (2000, 8000)}
 """Name → (models, predictions per model × task) of ``data/make_scale_inputs.py``'s inputs
 (2,000 models: the sweep of 2 tasks)."""
 QUICK = {"50 models": (50, 20)}
