@@ -20,6 +20,9 @@ module                                   holds
 :mod:`~calib_frames.report.charts`       :func:`report_charts`: which charts, and how
                                          (``report_layout`` decides which groups each
                                          draws, in polars)
+:mod:`~calib_frames.report.summary`      ``summary_lines``: what the page and stdout
+                                         say first (best and worst model, groups
+                                         beyond noise)
 ``assets/``                              the page's style sheet and sort script
 =======================================  ================================================
 

@@ -1,9 +1,11 @@
-r"""The report's page: the header, the comparison table and the charts in one HTML file.
+r"""The report's page: header, summary, leaderboard, charts and the full table in one file.
 
-:func:`report_html` assembles the page from the table (:mod:`calib_frames.report.table_html`),
+:func:`report_html` assembles the page from the summary
+(:mod:`calib_frames.report.summary`), the tables (:mod:`calib_frames.report.table_html`),
 the charts (:mod:`calib_frames.report.charts`) and the page's style and sort script, which
 ship as package data (``assets/report.css``, ``assets/report.js``); :func:`write_report`
-writes it atomically.
+writes it atomically. What a reader looks at first comes first: the summary, the
+leaderboard and the heatmap; the comparison table of every group comes last.
 """
 
 from __future__ import annotations
@@ -365,15 +367,17 @@ def write_report(
     """Write a self-contained HTML report of a comparison table and its bin statistics.
 
     The file has a header (inputs with their row counts, predictions and groups, group
-    keys, binning, date, versions), the comparison table (one row per group, numbers
-    formatted, sortable by clicking a header, filtered by the text typed above it, its
-    columns in groups shown or hidden by tick boxes, the best value of each column marked,
-    and ``<metric>_ci_low``/``_ci_high`` shown as intervals on hover or on request) in a
-    box that scrolls inside the page, and the charts:
-    reliability diagrams, confidence histograms, accuracy against ECE, the Brier
-    decomposition, when there are token or byte counts, perplexity (or word / byte
-    perplexity) and bits per byte, and with
-    ``selective=`` the risk–coverage curves. It opens
+    keys, binning, date, versions), a summary
+    (:func:`~calib_frames.report.summary.summary_lines`: the best and the worst model, the
+    groups beyond noise), the leaderboard when given, the charts (with two keys the
+    heatmap and the reliability diagram of a picked group first, then reliability
+    diagrams, confidence histograms, accuracy against ECE, the Brier decomposition, when
+    there are token or byte counts perplexity (or word / byte perplexity) and bits per
+    byte, and with ``selective=`` the risk–coverage curves), and last the comparison table
+    (one row per group, numbers formatted, sortable by clicking a header, filtered by the
+    text typed above it, its columns in groups shown or hidden by tick boxes, the best
+    value of each column marked, and ``<metric>_ci_low``/``_ci_high`` shown as intervals
+    on hover or on request) in a box that scrolls inside the page. It opens
     with no network (Vega inlined, a Content-Security-Policy allowing no request). The
     file is written atomically (a temporary file in the same folder, then
     ``os.replace``).
@@ -410,7 +414,8 @@ def write_report(
         Optional selective curve table (:func:`~calib_frames.selective_curve`, grouped
         by the bin statistics' keys): adds the risk–coverage curves.
     leaderboard
-        Optional leaderboard (:func:`~calib_frames.leaderboard`), shown first.
+        Optional leaderboard (:func:`~calib_frames.leaderboard`), shown after the
+        summary; its order is the charts' (:func:`~calib_frames.report.report_charts`).
     charts
         The charts as :func:`~calib_frames.report.report_charts` returns them (default:
         built here; pass them when they are also saved as PNG, to build them once).
