@@ -99,7 +99,7 @@ class HeatmapData:
     domain: list[float]
     """The colour scale's domain: [0, top] for ECE, [−top, top] for the gap."""
     mixed_domain: list[float]
-    """The domain of the mixed cells' scale (their ECE): [0, top]."""
+    """The domain of the mixed cells' scale: [0, the 98th percentile of their ECE]."""
     cell: float
     """The side of a cell in pixels."""
     angle: int
@@ -314,12 +314,12 @@ def heatmap_data(
         cell = min(28.0, max(10.0, fit))
     widest = max((len(c) for c in columns), default=0) * CHAR_WIDTH
     angle = 0 if widest <= cell - 2 else (-45 if cell >= 16 else -90)
-    # the scale spans the cells with enough predictions and one direction (a
-    # 5-prediction cell's gap is noise), or every cell with a number when none has
-    numbered = cells.filter(pl.col("_draw").is_in(["colour", "mixed", "few"]))
-    enough = numbered.filter(pl.col("_draw") != "few")
-    basis = enough if enough.height else numbered
-    top = _top(basis.get_column(value))
+    # the scale spans the cells it colours that have enough predictions (a 5-prediction
+    # cell's gap is noise), or every one when none has; the mixed cells' scale theirs
+    kinds = cells.get_column("_draw")
+    basis = cells.filter(kinds == "colour") if (kinds == "colour").any() else cells
+    top = _top(basis.filter(pl.col("_draw").is_in(["colour", "few"])).get_column(value))
+    mixed_cells = cells.filter(pl.col("_draw") == "mixed")
     return HeatmapData(
         cells=cells,
         keys=keys,
@@ -331,7 +331,7 @@ def heatmap_data(
         value=value,
         shown=shown,
         domain=[0, top] if value == "ece" else [-top, top],
-        mixed_domain=[0, _top(basis.get_column("ece")) if "ece" in shown else 1.0],
+        mixed_domain=[0, _top(mixed_cells.get_column("ece")) if "ece" in shown else 1.0],
         cell=cell,
         angle=angle,
         picked=picked,

@@ -103,7 +103,7 @@ def test_heatmap_marks_mixed_and_weightless_cells() -> None:
             "task": ["x", "y", "x", "y"],
             "count": [200, 200, 200, 200],
             "ece": [0.12, 0.05, None, 0.02],
-            "overconfidence": [0.001, 0.05, None, -0.02],
+            "overconfidence": [0.3, 0.05, None, -0.02],
             "ece_beyond_noise": [True, False, None, False],
             "verdict": [
                 "mixed: overconfident above 0.7, underconfident below",
@@ -121,9 +121,10 @@ def test_heatmap_marks_mixed_and_weightless_cells() -> None:
     assert data.cells.filter(pl.col("_draw") == "none").get_column("_status").to_list() == [
         "no weight"
     ]
-    assert data.mixed and data.mixed_domain[0] == 0
-    # the gap's scale spans the cells of one direction (0.05, 0.02), not the mixed one
+    # the gap's scale spans the cells it colours (0.05, 0.02), not the mixed one (0.3);
+    # the mixed cells have a scale of their own, of their ECE
     assert data.domain == [-0.05, 0.05]
+    assert data.mixed and data.mixed_domain == [0, 0.12]
 
 
 def test_heatmap_column_labels_turn_when_they_do_not_fit() -> None:
