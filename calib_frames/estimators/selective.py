@@ -696,11 +696,13 @@ def selective_curve_from_bin_statistics(stats: Frame) -> Frame:
     """The risk–coverage curve of a bin-statistics table: one point per populated bin.
 
     A bounded summary of :func:`selective_curve`: accepting every prediction of
-    confidence at least a bin's lower edge t (bins closed on the left), the coverage is
+    confidence at least a bin's lower bound t, the coverage is
     c(t) = Σ_{b ≥ t} W_b / Σ_b W_b and the risk E(t)/(c(t)·N) = Σ_{b ≥ t} F_b / Σ_{b ≥ t} W_b,
     with W_b a bin's weight and F_b its wrong predictions' weight; accuracy = 1 − risk.
-    These are the exact curve's values at those thresholds; between them it is the
-    curve of the confidences rounded to the bins (the rows of a bin count as tied).
+    These are the exact curve's values at those thresholds (for bins closed on the left,
+    and equal-mass bins, whose lower bound is their smallest confidence; a right-closed
+    bin accepts the confidences above its lower edge); between them it is the curve of
+    the confidences rounded to the bins (the rows of a bin count as tied).
     With :func:`selective_binning`'s 200 bins a group has at most 200 points, however
     many rows it holds, and the table is additive (computed per file or per night and
     merged), so the risk–coverage chart of a report never holds the rows.
@@ -708,8 +710,8 @@ def selective_curve_from_bin_statistics(stats: Frame) -> Frame:
     Parameters
     ----------
     stats
-        A bin-statistics table (:func:`~calib_frames.bin_statistics`) with fixed edges,
-        usually of :func:`selective_binning`; lazy in, lazy out.
+        A bin-statistics table (:func:`~calib_frames.bin_statistics`), usually of
+        :func:`selective_binning`; lazy in, lazy out.
 
     Returns
     -------
@@ -721,8 +723,7 @@ def selective_curve_from_bin_statistics(stats: Frame) -> Frame:
     Raises
     ------
     TableError
-        If ``stats`` is not a bin-statistics table, or its bins have no fixed edges
-        (equal-mass bins).
+        If ``stats`` is not a bin-statistics table.
 
     See Also
     --------
@@ -749,11 +750,6 @@ def selective_curve_from_bin_statistics(stats: Frame) -> Frame:
             "calib_frames.bin_statistics"
         )
     populated = lazy.filter(pl.col("weight") > 0)
-    if populated.select(pl.col("bin_lower").is_null().any()).collect().item():
-        raise TableError(
-            "selective_curve_from_bin_statistics: the bins have no fixed edges (equal-mass "
-            "bins); use fixed edges, e.g. bins=selective_binning()"
-        )
 
     def within(expr: pl.Expr) -> pl.Expr:
         return expr.over(keys) if keys else expr
