@@ -34,6 +34,8 @@ FACET_SPACING = {"row": 48, "column": 20}
 """Wrapped facets with flush bounds: room for each row's x axis and the next header."""
 NO_FRAME = {"stroke": None}
 """A view without its border (text tables beside or under a chart)."""
+LEGEND_TITLE = 260
+"""Pixels of a legend's title: the key, and under it the parts its folded labels share."""
 
 
 def field(name: str) -> str:
@@ -152,12 +154,14 @@ def unit_scale() -> alt.Scale:
 
 
 def group_color(prepared: Prepared, legend: alt.Legend | None) -> alt.Color:
-    """One colour per colour group, titled by the colour keys."""
+    """One colour per colour group, titled by the colour keys (and what their labels fold)."""
     import altair as alt
 
+    title = " × ".join(prepared.color) or "group"
     return alt.Color(
         f"{COLOR}:N",
-        title=" × ".join(prepared.color) or "group",
+        # the folded labels' shared parts under the key (acme-instruct-…-checkpoint-…)
+        title=[title, prepared.color_shared] if prepared.color_shared else title,
         scale=color_scale(prepared),
         legend=legend,
     )
@@ -185,7 +189,9 @@ def group_encoding(prepared: Prepared, name: str | None = None) -> tuple[Any, An
     if not prepared.color:
         return alt.ColorValue(SINGLE), alt.OpacityValue(1.0), None
     highlight = alt.selection_point(name=name, fields=[COLOR], bind="legend")
-    color = group_color(prepared, alt.Legend(labelLimit=200, symbolType="stroke"))
+    color = group_color(
+        prepared, alt.Legend(labelLimit=200, titleLimit=LEGEND_TITLE, symbolType="stroke")
+    )
     return color, emphasis(highlight, 0.12), highlight
 
 

@@ -12,6 +12,7 @@ columns the charts add all start with ``_`` so that they cannot clash with a key
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -47,6 +48,7 @@ __all__ = [
     "noise_status",
     "prepare",
     "records",
+    "shared_parts",
     "spec_keys",
 ]
 
@@ -238,29 +240,13 @@ def cut_middle(text: pl.Expr, limit: int) -> pl.Expr:
     )
 
 
-def fold_names(names: pl.Series) -> pl.Series:
-    """Each of the distinct ``names`` with the parts that all of them share folded to "…".
+def _folded_parts(names: pl.Series) -> pl.DataFrame | None:
+    """The parts of each of ``names`` (``_i``, ``_part``), and which are folded (``_fold``).
 
-    A name's parts are the runs between the separators ``- _ . / :`` and space. When the
-    names have as many parts each, every position where they all have the same part is
-    folded; otherwise the parts they all start with and all end with are (at least one
-    part of every name is kept). A run of folded parts is one "…", and a kept part before
-    it loses its separator: ``acme-instruct-70b-checkpoint-096000`` beside
-    ``acme-instruct-7b-checkpoint-012000`` reads ``…70b…096000``. Fewer than two distinct
-    names are kept whole. Distinct names stay distinct.
-
-    Examples
-    --------
-    >>> import polars as pl
-    >>> from calib_frames.plot.frames import fold_names
-    >>> fold_names(pl.Series(["acme-instruct-70b-checkpoint-096000",
-    ...                       "acme-instruct-7b-checkpoint-012000"])).to_list()
-    ['…70b…096000', '…7b…012000']
-    >>> fold_names(pl.Series(["mmlu_physics", "mmlu_college_chemistry"])).to_list()
-    ['…physics', '…college_chemistry']
+    None for fewer than two distinct names. See :func:`fold_names` for the rule.
     """
     if names.n_unique() < 2:
-        return names
+        return None
     count = names.len()
     parts = (
         pl.DataFrame({"_name": names})
@@ -290,10 +276,36 @@ def fold_names(names: pl.Series) -> pl.Series:
         start = min(start, shortest - 1)
         end = max(0, min(end, shortest - 1 - start))
         fold = (pl.col("_start") < start) | (pl.col("_end") < end)
-    folded = long.with_columns(fold.alias("_fold")).with_columns(
+    return long.with_columns(fold.alias("_fold")).with_columns(
         pl.col("_fold").shift(1, fill_value=False).over("_i").alias("_after"),
         pl.col("_fold").shift(-1, fill_value=False).over("_i").alias("_before"),
     )
+
+
+def fold_names(names: pl.Series) -> pl.Series:
+    """Each of the distinct ``names`` with the parts that all of them share folded to "…".
+
+    A name's parts are the runs between the separators ``- _ . / :`` and space. When the
+    names have as many parts each, every position where they all have the same part is
+    folded; otherwise the parts they all start with and all end with are (at least one
+    part of every name is kept). A run of folded parts is one "…", and a kept part before
+    it loses its separator: ``acme-instruct-70b-checkpoint-096000`` beside
+    ``acme-instruct-7b-checkpoint-012000`` reads ``…70b…096000``. Fewer than two distinct
+    names are kept whole. Distinct names stay distinct.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.plot.frames import fold_names
+    >>> fold_names(pl.Series(["acme-instruct-70b-checkpoint-096000",
+    ...                       "acme-instruct-7b-checkpoint-012000"])).to_list()
+    ['…70b…096000', '…7b…012000']
+    >>> fold_names(pl.Series(["mmlu_physics", "mmlu_college_chemistry"])).to_list()
+    ['…physics', '…college_chemistry']
+    """
+    folded = _folded_parts(names)
+    if folded is None:
+        return names
     piece = (
         pl.when(pl.col("_fold") & pl.col("_after"))
         .then(pl.lit(""))
@@ -304,8 +316,37 @@ def fold_names(names: pl.Series) -> pl.Series:
         .otherwise(pl.col("_part"))
     )
     joined = folded.group_by("_i").agg(piece.str.join("").alias("_label"))
-    out = parts.join(joined, on="_i", how="left").sort("_i")
-    return out.select(pl.coalesce("_label", "_name")).to_series().alias(names.name)
+    out = names.to_frame("_name").with_row_index("_i").join(joined, on="_i", how="left")
+    return out.sort("_i").select(pl.coalesce("_label", "_name")).to_series().alias(names.name)
+
+
+def shared_parts(names: pl.Series) -> str:
+    """What :func:`fold_names` folds, with "…" where the names differ ("" if nothing is).
+
+    Said beside the folded labels (a legend's or an axis's title), so that a reader sees
+    the whole names' shape: ``acme-instruct-…-checkpoint-…``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.plot.frames import shared_parts
+    >>> shared_parts(pl.Series(["acme-instruct-70b-checkpoint-012000",
+    ...                         "acme-instruct-7b-checkpoint-012000"]))
+    'acme-instruct-…-checkpoint-012000'
+    >>> shared_parts(pl.Series(["a", "b"]))
+    ''
+    """
+    folded = _folded_parts(names)
+    if folded is None or not folded.get_column("_fold").any():
+        return ""
+    first = folded.filter(pl.col("_i") == 0)
+    piece = (
+        pl.when(pl.col("_fold"))
+        .then(pl.col("_part"))
+        .otherwise(pl.col("_part").str.replace(r"^[^-_./: ]+", ELLIPSIS))
+    )
+    text = str(first.select(piece.str.join("")).item())
+    return re.sub(f"{ELLIPSIS}(?:[-_./: ]*{ELLIPSIS})+", ELLIPSIS, text)
 
 
 def group_labels(
@@ -443,6 +484,9 @@ class Prepared:
     facet: list[str]
     color_order: tuple[str, ...] = ()
     """Colour-group labels in key order (see :func:`prepare`); empty: sort the labels."""
+    color_shared: str = ""
+    """What the folded colour labels leave out (:func:`shared_parts`), for the legend's
+    title; empty when the labels are the names or there are several colour keys."""
 
     @property
     def panels(self) -> list[str]:
@@ -537,7 +581,12 @@ def prepare(
             [_sort_key(data, key) for key in color_keys], nulls_last=True, maintain_order=True
         )
         color_order = tuple(combos.get_column(COLOR).unique(maintain_order=True).to_list())
-    return Prepared(data, keys, color_keys, facet_keys, color_order)
+    shared = ""
+    if len(color_keys) == 1:
+        names = data.get_column(color_keys[0]).cast(pl.String).drop_nulls().unique()
+        if names.len() and not names.is_in(data.get_column(COLOR).implode()).all():
+            shared = shared_parts(names.sort())
+    return Prepared(data, keys, color_keys, facet_keys, color_order, shared)
 
 
 def _sort_key(data: pl.DataFrame, key: str) -> pl.Expr:

@@ -17,6 +17,7 @@ import polars as pl
 from calib_frames.exceptions import TableError
 from calib_frames.metrics.registry import metric
 from calib_frames.plot._common import (
+    LEGEND_TITLE,
     SINGLE,
     check_size,
     emphasis,
@@ -285,7 +286,7 @@ def metric_scatter(
         faded: Any = alt.OpacityValue(0.8)
     else:
         highlight = alt.selection_point(name="highlight_points", fields=[COLOR], bind="legend")
-        color = group_color(prepared, alt.Legend(labelLimit=200))
+        color = group_color(prepared, alt.Legend(labelLimit=200, titleLimit=LEGEND_TITLE))
         faded = emphasis(highlight, 0.15)
     # the x metric (a miscalibration) from zero; the y metric fitted to its range
     x_enc, y_enc = (

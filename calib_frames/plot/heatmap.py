@@ -111,6 +111,8 @@ class HeatmapData:
     """Whether the table has the noise floor's columns (dots)."""
     mixed: bool
     """Whether the table says which cells are mixed (``ece_direction``)."""
+    shared: str = ""
+    """What the folded row labels leave out (the axis title's second line)."""
 
 
 def heatmap_rows(
@@ -337,6 +339,7 @@ def heatmap_data(
         picked=picked,
         noise="ece_beyond_noise" in names,
         mixed=mixed,
+        shared=prepared.color_shared,
     )
 
 
@@ -477,10 +480,11 @@ def calibration_heatmap(
             labelOverlap=False,
         ),
     )
+    rows_title = " × ".join(data.row_keys)
     y = alt.Y(
         f"{COLOR}:N",
         sort=data.rows,
-        title=" × ".join(data.row_keys),
+        title=[rows_title, data.shared] if data.shared else rows_title,
         axis=alt.Axis(labelLimit=ROW_LIMIT * CHAR_WIDTH + 8, labelOverlap=False),
     )
 

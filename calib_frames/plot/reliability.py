@@ -20,6 +20,7 @@ from calib_frames.metrics.calibration import MCE_MIN_COUNT
 from calib_frames.metrics.registry import metric
 from calib_frames.plot._common import (
     COUNT_LABEL,
+    LEGEND_TITLE,
     NO_FRAME,
     SINGLE,
     bin_tooltips,
@@ -653,6 +654,7 @@ def _diagram_layer(
         legend = alt.Legend(
             orient="right",
             labelLimit=200,
+            titleLimit=LEGEND_TITLE,
             symbolType="stroke",
             columns=2 if len(prepared.colors) > 24 else 1,
         )

@@ -160,6 +160,12 @@ def test_group_labels_keep_what_tells_names_apart() -> None:
         "…70b…012000",
         "…70b…096000",
     ]
+    # the legend says what the labels leave out; names kept whole need no such line
+    folded = prepare(sweep.with_columns(task=pl.lit("t")), ["model", "task"], color="model",
+                     facet="task", color_limit=20)  # fmt: skip
+    assert folded.color_shared == "acme-instruct-…-checkpoint-…"
+    whole = prepare(sweep, ["model"], color="model", facet=None, color_limit=40)
+    assert whole.color_shared == ""
     # within the limit the names stay whole; no keys: "all"
     assert group_labels(sweep, ["model"], 40).to_list() == sweep.get_column("model").to_list()
     assert group_labels(sweep, [], 20).to_list() == ["all"] * 3
