@@ -102,6 +102,8 @@ class ReportLayout:
     """The key that names a model (the leaderboard's; else the first key)."""
     order: pl.DataFrame | None
     """The models with predictions, best first (the leaderboard's order, else by mean ECE)."""
+    models: list[str]
+    """The models the small multiples draw, best first, as text (their legends' order)."""
     views: bool
     """Whether the views of every model are drawn (the heatmap and the picked diagram)."""
     view_bins: pl.DataFrame
@@ -186,7 +188,7 @@ def report_layout(
     model = _model_key(keys, bin_keys, order)
     kept: pl.DataFrame | None = None
     view_bins, view_note, left_out, ranked = bins, "", "", None
-    drawn_table, drawn_bins = table, bins
+    drawn_table, drawn_bins, models = table, bins, []
     if model is not None:
         predicted = (
             table.filter(pl.col("count").fill_null(0) > 0) if "count" in table.columns else table
@@ -221,8 +223,9 @@ def report_layout(
             kept = groups_
             drawn_table, drawn_bins = _kept(table, groups_), _kept(bins, groups_)
             left_out = f" Drawn: {' on '.join(notes)} (the heatmap and the tables have them all)."
-        drawn_table = _in_order(drawn_table, model, drawn)
-        drawn_bins = _in_order(drawn_bins, model, drawn)
+        models = drawn.get_column(model).cast(pl.String).drop_nulls().to_list()
+        drawn_table = _in_order(drawn_table, model, models)
+        drawn_bins = _in_order(drawn_bins, model, models)
     views = model is not None and "ece" in table.columns
     groups = view_bins.select(bin_keys).n_unique() if bin_keys else 1
     heatmap = views and len(keys) >= 2 and "overconfidence" in table.columns
@@ -233,6 +236,7 @@ def report_layout(
         bin_keys=bin_keys,
         model=model,
         order=ranked,
+        models=models,
         views=views,
         view_bins=view_bins,
         view_note=view_note,
@@ -263,15 +267,14 @@ def _model_key(keys: list[str], bin_keys: list[str], order: pl.DataFrame | None)
     return None
 
 
-def _in_order(frame_: pl.DataFrame, model: str, drawn: pl.DataFrame) -> pl.DataFrame:
-    """``frame_`` with the model key as an Enum of the ``drawn`` models, best first.
+def _in_order(frame_: pl.DataFrame, model: str, models: list[str]) -> pl.DataFrame:
+    """``frame_`` with the model key as an Enum of the drawn ``models``, best first.
 
     The charts order a legend by its key's values: an Enum's in its categories' order.
     """
-    names = drawn.get_column(model).cast(pl.String).drop_nulls().unique(maintain_order=True)
-    if names.is_empty():
+    if not models:
         return frame_
-    return frame_.with_columns(pl.col(model).cast(pl.String).cast(pl.Enum(names.to_list())))
+    return frame_.with_columns(pl.col(model).cast(pl.String).cast(pl.Enum(models)))
 
 
 def _views(
@@ -353,10 +356,9 @@ def _perplexity_view(
     first = measures[0]
     model = layout.model
     if model is not None and model in ppl_keys and layout.kept is not None:
-        models = layout.table.select(pl.col(model).cast(pl.String)).unique()
-        mine = source.filter(pl.col(model).cast(pl.String).is_in(models.to_series().implode()))
+        mine = source.filter(pl.col(model).cast(pl.String).is_in(layout.models))
         if mine.get_column(first).is_finite().any():
-            source = _in_order(mine, model, layout.table.select(model).unique(maintain_order=True))
+            source = _in_order(mine, model, layout.models)
             return [("Perplexity", note + layout.left_out, perplexity_chart(source))]
     if ppl_keys:
         chosen, count = bounded_models(source, ppl_keys[:1], first, limit)
@@ -539,9 +541,7 @@ def _charts(
         if layout.kept is not None:
             curve = _kept(curve, layout.kept)
         if layout.model is not None:
-            curve = _in_order(
-                curve, layout.model, table.select(layout.model).unique(maintain_order=True)
-            )
+            curve = _in_order(curve, layout.model, layout.models)
         built.append(
             (
                 "Risk–coverage curves",

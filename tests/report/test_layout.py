@@ -40,7 +40,8 @@ def drawn_models(layout: ReportLayout) -> list[str]:
     dtype = layout.table.schema["model"]
     assert isinstance(dtype, pl.Enum)
     assert set(layout.table.get_column("model").cast(pl.String)) == set(dtype.categories)
-    return list(dtype.categories)
+    assert list(dtype.categories) == layout.models
+    return layout.models
 
 
 def test_small_multiples_draw_the_best_and_worst_models_across_their_tasks() -> None:

@@ -393,3 +393,45 @@ def test_rank_intervals_and_the_models_tied_with_the_best_are_shown() -> None:
     assert head.index(">rank</th>") < head.index(">tasks</th>")
     assert page.count('<tr class="among-best">') == 2
     assert 'data-value="2" title="95% interval [1, 2]">2</td>' in page
+
+
+def test_every_small_multiple_lists_its_models_best_first() -> None:
+    """The legends of the reliability diagrams and the risk–coverage curves run in the
+    leaderboard's order (the 2 best, then the 2 worst), not by name."""
+    from calib_frames.estimators.selective import selective_curve
+    from calib_frames.report import report_charts
+    from tests.factories import prediction_rows
+
+    models = [f"m{k:02d}" for k in range(8)]
+    predictions = prediction_rows(9, 8 * 300, models=models).with_columns(task=pl.lit("t"))
+    stats = cf.bin_statistics(predictions, by=["model", "task"])
+    tables = cf.comparison.report_tables(stats, model="model", replicates=20)
+    board = tables.leaderboard
+    assert board is not None
+    order = board.get_column("model").to_list()
+    expected = [*order[:2], *order[-2:]]
+    curve = selective_curve(predictions, by=["model", "task"], points=20)
+    charts = {
+        title: chart.to_dict()
+        for title, _, chart in report_charts(
+            tables.comparison, bin_statistics=stats, selective=curve, leaderboard=board
+        )
+    }
+
+    def legend(spec: dict[str, Any]) -> list[str]:
+        found = [d for d in _color_domains(spec) if set(d) <= set(models) and len(d) == 4]
+        assert found, spec.keys()
+        return found[0]
+
+    assert legend(charts["Risk–coverage curves"]) == expected
+    assert legend(charts["Reliability diagrams"]) == expected
+
+
+def _color_domains(spec: Any) -> list[list[Any]]:
+    """Every list-valued scale domain in the spec, in order."""
+    if isinstance(spec, dict):
+        found = [spec["domain"]] if isinstance(spec.get("domain"), list) else []
+        return found + [d for value in spec.values() for d in _color_domains(value)]
+    if isinstance(spec, list):
+        return [d for value in spec for d in _color_domains(value)]
+    return []
