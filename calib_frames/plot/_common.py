@@ -34,8 +34,9 @@ FACET_SPACING = {"row": 48, "column": 20}
 """Wrapped facets with flush bounds: room for each row's x axis and the next header."""
 NO_FRAME = {"stroke": None}
 """A view without its border (text tables beside or under a chart)."""
-LEGEND_TITLE = 260
-"""Pixels of a legend's title: the key, and under it the parts its folded labels share."""
+LEGEND_TITLE = 200
+"""Pixels of a legend's title (as wide as its labels): the key, and under it the parts its
+folded labels share (at most :data:`~calib_frames.plot.frames.SHARED_LIMIT` characters)."""
 
 
 def field(name: str) -> str:

@@ -192,6 +192,8 @@ def spec_keys(table: pl.DataFrame, spec: Table, role: str) -> list[str]:
 ELLIPSIS = "…"
 COLOR_LIMIT, PANEL_LIMIT = 30, 24
 """Most characters of a colour label (legend, axis rows) and of a panel title by default."""
+SHARED_LIMIT = 28
+"""Most characters of what folded colour labels share (:attr:`Prepared.color_shared`)."""
 _TOKEN = r"[^-_./: ]+[-_./: ]*|[-_./: ]+"
 """A name's parts: a run of other characters with the separators (-_./: ) after it."""
 _PROTOTYPE = frozenset(
@@ -585,7 +587,9 @@ def prepare(
     if len(color_keys) == 1:
         names = data.get_column(color_keys[0]).cast(pl.String).drop_nulls().unique()
         if names.len() and not names.is_in(data.get_column(COLOR).implode()).all():
-            shared = shared_parts(names.sort())
+            shared = str(
+                pl.select(cut_middle(pl.lit(shared_parts(names.sort())), SHARED_LIMIT)).item()
+            )
     return Prepared(data, keys, color_keys, facet_keys, color_order, shared)
 
 
