@@ -46,20 +46,21 @@ SIZES = {12: (3, 4, 500), 100: (10, 10, 500), 2000: (2000, 1, 20)}
 QUICK = {12: (3, 4, 200), 40: (40, 1, 50)}
 
 
-def timed(argv: list[str]) -> tuple[float, float, int, str]:
-    """Seconds, peak RSS in MiB and exit status of ``python ARGV…``, and its stderr's tail."""
+def timed(argv: list[str], root: Path = ROOT) -> tuple[float, float, int, str]:
+    """Seconds, peak RSS in MiB and exit status of ``python ARGV…`` (the package of the
+    checkout ``root``), and its stderr's tail."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH")) if p)
     # as an installed package runs: from its cached bytecode (a PYTHONDONTWRITEBYTECODE
     # left in the environment would recompile the package's modules on every start)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     started = time.perf_counter()
     with tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen(
+        proc = subprocess.Popen(  # from root: ``-m`` puts the folder first on sys.path
             [sys.executable, *argv],
             stdout=subprocess.DEVNULL,
             stderr=err,
-            cwd=ROOT,
+            cwd=root,
             env=env,
         )
         _, status, usage = os.wait4(proc.pid, 0)

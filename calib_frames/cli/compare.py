@@ -29,6 +29,8 @@ from calib_frames.cli.rows import (
 from calib_frames.comparison.pipeline import REPLICATES, ReportTables, report_tables
 from calib_frames.exceptions import ArgumentError
 from calib_frames.metrics.registry import SUMMARY_COLUMNS
+from calib_frames.plot.frames import group_labels
+from calib_frames.report.summary import summary_lines
 from calib_frames.schema import BIN_STATISTICS, PERPLEXITY
 from calib_frames.validation import Frame
 
@@ -36,6 +38,7 @@ __all__ = [
     "add_parser",
     "add_uncertainty_arguments",
     "check_uncertainty_arguments",
+    "print_lines",
     "print_summary",
     "run",
     "table_keys",
@@ -127,19 +130,72 @@ def table_keys(stats: pl.DataFrame, perplexity: Frame | None) -> list[str]:
     return keys
 
 
+NAME_LIMIT = 48
+"""Most characters of a name in a printed table: longer ones keep the part that tells the
+names shown apart (:func:`calib_frames.plot.frames.group_labels`); files keep them whole."""
+
+
+def print_lines(lines: Sequence[tuple[str, str]]) -> None:
+    """Print labelled lines (:func:`calib_frames.report.summary.summary_lines`), aligned."""
+    width = max((len(label) for label, _ in lines), default=0) + 1
+    for label, text in lines:
+        print(f"{label + ':':<{width}} {text}")
+
+
+def _shown_names(result: pl.DataFrame, keys: Sequence[str], rows: int | None) -> pl.DataFrame:
+    """``result`` with each long text key shortened among the rows printed.
+
+    The rows printed are all, or with ``rows`` the first and the last half of that many.
+    """
+    long = [
+        key
+        for key in keys
+        if result.schema[key] == pl.String
+        and int(result.get_column(key).str.len_chars().max() or 0) > NAME_LIMIT  # type: ignore[arg-type]
+    ]
+    if not long:
+        return result
+    index = pl.int_range(pl.len())
+    shown = (
+        (index < rows // 2) | (index >= pl.len() - (rows - rows // 2))
+        if rows is not None
+        else pl.lit(value=True)
+    )
+    printed = result.filter(shown)
+    labels = {
+        key: printed.select(key, group_labels(printed, [key], NAME_LIMIT).alias("_label"))
+        .drop_nulls(key)
+        .unique(key)
+        for key in long
+    }
+    return result.with_columns(
+        pl.when(shown)
+        .then(
+            pl.col(key).replace_strict(
+                labels[key].get_column(key), labels[key].get_column("_label"), default=pl.col(key)
+            )
+        )
+        .otherwise(pl.col(key))
+        .alias(key)
+        for key in long
+    )
+
+
 def print_summary(
     result: pl.DataFrame,
     keys: list[str],
     *,
+    title: str,
     all_columns: bool = False,
     columns: Sequence[str] = SUMMARY_COLUMNS,
     rows: int | None = None,
     written: str | None = None,
 ) -> None:
-    """Print the keys and the summary ``columns`` it has (every column with ``all_columns``).
+    """Print ``title``, then the keys and the summary ``columns`` it has (``all_columns``: all).
 
-    Every row, or with ``rows`` at most that many (the first and the last half, and a line
-    naming the file ``written`` that has them all).
+    Every row, or with ``rows`` at most that many (the first and the last half; the title
+    names the file ``written`` that has them all). Names longer than :data:`NAME_LIMIT`
+    keep the part that tells the rows printed apart; no shape or type lines.
     """
     shown = (
         result
@@ -147,12 +203,19 @@ def print_summary(
         else result.select(*keys, *(name for name in columns if name in result.columns))
     )
     cut = rows is not None and result.height > rows
+    count = f"{result.height:,} row{'s' if result.height != 1 else ''}"
+    where = f"; {rows} shown, all of them in {written}" if cut else ""
+    print(f"\n{title} ({count}{where})")
     with pl.Config(
-        tbl_rows=rows if cut else -1, tbl_cols=-1, tbl_width_chars=10_000, float_precision=4
+        tbl_rows=rows if cut else -1,
+        tbl_cols=-1,
+        tbl_width_chars=10_000,
+        float_precision=4,
+        fmt_str_lengths=NAME_LIMIT + 40,
+        tbl_hide_dataframe_shape=True,
+        tbl_hide_column_data_types=True,
     ):
-        print(shown)
-    if cut:
-        print(f"{result.height:,} rows, {rows} of them shown; all of them in {written}")
+        print(_shown_names(shown, keys, rows if cut else None))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -170,7 +233,14 @@ def run(args: argparse.Namespace) -> int:
     tables = tables_of(args, stats, sums, queries)
     result = tables.comparison
     assert isinstance(result, pl.DataFrame)
-    print_summary(result, table_keys(stats, tables.perplexity), all_columns=args.all_columns)
+    keys = table_keys(stats, tables.perplexity)
+    print_lines(summary_lines(result))
+    print_summary(
+        result,
+        keys,
+        title=f"Comparison: one row per {' × '.join(keys) or 'group'}",
+        all_columns=args.all_columns,
+    )
     if args.output is not None:
         common.write_frame(result, args.output)
         print(f"wrote {result.height} rows to {args.output}")

@@ -68,6 +68,7 @@ from calib_frames.cli import over_time as nightly
 from calib_frames.cli.compare import (
     add_uncertainty_arguments,
     check_uncertainty_arguments,
+    print_lines,
     print_summary,
     table_keys,
     tables_of,
@@ -78,13 +79,17 @@ from calib_frames.cli.rows import (
     collect_statistics,
     row_queries,
 )
+from calib_frames.comparison.across_tasks import RANK_COLUMNS
 from calib_frames.exceptions import ArgumentError
 from calib_frames.metrics.registry import LEADERBOARD_SUMMARY_COLUMNS
+from calib_frames.report.summary import board_order, summary_lines
 from calib_frames.schema import BIN_STATISTICS
 from calib_frames.sources.paths import Location
 
 __all__ = ["add_parser", "run"]
 
+"""The leaderboard's rank, its interval and the mark of the models indistinguishable from
+the best, printed after the model's name when the leaderboard has them."""
 PRINTED_ROWS = 40
 """Most rows of the leaderboard and of the comparison table that ``report`` prints (the
 files have them all: a nightly job's log should not hold 2,000 rows of each)."""
@@ -254,19 +259,32 @@ def _build(
     with common.stage(args, "wrote the tables"):
         written = _write_tables(table, stats, board, over, staging)
     if not args.no_charts:
-        curve = _risk_coverage(queries, stats, args, files)
+        from calib_frames.report.charts import report_layout
+
+        # the groups the small multiples draw: the risk–coverage curves of those only
+        drawn = report_layout(table, stats, BIN_STATISTICS.keys(stats.schema), order=board).kept
+        curve = _risk_coverage(queries, stats, args, files, drawn)
         written += _write_charts(
             table, stats, ppl, board, args=args, curve=curve, over=over, staging=staging
         )
     if over is not None:  # tonight first
         nightly.print_over_time(over, rows=PRINTED_ROWS)
+    lines = summary_lines(table, board)
+    if HTML_FILE in written:
+        lines.append(("report", f"{args.out / HTML_FILE} (open it in a browser)"))
+    print_lines(lines)
     if board is not None and model is not None:
         print_summary(
-            board, [model], columns=LEADERBOARD_SUMMARY_COLUMNS, rows=PRINTED_ROWS,
+            board, [model], title=f"Leaderboard: one row per {model}, {board_order(board)}",
+            columns=(*RANK_COLUMNS, *LEADERBOARD_SUMMARY_COLUMNS), rows=PRINTED_ROWS,
             written="leaderboard.csv",
         )  # fmt: skip
-    print_summary(table, table_keys(stats, ppl), rows=PRINTED_ROWS, written="comparison.csv")
-    print(f"wrote {table.height} groups to {args.out}: {', '.join(written)}")
+    keys = table_keys(stats, ppl)
+    print_summary(
+        table, keys, title=f"Comparison: one row per {' × '.join(keys) or 'group'}",
+        rows=PRINTED_ROWS, written="comparison.csv",
+    )  # fmt: skip
+    print(f"\nwrote {table.height:,} groups to {args.out}: {', '.join(written)}")
     return written, over
 
 
@@ -317,32 +335,55 @@ def _write_tables(
 
 
 def _risk_coverage(
-    queries: RowQueries | None, stats: pl.DataFrame, args: argparse.Namespace, files: list[Location]
+    queries: RowQueries | None,
+    stats: pl.DataFrame,
+    args: argparse.Namespace,
+    files: list[Location],
+    drawn: pl.DataFrame | None,
 ) -> pl.DataFrame | None:
-    """The risk–coverage curves of prediction files (none from statistics or lm-eval)."""
+    """The risk–coverage curves of prediction files (none from statistics).
+
+    Of the groups ``drawn`` (the keys the report's small multiples draw; None: every
+    group).
+    """
     if queries is None or queries.predictions is None:
         return None
+    rows = queries.predictions
+    if drawn is not None:
+        rows = rows.join(drawn.lazy(), on=drawn.columns, how="semi", nulls_equal=True)
     with common.stage(args, "risk–coverage curves"):
-        return _selective_curve(queries.predictions, stats, args, files)
+        return _selective_curve(rows, stats, args, files)
 
 
 def _selective_curve(
     predictions: pl.LazyFrame, stats: pl.DataFrame, args: argparse.Namespace, files: list[Location]
 ) -> pl.DataFrame:
-    """The risk–coverage curves of the rows, 100 points per group (a second read)."""
-    from calib_frames.estimators.selective import selective_curve
+    """The risk–coverage curves of the rows, from a bounded summary per group.
 
-    query = selective_curve(
+    A second streaming pass over the rows counts them in the 200 fixed bins of
+    :func:`~calib_frames.estimators.selective.selective_binning` (flat memory, however
+    many rows a group holds); the curves are read from that table.
+    """
+    from calib_frames.estimators.selective import (
+        selective_binning,
+        selective_curve_from_bin_statistics,
+    )
+    from calib_frames.stats import bin_statistics
+
+    query = bin_statistics(
         predictions,
         confidence=args.confidence,
         correct=args.correct,
         by=BIN_STATISTICS.keys(stats.schema),
+        bins=selective_binning(),
         weight=args.weight,
-        points=100,
     )
     assert isinstance(query, pl.LazyFrame)
     engine = "in-memory" if args.engine == "in-memory" else "streaming"
-    return common.collect(query, engine=engine, files=files)
+    summary = common.collect(query, engine=engine, files=files)
+    curve = selective_curve_from_bin_statistics(summary)
+    assert isinstance(curve, pl.DataFrame)
+    return curve
 
 
 def _write_charts(
@@ -365,7 +406,7 @@ def _write_charts(
     assert isinstance(with_intervals, pl.DataFrame)
     with common.stage(args, "built the charts"):
         charts = report_charts(
-            table, bin_statistics=with_intervals, perplexity=ppl, selective=curve
+            table, bin_statistics=with_intervals, perplexity=ppl, selective=curve, leaderboard=board
         )
     with common.stage(args, "wrote report.html"):
         write_report(

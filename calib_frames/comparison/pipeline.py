@@ -42,7 +42,7 @@ from calib_frames.metrics.tokens import perplexity_from_nll_sums
 from calib_frames.nll import nll_sums
 from calib_frames.schema import BIN_STATISTICS, NLL_SUMS
 from calib_frames.stats import bin_statistics
-from calib_frames.validation import Frame, as_lazy, group_keys, return_like
+from calib_frames.validation import Frame, as_lazy, check_level, group_keys, return_like
 
 __all__ = [
     "REPLICATES",
@@ -158,6 +158,7 @@ def report_tables(
     """
     from calib_frames.estimators import perplexity_intervals, uncertainty_from_bin_statistics
 
+    check_level(level)  # also without uncertainty: the task-mean intervals read it
     lazy = as_lazy(stats)
     keys: list[str] = BIN_STATISTICS.keys(lazy.collect_schema())
     if model is not None and model not in keys:

@@ -66,16 +66,28 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
+from calib_frames.binning import Binning
 from calib_frames.estimators._groups import P, W, Y, attach, group_rows, grouped
 from calib_frames.estimators.bootstrap import poisson_weights
-from calib_frames.exceptions import ArgumentError
-from calib_frames.schema import SELECTIVE_CURVE, SELECTIVE_METRICS
-from calib_frames.validation import Frame, check_level, check_replicates, check_seed, working
+from calib_frames.exceptions import ArgumentError, TableError
+from calib_frames.schema import BIN_STATISTICS, SELECTIVE_CURVE, SELECTIVE_METRICS
+from calib_frames.validation import (
+    Frame,
+    as_lazy,
+    check_level,
+    check_replicates,
+    check_seed,
+    return_like,
+    working,
+)
 
 __all__ = [
     "SELECTIVE_CI_METRICS",
+    "SUMMARY_POINTS",
     "Ties",
+    "selective_binning",
     "selective_curve",
+    "selective_curve_from_bin_statistics",
     "selective_intervals",
     "selective_metrics",
 ]
@@ -651,3 +663,105 @@ def _empty(keys: list[str], schema: dict[str, pl.DataType]) -> pl.DataFrame:
     if "count" in schema:
         values.update(count=[0], weight=[0.0])
     return pl.DataFrame(values, schema=schema)
+
+
+SUMMARY_POINTS = 200
+"""The bins of the bounded selective summary (:func:`selective_binning`)."""
+
+
+def selective_binning(points: int = SUMMARY_POINTS) -> Binning:
+    """Fixed edges for a bounded summary of the risk–coverage curve: ``points`` bins.
+
+    The edges are 0, the logistic function of ``points - 1`` equally spaced log-odds
+    from −10 to 10 (confidences 4.5e-5 … 0.99995: as fine near 0 and 1 as in the
+    middle, where the confidences of language models crowd) and 1, left-closed (the last
+    bin closed at 1). The bin statistics of the rows with this binning
+    (:func:`~calib_frames.bin_statistics`: one streaming pass, flat memory, additive)
+    are the summary :func:`selective_curve_from_bin_statistics` reads.
+
+    Examples
+    --------
+    >>> from calib_frames.estimators.selective import selective_binning
+    >>> binning = selective_binning(4)
+    >>> binning.n_bins, [round(edge, 5) for edge in binning.bin_edges]
+    (4, [0.0, 5e-05, 0.5, 0.99995, 1.0])
+    """
+    if isinstance(points, bool) or not isinstance(points, int) or points < 2:
+        raise ArgumentError(f"points= must be an integer >= 2, got {points!r}")
+    odds = np.linspace(-10.0, 10.0, points - 1)
+    return Binning.edges([0.0, *(1.0 / (1.0 + np.exp(-odds))).tolist(), 1.0])
+
+
+def selective_curve_from_bin_statistics(stats: Frame) -> Frame:
+    """The risk–coverage curve of a bin-statistics table: one point per populated bin.
+
+    A bounded summary of :func:`selective_curve`: accepting every prediction of
+    confidence at least a bin's lower bound t, the coverage is
+    c(t) = Σ_{b ≥ t} W_b / Σ_b W_b and the risk E(t)/(c(t)·N) = Σ_{b ≥ t} F_b / Σ_{b ≥ t} W_b,
+    with W_b a bin's weight and F_b its wrong predictions' weight; accuracy = 1 − risk.
+    These are the exact curve's values at those thresholds (for bins closed on the left,
+    and equal-mass bins, whose lower bound is their smallest confidence; a right-closed
+    bin accepts the confidences above its lower edge); between them it is the curve of
+    the confidences rounded to the bins (the rows of a bin count as tied).
+    With :func:`selective_binning`'s 200 bins a group has at most 200 points, however
+    many rows it holds, and the table is additive (computed per file or per night and
+    merged), so the risk–coverage chart of a report never holds the rows.
+
+    Parameters
+    ----------
+    stats
+        A bin-statistics table (:func:`~calib_frames.bin_statistics`), usually of
+        :func:`selective_binning`; lazy in, lazy out.
+
+    Returns
+    -------
+    DataFrame or LazyFrame (the kind of ``stats``)
+        Group keys, then ``threshold`` (the bin's lower edge), ``coverage``,
+        ``accuracy`` and ``risk``, sorted by keys and increasing coverage; empty bins
+        have no point, and the last point of a group has coverage 1.
+
+    Raises
+    ------
+    TableError
+        If ``stats`` is not a bin-statistics table.
+
+    See Also
+    --------
+    selective_curve : the curve of every tie group, from the rows (in memory).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import calib_frames as cf
+    >>> from calib_frames.estimators.selective import selective_curve_from_bin_statistics
+    >>> df = pl.DataFrame({"confidence": [0.9, 0.9, 0.6, 0.3], "correct": [1, 0, 1, 0]})
+    >>> stats = cf.bin_statistics(df, bins=10)
+    >>> curve = selective_curve_from_bin_statistics(stats)  # the exact curve's three points
+    >>> curve.select(pl.all().round(4)).rows()
+    [(0.9, 0.5, 0.5, 0.5), (0.6, 0.75, 0.6667, 0.3333), (0.3, 1.0, 0.5, 0.5)]
+    """
+    lazy = as_lazy(stats)
+    schema = lazy.collect_schema()
+    keys: list[str] = BIN_STATISTICS.keys(schema)
+    missing = [c for c in ("bin", "bin_lower", "weight", "weight_wrong") if c not in schema]
+    if missing:
+        raise TableError(
+            f"not a bin-statistics table: missing columns {missing}; build one with "
+            "calib_frames.bin_statistics"
+        )
+    populated = lazy.filter(pl.col("weight") > 0)
+
+    def within(expr: pl.Expr) -> pl.Expr:
+        return expr.over(keys) if keys else expr
+
+    accepted = within(pl.col("weight").cum_sum())
+    wrong = within(pl.col("weight_wrong").cum_sum())
+    risk = wrong / accepted
+    curve = populated.sort([*keys, "bin"], descending=[False] * len(keys) + [True]).select(
+        *keys,
+        pl.col("bin_lower").cast(pl.Float64).alias("threshold"),
+        (accepted / within(pl.col("weight").sum())).alias("coverage"),
+        (1.0 - risk).alias("accuracy"),
+        risk.alias("risk"),
+    )
+    return return_like(stats, curve.sort([*keys, "coverage"], maintain_order=True))

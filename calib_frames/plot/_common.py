@@ -34,6 +34,9 @@ FACET_SPACING = {"row": 48, "column": 20}
 """Wrapped facets with flush bounds: room for each row's x axis and the next header."""
 NO_FRAME = {"stroke": None}
 """A view without its border (text tables beside or under a chart)."""
+LEGEND_TITLE = 200
+"""Pixels of a legend's title (as wide as its labels): the key, and under it the parts its
+folded labels share (at most :data:`~calib_frames.plot.frames.SHARED_LIMIT` characters)."""
 
 
 def field(name: str) -> str:
@@ -152,12 +155,14 @@ def unit_scale() -> alt.Scale:
 
 
 def group_color(prepared: Prepared, legend: alt.Legend | None) -> alt.Color:
-    """One colour per colour group, titled by the colour keys."""
+    """One colour per colour group, titled by the colour keys (and what their labels fold)."""
     import altair as alt
 
+    title = " × ".join(prepared.color) or "group"
     return alt.Color(
         f"{COLOR}:N",
-        title=" × ".join(prepared.color) or "group",
+        # the folded labels' shared parts under the key (acme-instruct-…-checkpoint-…)
+        title=[title, prepared.color_shared] if prepared.color_shared else title,
         scale=color_scale(prepared),
         legend=legend,
     )
@@ -185,7 +190,9 @@ def group_encoding(prepared: Prepared, name: str | None = None) -> tuple[Any, An
     if not prepared.color:
         return alt.ColorValue(SINGLE), alt.OpacityValue(1.0), None
     highlight = alt.selection_point(name=name, fields=[COLOR], bind="legend")
-    color = group_color(prepared, alt.Legend(labelLimit=200, symbolType="stroke"))
+    color = group_color(
+        prepared, alt.Legend(labelLimit=200, titleLimit=LEGEND_TITLE, symbolType="stroke")
+    )
     return color, emphasis(highlight, 0.12), highlight
 
 
@@ -298,21 +305,16 @@ def diagonal(**mark: Any) -> alt.Chart:
 
 
 def header(labels: bool = True, width: Any = None) -> alt.Header:
-    """The panel titles of a faceted chart, cut in the middle to the panel's ``width``.
+    """The panel titles of a faceted chart, bold, at most the panel's ``width`` wide.
 
-    A bold 11-pixel character is about 6.5 pixels wide; without a width (or with a
+    The titles are the ``_panel`` labels, already shortened to what tells the panels
+    apart (:func:`~calib_frames.plot.frames.group_labels`); without a width (or with a
     width that is not a number), titles run to 240 pixels.
     """
     import altair as alt
 
     room = width if isinstance(width, int | float) and not isinstance(width, bool) else 240
-    return alt.Header(
-        labels=labels,
-        labelLimit=room,
-        labelExpr=short_label(limit=max(8, int(room / 6.5))),
-        labelFontSize=11,
-        labelFontWeight="bold",
-    )
+    return alt.Header(labels=labels, labelLimit=room, labelFontSize=11, labelFontWeight="bold")
 
 
 def in_panels(
@@ -381,18 +383,3 @@ def check_size(name: str, value: float | None) -> None:
     number = isinstance(value, int | float) and not isinstance(value, bool)
     if value is not None and not (number and value > 0):
         raise ArgumentError(f"{name}= must be a positive number of pixels, got {value!r}")
-
-
-def short_label(text: str = "datum.label", limit: int = 22) -> str:
-    """A Vega expression: ``text`` cut in the middle beyond ``limit`` characters.
-
-    Keeps the start and the end (where checkpoint and subset names differ) around an
-    ellipsis: ``arc_challen…subset_12``. For axis ``labelExpr`` (the default
-    ``datum.label``) and text marks; tooltips keep the whole name.
-    """
-    head = (limit - 1) // 2
-    tail = limit - 1 - head
-    return (
-        f"length({text}) > {limit} ? "
-        f"slice({text}, 0, {head}) + '…' + slice({text}, -{tail}) : {text}"
-    )

@@ -6,7 +6,9 @@ r"""Save charts with no network: self-contained HTML (Vega inlined), PNG and SVG
   escaped for that context (``<``, ``>``, ``&``, U+2028 and U+2029 as ``\uXXXX``, as
   Django's ``json_script`` does), so a group named ``</script><script>alert(1)</script>``
   stays data. A Content-Security-Policy allows no network request.
-* **PNG / SVG**: rendered by vl-convert (an embedded JavaScript engine, no browser).
+* **PNG / SVG**: rendered by vl-convert (an embedded JavaScript engine, no browser); text
+  XML cannot hold (a NUL in a name) is drawn as U+FFFD (:func:`xml_safe`), which would
+  otherwise abort the process.
 
 Files are written atomically: to a temporary file in the target folder, then
 ``os.replace``.
@@ -18,6 +20,7 @@ import functools
 import html
 import json
 import os
+import re
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -37,6 +40,7 @@ __all__ = [
     "save_chart",
     "vega_bundle",
     "write_atomic",
+    "xml_safe",
 ]
 
 Format = Literal["html", "png", "svg"]
@@ -130,6 +134,33 @@ def chart_spec(chart: alt.TopLevelMixin, *, validate: bool = True) -> dict[str, 
     except Exception as error:  # altair's schema validation: report it as ours
         raise ArgumentError(f"not a valid chart: {error}") from None
     return spec
+
+
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+"""Characters XML 1.0 cannot hold: vl-convert writes text as SVG and aborts on one."""
+
+
+def xml_safe(value: Any) -> Any:
+    r"""``value`` (a spec: dicts, lists, strings) with every character XML cannot hold as U+FFFD.
+
+    vl-convert renders a chart's text through SVG, and a NUL (or another control
+    character) in any of it aborts the whole process (a Rust panic that Python cannot
+    catch); a name holding one is drawn with U+FFFD instead. Only PNG and SVG go through
+    this; the HTML page keeps the names as they are.
+
+    Examples
+    --------
+    >>> from calib_frames.plot.export import xml_safe
+    >>> print(ascii(xml_safe({"title": "a\x00b", "data": [{"m": "c\x01"}, 1.5]})))
+    {'title': 'a\ufffdb', 'data': [{'m': 'c\ufffd'}, 1.5]}
+    """
+    if isinstance(value, str):
+        return _NOT_XML.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {xml_safe(key): xml_safe(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [xml_safe(item) for item in value]
+    return value
 
 
 def _vl_version() -> str | None:
@@ -315,7 +346,7 @@ def save_chart(
         return write_atomic(target, chart_html(chart, title=title))
     import vl_convert as vlc
 
-    spec = chart_spec(chart)
+    spec = xml_safe(chart_spec(chart))
     try:
         if kind == "png":
             content: str | bytes = vlc.vegalite_to_png(spec, vl_version=_vl_version(), scale=scale)

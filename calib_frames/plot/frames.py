@@ -12,6 +12,7 @@ columns the charts add all start with ``_`` so that they cannot clash with a key
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -32,18 +33,22 @@ __all__ = [
     "bin_rows",
     "by_label",
     "check_columns",
+    "cut_middle",
     "facet_columns",
+    "fold_names",
     "frame",
-    "group_label",
+    "group_labels",
     "interval_columns",
     "key_split",
     "label_heights",
     "label_keys",
+    "label_text",
     "metric_table",
     "metrics_columns",
     "noise_status",
     "prepare",
     "records",
+    "shared_parts",
     "spec_keys",
 ]
 
@@ -184,21 +189,261 @@ def spec_keys(table: pl.DataFrame, spec: Table, role: str) -> list[str]:
     return spec.keys(table.schema)
 
 
-def group_label(keys: Sequence[str]) -> pl.Expr:
-    """One string naming a group: its key values joined by " · " (nulls spelled out).
+ELLIPSIS = "…"
+COLOR_LIMIT, PANEL_LIMIT = 30, 24
+"""Most characters of a colour label (legend, axis rows) and of a panel title by default."""
+SHARED_LIMIT = 28
+"""Most characters of what folded colour labels share (:attr:`Prepared.color_shared`)."""
+_TOKEN = r"[^-_./: ]+[-_./: ]*|[-_./: ]+"
+"""A name's parts: a run of other characters with the separators (-_./: ) after it."""
+_PROTOTYPE = frozenset(
+    {"constructor", "hasOwnProperty", "isPrototypeOf", "propertyIsEnumerable", "toString"}
+    | {"toLocaleString", "valueOf", "__defineGetter__", "__defineSetter__", "__proto__"}
+    | {"__lookupGetter__", "__lookupSetter__"}
+)
+"""Names of JavaScript's Object.prototype: Vega keys some of its tables by the values of a
+field, and a value with one of these names breaks the chart (a zero-width space follows
+such a label)."""
+
+
+def label_text(text: pl.Expr) -> pl.Expr:
+    r"""``text`` as a chart draws it: line breaks as spaces, other control characters as �.
+
+    A NUL stops vl-convert's text rendering (the process aborts) and U+2028/U+2029 end a
+    Vega expression's string, so no label carries them; tooltips keep the names whole.
 
     Examples
     --------
     >>> import polars as pl
-    >>> from calib_frames.plot.frames import group_label
-    >>> table = pl.DataFrame({"model": ["a", None], "task": ["x", "y"]})
-    >>> table.select(group_label(["model", "task"])).to_series().to_list()
-    ['a · x', '(null) · y']
+    >>> from calib_frames.plot.frames import label_text
+    >>> pl.select(label_text(pl.lit("a\x00b\u2028c"))).item()
+    'a�b c'
+    """
+    return text.str.replace_all(r"[\t\n\r\x{2028}\x{2029}]", " ").str.replace_all(
+        r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\x{fffe}\x{ffff}]", "\ufffd"
+    )
+
+
+def cut_middle(text: pl.Expr, limit: int) -> pl.Expr:
+    """``text`` cut in the middle to ``limit`` characters (start … end) when longer.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.plot.frames import cut_middle
+    >>> pl.select(cut_middle(pl.lit("arc_challenge_subset_12"), 12)).item()
+    'arc_c…set_12'
+    """
+    head = (limit - 1) // 2
+    return (
+        pl.when(text.str.len_chars() > limit)
+        .then(pl.concat_str(text.str.head(head), pl.lit(ELLIPSIS), text.str.tail(limit - 1 - head)))
+        .otherwise(text)
+    )
+
+
+def _folded_parts(names: pl.Series) -> pl.DataFrame | None:
+    """The parts of each of ``names`` (``_i``, ``_part``), and which are folded (``_fold``).
+
+    None for fewer than two distinct names. See :func:`fold_names` for the rule.
+    """
+    if names.n_unique() < 2:
+        return None
+    count = names.len()
+    parts = (
+        pl.DataFrame({"_name": names})
+        .with_row_index("_i")
+        .with_columns(pl.col("_name").str.extract_all(_TOKEN).alias("_part"))
+    )
+    lengths = parts.get_column("_part").list.len()
+    position = pl.int_range(pl.len()).over("_i")
+    long = (
+        parts.explode("_part")
+        .drop_nulls("_part")
+        .with_columns(position.alias("_start"), (pl.len().over("_i") - 1 - position).alias("_end"))
+    )
+
+    def shared(at: str) -> pl.DataFrame:
+        """Per position, whether every name has a part there and all are the same."""
+        same = (pl.col("_part").n_unique() == 1) & (pl.len() == count)
+        return long.group_by(at).agg(same.alias("_shared")).sort(at)
+
+    if lengths.n_unique() == 1:
+        common = shared("_start").filter("_shared").get_column("_start")
+        fold = pl.col("_start").is_in(common.implode())
+    else:
+        shortest = int(lengths.min())  # type: ignore[arg-type]
+        start = int(shared("_start").get_column("_shared").cum_min().sum())
+        end = int(shared("_end").get_column("_shared").cum_min().sum())
+        start = min(start, shortest - 1)
+        end = max(0, min(end, shortest - 1 - start))
+        fold = (pl.col("_start") < start) | (pl.col("_end") < end)
+    return long.with_columns(fold.alias("_fold")).with_columns(
+        pl.col("_fold").shift(1, fill_value=False).over("_i").alias("_after"),
+        pl.col("_fold").shift(-1, fill_value=False).over("_i").alias("_before"),
+    )
+
+
+def fold_names(names: pl.Series) -> pl.Series:
+    """Each of the distinct ``names`` with the parts that all of them share folded to "…".
+
+    A name's parts are the runs between the separators ``- _ . / :`` and space. When the
+    names have as many parts each, every position where they all have the same part is
+    folded; otherwise the parts they all start with and all end with are (at least one
+    part of every name is kept). A run of folded parts is one "…", and a kept part before
+    it loses its separator: ``acme-instruct-70b-checkpoint-096000`` beside
+    ``acme-instruct-7b-checkpoint-012000`` reads ``…70b…096000``. Fewer than two distinct
+    names are kept whole. Distinct names stay distinct.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.plot.frames import fold_names
+    >>> fold_names(pl.Series(["acme-instruct-70b-checkpoint-096000",
+    ...                       "acme-instruct-7b-checkpoint-012000"])).to_list()
+    ['…70b…096000', '…7b…012000']
+    >>> fold_names(pl.Series(["mmlu_physics", "mmlu_college_chemistry"])).to_list()
+    ['…physics', '…college_chemistry']
+    """
+    folded = _folded_parts(names)
+    if folded is None:
+        return names
+    piece = (
+        pl.when(pl.col("_fold") & pl.col("_after"))
+        .then(pl.lit(""))
+        .when(pl.col("_fold"))
+        .then(pl.lit(ELLIPSIS))
+        .when(pl.col("_before"))
+        .then(pl.col("_part").str.replace(r"[-_./: ]+$", ""))
+        .otherwise(pl.col("_part"))
+    )
+    joined = folded.group_by("_i").agg(piece.str.join("").alias("_label"))
+    out = names.to_frame("_name").with_row_index("_i").join(joined, on="_i", how="left")
+    return out.sort("_i").select(pl.coalesce("_label", "_name")).to_series().alias(names.name)
+
+
+def shared_parts(names: pl.Series) -> str:
+    """What :func:`fold_names` folds, with "…" where the names differ ("" if nothing is).
+
+    Said beside the folded labels (a legend's or an axis's title), so that a reader sees
+    the whole names' shape: ``acme-instruct-…-checkpoint-…``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.plot.frames import shared_parts
+    >>> shared_parts(pl.Series(["acme-instruct-70b-checkpoint-012000",
+    ...                         "acme-instruct-7b-checkpoint-012000"]))
+    'acme-instruct-…-checkpoint-012000'
+    >>> shared_parts(pl.Series(["a", "b"]))
+    ''
+    """
+    folded = _folded_parts(names)
+    if folded is None or not folded.get_column("_fold").any():
+        return ""
+    first = folded.filter(pl.col("_i") == 0)
+    piece = (
+        pl.when(pl.col("_fold"))
+        .then(pl.col("_part"))
+        .otherwise(pl.col("_part").str.replace(r"^[^-_./: ]+", ELLIPSIS))
+    )
+    text = str(first.select(piece.str.join("")).item())
+    return re.sub(f"{ELLIPSIS}(?:[-_./: ]*{ELLIPSIS})+", ELLIPSIS, text)
+
+
+def group_labels(
+    table: pl.DataFrame, keys: Sequence[str], limit: int | None = COLOR_LIMIT
+) -> pl.Series:
+    """One label per row naming its group: the key values joined by " · ", distinct per group.
+
+    The groups are those of ``table`` (the names shown together). When a label would be
+    longer than ``limit`` characters, each key's values are folded (:func:`fold_names`:
+    the parts all of them share become "…"), then cut in the middle (:func:`cut_middle`)
+    where still too long, each key to its share of ``limit``; tooltips and files keep
+    the names whole. Nulls read ``(null)``, an empty name ``""``, and the text is
+    :func:`label_text`'s. Two groups never share a label: where cutting would make two
+    the same they keep their folded names, and where a name reads like another (a
+    string ``"(null)"`` beside a null) the later ones get `` #2``, `` #3``… (a null
+    keeps ``(null)``). A label
+    spelled like a member of JavaScript's ``Object.prototype`` (``constructor``,
+    ``toString``…) gets a zero-width space after it: Vega breaks on those. No keys:
+    every row is ``all``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from calib_frames.plot.frames import group_labels
+    >>> table = pl.DataFrame({"model": ["acme-instruct-70b-checkpoint-096000",
+    ...                                 "acme-instruct-7b-checkpoint-012000"], "task": "arc"})
+    >>> group_labels(table, ["model", "task"], limit=20).to_list()
+    ['…70b…096000 · arc', '…7b…012000 · arc']
+    >>> group_labels(pl.DataFrame({"model": ["(null)", None, "toString"]}), ["model"]).to_list()
+    ['(null) #2', '(null)', 'toString\u200b']
     """
     if not keys:
-        return pl.lit("all")
-    parts = [pl.col(key).cast(pl.String).fill_null(NULL_KEY) for key in keys]
-    return pl.concat_str(parts, separator=SEPARATOR) if len(parts) > 1 else parts[0]
+        return pl.Series("_label", ["all"] * table.height, dtype=pl.String)
+    keys = list(keys)
+    groups = table.select(keys).unique(maintain_order=True)
+    whole = groups.select(
+        label_text(pl.col(key).cast(pl.String)).replace("", '""').fill_null(NULL_KEY)
+        for key in keys
+    )
+    joined = pl.concat_str(keys, separator=SEPARATOR)
+    label = whole.select(joined).to_series()
+    if limit is not None and int(label.str.len_chars().max() or 0) > limit:  # type: ignore[arg-type]
+        folded = whole.select(_folded(whole.get_column(key)) for key in keys)
+        budgets = _budgets(folded, limit - len(SEPARATOR) * (len(keys) - 1))
+        cut = folded.select(
+            pl.concat_str([cut_middle(pl.col(k), budgets[k]) for k in keys], separator=SEPARATOR)
+        ).to_series()
+        label = pl.select(
+            pl.when(cut.is_duplicated()).then(folded.select(joined).to_series()).otherwise(cut)
+        ).to_series()
+    # a label read twice: the first keeps it (a null before a name spelled like one)
+    nulls = pl.any_horizontal(pl.col(k).is_null() for k in keys)
+    numbered = groups.with_columns(label.alias("_label"), nulls.alias("_nulls"))
+    numbered = numbered.with_row_index("_at").sort("_nulls", descending=True, maintain_order=True)
+    repeat = pl.int_range(pl.len()).over("_label")
+    label = (
+        numbered.select(
+            "_at",
+            pl.when(repeat > 0)
+            .then(pl.format("{} #{}", "_label", repeat + 1))
+            .when(pl.col("_label").is_in(list(_PROTOTYPE)))
+            .then(pl.col("_label") + "\u200b")
+            .otherwise(pl.col("_label"))
+            .alias("_label"),
+        )
+        .sort("_at")
+        .get_column("_label")
+    )
+    groups = groups.with_columns(label.alias("_label"))
+    return (
+        table.select(keys)
+        .join(groups, on=keys, how="left", nulls_equal=True, maintain_order="left")
+        .get_column("_label")
+    )
+
+
+def _folded(values: pl.Series) -> pl.Series:
+    """Each value with the parts all the distinct values share folded (:func:`fold_names`)."""
+    distinct = values.unique(maintain_order=True)
+    return values.replace_strict(distinct, fold_names(distinct), return_dtype=pl.String)
+
+
+def _budgets(parts: pl.DataFrame, room: int) -> dict[str, int]:
+    """Characters for each column of ``parts`` out of ``room``: the shortest first get theirs.
+
+    Each column gets at most its longest value, and at least 6.
+    """
+    longest = {key: int(parts.get_column(key).str.len_chars().max() or 0) for key in parts.columns}  # type: ignore[arg-type]
+    budgets = {}
+    left = list(sorted(longest, key=longest.__getitem__))
+    while left:
+        key = left.pop(0)
+        budgets[key] = max(6, min(longest[key], room // (len(left) + 1)))
+        room -= budgets[key]
+    return budgets
 
 
 def bin_label(has_closed: bool) -> pl.Expr:
@@ -241,6 +486,9 @@ class Prepared:
     facet: list[str]
     color_order: tuple[str, ...] = ()
     """Colour-group labels in key order (see :func:`prepare`); empty: sort the labels."""
+    color_shared: str = ""
+    """What the folded colour labels leave out (:func:`shared_parts`), for the legend's
+    title; empty when the labels are the names or there are several colour keys."""
 
     @property
     def panels(self) -> list[str]:
@@ -274,14 +522,19 @@ def prepare(
     color: str | Sequence[str] | None,
     facet: str | Sequence[str] | None,
     default_facet: Sequence[str] = (),
+    color_limit: int = COLOR_LIMIT,
+    panel_limit: int = PANEL_LIMIT,
 ) -> Prepared:
     """Add the ``_color`` and ``_panel`` label columns and sort by panel, colour.
 
     ``facet`` keys make one panel per combination; ``color`` keys one colour per
-    combination inside a panel (default: the keys not faceted). Keys sort by value:
-    an Enum in its categories' order (``stage``: before, after), a Categorical in
-    order of first appearance, numbers numerically, text alphabetically; the legend
-    and the panels follow that order, not the order of the labels as text.
+    combination inside a panel (default: the keys not faceted). The labels are
+    :func:`group_labels` of the colour groups (at most ``color_limit`` characters) and of
+    the panels (``panel_limit``): distinct, and shortened to the part that tells them
+    apart. Keys sort by value: an Enum in its categories' order (``stage``: before,
+    after), a Categorical in order of first appearance, numbers numerically, text
+    alphabetically; the legend and the panels follow that order, not the order of the
+    labels as text.
 
     Raises
     ------
@@ -313,15 +566,16 @@ def prepare(
         overlap = [key for key in color_keys if key in facet_keys]
         if overlap:
             raise ArgumentError(f"keys {overlap} are given to both color= and facet=")
-    data = table.with_columns(
-        group_label(color_keys).alias(COLOR),
-        group_label(facet_keys).alias(PANEL),
-    )
+    data = table
     order = [*facet_keys, *color_keys]
     if order:
         data = data.sort(
             [_sort_key(data, key) for key in order], nulls_last=True, maintain_order=True
         )
+    data = data.with_columns(
+        group_labels(data, color_keys, color_limit).alias(COLOR),
+        group_labels(data, facet_keys, panel_limit).alias(PANEL),
+    )
     color_order: tuple[str, ...] = ()
     if color_keys:
         combos = data.select(*color_keys, COLOR).unique(maintain_order=True)
@@ -329,7 +583,14 @@ def prepare(
             [_sort_key(data, key) for key in color_keys], nulls_last=True, maintain_order=True
         )
         color_order = tuple(combos.get_column(COLOR).unique(maintain_order=True).to_list())
-    return Prepared(data, keys, color_keys, facet_keys, color_order)
+    shared = ""
+    if len(color_keys) == 1:
+        names = data.get_column(color_keys[0]).cast(pl.String).drop_nulls().unique()
+        if names.len() and not names.is_in(data.get_column(COLOR).implode()).all():
+            shared = str(
+                pl.select(cut_middle(pl.lit(shared_parts(names.sort())), SHARED_LIMIT)).item()
+            )
+    return Prepared(data, keys, color_keys, facet_keys, color_order, shared)
 
 
 def _sort_key(data: pl.DataFrame, key: str) -> pl.Expr:
@@ -486,12 +747,24 @@ def label_keys(label: str | None, keys: list[str]) -> list[str]:
 
 
 def by_label(
-    data: pl.DataFrame, keys: list[str], label: str | None, facet: str | Sequence[str] | None
+    data: pl.DataFrame,
+    keys: list[str],
+    label: str | None,
+    facet: str | Sequence[str] | None,
+    *,
+    color_limit: int = COLOR_LIMIT,
 ) -> Prepared:
     """One colour per value of the label key, one panel per combination of the others."""
     labelled = label_keys(label, keys)
     default_facet = [key for key in keys if key not in labelled]
-    return prepare(data, keys, color=labelled, facet=facet, default_facet=default_facet)
+    return prepare(
+        data,
+        keys,
+        color=labelled,
+        facet=facet,
+        default_facet=default_facet,
+        color_limit=color_limit,
+    )
 
 
 def records(data: pl.DataFrame) -> list[dict[str, object]]:

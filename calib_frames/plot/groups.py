@@ -8,15 +8,16 @@ module, :mod:`calib_frames.plot.heatmap`, and perplexity too,
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from calib_frames.exceptions import TableError
 from calib_frames.metrics.registry import metric
 from calib_frames.plot._common import (
+    LEGEND_TITLE,
     SINGLE,
     check_size,
     emphasis,
@@ -27,7 +28,6 @@ from calib_frames.plot._common import (
     key_tooltips,
     metric_tooltips,
     share_parts,
-    short_label,
     sized_panels,
 )
 from calib_frames.plot.frames import (
@@ -65,6 +65,8 @@ dark (clicked, or chosen in a dropdown): twenty colours are as many as the eye t
 TERM_FORMAT = ".5f"
 """The Brier decomposition's numbers, to five decimals: small terms that add up to the score."""
 GREY = "#9e9e9e"
+POINT_LABEL = 24
+"""Most characters of a point's label (:func:`~calib_frames.plot.frames.group_labels`)."""
 LABEL_TEXT = "#333333"
 """Point labels: dark text whatever the point's colour (pale palette colours do not read)."""
 
@@ -121,8 +123,8 @@ def scatter_data(
     >>> table = pl.DataFrame({"model": ["a", "b", "c"], "ece": [0.02, 0.10, 0.05],
     ...                       "accuracy": [0.70, 0.72, float("nan")]})
     >>> data = scatter_data(table)  # c has no accuracy: no point
-    >>> data.points.select("model", "_side", "_extreme").rows()
-    [('a', 'left', True), ('b', 'right', True)]
+    >>> data.points.select("model", "_side", "_extreme").rows()  # highest accuracy first
+    [('b', 'right', True), ('a', 'left', True)]
     >>> [round(bound, 3) for bound in data.y_domain]
     [0.699, 0.721]
     """
@@ -130,7 +132,7 @@ def scatter_data(
     data, keys = metric_table(
         metrics, "metric_scatter", [x, y], role="metrics table", built_by="calibration_metrics"
     )
-    prepared = by_label(data, keys, label, facet)
+    prepared = by_label(data, keys, label, facet, color_limit=POINT_LABEL)
     extra: list[str] = []
     intervals = {}
     for name in (x, y):
@@ -153,6 +155,11 @@ def scatter_data(
     points = prepared.data.with_columns([pl.col(c).cast(pl.Float64) for c in shown]).filter(
         pl.col(x).is_finite(), pl.col(y).is_finite()
     )
+    if points.is_empty():
+        raise TableError(
+            f"metric_scatter: no group of the {data.height:,} rows has a finite {x} and {y}; "
+            "nothing to draw"
+        )
     # the panels share the x axis, which starts at zero: a label faces its middle
     middle = pl.max_horizontal(pl.col(x).max(), 0) / 2 + pl.min_horizontal(pl.col(x).min(), 0) / 2
     points = points.select(
@@ -279,7 +286,7 @@ def metric_scatter(
         faded: Any = alt.OpacityValue(0.8)
     else:
         highlight = alt.selection_point(name="highlight_points", fields=[COLOR], bind="legend")
-        color = group_color(prepared, alt.Legend(labelLimit=200))
+        color = group_color(prepared, alt.Legend(labelLimit=200, titleLimit=LEGEND_TITLE))
         faded = emphasis(highlight, 0.15)
     # the x metric (a miscalibration) from zero; the y metric fitted to its range
     x_enc, y_enc = (
@@ -342,7 +349,8 @@ def _placed_labels(
     """The points with their label heights, the y axis's domain and the most points a panel.
 
     The y axis spans the points and their interval (5% margin), so that label heights can
-    be spaced in pixels: 12, a line of 10-pixel text. A crowded panel (over
+    be spaced in pixels: 12, a line of 10-pixel text, over the whole panel (labels on
+    either side of their points never share a line). A crowded panel (over
     :data:`LABEL_LIMIT` points) spaces the labels of its best and worst only.
     """
     crowded = int(points.group_by(PANEL).len().get_column("len").max() or 0)  # type: ignore[arg-type]
@@ -355,7 +363,7 @@ def _placed_labels(
     placed = label_heights(
         points,
         y,
-        by=[PANEL, "_side"],
+        by=[PANEL],
         labelled=labelled,
         gap=12 * (y_domain[1] - y_domain[0]) / height,
         floor=y_domain[0],
@@ -372,7 +380,6 @@ def _label_layers(x_enc: Any, y_domain: list[float], opacity: Any) -> list[Any]:
     import altair as alt
 
     label_y = alt.Y("_label_y:Q", scale=alt.Scale(domain=y_domain, nice=False))
-    text = short_label(f"datum[{json.dumps(COLOR)}]", 24)
     sides: dict[str, dict[str, Any]] = {
         "left": {"align": "left", "dx": 5},
         "right": {"align": "right", "dx": -5},
@@ -380,9 +387,8 @@ def _label_layers(x_enc: Any, y_domain: list[float], opacity: Any) -> list[Any]:
     return [
         alt.Chart()
         .transform_filter(alt.FieldEqualPredicate(field="_side", equal=side))
-        .transform_calculate(_label=text)
         .mark_text(baseline="bottom", dy=-3, fontSize=10, color=LABEL_TEXT, **place)
-        .encode(x=x_enc, y=label_y, text=alt.Text("_label:N"), opacity=opacity)
+        .encode(x=x_enc, y=label_y, text=alt.Text(f"{COLOR}:N"), opacity=opacity)
         for side, place in sides.items()
     ]
 

@@ -20,6 +20,7 @@ from calib_frames.metrics.calibration import MCE_MIN_COUNT
 from calib_frames.metrics.registry import metric
 from calib_frames.plot._common import (
     COUNT_LABEL,
+    LEGEND_TITLE,
     NO_FRAME,
     SINGLE,
     bin_tooltips,
@@ -48,6 +49,7 @@ from calib_frames.plot.frames import (
     bin_rows,
     facet_columns,
     frame,
+    group_labels,
     interval_columns,
     metrics_columns,
     prepare,
@@ -106,6 +108,8 @@ class DiagramData:
     """The most colour groups of a panel (the metric lines under it)."""
     metrics_line: str
     """One group alone with its metrics: "ECE … · MCE … · Brier …" (else empty)."""
+    group: str
+    """The name of the one group of a table that has keys and one group (else empty)."""
 
 
 def diagram_data(
@@ -173,7 +177,11 @@ def diagram_data(
         alone = len(prepared.colors) == 1 and not prepared.facet and not picked
         if alone and populated.height:
             line = _metrics_line(populated.row(0, named=True))
+    group = ""
+    if keys and not picked and data.select(keys).n_unique() == 1:
+        group = str(group_labels(data.head(1), keys, limit=None)[0])
     return DiagramData(
+        group=group,
         prepared=prepared,
         populated=populated,
         hist=hist,
@@ -379,7 +387,7 @@ def reliability_diagram(
     highlight = (
         alt.selection_point(name="highlight", fields=[COLOR], bind="legend") if several else None
     )
-    heading = title if title is not None else "Reliability diagram"
+    heading: Any = title if title is not None else _heading(data)
     subtitle = [data.metrics_line] if data.metrics_line else []
     if picked:
         subtitle = [f"pick the {' and '.join(picked)} under the chart; hover for the numbers"]
@@ -429,6 +437,19 @@ def reliability_diagram(
         width=width,
         heading=heading,
     )
+
+
+def _heading(data: DiagramData) -> Any:
+    """The default title: it names the group when there is one, or the picked one."""
+    import altair as alt
+
+    if data.picked:  # the values picked in the dropdowns (the parameters pick_0 …)
+        names, _ = picked_group(data.picked)
+        text = " + ' · ' + ".join(f"toString({name})" for name in names)
+        return alt.ExprRef(expr=f"'Reliability diagram of ' + {text}")
+    if data.group:
+        return f"Reliability diagram of {data.group}"
+    return "Reliability diagram"
 
 
 def _faceted_diagram(
@@ -633,6 +654,7 @@ def _diagram_layer(
         legend = alt.Legend(
             orient="right",
             labelLimit=200,
+            titleLimit=LEGEND_TITLE,
             symbolType="stroke",
             columns=2 if len(prepared.colors) > 24 else 1,
         )

@@ -20,6 +20,9 @@ module                                   holds
 :mod:`~calib_frames.report.charts`       :func:`report_charts`: which charts, and how
                                          (``report_layout`` decides which groups each
                                          draws, in polars)
+:mod:`~calib_frames.report.summary`      ``summary_lines``: what the page and stdout
+                                         say first (best and worst model, groups
+                                         beyond noise)
 ``assets/``                              the page's style sheet and sort script
 =======================================  ================================================
 
@@ -27,8 +30,8 @@ Headers, number formats and which value is best come from
 :mod:`calib_frames.metrics.registry`.
 """
 
-from calib_frames.report.charts import OVERLAY_LIMIT, report_charts
+from calib_frames.report.charts import MODEL_LIMIT, report_charts
 from calib_frames.report.page import report_html, write_report
 from calib_frames.report.table_html import REPORT_COLUMNS
 
-__all__ = ["OVERLAY_LIMIT", "REPORT_COLUMNS", "report_charts", "report_html", "write_report"]
+__all__ = ["MODEL_LIMIT", "REPORT_COLUMNS", "report_charts", "report_html", "write_report"]

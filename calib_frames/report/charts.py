@@ -24,14 +24,15 @@ from calib_frames.plot import (
     trend_chart,
 )
 from calib_frames.plot.frames import COMPARISON_COLUMNS, frame, key_split, spec_keys
+from calib_frames.plot.heatmap import heatmap_rows
 from calib_frames.plot.perplexity import perplexity_measures
 from calib_frames.schema import RELIABILITY
 
 __all__ = [
-    "CHART_GROUP_LIMIT",
     "HEATMAP_ROW_LIMIT",
-    "OVERLAY_LIMIT",
+    "MODEL_LIMIT",
     "PICKED_DIAGRAM",
+    "TASK_LIMIT",
     "ReportLayout",
     "bounded_models",
     "over_time_charts",
@@ -39,40 +40,20 @@ __all__ = [
     "report_layout",
 ]
 
-OVERLAY_LIMIT = 5
-"""Most models drawn together in one reliability panel of the report."""
+MODEL_LIMIT = 4
+"""Most models the report's small multiples draw: the best half and the worst half, in the
+leaderboard's order (all of them when there are no more)."""
 
-CHART_GROUP_LIMIT = 8
-"""Most groups the report's charts draw: beyond it, the best and the worst by ECE."""
-
+TASK_LIMIT = 12
+"""Most panels (tasks) of a small multiple: the first tasks by name beyond it."""
 
 HEATMAP_ROW_LIMIT = 50
-"""Most models (rows) of the report's heatmap: beyond it, the best and the worst by mean ECE."""
+"""Most models (rows) of the report's heatmap: beyond it, the first and the last half."""
 
 
 PICKED_DIAGRAM = "Reliability diagram of one group"
 """The title of the chart whose group the reader picks in dropdowns (no PNG: a static
 image would show only the first group)."""
-
-
-def _extremes(
-    table: pl.DataFrame, keys: list[str], column: str, limit: int
-) -> tuple[pl.DataFrame, int]:
-    """The keys of the ``limit // 2`` lowest and the rest highest ``column``; the group count.
-
-    All the groups when there are at most ``limit``. Groups without a ``column`` value
-    (token-only groups for ECE, prediction-only ones for perplexity) are not counted.
-    """
-    ranked = (
-        table.select(*keys, column)
-        .drop_nulls(column)
-        .unique(subset=keys, keep="first", maintain_order=True)
-    )
-    if ranked.height <= limit:
-        return ranked.select(keys), ranked.height
-    ranked = ranked.sort(column, *keys, nulls_last=True)
-    low = limit // 2
-    return pl.concat([ranked.head(low), ranked.tail(limit - low)]).select(keys), ranked.height
 
 
 def _kept(frame_: pl.DataFrame, chosen: pl.DataFrame) -> pl.DataFrame:
@@ -86,7 +67,7 @@ def bounded_models(
 
     Models rank by the mean of their finite ``column`` values over their tasks; beyond
     ``limit``, the ``limit // 2`` of lowest mean and the rest of highest are kept (the
-    heatmap's rows by ECE, the perplexity chart's by its first measure).
+    perplexity chart's, by its first measure, when the report has no calibration order).
 
     Examples
     --------
@@ -102,9 +83,13 @@ def bounded_models(
         table.filter(pl.col(column).is_finite())
         .group_by(model, maintain_order=True)
         .agg(pl.col(column).mean())
+        .sort(column, *model, nulls_last=True)
     )
-    chosen, models = _extremes(ranked, model, column, limit)
-    return (chosen if models > limit else None), models
+    if ranked.height <= limit:
+        return None, ranked.height
+    low = limit // 2
+    chosen = pl.concat([ranked.head(low), ranked.tail(limit - low)]).select(model)
+    return chosen, ranked.height
 
 
 @dataclass(frozen=True)
@@ -113,12 +98,16 @@ class ReportLayout:
 
     bin_keys: list[str]
     """The bin statistics' keys (the groups of the diagrams)."""
+    model: str | None
+    """The key that names a model (the leaderboard's; else the first key)."""
+    order: pl.DataFrame | None
+    """The models with predictions, best first (the leaderboard's order, else by mean ECE)."""
+    models: list[str]
+    """The models the small multiples draw, best first, as text (their legends' order)."""
     views: bool
     """Whether the views of every model are drawn (the heatmap and the picked diagram)."""
-    view_table: pl.DataFrame
-    """The comparison rows of the views' models."""
     view_bins: pl.DataFrame
-    """The bin rows of the views' models."""
+    """The bin rows of the views' models (the heatmap's rows)."""
     view_note: str
     """The sentence saying which models the views leave out (empty: none)."""
     heatmap: bool
@@ -128,33 +117,40 @@ class ReportLayout:
     groups: int
     """The groups of the views (the picked diagram offers each)."""
     table: pl.DataFrame
-    """The comparison rows of the groups the other charts draw."""
+    """The comparison rows the small multiples draw (their models and tasks)."""
     bins: pl.DataFrame
     """The bin rows of those groups."""
     kept: pl.DataFrame | None
-    """Their keys when the charts summarise (None: every group)."""
+    """The keys of those groups when the small multiples leave some out (None: none)."""
     left_out: str
-    """The sentence saying which groups the charts leave out (empty: none)."""
+    """The sentence saying which models and tasks the small multiples draw (empty: all)."""
     metrics: pl.DataFrame | None
     """The metrics table of the reliability diagrams (None: keyed otherwise)."""
     facet: list[str]
-    """The keys that make the reliability panels."""
+    """The keys that make the panels (the task keys: every key but the model's)."""
     columns: int | None
-    """Panels per row (None: one panel, or a column per task)."""
-    overlay: bool
-    """Whether several models share a panel (one colour each)."""
+    """Panels per row (None: one panel)."""
 
 
 def report_layout(
-    table: pl.DataFrame, bins: pl.DataFrame, bin_keys: list[str], limit: int
+    table: pl.DataFrame,
+    bins: pl.DataFrame,
+    bin_keys: list[str],
+    limit: int = MODEL_LIMIT,
+    *,
+    order: pl.DataFrame | None = None,
 ) -> ReportLayout:
     """Which models and groups each of the report's charts draws, and in how many panels.
 
-    The views (heatmap, picked diagram) draw every model up to :data:`HEATMAP_ROW_LIMIT`,
-    else the extremes of :func:`bounded_models` by mean ECE. Up to :data:`OVERLAY_LIMIT`
-    models share a reliability panel per task, the tasks bounded to ``limit`` by their worst
-    ECE; more models get a panel per group, the groups bounded to ``limit`` by ECE (the
-    ``limit // 2`` lowest and the rest highest). Polars alone: no chart is built.
+    One rule for every section. The models rank best first: in the order of ``order``
+    (the leaderboard, whose first column names the model key), else by the mean ECE of
+    their tasks (:func:`~calib_frames.plot.heatmap.heatmap_rows`). The views (heatmap,
+    picked diagram) draw every model up to :data:`HEATMAP_ROW_LIMIT`, else the first and
+    the last half. The small multiples (reliability diagrams, histograms, scatter, Brier
+    decomposition, risk–coverage) draw the ``limit // 2`` best and the rest of ``limit``
+    worst models across their tasks, one colour per model and a panel per task (up to
+    :data:`TASK_LIMIT`, the first by name): at most ``limit`` lines in a panel, and no
+    panel without a model. Polars alone: no chart is built.
 
     Parameters
     ----------
@@ -165,7 +161,10 @@ def report_layout(
     bin_keys
         Their keys.
     limit
-        Most groups the charts draw.
+        Most models the small multiples draw (at least 2).
+    order
+        The leaderboard (or any table whose first column is the model key, in the order
+        to draw); rows of other models follow by mean ECE.
 
     Returns
     -------
@@ -180,98 +179,145 @@ def report_layout(
     >>> preds = pl.read_parquet("data/synthetic_predictions.parquet")
     >>> stats = cf.bin_statistics(preds, by=["model", "task"])
     >>> layout = report_layout(cf.metrics_from_bin_statistics(stats), stats, ["model", "task"], 2)
-    >>> layout.heatmap, layout.overlay, layout.facet, layout.kept.height  # 2 of 4 tasks drawn
-    (True, True, ['task'], 2)
+    >>> layout.order.get_column("model").to_list()  # by mean ECE over the tasks
+    ['calibrated', 'underconfident', 'overconfident']
+    >>> layout.table.get_column("model").unique().sort().to_list(), layout.facet
+    (['calibrated', 'overconfident'], ['task'])
     """
     keys = key_split(table.schema, COMPARISON_COLUMNS)
-    views = bool(keys) and "ece" in table.columns and keys[:1] == bin_keys[:1]
-    view_table, view_bins, view_note = table, bins, ""
-    if views:
-        chosen, models = bounded_models(table, keys[:1], "ece", HEATMAP_ROW_LIMIT)
-        if chosen is not None:
-            view_table, view_bins = _kept(table, chosen), _kept(bins, chosen)
-            low = HEATMAP_ROW_LIMIT // 2
-            view_note = (
-                f" Drawn: the {low} models of lowest mean ECE over their tasks and the "
-                f"{HEATMAP_ROW_LIMIT - low} of highest; {models - HEATMAP_ROW_LIMIT:,} of "
-                f"{models:,} models are left out here (the tables have them all)."
-            )
-    groups = view_bins.select(bin_keys).n_unique()
-    heatmap = views and len(keys) >= 2 and "overconfidence" in table.columns
-    left_out = ""
-    kept: pl.DataFrame | None = None  # the keys drawn, when the charts summarise
-    if bin_keys and "ece" in table.columns and set(bin_keys) <= set(table.columns):
-        overlaid = table.get_column(bin_keys[0]).n_unique() <= OVERLAY_LIMIT
-        # overlaid models share a panel per task: bound the panels (tasks by their worst
-        # ECE); else one panel per group: bound the groups
-        unit, what = (bin_keys[1:], "tasks") if overlaid else (bin_keys, "groups")
-        ranked = (
-            table.group_by(unit, maintain_order=True).agg(pl.col("ece").max())
-            if overlaid and unit
-            else table
+    model = _model_key(keys, bin_keys, order)
+    kept: pl.DataFrame | None = None
+    view_bins, view_note, left_out, ranked = bins, "", "", None
+    drawn_table, drawn_bins, models = table, bins, []
+    if model is not None:
+        predicted = (
+            table.filter(pl.col("count").fill_null(0) > 0) if "count" in table.columns else table
         )
-        chosen, count = _extremes(ranked, unit, "ece", limit) if unit else (None, 1)
-        if chosen is not None and count > limit:
-            table, bins, kept = _kept(table, chosen), _kept(bins, chosen), chosen
-            left_out = (
-                f" Drawn: the {limit // 2} {what} of lowest ECE and the {limit - limit // 2} "
-                f"of highest; {count - limit:,} of {count:,} {what} are left out here (the "
-                "tables have them all)."
+        ranked, _ = heatmap_rows(predicted, [model], order=order)
+        shown, hidden = heatmap_rows(predicted, [model], order=order, rows=HEATMAP_ROW_LIMIT)
+        view_bins = _kept(bins, shown)
+        if hidden:
+            half = HEATMAP_ROW_LIMIT // 2
+            view_note = (
+                f" Drawn: the {half} first models and the {HEATMAP_ROW_LIMIT - half} last "
+                f"({'the leaderboard' if order is not None else 'mean ECE'} order); "
+                f"{hidden:,} of {ranked.height:,} models are left out here (the grey row; "
+                "the tables have them all)."
             )
-    same_keys = sorted(key_split(table.schema, COMPARISON_COLUMNS)) == sorted(bin_keys)
-    # Up to five models share a panel (one per task); more get a panel each (a grid of
-    # model × task), where twenty overlaid curves would not be readable.
-    many = bool(bin_keys) and bins.get_column(bin_keys[0]).n_unique() > OVERLAY_LIMIT
-    facet = list(bin_keys) if many else bin_keys[1:]
+        drawn, skipped = heatmap_rows(predicted, [model], order=order, rows=limit)
+        tasks = [k for k in bin_keys if k != model]
+        chosen = predicted.join(drawn, on=[model], how="semi", nulls_equal=True)
+        notes = []
+        if skipped:
+            notes.append(
+                f"the {limit // 2} first and the {limit - limit // 2} last of "
+                f"{ranked.height:,} models"
+            )
+        if tasks:
+            names = chosen.select(tasks).unique().sort(tasks, nulls_last=True)
+            if names.height > TASK_LIMIT:
+                notes.append(f"the first {TASK_LIMIT} of {names.height:,} tasks by name")
+                chosen = chosen.join(names.head(TASK_LIMIT), on=tasks, how="semi", nulls_equal=True)
+        if notes:
+            groups_ = chosen.select(model, *tasks).unique(maintain_order=True)
+            kept = groups_
+            drawn_table, drawn_bins = _kept(table, groups_), _kept(bins, groups_)
+            left_out = f" Drawn: {' on '.join(notes)} (the heatmap and the tables have them all)."
+        models = drawn.get_column(model).cast(pl.String).drop_nulls().to_list()
+        drawn_table = _in_order(drawn_table, model, models)
+        drawn_bins = _in_order(drawn_bins, model, models)
+    views = model is not None and "ece" in table.columns
+    groups = view_bins.select(bin_keys).n_unique() if bin_keys else 1
+    heatmap = views and len(keys) >= 2 and "overconfidence" in table.columns
+    same_keys = sorted(keys) == sorted(bin_keys)
+    facet = [k for k in bin_keys if k != model]
+    panels = drawn_bins.select(facet).n_unique() if facet else 1
     return ReportLayout(
         bin_keys=bin_keys,
+        model=model,
+        order=ranked,
+        models=models,
         views=views,
-        view_table=view_table,
         view_bins=view_bins,
         view_note=view_note,
         heatmap=heatmap,
-        linked=heatmap and groups > 1 and sorted(keys) == sorted(bin_keys),
+        linked=heatmap and groups > 1 and same_keys,
         groups=groups,
-        table=table,
-        bins=bins,
+        table=drawn_table,
+        bins=drawn_bins,
         kept=kept,
         left_out=left_out,
-        metrics=table if same_keys else None,
+        metrics=drawn_table if same_keys else None,
         facet=facet,
-        columns=_wall_columns(bins, facet, many=many),
-        overlay=bool(facet) and not many,
+        columns=min(panels, 4) if facet else None,
     )
 
 
-def _views(layout: ReportLayout) -> list[tuple[str, str, Any]]:
+def _model_key(keys: list[str], bin_keys: list[str], order: pl.DataFrame | None) -> str | None:
+    """The key that names a model: ``order``'s first column, else the first key (None: none)."""
+    if (
+        order is not None
+        and order.columns
+        and order.columns[0] in keys
+        and order.columns[0] in bin_keys
+    ):
+        return order.columns[0]
+    if keys and bin_keys and keys[0] == bin_keys[0]:
+        return keys[0]
+    return None
+
+
+def _in_order(frame_: pl.DataFrame, model: str, models: list[str]) -> pl.DataFrame:
+    """``frame_`` with the model key as an Enum of the drawn ``models``, best first.
+
+    The charts order a legend by its key's values: an Enum's in its categories' order.
+    """
+    if not models:
+        return frame_
+    return frame_.with_columns(pl.col(model).cast(pl.String).cast(pl.Enum(models)))
+
+
+def _views(
+    layout: ReportLayout, table: pl.DataFrame, order: pl.DataFrame | None
+) -> list[tuple[str, str, Any]]:
     """The heatmap (two or more keys) and the reliability diagram of a picked group.
 
-    Both over the same models (:attr:`ReportLayout.view_table`). Their specs' ``usermeta``
-    (``{"pick": "cells"}``, ``{"pick": [keys]}``) lets the page's script pick a clicked
-    cell's group.
+    Both over the same models (:attr:`ReportLayout.view_bins`: the heatmap's rows). Their
+    specs' ``usermeta`` (``{"pick": "cells"}``, ``{"pick": [keys]}``) lets the page's
+    script pick a clicked cell's group.
     """
     if not layout.views:
         return []
-    table, bins, bin_keys = layout.view_table, layout.view_bins, layout.bin_keys
+    bins, bin_keys = layout.view_bins, layout.bin_keys
     views: list[tuple[str, str, Any]] = []
     linked = layout.linked
     if layout.heatmap:
         note = (
-            "One cell per model and task, coloured by the calibration gap, mean confidence "
-            "− accuracy (red: overconfident; blue: underconfident); a dot marks an ECE "
-            "beyond the noise of a calibrated model, faint cells have too few predictions. "
-            "Hover a cell for the whole names and numbers."
+            "One cell per model and task, best models first, coloured by the calibration "
+            "gap, mean confidence − accuracy (red: overconfident; blue: underconfident; "
+            "purple: over- and underconfident bins, by ECE); a dot marks an ECE beyond the "
+            "noise of a calibrated model; grey: no number (no predictions, or weights "
+            "summing to 0), light grey with a small square: too few predictions. Hover a "
+            "cell for the whole names and numbers."
         )
         # linked, the page's script picks a clicked cell's group in the diagram below
         # and outlines the cell of the group that diagram draws
-        heatmap = calibration_heatmap(table, pick=bin_keys if linked else None)
+        heatmap = calibration_heatmap(
+            table,
+            label=layout.model,
+            pick=bin_keys if linked else None,
+            order=order if order is not None else layout.order,
+            rows=HEATMAP_ROW_LIMIT,
+        )
         if linked:
             heatmap = heatmap.properties(usermeta={"pick": "cells"})
             note += " Click a cell to draw its reliability diagram below (its cell is outlined)."
         views.append(("Calibration gap by model and task", note + layout.view_note, heatmap))
     if layout.groups > 1:
         keys = key_split(table.schema, COMPARISON_COLUMNS)
-        metrics = table if sorted(keys) == sorted(bin_keys) else None
+        metrics = (
+            _kept(table, bins.select(keys).unique()) if sorted(keys) == sorted(bin_keys) else None
+        )
         note = (
             f"One group at a time, of {layout.groups:,}: pick it in the dropdowns under the "
             f"chart{' (or click its cell in the heatmap)' if linked else ''}. "
@@ -291,24 +337,15 @@ def _views(layout: ReportLayout) -> list[tuple[str, str, Any]]:
     return views
 
 
-def _wall_columns(bins: pl.DataFrame, facet: list[str], *, many: bool) -> int | None:
-    """Panels per row of the reliability panels (None: one panel, or a column per task).
-
-    A grid of model × task has a column per task, unless there is one task; else up to 4.
-    """
-    if not facet:
-        return None
-    if many and len(facet) >= 2 and bins.select(facet[-1]).n_unique() > 1:
-        return None
-    return min(bins.select(facet).n_unique(), 4)
-
-
-def _perplexity_view(source: pl.DataFrame, limit: int) -> list[tuple[str, str, Any]]:
+def _perplexity_view(
+    source: pl.DataFrame, layout: ReportLayout, limit: int
+) -> list[tuple[str, str, Any]]:
     """The perplexity chart of ``source`` (none without a perplexity measure).
 
-    One row per model (the first key) with its tasks side by side, so beyond ``limit``
-    models it draws the half of lowest mean perplexity (its first measure) over the tasks
-    and the rest of highest, and its note says how many it left out.
+    One row per model (the first key) with its tasks side by side: the models the small
+    multiples draw (:attr:`ReportLayout.table`) when they have a perplexity, else (a table
+    of perplexity alone) the ``limit // 2`` of lowest mean perplexity (its first measure)
+    over the tasks and the rest of highest; its note says how many it left out.
     """
     measures = perplexity_measures(source)  # lm-eval's rolling tasks: word/byte, bits/byte
     if not measures:
@@ -316,15 +353,21 @@ def _perplexity_view(source: pl.DataFrame, limit: int) -> list[tuple[str, str, A
     ppl_keys = key_split(source.schema, COMPARISON_COLUMNS)
     what = " and ".join(m.replace("_", " ") for m in measures)
     note = f"{what.capitalize()} per group, lower is better; bars: 95% intervals."
+    first = measures[0]
+    model = layout.model
+    if model is not None and model in ppl_keys and layout.kept is not None:
+        mine = source.filter(pl.col(model).cast(pl.String).is_in(layout.models))
+        if mine.get_column(first).is_finite().any():
+            source = _in_order(mine, model, layout.models)
+            return [("Perplexity", note + layout.left_out, perplexity_chart(source))]
     if ppl_keys:
-        first = measures[0]
-        chosen, models = bounded_models(source, ppl_keys[:1], first, limit)
+        chosen, count = bounded_models(source, ppl_keys[:1], first, limit)
         if chosen is not None:
             source = _kept(source, chosen)
             note += (
                 f" Drawn: the {limit // 2} models of lowest mean {first.replace('_', ' ')} "
                 f"over the tasks and the {limit - limit // 2} of highest; "
-                f"{models - limit:,} of {models:,} models are left out."
+                f"{count - limit:,} of {count:,} models are left out."
             )
     return [("Perplexity", note, perplexity_chart(source))]
 
@@ -335,26 +378,25 @@ def report_charts(
     bin_statistics: pl.DataFrame | pl.LazyFrame,
     perplexity: pl.DataFrame | pl.LazyFrame | None = None,
     selective: pl.DataFrame | pl.LazyFrame | None = None,
-    limit: int = CHART_GROUP_LIMIT,
+    leaderboard: pl.DataFrame | pl.LazyFrame | None = None,
+    limit: int = MODEL_LIMIT,
 ) -> list[tuple[str, str, Any]]:
     """The report's charts as ``(title, note, chart)``; the command line saves them as PNG.
 
-    First the views of every model (beyond :data:`HEATMAP_ROW_LIMIT` models, the half of
-    lowest mean ECE over the tasks and the half of highest): with two or more keys the
-    model × task heatmap (:func:`~calib_frames.plot.calibration_heatmap`), and with
-    more than one group a reliability diagram of the group the reader picks in
-    dropdowns (``pick=`` of :func:`~calib_frames.plot.reliability_diagram`: each group's
-    bins once, one diagram drawn). Then reliability diagrams and confidence histograms of
-    the bin statistics, then, as the
-    comparison table has the columns, accuracy against ECE, the Brier decomposition,
-    perplexity (whichever of :data:`~calib_frames.plot.perplexity.PERPLEXITY_MEASURES` the
-    tables have values of: lm-eval's rolling tasks give word and byte perplexity and bits
-    per byte) and, with a selective curve table, the risk–coverage curves. Up to
-    :data:`OVERLAY_LIMIT` models share a panel (one panel per task); more get a panel
-    each. Charts stay bounded whatever the number of groups: beyond ``limit`` groups they
-    summarise, drawing the ``limit // 2`` groups of lowest ECE and the rest of highest
-    (perplexity: the models of lowest and highest mean of its first measure), and each
-    chart's note says how many it left out.
+    One rule decides what every chart draws (:func:`report_layout`): the models rank best
+    first, in the leaderboard's order (``leaderboard``), else by the mean ECE of their
+    tasks. First the views of every model (beyond :data:`HEATMAP_ROW_LIMIT`, the first
+    and the last half, a grey row between): with two or more keys the model × task
+    heatmap (:func:`~calib_frames.plot.calibration_heatmap`), and with more than one
+    group a reliability diagram of the group the reader picks in dropdowns (``pick=`` of
+    :func:`~calib_frames.plot.reliability_diagram`: each group's bins once, one diagram
+    drawn). Then the small multiples of the ``limit // 2`` best and the rest of
+    ``limit`` worst models across their tasks (a colour per model, best first, and a
+    panel per task): reliability diagrams, confidence histograms, and as the comparison
+    table has the columns accuracy against ECE, the Brier decomposition, perplexity
+    (whichever of :data:`~calib_frames.plot.perplexity.PERPLEXITY_MEASURES` the tables
+    have values of) and, with a selective curve table, the risk–coverage curves. Each
+    chart's note says what it left out.
 
     Parameters
     ----------
@@ -367,8 +409,11 @@ def report_charts(
     selective
         An optional selective curve table (:func:`~calib_frames.selective_curve`, keyed
         like the bin statistics) for the risk–coverage chart.
+    leaderboard
+        An optional leaderboard (:func:`~calib_frames.leaderboard`): its first column
+        names the models, its rows' order is the charts'.
     limit
-        Most groups drawn (default 8, at least 2).
+        Most models the small multiples draw (default 4, at least 2).
 
     Returns
     -------
@@ -405,54 +450,68 @@ def report_charts(
     # altair validates every schema object as it is made (BENCHMARKS.md: the cost at 100
     # groups); these charts' whole specs are validated by the tests' to_dict instead
     with debug_mode(False):
-        return _charts(comparison, bin_statistics, perplexity, selective, limit)
+        return _charts(
+            comparison,
+            bin_statistics,
+            perplexity=perplexity,
+            selective=selective,
+            leaderboard=leaderboard,
+            limit=limit,
+        )
 
 
 def _charts(
     comparison: pl.DataFrame | pl.LazyFrame,
     bin_statistics: pl.DataFrame | pl.LazyFrame,
+    *,
     perplexity: pl.DataFrame | pl.LazyFrame | None,
     selective: pl.DataFrame | pl.LazyFrame | None,
+    leaderboard: pl.DataFrame | pl.LazyFrame | None,
     limit: int,
 ) -> list[tuple[str, str, Any]]:
     """The body of :func:`report_charts`: the charts of :func:`report_layout`'s rows."""
     # whole: the perplexity chart bounds its own groups (token-only ones too)
     whole = frame(comparison, "report comparison")
     bins = frame(bin_statistics, "report bin_statistics")
+    order = None if leaderboard is None else frame(leaderboard, "report leaderboard")
     bin_keys = spec_keys(bins, RELIABILITY, "bin-statistics table")
-    layout = report_layout(whole, bins, bin_keys, limit)
+    layout = report_layout(whole, bins, bin_keys, limit, order=order)
     table, bins, left_out = layout.table, layout.bins, layout.left_out
-    overlay, facet, columns = layout.overlay, layout.facet, layout.columns
+    facet, columns = layout.facet or None, layout.columns
+    color = [layout.model] if layout.model is not None else None
+    several = layout.model is not None and table.get_column(layout.model).n_unique() > 1
     note = (
         "Accuracy against mean confidence per bin; bars to the diagonal show each bin's "
         "gap (red: overconfident, below; blue: underconfident, above), dashed and faint "
         f"for bins of fewer than {MCE_MIN_COUNT} predictions (which MCE leaves out); "
         "predictions per bin below, ECE, MCE and Brier score under each panel."
     )
-    if overlay:
+    if several:
         note += " Click a legend entry to highlight a model."
     note += left_out
     built: list[tuple[str, str, Any]] = [
-        *_views(layout),
+        *_views(layout, whole, order),
         (
             "Reliability diagrams",
             note,
-            reliability_diagram(bins, metrics=layout.metrics, facet=facet, columns=columns),
+            reliability_diagram(
+                bins, metrics=layout.metrics, color=color, facet=facet, columns=columns
+            ),
         ),
         (
             "Confidence histograms",
             (
-                "Share of each group's predictions per confidence bin."
-                if overlay
+                "Share of each model's predictions per confidence bin."
+                if several
                 else "Predictions per confidence bin."
             )
             + left_out,
             confidence_histogram(
                 bins,
-                color=bin_keys[:1] if overlay else None,
-                facet=facet or None,
+                color=color if several else None,
+                facet=facet,
                 columns=columns,
-                share=overlay,
+                share=several,
             ),
         ),
     ]
@@ -460,8 +519,8 @@ def _charts(
         built.append(
             (
                 "Accuracy against ECE",
-                "One point per group." + left_out,
-                metric_scatter(table, columns=columns),
+                "One point per model and task." + left_out,
+                metric_scatter(table, label=layout.model, facet=facet or [], columns=columns),
             )
         )
     if all(c in table.columns for c in ("reliability", "resolution", "brier")):
@@ -470,26 +529,26 @@ def _charts(
                 "Brier decomposition",
                 "Reliability (miscalibration, added to the Brier score) to the right; "
                 "resolution (subtracted) to the left." + left_out,
-                brier_decomposition_chart(table, columns=columns),
+                brier_decomposition_chart(
+                    table, label=layout.model, facet=facet or [], columns=columns
+                ),
             )
         )
     source = whole if perplexity is None else frame(perplexity, "report perplexity")
-    built.extend(_perplexity_view(source, limit))
+    built.extend(_perplexity_view(source, layout, limit))
     if selective is not None:
-        # one colour per model (the first key), a panel per task (the other keys)
         curve = frame(selective, "report selective")
         if layout.kept is not None:
             curve = _kept(curve, layout.kept)
-        by_task = bin_keys[1:]
+        if layout.model is not None:
+            curve = _in_order(curve, layout.model, layout.models)
         built.append(
             (
                 "Risk–coverage curves",
                 "Error rate among the most confident answers against the share answered "
                 "(lower is better; the area under a curve is its AURC)." + left_out,
                 risk_coverage_chart(
-                    curve,
-                    facet=by_task or None,
-                    columns=min(curve.select(by_task).n_unique(), 4) if by_task else None,
+                    curve, color=color, facet=facet, columns=columns, width=240, height=200
                 ),
             )
         )

@@ -1,9 +1,11 @@
-r"""The report's page: the header, the comparison table and the charts in one HTML file.
+r"""The report's page: header, summary, leaderboard, charts and the full table in one file.
 
-:func:`report_html` assembles the page from the table (:mod:`calib_frames.report.table_html`),
+:func:`report_html` assembles the page from the summary
+(:mod:`calib_frames.report.summary`), the tables (:mod:`calib_frames.report.table_html`),
 the charts (:mod:`calib_frames.report.charts`) and the page's style and sort script, which
 ship as package data (``assets/report.css``, ``assets/report.js``); :func:`write_report`
-writes it atomically.
+writes it atomically. What a reader looks at first comes first: the summary, the
+leaderboard and the heatmap; the comparison table of every group comes last.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.plot.export import as_path, chart_spec, page_html, write_atomic
 from calib_frames.plot.frames import COMPARISON_COLUMNS, frame, key_split, spec_keys
 from calib_frames.report.charts import over_time_charts, report_charts
+from calib_frames.report.summary import AMONG_BEST, board_order, summary_lines
 from calib_frames.report.table_html import table_html
 from calib_frames.schema import RELIABILITY
 
@@ -57,19 +60,27 @@ def _versions() -> dict[str, str]:
     }
 
 
-def _leaderboard_section(board: pl.DataFrame | pl.LazyFrame | None) -> list[str]:
+def _summary_section(lines: Sequence[tuple[str, str]]) -> str:
+    """The page's first section: the summary's labelled lines (:func:`summary_lines`)."""
+    items = "\n".join(
+        f"<dt>{html.escape(label)}</dt><dd>{html.escape(text)}</dd>" for label, text in lines
+    )
+    return f'<section><h2>Summary</h2>\n<dl class="summary">\n{items}\n</dl></section>'
+
+
+def _leaderboard_section(table: pl.DataFrame | None) -> list[str]:
     """The leaderboard's section (one row per model), or nothing without one."""
-    if board is None:
+    if table is None:
         return []
-    table = frame(board, "report leaderboard")
     model = table.columns[0]
     note = (
-        "One row per model across its tasks, by the mean Brier score over tasks (lower "
-        "first); click a header to sort, "
+        f"One row per model across its tasks, {board_order(table)}; click a header to sort, "
         "type in the box to filter. "
         "Pooled: all the model's predictions together; mean over tasks: every task counts "
         "once. Miscalibrated tasks: ECE beyond the noise floor of a calibrated model."
     )
+    if AMONG_BEST in table.columns:
+        note += " A green bar marks the models indistinguishable from the best."
     return [
         f'<section><h2>Leaderboard</h2><p class="note">{html.escape(note)}</p>\n'
         f"{table_html(table, keys=[model], within=[], table_id='leaderboard')}</section>"
@@ -254,24 +265,32 @@ def report_html(
         if within
         else "Bold green: best value of its column."
     )
+    board = None if leaderboard is None else frame(leaderboard, "report leaderboard")
     specs: dict[str, dict[str, Any]] = {}
     changes_first, trends = _over_time_sections(over_batches, changes, specs)
     sections = [
         f'<header><h1>{html.escape(title)}</h1>\n<dl class="meta">\n{header}\n</dl></header>',
         *changes_first,  # tonight first: what changed and since when
-        *_leaderboard_section(leaderboard),
+        _summary_section(summary_lines(table, board)),
+        *_leaderboard_section(board),
         *trends,
-        "<section><h2>Comparison</h2>"
-        f'<p class="note">Click a column header to sort; type a model or task in the box to '
-        f"show only its rows. {html.escape(best_note)} Hover a value for its interval, or "
-        "tick “intervals” to show them all.</p>\n"
-        f"{table_html(sorted_table, keys=keys, within=within)}</section>",
     ]
     if charts is None:
         charts = report_charts(
-            sorted_table, bin_statistics=bins, perplexity=ppl, selective=selective
+            sorted_table,
+            bin_statistics=bins,
+            perplexity=ppl,
+            selective=selective,
+            leaderboard=board,
         )
     sections += _chart_sections(charts, specs)
+    sections.append(
+        "<section><h2>Comparison</h2>"
+        f'<p class="note">Every group: click a column header to sort; type a model or task in '
+        f"the box to show only its rows. {html.escape(best_note)} Hover a value for its "
+        "interval, or tick “intervals” to show them all.</p>\n"
+        f"{table_html(sorted_table, keys=keys, within=within)}</section>"
+    )
     body = "\n".join(sections) + f"\n<script>\n{_asset('report.js')}</script>"
     return page_html(title, body, specs=specs, style=_asset("report.css"))
 
@@ -386,15 +405,17 @@ def write_report(
     """Write a self-contained HTML report of a comparison table and its bin statistics.
 
     The file has a header (inputs with their row counts, predictions and groups, group
-    keys, binning, date, versions), the comparison table (one row per group, numbers
-    formatted, sortable by clicking a header, filtered by the text typed above it, its
-    columns in groups shown or hidden by tick boxes, the best value of each column marked,
-    and ``<metric>_ci_low``/``_ci_high`` shown as intervals on hover or on request) in a
-    box that scrolls inside the page, and the charts:
-    reliability diagrams, confidence histograms, accuracy against ECE, the Brier
-    decomposition, when there are token or byte counts, perplexity (or word / byte
-    perplexity) and bits per byte, and with
-    ``selective=`` the risk–coverage curves. It opens
+    keys, binning, date, versions), a summary
+    (:func:`~calib_frames.report.summary.summary_lines`: the best and the worst model, the
+    groups beyond noise), the leaderboard when given, the charts (with two keys the
+    heatmap and the reliability diagram of a picked group first, then reliability
+    diagrams, confidence histograms, accuracy against ECE, the Brier decomposition, when
+    there are token or byte counts perplexity (or word / byte perplexity) and bits per
+    byte, and with ``selective=`` the risk–coverage curves), and last the comparison table
+    (one row per group, numbers formatted, sortable by clicking a header, filtered by the
+    text typed above it, its columns in groups shown or hidden by tick boxes, the best
+    value of each column marked, and ``<metric>_ci_low``/``_ci_high`` shown as intervals
+    on hover or on request) in a box that scrolls inside the page. It opens
     with no network (Vega inlined, a Content-Security-Policy allowing no request). The
     file is written atomically (a temporary file in the same folder, then
     ``os.replace``).
@@ -432,7 +453,8 @@ def write_report(
         Optional selective curve table (:func:`~calib_frames.selective_curve`, grouped
         by the bin statistics' keys): adds the risk–coverage curves.
     leaderboard
-        Optional leaderboard (:func:`~calib_frames.leaderboard`), shown first.
+        Optional leaderboard (:func:`~calib_frames.leaderboard`), shown after the
+        summary; its order is the charts' (:func:`~calib_frames.report.report_charts`).
     charts
         The charts as :func:`~calib_frames.report.report_charts` returns them (default:
         built here; pass them when they are also saved as PNG, to build them once).

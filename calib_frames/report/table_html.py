@@ -16,10 +16,12 @@ import polars as pl
 
 from calib_frames.exceptions import ArgumentError
 from calib_frames.metrics.registry import metric
+from calib_frames.report.summary import AMONG_BEST
 
 __all__ = ["COLUMN_GROUPS", "REPORT_COLUMNS", "TableLayout", "table_html", "table_layout"]
 
 REPORT_COLUMNS = (
+    "rank",
     "tasks",
     "count",
     "accuracy",
@@ -54,7 +56,8 @@ REPORT_COLUMNS = (
     "miscalibrated_tasks",
 )
 """Columns of the report's table (when present); their headers, formats and which value
-is best come from :mod:`calib_frames.metrics.registry`."""
+is best come from :mod:`calib_frames.metrics.registry` (a leaderboard's ``rank`` with its
+interval ``rank_ci_low``/``_high`` in the cell's title)."""
 
 
 def _format(value: object, column: str) -> str:
@@ -254,7 +257,8 @@ def table_html(
     table filters its rows by the keys' text, shows or hides each group, the less-read
     columns ("all columns") and the intervals. Each cell keeps its raw value in
     ``data-value`` for the page's script (``assets/report.js``); every name and value is
-    HTML-escaped, and the script writes text only.
+    HTML-escaped, and the script writes text only. A row whose ``among_best`` is true (a
+    leaderboard's models indistinguishable from the best) has the class ``among-best``.
 
     Parameters
     ----------
@@ -398,7 +402,9 @@ def _body_rows(comparison: pl.DataFrame, layout: TableLayout, keys: Sequence[str
         for key in keys:
             value = row[key]
             text = html.escape("(null)" if value is None else str(value))
-            cells.append(f'<td class="key" data-value="{text}" title="{text}">{text}</td>')
+            # a null reads (null) in italics, apart from a name spelled "(null)"
+            kind = "key null" if value is None else "key"
+            cells.append(f'<td class="{kind}" data-value="{text}" title="{text}">{text}</td>')
         for _, column in layout.order:
             value = row[column]
             text = html.escape(_format(value, column))
@@ -409,5 +415,7 @@ def _body_rows(comparison: pl.DataFrame, layout: TableLayout, keys: Sequence[str
                 title = f' title="95% interval {interval}"'  # the script shows it on request
             classes = ' class="best"' if flag[column] else ""
             cells.append(f'<td{classes} data-value="{html.escape(_raw(value))}"{title}>{text}</td>')
-        body.append("<tr>" + "".join(cells) + "</tr>")
+        # a leaderboard marks the models indistinguishable from the best
+        marked = ' class="among-best"' if row.get(AMONG_BEST) is True else ""
+        body.append(f"<tr{marked}>" + "".join(cells) + "</tr>")
     return body

@@ -83,7 +83,9 @@ def test_the_leaderboard_is_never_silently_missing(
         return
     table = pl.read_parquet(board)
     assert table.columns[0] == key and {"rank", "tasks", "count"} <= set(table.columns)
-    assert printed.index(key) < printed.index("shape: (12")  # the leaderboard comes first
+    # the summary, then the leaderboard, then the comparison table
+    assert printed.index("best:") < printed.index(f"Leaderboard: one row per {key}")
+    assert printed.index(f"Leaderboard: one row per {key}") < printed.index("Comparison:")
 
 
 def test_a_model_key_that_is_no_key(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -117,3 +119,55 @@ def test_lm_eval_report_puts_lm_evals_figures_beside_ours(
     assert status == 0
     assert "lm-eval's own figures are per model × task; left out" in err
     assert "accuracy_lm_eval" not in pl.read_parquet(tmp_path / "m" / "comparison.parquet").columns
+
+
+def test_the_first_screen_answers(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """stdout opens with labelled lines (best, worst, beyond noise, where the report is),
+    then titled tables without polars' shape and type lines (issue 31.2)."""
+    out = tmp_path / "r"
+    status, printed, err = run(
+        capsys, "report", PREDICTIONS, "--by", "model,task", "--out", out, "--replicates", "20",
+        "--quiet",
+    )  # fmt: skip
+    assert status == 0, err
+    lines = printed.splitlines()
+    labels = [line.split(":")[0] for line in lines[:5]]
+    assert labels == ["groups", "best", "worst", "beyond noise", "report"]
+    assert lines[0].endswith("3 models × 4 tasks: 12 groups, 24,000 predictions")
+    assert lines[1].split()[1] == "calibrated" and lines[2].split()[1] == "overconfident"
+    assert "8 of 12 groups (67%)" in lines[3] and "4 overconfident, 4 underconfident" in lines[3]
+    assert lines[4] == f"report:       {out / 'report.html'} (open it in a browser)"
+    assert "Leaderboard: one row per model, lowest pooled ECE first (3 rows)" in printed
+    assert "Comparison: one row per model × task (12 rows)" in printed
+    assert "shape:" not in printed and "│ str " not in printed
+    # compare: the same lines (no leaderboard: the groups of lowest and highest ECE)
+    status, printed, _ = run(
+        capsys, "compare", PREDICTIONS, "--by", "model,task", "--replicates", "20"
+    )
+    assert status == 0
+    assert [line.split(":")[0] for line in printed.splitlines()[:4]] == [
+        "groups", "lowest ECE", "highest ECE", "beyond noise"
+    ]  # fmt: skip
+    assert printed.splitlines()[1].split()[2] == "calibrated"
+
+
+def test_printed_names_keep_what_tells_them_apart(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Checkpoint names past 48 characters that differ in the middle and at the end print
+    apart (stdout cut them at 32 characters: issue 31.1); the files keep them whole."""
+    names = {
+        "calibrated": "acme-research-instruct-7b-long-context-checkpoint-012000",
+        "overconfident": "acme-research-instruct-70b-long-context-checkpoint-012000",
+        "underconfident": "acme-research-instruct-70b-long-context-checkpoint-096000",
+    }
+    path = tmp_path / "sweep.parquet"
+    pl.read_parquet(PREDICTIONS).with_columns(pl.col("model").replace(names)).write_parquet(path)
+    out = tmp_path / "t.csv"
+    status, printed, _ = run(
+        capsys, "compare", path, "--by", "model,task", "--no-uncertainty", "--output", out
+    )
+    assert status == 0
+    for short in ("…7b…012000", "…70b…012000", "…70b…096000"):
+        assert printed.count(f"│ {short} ") == 4  # one row per task
+    assert set(pl.read_csv(out).get_column("model")) == set(names.values())

@@ -288,6 +288,9 @@ def test_leaderboard_names_the_model_key() -> None:
         cf.leaderboard(stats, sums)
     board = cf.leaderboard(stats, uncertainty=False)
     assert not [c for c in board.columns if "_ci_" in c]
+    # a level out of (0, 1) is refused without uncertainty too (was StatisticsError: 32.11)
+    with pytest.raises(cf.ArgumentError, match="level= takes a number strictly between"):
+        cf.leaderboard(stats, level=1.5, uncertainty=False)
     assert "miscalibrated_tasks" not in board.columns  # no noise floor without uncertainty
     assert "indistinguishable_from_best" not in board.columns
     assert board["rank"].to_list() == [1, 2, 3]  # the order needs no bootstrap

@@ -52,21 +52,131 @@ def test_heatmap_cells_order_and_domain() -> None:
         ["within", "beyond", "within", "within", "few", "within"],
     )
     data = heatmap_data(table)
-    # m1's t2 has no predictions: no cell; rows and columns by value
-    assert data.cells.height == 5
+    # m1's t2 has no predictions: a grey cell; rows best first (mean ECE of the cells
+    # with predictions: m0 0.187, m1 0.2), columns by name
+    assert data.cells.height == 6
     assert (data.rows, data.columns) == (["m0", "m1"], ["t0", "t1", "t2"])
-    assert data.cells.filter(pl.col("_status") == "beyond noise").get_column("task").to_list() == [
-        "t1"
-    ]
+    status = {(m, t): (s, d) for m, t, s, d in data.cells.select(
+        "model", "task", "_status", "_draw").iter_rows()}  # fmt: skip
+    assert status[("m1", "t2")] == ("no predictions", "none")
+    assert status[("m0", "t1")] == ("too few predictions", "few")
+    assert status[("m1", "t1")] == ("beyond noise", "colour")
     # the scale ends at the 98th percentile (nearest) of |gap| over the cells with enough
     # predictions: 0.02, 0.04, 0.10, 0.30 (the 3-prediction cell's 0.50 is left out)
     assert data.domain == [-0.30, 0.30]
     assert heatmap_data(table, value="ece").domain == [0, 0.30]
-    assert data.noise and data.picked == [] and data.cell == 28.0
-    # rows by the label key: tasks down, models across
+    assert data.noise and data.picked == [] and data.cell == 28.0 and data.gap is None
+    # rows by the label key: tasks down (mean ECE t2 0.04, t0 0.06, t1 0.4), models across
     swapped = heatmap_data(table, label="task")
-    assert (swapped.rows, swapped.columns) == (["t0", "t1", "t2"], ["m0", "m1"])
+    assert (swapped.rows, swapped.columns) == (["t2", "t0", "t1"], ["m0", "m1"])
     assert (swapped.row_keys, swapped.column_keys) == (["task"], ["model"])
+
+
+def test_heatmap_rows_follow_an_order_and_mark_what_they_leave_out() -> None:
+    table = pl.DataFrame(
+        {
+            "model": [f"m{i}" for i in range(6) for _ in range(2)],
+            "task": ["a", "b"] * 6,
+            "count": 100,
+            "ece": [i / 10 for i in range(6) for _ in range(2)],
+            "overconfidence": 0.01,
+        }
+    )
+    board = pl.DataFrame({"model": ["m5", "m3", "m1", "m0", "m2", "m4"]})
+    assert heatmap_data(table, order=board).rows == board.get_column("model").to_list()
+    # four rows: the first two and the last two, the grey row between says how many
+    four = heatmap_data(table, order=board, rows=4)
+    assert four.rows == ["m5", "m3", "⋯ 2 left out ⋯", "m2", "m4"]
+    assert four.gap == "⋯ 2 left out ⋯"
+    gap = four.cells.filter(pl.col("_draw") == "gap")
+    assert gap.select("_color", "model").rows() == [("⋯ 2 left out ⋯", None)]
+    assert four.cells.filter(pl.col("_draw") != "gap").get_column("model").n_unique() == 4
+    with pytest.raises(ArgumentError, match="rows= must be an integer >= 2"):
+        heatmap_data(table, rows=1)
+
+
+def test_heatmap_marks_mixed_and_weightless_cells() -> None:
+    """Mixed cells get their own colour (not a near-zero gap), weightless ones none."""
+    table = pl.DataFrame(
+        {
+            "model": ["a", "a", "b", "b"],
+            "task": ["x", "y", "x", "y"],
+            "count": [200, 200, 200, 200],
+            "ece": [0.12, 0.05, None, 0.02],
+            "overconfidence": [0.3, 0.05, None, -0.02],
+            "ece_beyond_noise": [True, False, None, False],
+            "verdict": [
+                "mixed: overconfident above 0.7, underconfident below",
+                "within noise",
+                "no weight",
+                "within noise",
+            ],
+            "ece_direction": ["mixed", "over", None, "under"],
+        }
+    )
+    data = heatmap_data(table)
+    draw = dict(zip(data.cells.select(pl.concat_str("model", "task")).to_series(),
+                    data.cells.get_column("_draw"), strict=True))  # fmt: skip
+    assert draw == {"ax": "mixed", "ay": "colour", "bx": "none", "by": "colour"}
+    assert data.cells.filter(pl.col("_draw") == "none").get_column("_status").to_list() == [
+        "no weight"
+    ]
+    # the gap's scale spans the cells it colours (0.05, 0.02), not the mixed one (0.3);
+    # the mixed cells have a scale of their own, of their ECE
+    assert data.domain == [-0.05, 0.05]
+    assert data.mixed and data.mixed_domain == [0, 0.12]
+
+
+def test_heatmap_column_labels_turn_when_they_do_not_fit() -> None:
+    def angle(tasks: list[str], models: int) -> int:
+        table = pl.DataFrame(
+            {
+                "model": [f"m{i}" for i in range(models) for _ in tasks],
+                "task": tasks * models,
+                "overconfidence": 0.1,
+            }
+        )
+        return heatmap_data(table).angle
+
+    assert angle(["a", "b"], 2) == 0  # 28-pixel cells hold one letter
+    assert angle(["mmlu_college_physics", "mmlu_college_chemistry"], 2) == -45
+    assert angle(["mmlu_college_physics", "mmlu_college_chemistry"], 80) == -90  # 11-pixel cells
+
+
+def test_group_labels_keep_what_tells_names_apart() -> None:
+    from calib_frames.plot.frames import group_labels
+
+    sweep = pl.DataFrame(
+        {
+            "model": [
+                "acme-instruct-7b-checkpoint-012000",
+                "acme-instruct-70b-checkpoint-012000",
+                "acme-instruct-70b-checkpoint-096000",
+            ]
+        }
+    )
+    assert group_labels(sweep, ["model"], 20).to_list() == [
+        "…7b…012000",
+        "…70b…012000",
+        "…70b…096000",
+    ]
+    # the legend says what the labels leave out; names kept whole need no such line
+    folded = prepare(sweep.with_columns(task=pl.lit("t")), ["model", "task"], color="model",
+                     facet="task", color_limit=20)  # fmt: skip
+    assert folded.color_shared == "acme-instruct-…-checkpoint-…"
+    whole = prepare(sweep, ["model"], color="model", facet=None, color_limit=40)
+    assert whole.color_shared == ""
+    # within the limit the names stay whole; no keys: "all"
+    assert group_labels(sweep, ["model"], 40).to_list() == sweep.get_column("model").to_list()
+    assert group_labels(sweep, [], 20).to_list() == ["all"] * 3
+    # a label cut in the middle that would read like another keeps its folded name
+    twins = pl.DataFrame({"model": ["x" * 30 + "a" + "y" * 30, "x" * 30 + "b" + "y" * 30]})
+    assert group_labels(twins, ["model"], 20).to_list() == twins.get_column("model").to_list()
+    # text a chart cannot draw: line separators, NUL; Object.prototype names; nulls
+    hostile = pl.DataFrame({"model": ["a\u2028b", "c\x00d", "valueOf", None, "(null)"]})
+    assert group_labels(hostile, ["model"], 20).to_list() == [
+        "a b", "c\ufffdd", "valueOf\u200b", "(null)", "(null) #2"
+    ]  # fmt: skip
 
 
 def test_heatmap_domain_of_small_and_empty_cells() -> None:

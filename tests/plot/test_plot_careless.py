@@ -192,3 +192,18 @@ def test_write_report_escapes_a_hostile_title(
     text = page.read_text()
     assert "<script>alert(1)" not in text
     assert "&lt;script&gt;alert(1)" in text
+
+
+@pytest.mark.parametrize("rows", [0, 3])
+def test_scatter_with_nothing_to_draw_says_so(rows: int) -> None:
+    """0 rows, or metrics that are all NaN: the package's error, not a TypeError (32.11)."""
+    table = pl.DataFrame(
+        {
+            "model": [f"m{k}" for k in range(rows)],
+            "ece": [float("nan")] * rows,
+            "accuracy": [0.5] * rows,
+        },
+        schema={"model": pl.String, "ece": pl.Float64, "accuracy": pl.Float64},
+    )
+    with pytest.raises(TableError, match=f"no group of the {rows} rows has a finite ece"):
+        P.metric_scatter(table)

@@ -290,4 +290,75 @@ def test_heatmap_scale_of_a_sweep_of_small_groups() -> None:
     )
     spec = calibration_heatmap(sweep).to_dict()
     assert {r["_status"] for r in rows_of(spec)} == {"too few predictions"}
-    assert layers(spec)[0]["encoding"]["color"]["scale"]["domain"] == [-0.04, 0.04]
+    # grey cells, the gap in a small square inside each, on a scale of their spread
+    cell, square = layers(spec)
+    assert cell["mark"]["fill"] == "#ececec" and "color" not in cell["encoding"]
+    assert square["mark"]["type"] == "square"
+    assert square["encoding"]["color"]["scale"]["domain"] == [-0.04, 0.04]
+
+
+HOSTILE_NAMES = [
+    "constructor",
+    "toString",
+    "valueOf",
+    "hasOwnProperty",
+    "line\u2028separator",
+    "paragraph\u2029separator",
+    "(null)",
+    None,
+    "nul\x00byte",
+]
+
+
+def test_hostile_names_draw_every_report_chart() -> None:
+    """Names of Object.prototype, U+2028/U+2029 and NUL broke 3 of 7 charts, and a null
+    model shared a heatmap row with one named "(null)" (issue 32.5, 32.7): every chart of
+    the report renders, each group its own row, and PNG text holds no NUL."""
+    from calib_frames.plot.export import xml_safe
+    from calib_frames.report import report_charts
+
+    rows = prediction_rows(4, len(HOSTILE_NAMES) * 2 * 120, models=[f"m{k}" for k in range(9)])
+    predictions = rows.with_columns(
+        pl.col("model").replace_strict(
+            [f"m{k}" for k in range(9)], HOSTILE_NAMES, return_dtype=pl.String
+        ),
+        task=pl.when(pl.int_range(pl.len()) % 2 == 0)
+        .then(pl.lit("toString"))
+        .otherwise(pl.lit("b\u2028c")),
+    )
+    stats = cf.bin_statistics(predictions, by=["model", "task"])
+    tables = cf.comparison.report_tables(stats, model="model", replicates=20)
+    charts = report_charts(
+        tables.comparison, bin_statistics=stats, leaderboard=tables.leaderboard, limit=9
+    )
+    assert len(charts) == 6
+    for title, _, chart in charts:
+        spec = chart.to_dict()
+        svg = vlc.vegalite_to_svg(xml_safe(spec))  # raises on a Vega error
+        assert "<path" in svg, title
+    # the heatmap: one row per model, null apart from "(null)"
+    heatmap = rows_of(charts[0][2].to_dict())
+    labels = {row["model"]: row["_color"] for row in heatmap if row["_draw"] != "gap"}
+    assert len(set(labels.values())) == len(HOSTILE_NAMES)
+    assert labels[None] == "(null)" and labels["(null)"] == "(null) #2"
+    assert labels["nul\x00byte"] == "nul\ufffdbyte" and labels["valueOf"] == "valueOf\u200b"
+
+
+def test_a_diagram_of_one_group_names_it(shipped: pl.DataFrame) -> None:
+    """A saved diagram of one group is titled by it; the picked diagram by the group picked
+    (the page's dropdowns set pick_0, pick_1 …): issue 31.4."""
+    stats = cf.bin_statistics(
+        pl.read_parquet(DATA / "synthetic_predictions.parquet"), by=["model", "task"]
+    )
+    one = stats.filter(pl.col("model") == "overconfident", pl.col("task") == "code")
+    assert reliability_diagram(one).to_dict()["title"]["text"] == (
+        "Reliability diagram of overconfident · code"
+    )
+    assert reliability_diagram(stats, facet="task").to_dict()["title"]["text"] == (
+        "Reliability diagram"
+    )
+    picked = reliability_diagram(stats, pick=["model", "task"]).to_dict()
+    expression = picked["title"]["text"]["expr"]
+    assert expression == "'Reliability diagram of ' + toString(pick_0) + ' · ' + toString(pick_1)"
+    svg = vlc.vegalite_to_svg(picked)  # the first group, as the dropdowns start
+    assert "Reliability diagram of calibrated · arithmetic" in svg

@@ -9,7 +9,9 @@ import pytest
 
 from calib_frames.report.charts import (
     HEATMAP_ROW_LIMIT,
-    OVERLAY_LIMIT,
+    MODEL_LIMIT,
+    TASK_LIMIT,
+    ReportLayout,
     bounded_models,
     report_layout,
 )
@@ -21,7 +23,7 @@ def tables(models: int, tasks: int) -> tuple[pl.DataFrame, pl.DataFrame]:
     table = pl.DataFrame(
         {
             "model": [f"m{i:03d}" for i in range(models) for _ in range(tasks)],
-            "task": [f"t{j}" for _ in range(models) for j in range(tasks)],
+            "task": [f"t{j:02d}" for _ in range(models) for j in range(tasks)],
             "count": 10,
             "ece": [i + j / 100 for i in range(models) for j in range(tasks)],
             "overconfidence": 0.0,
@@ -33,47 +35,65 @@ def tables(models: int, tasks: int) -> tuple[pl.DataFrame, pl.DataFrame]:
     return table, bins
 
 
-def test_few_models_share_a_panel_per_task_tasks_bounded_by_their_worst_ece() -> None:
-    table, bins = tables(OVERLAY_LIMIT, 8)
-    layout = report_layout(table, bins, ["model", "task"], 4)
-    assert layout.overlay and layout.facet == ["task"] and layout.columns == 4
-    # a task's worst ECE is the last model's: t0 < t1 < … < t7; the 2 lowest and 2 highest
-    assert layout.kept is not None
-    assert layout.kept.get_column("task").to_list() == ["t0", "t1", "t6", "t7"]
-    assert layout.table.get_column("task").unique().sort().to_list() == ["t0", "t1", "t6", "t7"]
-    assert layout.bins.height == OVERLAY_LIMIT * 4 * 2
-    assert "the 2 tasks of lowest ECE and the 2 of highest; 4 of 8 tasks are left out" in (
-        layout.left_out
-    )
+def drawn_models(layout: ReportLayout) -> list[str]:
+    """The models the small multiples draw, in their legend's order (the Enum's)."""
+    dtype = layout.table.schema["model"]
+    assert isinstance(dtype, pl.Enum)
+    assert set(layout.table.get_column("model").cast(pl.String)) == set(dtype.categories)
+    assert list(dtype.categories) == layout.models
+    return layout.models
+
+
+def test_small_multiples_draw_the_best_and_worst_models_across_their_tasks() -> None:
+    table, bins = tables(12, 8)
+    layout = report_layout(table, bins, ["model", "task"], MODEL_LIMIT)
+    # by mean ECE: m000 best … m011 worst; the 2 first and the 2 last, best first
+    assert drawn_models(layout) == ["m000", "m001", "m010", "m011"]
+    assert layout.bins.get_column("model").n_unique() == 4
+    # every task, a panel each, four a row: no panel without a model
+    assert layout.facet == ["task"] and layout.columns == 4
+    assert layout.table.get_column("task").n_unique() == 8
+    assert "the 2 first and the 2 last of 12 models" in layout.left_out
+    assert layout.kept is not None and layout.kept.height == 4 * 8
     # the views draw every model and are linked to the picked diagram
     assert layout.views and layout.heatmap and layout.linked and layout.view_note == ""
-    assert layout.groups == OVERLAY_LIMIT * 8 and layout.metrics is not None
+    assert layout.groups == 12 * 8 and layout.metrics is not None
 
 
-def test_many_models_get_a_panel_per_group_groups_bounded_by_ece() -> None:
-    table, bins = tables(OVERLAY_LIMIT + 1, 2)
-    whole = report_layout(table, bins, ["model", "task"], 12)
-    assert not whole.overlay and whole.facet == ["model", "task"]
-    assert whole.columns is None  # a column per task
-    assert whole.kept is None and whole.left_out == "" and whole.table.equals(table)
-    # past the limit, the groups of lowest and highest ECE; the two models left then
-    # share a panel per task
-    layout = report_layout(table, bins, ["model", "task"], 4)
-    assert layout.kept is not None
-    assert layout.kept.rows() == [("m000", "t0"), ("m000", "t1"), ("m005", "t0"), ("m005", "t1")]
-    assert "8 of 12 groups are left out" in layout.left_out
-    assert layout.overlay and layout.facet == ["task"] and layout.columns == 2
+def test_the_leaderboard_orders_every_chart() -> None:
+    table, bins = tables(6, 2)
+    board = pl.DataFrame({"model": [f"m{i:03d}" for i in (5, 4, 3, 2, 1, 0)], "ece": 0.0})
+    layout = report_layout(table, bins, ["model", "task"], 2, order=board)
+    assert drawn_models(layout) == ["m005", "m000"]
+    assert layout.order is not None
+    assert layout.order.get_column("model").to_list() == board.get_column("model").to_list()
+    # up to the limit, nothing left out
+    whole = report_layout(table, bins, ["model", "task"], 6, order=board)
+    assert whole.kept is None and whole.left_out == "" and whole.table.height == table.height
 
 
-def test_the_views_keep_the_extreme_models_past_the_row_limit() -> None:
+def test_tasks_past_the_panel_limit_and_no_empty_panel() -> None:
+    table, bins = tables(3, TASK_LIMIT + 3)
+    layout = report_layout(table, bins, ["model", "task"], MODEL_LIMIT)
+    tasks = layout.table.get_column("task").unique().sort().to_list()
+    assert tasks == [f"t{j:02d}" for j in range(TASK_LIMIT)]
+    assert f"the first {TASK_LIMIT} of {TASK_LIMIT + 3} tasks by name" in layout.left_out
+    # a task none of the drawn models has (no predictions) gets no panel
+    empty = table.with_columns(
+        count=pl.when(pl.col("task") == "t00").then(0).otherwise(pl.col("count"))
+    )
+    layout = report_layout(empty, bins, ["model", "task"], MODEL_LIMIT)
+    assert "t00" not in layout.table.get_column("task").to_list()
+
+
+def test_the_views_keep_the_first_and_last_models_past_the_row_limit() -> None:
     table, bins = tables(HEATMAP_ROW_LIMIT + 10, 2)
     layout = report_layout(table, bins, ["model", "task"], 8)
-    models = layout.view_table.get_column("model").unique().sort().to_list()
+    models = layout.view_bins.get_column("model").unique().sort().to_list()
     half = HEATMAP_ROW_LIMIT // 2
     assert models == [f"m{i:03d}" for i in range(half)] + [
         f"m{i:03d}" for i in range(half + 10, HEATMAP_ROW_LIMIT + 10)
     ]
-    assert layout.view_bins.get_column("model").n_unique() == HEATMAP_ROW_LIMIT
     assert "10 of 60 models are left out here" in layout.view_note
 
 
@@ -82,6 +102,7 @@ def test_views_need_the_model_key_first_and_a_second_key_for_the_heatmap() -> No
     one_key = table.drop("task")
     layout = report_layout(one_key, bins.drop("task").unique(), ["model"], 8)
     assert layout.views and not layout.heatmap and not layout.linked and layout.groups == 3
+    assert layout.facet == [] and layout.columns is None  # one panel, the models overlaid
     swapped = report_layout(table.select("task", "model", "count", "ece"), bins, ["model"], 8)
     assert not swapped.views
 

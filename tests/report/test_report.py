@@ -282,8 +282,8 @@ def test_charts_stay_bounded_and_say_what_they_leave_out() -> None:
     for title, note, chart in views:
         assert "left out" not in note, title
         assert models(chart) == set(table["model"]), title
-    for title, note, chart in rest:
-        assert "34 of 40 groups are left out" in note, title
+    for title, note, chart in rest:  # one rule: the 3 best and the 3 worst models
+        assert "the 3 first and the 3 last of 40 models" in note, title
         assert models(chart) == expected, title
     # beyond it, the 25 models of lowest mean ECE and the 25 of highest
     many = pl.concat(
@@ -326,17 +326,22 @@ def test_bounded_charts_rank_only_groups_with_predictions() -> None:
         title: (note, chart)
         for title, note, chart in report_charts(comparison, bin_statistics=stats)
     }
-    assert "of 24 groups are left out" in charts["Accuracy against ECE"][0]
+    assert "the 2 first and the 2 last of 12 models" in charts["Accuracy against ECE"][0]
     drawn = {
         (row["model"], row["task"])
         for row in next(iter(charts["Accuracy against ECE"][1].to_dict()["datasets"].values()))
     }
     assert len(drawn) == 8 and all(task in ("a", "b") for _, task in drawn)
-    assert "Perplexity" in charts  # the token-only task still gets its chart
+    # the token-only task still gets its chart, of the same four models
+    note, chart = charts["Perplexity"]
+    rows = next(iter(chart.to_dict()["datasets"].values()))
+    assert {row["model"] for row in rows} == {model for model, _ in drawn}
+    assert "the 2 first and the 2 last of 12 models" in note
 
 
 def test_perplexity_chart_bounds_models_not_groups() -> None:
-    """3 models × 4 tasks (12 groups) draw every model; 12 models keep 8 whole models."""
+    """3 models × 4 tasks (12 groups) draw every model; a perplexity table of 12 other
+    models (no calibration order for them) keeps 4 whole models by perplexity."""
     from factories import DATA
 
     from calib_frames.report import report_charts
@@ -357,7 +362,78 @@ def test_perplexity_chart_bounds_models_not_groups() -> None:
     ppl = cf.perplexity(many, by=["model", "task"], tokens="tokens", bytes="bytes")
     charts = {t: (n, c) for t, n, c in report_charts(table, bin_statistics=stats, perplexity=ppl)}
     note, chart = charts["Perplexity"]
-    assert "4 of 12 models are left out" in note
+    assert "8 of 12 models are left out" in note
     rows = next(iter(chart.to_dict()["datasets"].values()))
     kept = pl.DataFrame(rows).group_by("model").len()
-    assert kept.height == 8 and kept.get_column("len").n_unique() == 1  # whole models
+    assert kept.height == 4 and kept.get_column("len").n_unique() == 1  # whole models
+
+
+def test_rank_intervals_and_the_models_tied_with_the_best_are_shown() -> None:
+    """Issue 29.4's display: a leaderboard with a rank, its interval and the mark of the
+    models indistinguishable from the best shows them first in the page, in the summary
+    and on stdout (the columns another helper adds; their names are the report's)."""
+    from calib_frames.report.summary import AMONG_BEST, RANK, summary_lines
+    from calib_frames.report.table_html import table_html
+
+    stats = cf.bin_statistics(
+        pl.read_parquet(ROOT / "data" / "synthetic_predictions.parquet"), by=["model", "task"]
+    )
+    tables = cf.comparison.report_tables(stats, model="model", replicates=20)
+    assert tables.leaderboard is not None
+    board = tables.leaderboard.with_columns(
+        pl.Series(RANK, [1, 2, 3], dtype=pl.UInt32),
+        pl.Series(f"{RANK}_ci_low", [1, 1, 3], dtype=pl.UInt32),
+        pl.Series(f"{RANK}_ci_high", [2, 2, 3], dtype=pl.UInt32),
+        pl.Series(AMONG_BEST, [True, True, False]),
+    )
+    lines = dict(summary_lines(tables.comparison, board))
+    assert lines["indistinguishable from the best"] == "calibrated, underconfident"
+    assert "; rank 1 (1–2);" in lines["best"] and "; rank 3 (3–3);" in lines["worst"]
+    page = table_html(board, keys=["model"], within=[], table_id="leaderboard")
+    # the rank first, its interval on hover; the two tied with the best marked
+    head = page.split("<tbody>")[0]
+    assert head.index(">rank</th>") < head.index(">tasks</th>")
+    assert page.count('<tr class="among-best">') == 2
+    assert 'data-value="2" title="95% interval [1, 2]">2</td>' in page
+
+
+def test_every_small_multiple_lists_its_models_best_first() -> None:
+    """The legends of the reliability diagrams and the risk–coverage curves run in the
+    leaderboard's order (the 2 best, then the 2 worst), not by name."""
+    from calib_frames.estimators.selective import selective_curve
+    from calib_frames.report import report_charts
+    from tests.factories import prediction_rows
+
+    models = [f"m{k:02d}" for k in range(8)]
+    predictions = prediction_rows(9, 8 * 300, models=models).with_columns(task=pl.lit("t"))
+    stats = cf.bin_statistics(predictions, by=["model", "task"])
+    tables = cf.comparison.report_tables(stats, model="model", replicates=20)
+    board = tables.leaderboard
+    assert board is not None
+    order = board.get_column("model").to_list()
+    expected = [*order[:2], *order[-2:]]
+    curve = selective_curve(predictions, by=["model", "task"], points=20)
+    charts = {
+        title: chart.to_dict()
+        for title, _, chart in report_charts(
+            tables.comparison, bin_statistics=stats, selective=curve, leaderboard=board
+        )
+    }
+
+    def legend(spec: dict[str, Any]) -> list[str]:
+        found = [d for d in _color_domains(spec) if set(d) <= set(models) and len(d) == 4]
+        assert found, spec.keys()
+        return found[0]
+
+    assert legend(charts["Risk–coverage curves"]) == expected
+    assert legend(charts["Reliability diagrams"]) == expected
+
+
+def _color_domains(spec: Any) -> list[list[Any]]:
+    """Every list-valued scale domain in the spec, in order."""
+    if isinstance(spec, dict):
+        found = [spec["domain"]] if isinstance(spec.get("domain"), list) else []
+        return found + [d for value in spec.values() for d in _color_domains(value)]
+    if isinstance(spec, list):
+        return [d for value in spec for d in _color_domains(value)]
+    return []

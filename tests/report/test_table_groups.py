@@ -22,7 +22,7 @@ def test_every_grouped_column_is_a_report_column_once() -> None:
     grouped = [c for _, columns in COLUMN_GROUPS.values() for c in columns]
     assert len(grouped) == len(set(grouped))
     assert set(grouped) <= set(REPORT_COLUMNS)
-    assert set(REPORT_COLUMNS) - set(grouped) == {"tasks", "count"}  # always shown
+    assert set(REPORT_COLUMNS) - set(grouped) == {"rank", "tasks", "count"}  # always shown
 
 
 def test_groups_head_the_columns_they_span() -> None:

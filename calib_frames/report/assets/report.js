@@ -121,7 +121,9 @@
     outline();
     heatmap.addEventListener("click", function (event, item) {
       var row = item && item.datum;
-      if (!row || !keys.every(function (key) { return key in row; })) { return; }
+      // a cell without predictions (or the row of the models left out) has no diagram
+      if (!row || row._draw === "none" || row._draw === "gap") { return; }
+      if (!keys.every(function (key) { return key in row; })) { return; }
       keys.forEach(function (key, index) { diagram.signal("pick_" + index, row[key]); });
       diagram.runAsync();
       var box = pickInto.getBoundingClientRect();
