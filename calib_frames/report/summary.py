@@ -34,34 +34,39 @@ def _interval(row: dict[str, object], column: str) -> str:
 
 
 def board_order(board: pl.DataFrame) -> str:
-    """How the leaderboard's rows run, in words: by rank, by pooled ECE, or as given.
+    """How the leaderboard's rows run, in words: by rank, or as given.
 
     Examples
     --------
     >>> import polars as pl
     >>> from calib_frames.report.summary import board_order
-    >>> board_order(pl.DataFrame({"model": ["a", "b"], "ece": [0.01, 0.02]}))
-    'lowest pooled ECE first'
+    >>> board_order(pl.DataFrame({"model": ["a", "b"], "rank": [1, 2]}))
+    'by rank: the mean Brier score over tasks, lower first'
     """
     if RANK in board.columns:
         return "by rank: the mean Brier score over tasks, lower first"
-    if "ece" in board.columns:
-        ece = board.get_column("ece").drop_nulls()
-        if ece.len() and ece.is_sorted():
-            return "lowest pooled ECE first"
     return "in the leaderboard's order"
 
 
 def _model_line(row: dict[str, object], model: str) -> str:
-    """A model's line: its name, pooled ECE with interval, task mean, miscalibrated tasks."""
-    text = f"{row[model]} — ECE {_number(row.get('ece'))}{_interval(row, 'ece')}"
+    """A model's line: its name, the ranking score and rank, then its calibration.
+
+    The score the leaderboard ranks by (the mean Brier score over tasks) with its rank
+    interval, then the pooled ECE with its interval, its mean over tasks, and on how many
+    tasks the ECE is beyond noise: a model can rank first and still be miscalibrated.
+    """
+    text = f"{row[model]} —"
+    if isinstance(row.get("brier_task_mean"), float):
+        text += f" Brier {_number(row['brier_task_mean'])} mean over tasks"
+        if isinstance(row.get(RANK), int | float):
+            text += f", rank {_number(row[RANK], '.0f')}"
+            low, high = row.get(f"{RANK}_ci_low"), row.get(f"{RANK}_ci_high")
+            if isinstance(low, int | float) and isinstance(high, int | float):
+                text += f" ({_number(low, '.0f')}–{_number(high, '.0f')})"
+        text += ";"
+    text += f" ECE {_number(row.get('ece'))}{_interval(row, 'ece')}"
     if isinstance(row.get("ece_task_mean"), float):
         text += f" pooled, {_number(row['ece_task_mean'])} mean over tasks"
-    if isinstance(row.get(RANK), int | float):
-        text += f"; rank {_number(row[RANK], '.0f')}"
-        low, high = row.get(f"{RANK}_ci_low"), row.get(f"{RANK}_ci_high")
-        if isinstance(low, int | float) and isinstance(high, int | float):
-            text += f" ({_number(low, '.0f')}–{_number(high, '.0f')})"
     if isinstance(row.get("miscalibrated_tasks"), int) and isinstance(row.get("tasks"), int):
         text += f"; beyond noise on {row['miscalibrated_tasks']} of {row['tasks']} tasks"
     return text
@@ -74,9 +79,10 @@ def summary_lines(
 
     * ``groups``: how many groups have predictions (with two keys or more, models ×
       tasks, and how many pairs have none), and how many predictions;
-    * ``best`` and ``worst``: the first and the last model of the leaderboard (its pooled
-      ECE with interval, mean over tasks, rank with its interval, on how many tasks it is
-      beyond noise), or without one the groups of lowest and highest ECE;
+    * ``best`` and ``worst``: the first and the last model of the leaderboard (the mean
+      Brier score over tasks it ranks by, its rank with interval, its pooled ECE with
+      interval, mean over tasks, on how many tasks it is beyond noise), or without one
+      the groups of lowest and highest ECE;
     * ``indistinguishable from the best``: the models the leaderboard marks
       (:data:`AMONG_BEST`), when it does;
     * ``beyond noise``: how many groups have an ECE beyond the noise of a calibrated
@@ -110,8 +116,8 @@ def summary_lines(
     >>> lines = dict(summary_lines(tables.comparison, tables.leaderboard))
     >>> lines["groups"]
     '3 models × 4 tasks: 12 groups, 24,000 predictions'
-    >>> lines["best"].split(" — ")[0], lines["worst"].split(" — ")[0]
-    ('calibrated', 'overconfident')
+    >>> lines["best"].split(" — ")[0], lines["worst"].split(" — ")[0]  # by Brier score
+    ('underconfident', 'overconfident')
     >>> lines["beyond noise"].split(": ")  # doctest: +NORMALIZE_WHITESPACE
     ['8 of 12 groups (67%), each tested alone (no correction across the table)',
      '4 overconfident, 4 underconfident']

@@ -214,5 +214,5 @@ def test_report_prints_at_most_its_row_limit(tmp_path: Path) -> None:
         "them in comparison.csv)"
     ) in result.stdout
     # the models fit the limit: the leaderboard is printed whole
-    assert f"lowest pooled ECE first ({len(models)} rows)\n" in result.stdout
+    assert f"lower first ({len(models)} rows)\n" in result.stdout
     assert pl.read_csv(tmp_path / "r" / "comparison.csv").height == groups

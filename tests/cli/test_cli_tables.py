@@ -131,13 +131,28 @@ def test_the_first_screen_answers(capsys: pytest.CaptureFixture[str], tmp_path: 
     )  # fmt: skip
     assert status == 0, err
     lines = printed.splitlines()
-    labels = [line.split(":")[0] for line in lines[:5]]
-    assert labels == ["groups", "best", "worst", "beyond noise", "report"]
+    labels = [line.split(":")[0] for line in lines[:6]]
+    assert labels == [
+        "groups", "best", "worst", "indistinguishable from the best", "beyond noise", "report"
+    ]  # fmt: skip
     assert lines[0].endswith("3 models × 4 tasks: 12 groups, 24,000 predictions")
-    assert lines[1].split()[1] == "calibrated" and lines[2].split()[1] == "overconfident"
-    assert "8 of 12 groups (67%)" in lines[3] and "4 overconfident, 4 underconfident" in lines[3]
-    assert lines[4] == f"report:       {out / 'report.html'} (open it in a browser)"
-    assert "Leaderboard: one row per model, lowest pooled ECE first (3 rows)" in printed
+    # ranked by the mean Brier score: the underconfident model is the sharpest
+    assert lines[1].split()[1] == "underconfident" and lines[2].split()[1] == "overconfident"
+    assert lines[3].endswith(": underconfident")
+    assert "8 of 12 groups (67%)" in lines[4] and "4 overconfident, 4 underconfident" in lines[4]
+    assert lines[5].split() == [
+        "report:",
+        str(out / "report.html"),
+        "(open",
+        "it",
+        "in",
+        "a",
+        "browser)",
+    ]
+    assert (
+        "Leaderboard: one row per model, by rank: the mean Brier score over tasks, lower "
+        "first (3 rows)"
+    ) in printed
     assert "Comparison: one row per model × task (12 rows)" in printed
     assert "shape:" not in printed and "│ str " not in printed
     # compare: the same lines (no leaderboard: the groups of lowest and highest ECE)

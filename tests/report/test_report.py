@@ -387,8 +387,8 @@ def test_rank_intervals_and_the_models_tied_with_the_best_are_shown() -> None:
         pl.Series(AMONG_BEST, [True, True, False]),
     )
     lines = dict(summary_lines(tables.comparison, board))
-    assert lines["indistinguishable from the best"] == "calibrated, underconfident"
-    assert "; rank 1 (1–2);" in lines["best"] and "; rank 3 (3–3);" in lines["worst"]
+    assert lines["indistinguishable from the best"] == "underconfident, calibrated"
+    assert ", rank 1 (1–2);" in lines["best"] and ", rank 3 (3–3);" in lines["worst"]
     page = table_html(board, keys=["model"], within=[], table_id="leaderboard")
     # the rank first, its interval on hover; the two tied with the best marked
     head = page.split("<tbody>")[0]
