@@ -479,7 +479,7 @@ def test_a_closed_pipe_ends_the_printing_quietly(tmp_path: Path) -> None:
     """``compare … | head`` ended with "error: Broken pipe" and exit 1."""
     out = tmp_path / "table.csv"
     argv = ["compare", str(PREDICTIONS), "--by", "model,task", "--output", str(out),
-            "--no-uncertainty", "--all-columns"]  # fmt: skip
+            "--no-uncertainty", "--all-columns", "--quiet"]  # fmt: skip
     process = subprocess.Popen(
         [sys.executable, "-m", "calib_frames", *argv],
         cwd=ROOT,
