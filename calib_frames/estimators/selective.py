@@ -66,11 +66,19 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
+from calib_frames.arguments import (
+    LEVEL,
+    REPLICATES,
+    SEED,
+    Integer,
+    Number,
+    Options,
+    check_arguments,
+)
 from calib_frames.estimators._groups import P, W, Y, attach, group_rows, grouped
 from calib_frames.estimators.bootstrap import poisson_weights
-from calib_frames.exceptions import ArgumentError
 from calib_frames.schema import SELECTIVE_CURVE, SELECTIVE_METRICS
-from calib_frames.validation import Frame, check_level, check_replicates, check_seed, working
+from calib_frames.validation import Frame, working
 
 __all__ = [
     "SELECTIVE_CI_METRICS",
@@ -83,6 +91,8 @@ __all__ = [
 F64Array = npt.NDArray[np.float64]
 I64Array = npt.NDArray[np.int64]
 Ties = Literal["average", "pessimistic", "optimistic"]
+_COVERAGE = Number(greater_than=0, at_most=1)
+_ACCURACY = Number(at_least=0, at_most=1)
 
 SELECTIVE_CI_METRICS = ("aurc", "e_aurc", "accuracy_at_coverage", "coverage_at_accuracy")
 """Metrics of :func:`selective_metrics` that :func:`selective_intervals` gives intervals."""
@@ -92,6 +102,7 @@ _NEG = working("neg_p")
 _CELLS = 4_000_000  # rows × replicates evaluated at once by the bootstrap
 
 
+@check_arguments(coverage=_COVERAGE, target_accuracy=_ACCURACY, ties=Options.of(Ties))
 def selective_metrics(
     predictions: Frame,
     *,
@@ -182,7 +193,6 @@ def selective_metrics(
     │ 0.1567 ┆ 0.04        ┆ 0.1167 ┆ 1.0                  ┆ 1.0                  │
     └────────┴─────────────┴────────┴──────────────────────┴──────────────────────┘
     """
-    _check_options(coverage=coverage, target_accuracy=target_accuracy, ties=ties)
     prepared = group_rows(
         predictions, confidence=confidence, correct=correct, by=by, weight=weight,
         columns=SELECTIVE_METRICS.columns,
@@ -213,6 +223,7 @@ def selective_metrics(
     return prepared.result(predictions, compute)
 
 
+@check_arguments(ties=Options.of(Ties), points=Integer(2) | None)
 def selective_curve(
     predictions: Frame,
     *,
@@ -278,11 +289,6 @@ def selective_curve(
     │ 0.3       ┆ 1.0      ┆ 0.5      ┆ 0.5      │
     └───────────┴──────────┴──────────┴──────────┘
     """
-    _check_options(ties=ties)
-    if points is not None and (
-        isinstance(points, bool) or not isinstance(points, int) or points < 2
-    ):
-        raise ArgumentError(f"points= must be None or an integer >= 2, got {points!r}")
     prepared = group_rows(
         predictions, confidence=confidence, correct=correct, by=by, weight=weight,
         columns=SELECTIVE_CURVE.columns,
@@ -324,6 +330,14 @@ def selective_curve(
     return prepared.result(predictions, compute)
 
 
+@check_arguments(
+    coverage=_COVERAGE,
+    target_accuracy=_ACCURACY,
+    ties=Options.of(Ties),
+    replicates=REPLICATES,
+    level=LEVEL,
+    seed=SEED,
+)
 def selective_intervals(
     predictions: Frame,
     *,
@@ -387,10 +401,6 @@ def selective_intervals(
     >>> bool(0.0 < low < high < 1.0)
     True
     """
-    _check_options(coverage=coverage, target_accuracy=target_accuracy, ties=ties)
-    check_replicates(replicates)
-    check_level(level)
-    check_seed(seed)
     names: list[str] = [
         f"{name}_ci_{side}" for name in SELECTIVE_CI_METRICS for side in ("low", "high")
     ]
@@ -433,21 +443,6 @@ def selective_intervals(
         return attach(ranked.table, columns)
 
     return prepared.result(predictions, compute)
-
-
-def _check_options(
-    *, coverage: float = 1.0, target_accuracy: float = 1.0, ties: object = "average"
-) -> None:
-    if isinstance(coverage, bool) or not isinstance(coverage, int | float) or not 0 < coverage <= 1:
-        raise ArgumentError(f"coverage= must be a number in (0, 1], got {coverage!r}")
-    if (
-        isinstance(target_accuracy, bool)
-        or not isinstance(target_accuracy, int | float)
-        or not 0 <= target_accuracy <= 1
-    ):
-        raise ArgumentError(f"target_accuracy= must be a number in [0, 1], got {target_accuracy!r}")
-    if ties not in ("average", "pessimistic", "optimistic"):
-        raise ArgumentError(f"ties= must be 'average', 'pessimistic' or 'optimistic', got {ties!r}")
 
 
 @dataclass(frozen=True)
