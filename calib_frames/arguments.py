@@ -31,7 +31,6 @@ from __future__ import annotations
 import functools
 import inspect
 import math
-import textwrap
 from collections.abc import Callable, Collection, Mapping, Sequence
 from numbers import Integral, Real
 from types import MappingProxyType
@@ -147,11 +146,12 @@ class Integer(Constraint):
 
     def accepts(self, value: object) -> bool:
         """Whether ``value`` keeps the constraint."""
-        if isinstance(value, bool) or not isinstance(value, Integral):
-            return False
-        number = int(value)
-        return (self.minimum is None or number >= self.minimum) and (
-            self.maximum is None or number <= self.maximum
+        if type(value) is not int:  # the common case first: this runs on every call
+            if isinstance(value, bool) or not isinstance(value, Integral):
+                return False
+            value = int(value)
+        return (self.minimum is None or value >= self.minimum) and (
+            self.maximum is None or value <= self.maximum
         )
 
 
@@ -359,7 +359,10 @@ class AnyOf(Constraint):
 
     def accepts(self, value: object) -> bool:
         """Whether ``value`` keeps the constraint."""
-        return any(option.accepts(value) for option in self.options)
+        for option in self.options:  # noqa: SIM110  (no generator: runs on every call)
+            if option.accepts(value):
+                return True
+        return False
 
 
 REPLICATES = Integer(1)
@@ -410,21 +413,16 @@ def check_arguments(
 
     def decorate(function: Callable[Params, Result]) -> Callable[Params, Result]:
         where = function.__qualname__
-        parameters = inspect.signature(function).parameters
-        names = list(parameters)
+        positional, keywords, defaults = _parameters(function)
         plan: list[tuple[str, int | None, Constraint]] = []
         for name, constraint in constraints.items():
-            parameter = parameters.get(name)
-            if parameter is None:
+            if name not in positional and name not in keywords:
                 raise TypeError(f"{where} has no parameter {name!r}")
-            default = parameter.default
-            if default is not parameter.empty and not constraint.accepts(default):
+            default = defaults.get(name, _NO_DEFAULT)
+            if default is not _NO_DEFAULT and not constraint.accepts(default):
                 raise TypeError(f"{where}: the default {name}={default!r} breaks {constraint}")
-            positional = parameter.kind in (
-                parameter.POSITIONAL_ONLY,
-                parameter.POSITIONAL_OR_KEYWORD,
-            )
-            plan.append((name, names.index(name) if positional else None, constraint))
+            index = positional.index(name) if name in positional else None
+            plan.append((name, index, constraint))
 
         @functools.wraps(function)
         def checked(*args: Params.args, **kwargs: Params.kwargs) -> Result:
@@ -446,6 +444,33 @@ def check_arguments(
     return decorate
 
 
+_NO_DEFAULT = object()
+
+
+def _parameters(function: Callable[..., object]) -> tuple[list[str], list[str], dict[str, object]]:
+    """The positional and the keyword-only parameter names, and the defaults by name.
+
+    From the code object (a few microseconds: decorating runs at import), or from
+    :func:`inspect.signature` for a function that wraps another.
+    """
+    code = getattr(function, "__code__", None)
+    if code is None or hasattr(function, "__wrapped__"):
+        parameters = inspect.signature(function).parameters.values()
+        kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        return (
+            [p.name for p in parameters if p.kind in kinds],
+            [p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY],
+            {p.name: p.default for p in parameters if p.default is not p.empty},
+        )
+    count, names = code.co_argcount, code.co_varnames
+    positional = list(names[:count])
+    keywords = list(names[count : count + code.co_kwonlyargcount])
+    values = function.__defaults__ or ()  # type: ignore[attr-defined]
+    defaults = dict(zip(positional[len(positional) - len(values) :], values, strict=True))
+    defaults.update(function.__kwdefaults__ or {})  # type: ignore[attr-defined]
+    return positional, keywords, defaults
+
+
 _AFTER_RAISES = ("Warns", "Warnings", "See Also", "Notes", "References", "Examples")
 
 
@@ -459,20 +484,17 @@ def _documented(doc: str | None, constraints: Mapping[str, Constraint]) -> str |
         return doc
     lines = doc.split("\n")
     headers = {
-        lines[i].strip(): i
-        for i in range(len(lines) - 1)
-        if lines[i].strip() and set(lines[i + 1].strip()) == {"-"}
+        lines[i - 1].strip(): i - 1
+        for i in range(1, len(lines))
+        if lines[i].lstrip().startswith("---") and lines[i - 1].strip()
     }
     first = min(headers.values(), default=None)
     indent = "" if first is None else lines[first][: len(lines[first]) - len(lines[first].lstrip())]
-    checked = "; ".join(f"``{name}=`` {c.description}" for name, c in constraints.items())
-    text = textwrap.wrap(
-        f"Checked before the call: {checked}.",
-        width=88,
-        initial_indent=indent + "    ",
-        subsequent_indent=indent + "    ",
-        break_on_hyphens=False,
-    )
+    last = len(constraints) - 1
+    text = [f"{indent}    Checked before the call:"] + [
+        f"{indent}    ``{name}=`` {constraint.description}{'.' if i == last else ';'}"
+        for i, (name, constraint) in enumerate(constraints.items())
+    ]
     if "Raises" in headers:
         start = headers["Raises"] + 2
         end = min([i for i in headers.values() if i > start], default=len(lines))

@@ -57,7 +57,7 @@ import math
 import sys
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
-from numbers import Real
+from numbers import Integral, Real
 from typing import Literal
 
 import polars as pl
@@ -84,6 +84,7 @@ def _edges(value: object) -> bool:
     )
 
 
+_N_BINS = Integer(1)
 CLOSED = Options.of(Closed)
 """``closed=``: ``'left'`` or ``'right'``."""
 EDGES = Rule(
@@ -118,7 +119,7 @@ class Binning:
 
     def __post_init__(self) -> None:
         """Check the fields: ``n_bins`` an integer >= 1, ``closed`` 'left' or 'right'."""
-        Integer(1).check(self.n_bins, "n_bins")
+        _N_BINS.check(self.n_bins, "n_bins")
         CLOSED.check(self.closed, "closed")
 
     # -- constructors -------------------------------------------------------------------
@@ -316,11 +317,13 @@ FIXED_BINS = (
 def as_binning(bins: BinsLike) -> Binning:
     """Turn the ``bins=`` argument into a :class:`Binning` (checked against :data:`BINS`).
 
-    ``int`` → :meth:`Binning.uniform`; a sequence of floats → :meth:`Binning.edges`.
+    ``int`` → :meth:`Binning.uniform`; a sequence of floats → :meth:`Binning.edges` (each
+    checks its own argument; the public functions check ``bins=`` before they call this).
     """
     if isinstance(bins, Binning):
         return bins
-    BINS.check(bins, "bins")
-    if isinstance(bins, Iterable):  # also numpy arrays
-        return Binning.edges(list(bins))
-    return Binning.uniform(int(bins))
+    if isinstance(bins, Integral) and not isinstance(bins, bool):
+        return Binning.uniform(int(bins))
+    if not isinstance(bins, Iterable) or isinstance(bins, str | bytes):
+        BINS.check(bins, "bins")  # raises: none of the three
+    return Binning.edges(list(bins))

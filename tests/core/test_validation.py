@@ -845,7 +845,9 @@ def test_check_arguments_keeps_the_function_and_shows_its_constraints() -> None:
     }
     doc = inspect.getdoc(_checked) or ""
     raises = doc.split("Raises\n------\n", 1)[1]
-    assert raises.startswith("ArgumentError\n    Checked before the call: ``replicates=`` an")
+    assert raises.startswith(
+        "ArgumentError\n    Checked before the call:\n    ``replicates=`` an integer >= 1;\n"
+    )
     assert doc.index("Raises") < doc.index("Examples")
 
 
@@ -876,7 +878,7 @@ def test_check_arguments_adds_to_the_raises_section() -> None:
     def text(function: Callable[..., None]) -> str:
         return inspect.getdoc(A.check_arguments(k=A.Integer(1))(function)) or ""
 
-    line = "    Checked before the call: ``k=`` an integer >= 1."
+    line = "    Checked before the call:\n    ``k=`` an integer >= 1."
     assert f"TableError, ArgumentError\n    Something.\n{line}\nDataError" in text(documented)
     assert f"DataError\n    Rows.\nArgumentError\n{line}" in text(without_entry)
     assert text(bare) == f"Summary only.\n\nRaises\n------\nArgumentError\n{line}"
