@@ -46,6 +46,7 @@ __all__ = [
     "FRAME",
     "LEVEL",
     "REPLICATES",
+    "RESAMPLING",
     "SEED",
     "TOKENS",
     "AnyOf",
@@ -371,6 +372,8 @@ SEED = Integer(0)
 """``seed=``: an integer >= 0."""
 LEVEL = Number(greater_than=0, less_than=1)
 """``level=`` and ``alpha=``: a number strictly between 0 and 1."""
+RESAMPLING: dict[str, Constraint] = {"replicates": REPLICATES, "level": LEVEL, "seed": SEED}
+"""``replicates=``, ``level=`` and ``seed=`` of a resampling estimator (``**RESAMPLING``)."""
 FLAG = Flag()
 """A switch: True or False."""
 COLUMN = Column()
@@ -465,9 +468,9 @@ def _parameters(function: Callable[..., object]) -> tuple[list[str], list[str], 
     count, names = code.co_argcount, code.co_varnames
     positional = list(names[:count])
     keywords = list(names[count : count + code.co_kwonlyargcount])
-    values = function.__defaults__ or ()  # type: ignore[attr-defined]
+    values = function.__defaults__ or ()
     defaults = dict(zip(positional[len(positional) - len(values) :], values, strict=True))
-    defaults.update(function.__kwdefaults__ or {})  # type: ignore[attr-defined]
+    defaults.update(function.__kwdefaults__ or {})
     return positional, keywords, defaults
 
 

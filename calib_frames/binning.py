@@ -324,6 +324,6 @@ def as_binning(bins: BinsLike) -> Binning:
         return bins
     if isinstance(bins, Integral) and not isinstance(bins, bool):
         return Binning.uniform(int(bins))
-    if not isinstance(bins, Iterable) or isinstance(bins, str | bytes):
-        BINS.check(bins, "bins")  # raises: none of the three
-    return Binning.edges(list(bins))
+    if isinstance(bins, Iterable) and not isinstance(bins, str | bytes):
+        return Binning.edges(list(bins))
+    raise ArgumentError(BINS.message(bins, "bins"))

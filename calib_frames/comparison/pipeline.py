@@ -33,8 +33,7 @@ from typing import Generic
 
 import polars as pl
 
-from calib_frames import arguments
-from calib_frames.arguments import FLAG, LEVEL, SEED, TOKENS, Integer, check_arguments
+from calib_frames.arguments import FLAG, RESAMPLING, TOKENS, Integer, check_arguments
 from calib_frames.binning import BINS, BinsLike
 from calib_frames.comparison.across_tasks import leaderboard_of
 from calib_frames.comparison.side_by_side import comparison_table, with_columns_of
@@ -58,13 +57,7 @@ __all__ = [
 REPLICATES = 200
 """Bootstrap and noise-floor replicates of the report (``calib-frames report --replicates``)."""
 
-_UNCERTAINTY = {
-    "mce_min_count": Integer(1),
-    "uncertainty": FLAG,
-    "replicates": arguments.REPLICATES,
-    "level": LEVEL,
-    "seed": SEED,
-}
+_UNCERTAINTY = {"mce_min_count": Integer(1), "uncertainty": FLAG, **RESAMPLING}
 
 
 @dataclass(frozen=True)

@@ -97,7 +97,14 @@ from typing import Literal
 import numpy as np
 import polars as pl
 
-from calib_frames.arguments import COLUMN, LEVEL, REPLICATES, SEED, Options, check_arguments
+from calib_frames.arguments import (
+    COLUMN,
+    REPLICATES,
+    RESAMPLING,
+    SEED,
+    Options,
+    check_arguments,
+)
 from calib_frames.binning import BINS, BinsLike
 from calib_frames.exceptions import DataError, TableError
 from calib_frames.metrics.calibration import metrics_from_bin_statistics
@@ -424,7 +431,7 @@ def _percentiles(
     return replicated.select(aggs)
 
 
-@check_arguments(replicates=REPLICATES, level=LEVEL, seed=SEED)
+@check_arguments(**RESAMPLING)
 def intervals_from_bin_statistics(
     stats: Frame, *, replicates: int = 1000, level: float = 0.95, seed: int = 0
 ) -> Frame:
@@ -505,13 +512,7 @@ def poisson_weights(row: pl.Expr, replicate: pl.Expr, seed: int) -> pl.Expr:
     return _poisson_one(uniform)
 
 
-@check_arguments(
-    bins=BINS,
-    resample=Options("bins", "rows"),
-    replicates=REPLICATES,
-    level=LEVEL,
-    seed=SEED,
-)
+@check_arguments(bins=BINS, resample=Options("bins", "rows"), **RESAMPLING)
 def calibration_intervals(
     predictions: Frame,
     *,

@@ -95,8 +95,7 @@ from scipy import special
 from calib_frames.arguments import (
     FLAG,
     LEVEL,
-    REPLICATES,
-    SEED,
+    RESAMPLING,
     InstanceOf,
     Integer,
     Options,
@@ -382,9 +381,7 @@ def _moment(value: object, *, end: bool) -> dt.datetime:
     last=Integer(1) | None,
     alpha=LEVEL,
     correction=Options("bh", "holm", "none"),
-    replicates=REPLICATES,
-    level=LEVEL,
-    seed=SEED,
+    **RESAMPLING,
 )
 def calibration_change(
     stats: StoredStatistics,

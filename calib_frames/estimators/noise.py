@@ -67,7 +67,7 @@ from functools import partial
 import numpy as np
 import polars as pl
 
-from calib_frames.arguments import LEVEL, REPLICATES, SEED, Integer, check_arguments
+from calib_frames.arguments import LEVEL, REPLICATES, RESAMPLING, Integer, check_arguments
 from calib_frames.binning import BINS, BinsLike
 from calib_frames.estimators.bootstrap import _grid_shape, intervals_from_bin_statistics
 from calib_frames.metrics.calibration import metrics_from_bin_statistics
@@ -100,14 +100,10 @@ UNCERTAINTY_NOISE_COLUMNS = tuple(c for c in NOISE_FLOOR.names if c not in METRI
 ``count``, ``populated_bins`` and ``ece``, are columns of the metrics table already)."""
 
 
-@check_arguments(
-    alpha=LEVEL,
-    min_count=Integer(0),
-    min_bins=Integer(0),
-    replicates=REPLICATES,
-    level=LEVEL,
-    seed=SEED,
-)
+_FLOOR = {"alpha": LEVEL, "min_count": Integer(0), "min_bins": Integer(0)}
+
+
+@check_arguments(**_FLOOR, **RESAMPLING)
 def noise_floor_from_bin_statistics(
     stats: Frame,
     *,
@@ -332,15 +328,7 @@ def _verdict(*, enough: pl.Expr, one_bin: pl.Expr) -> pl.Expr:
     )
 
 
-@check_arguments(
-    bins=BINS,
-    alpha=LEVEL,
-    min_count=Integer(0),
-    min_bins=Integer(0),
-    replicates=REPLICATES,
-    level=LEVEL,
-    seed=SEED,
-)
+@check_arguments(bins=BINS, **_FLOOR, **RESAMPLING)
 def calibration_noise_floor(
     predictions: Frame,
     *,
@@ -414,16 +402,7 @@ def calibration_noise_floor(
     return return_like(predictions, table)
 
 
-@check_arguments(
-    alpha=LEVEL,
-    min_count=Integer(0),
-    min_bins=Integer(0),
-    noise_replicates=REPLICATES,
-    noise_level=LEVEL,
-    replicates=REPLICATES,
-    level=LEVEL,
-    seed=SEED,
-)
+@check_arguments(**_FLOOR, noise_replicates=REPLICATES, noise_level=LEVEL, **RESAMPLING)
 def uncertainty_from_bin_statistics(
     stats: Frame,
     *,

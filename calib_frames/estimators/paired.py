@@ -73,7 +73,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 import polars as pl
 
-from calib_frames.arguments import LEVEL, REPLICATES, SEED, Options, check_arguments
+from calib_frames.arguments import RESAMPLING, Options, check_arguments
 from calib_frames.binning import BINS, BinsLike, as_binning
 from calib_frames.estimators._groups import prediction_checks, require_prediction_columns
 from calib_frames.estimators.bootstrap import _resample_class, _safe_divide
@@ -104,9 +104,7 @@ _BIN, _Y, _R, _W = working("bin"), working("y"), working("r"), working("w")
 @check_arguments(
     bins=BINS,
     method=Options("permutation", "bootstrap"),
-    replicates=REPLICATES,
-    level=LEVEL,
-    seed=SEED,
+    **RESAMPLING,
 )
 def paired_comparison(
     predictions: Frame,

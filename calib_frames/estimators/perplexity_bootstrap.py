@@ -40,9 +40,7 @@ import polars as pl
 from calib_frames.arguments import (
     COLUMN,
     FLAG,
-    LEVEL,
-    REPLICATES,
-    SEED,
+    RESAMPLING,
     TOKENS,
     check_arguments,
 )
@@ -210,7 +208,7 @@ def nll_moment_sums(
     return return_like(losses, checked)
 
 
-@check_arguments(replicates=REPLICATES, level=LEVEL, seed=SEED)
+@check_arguments(**RESAMPLING)
 def perplexity_intervals_from_nll_sums(
     sums: Frame, *, replicates: int = 1000, level: float = 0.95, seed: int = 0
 ) -> Frame:
@@ -283,9 +281,7 @@ def perplexity_intervals_from_nll_sums(
     tokens=TOKENS,
     cluster=COLUMN | None,
     log_probs=FLAG,
-    replicates=REPLICATES,
-    level=LEVEL,
-    seed=SEED,
+    **RESAMPLING,
 )
 def perplexity_intervals(
     losses: Frame,

@@ -67,9 +67,7 @@ import numpy.typing as npt
 import polars as pl
 
 from calib_frames.arguments import (
-    LEVEL,
-    REPLICATES,
-    SEED,
+    RESAMPLING,
     Integer,
     Number,
     Options,
@@ -334,9 +332,7 @@ def selective_curve(
     coverage=_COVERAGE,
     target_accuracy=_ACCURACY,
     ties=Options.of(Ties),
-    replicates=REPLICATES,
-    level=LEVEL,
-    seed=SEED,
+    **RESAMPLING,
 )
 def selective_intervals(
     predictions: Frame,
