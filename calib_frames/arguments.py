@@ -3,10 +3,11 @@
 A public function declares its arguments' constraints with :func:`check_arguments`; the
 decorator checks each argument given before the function runs and raises
 :class:`~calib_frames.exceptions.ArgumentError` in the one wording of an argument error,
-``function(): name= takes <description>, got <value>``::
+``function(): name= takes <description>, got <value>``, and lists the constraints in the
+function's docstring (so ``help()`` shows them)::
 
-    @check_arguments(replicates=REPLICATES, level=LEVEL, correction=Options("bh", "holm", "none"))
-    def calibration_change(stats, *, correction="bh", replicates=1000, level=0.95): ...
+    @check_arguments(correction=Options("bh", "holm", "none"), **RESAMPLING)
+    def calibration_change(stats, *, correction="bh", replicates=1000, level=0.95, seed=0): ...
 
 The constraints:
 
