@@ -55,20 +55,44 @@ from __future__ import annotations
 import itertools
 import math
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
-from numbers import Integral
+from numbers import Integral, Real
 from typing import Literal
 
 import polars as pl
 
+from calib_frames.arguments import InstanceOf, Integer, Options, Rule, check_arguments
 from calib_frames.exceptions import ArgumentError
 from calib_frames.validation import divide
 
-__all__ = ["Binning", "BinsLike", "as_binning"]
+__all__ = ["BINS", "CLOSED", "EDGES", "FIXED_BINS", "Binning", "BinsLike", "as_binning"]
 
 Closed = Literal["left", "right"]
 Kind = Literal["uniform", "edges", "quantile"]
+
+
+def _edges(value: object) -> bool:
+    """Whether ``value`` is at least two strictly increasing finite numbers."""
+    if isinstance(value, str | bytes) or not isinstance(value, Collection):
+        return False
+    edges = list(value)
+    return (
+        len(edges) >= 2
+        and all(isinstance(e, Real) and not isinstance(e, bool) and math.isfinite(e) for e in edges)
+        and all(a < b for a, b in itertools.pairwise(edges))
+    )
+
+
+_N_BINS = Integer(1)
+CLOSED = Options.of(Closed)
+"""``closed=``: ``'left'`` or ``'right'``."""
+EDGES = Rule(
+    "bin edges (two or more finite numbers, strictly increasing)",
+    _edges,
+    refused=([0.5], [0.0, 0.5, 0.5], [0.0, math.inf], "0,1"),
+)
+"""Custom bin edges."""
 
 
 @dataclass(frozen=True)
@@ -94,13 +118,9 @@ class Binning:
     bin_edges: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
-        """Validate the fields (raises ArgumentError)."""
-        if isinstance(self.n_bins, bool) or not isinstance(self.n_bins, Integral):
-            raise ArgumentError(f"n_bins must be a positive integer, got {self.n_bins!r}")
-        if self.n_bins < 1:
-            raise ArgumentError(f"n_bins must be a positive integer, got {self.n_bins}")
-        if self.closed not in ("left", "right"):
-            raise ArgumentError(f"closed must be 'left' or 'right', got {self.closed!r}")
+        """Check the fields: ``n_bins`` an integer >= 1, ``closed`` 'left' or 'right'."""
+        _N_BINS.check(self.n_bins, "n_bins")
+        CLOSED.check(self.closed, "closed")
 
     # -- constructors -------------------------------------------------------------------
 
@@ -110,18 +130,10 @@ class Binning:
         return cls("uniform", n_bins, closed)
 
     @classmethod
+    @check_arguments(edges=EDGES)
     def edges(cls, edges: Sequence[float], *, closed: Closed = "left") -> Binning:
         """Bins between the given strictly increasing edges (at least two)."""
-        try:
-            values = tuple(float(e) for e in edges)
-        except (TypeError, ValueError):
-            raise ArgumentError(f"bin edges must be numbers, got {edges!r}") from None
-        if len(values) < 2:
-            raise ArgumentError(f"bin edges need at least two values, got {list(values)}")
-        if not all(math.isfinite(v) for v in values):
-            raise ArgumentError(f"bin edges must be finite, got {list(values)}")
-        if any(b <= a for a, b in itertools.pairwise(values)):
-            raise ArgumentError(f"bin edges must be strictly increasing, got {list(values)}")
+        values = tuple(float(e) for e in edges)
         return cls("edges", len(values) - 1, closed, values)
 
     @classmethod
@@ -288,18 +300,30 @@ class Binning:
 
 BinsLike = int | Sequence[float] | Binning
 
+BINS = Integer(1) | EDGES | InstanceOf(Binning, "a Binning")
+"""``bins=``: a number of equal-width bins, bin edges or a :class:`Binning`."""
+FIXED_BINS = (
+    Integer(1)
+    | EDGES
+    | Rule(
+        "a Binning of fixed edges (equal-mass bins differ per group)",
+        lambda value: isinstance(value, Binning) and value.additive,
+        refused=(Binning.quantile(10),),
+    )
+)
+"""``bins=`` where the bins must be the same for every group: :data:`BINS` but equal-mass."""
+
 
 def as_binning(bins: BinsLike) -> Binning:
-    """Turn the ``bins=`` argument into a :class:`Binning`.
+    """Turn the ``bins=`` argument into a :class:`Binning` (checked against :data:`BINS`).
 
-    ``int`` → :meth:`Binning.uniform`; a sequence of floats → :meth:`Binning.edges`.
+    ``int`` → :meth:`Binning.uniform`; a sequence of floats → :meth:`Binning.edges` (each
+    checks its own argument; the public functions check ``bins=`` before they call this).
     """
     if isinstance(bins, Binning):
         return bins
     if isinstance(bins, Integral) and not isinstance(bins, bool):
         return Binning.uniform(int(bins))
-    if isinstance(bins, Iterable) and not isinstance(bins, str):  # also numpy arrays
+    if isinstance(bins, Iterable) and not isinstance(bins, str | bytes):
         return Binning.edges(list(bins))
-    raise ArgumentError(
-        f"bins= takes a positive int, a sequence of edges or a Binning, got {bins!r}"
-    )
+    raise ArgumentError(BINS.message(bins, "bins"))

@@ -70,12 +70,12 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from calib_frames.binning import Binning, BinsLike, as_binning
+from calib_frames.arguments import Integer, check_arguments
+from calib_frames.binning import BINS, Binning, BinsLike, as_binning
 from calib_frames.engine.local import log_outcome_probability, weighted
 from calib_frames.metrics.calibration import (
     MCE_MIN_COUNT,
     BinSums,
-    check_mce_min_count,
     metric_expressions,
 )
 from calib_frames.schema import METRICS
@@ -152,7 +152,7 @@ def _metrics(
     small aggregation (BENCHMARKS.md, the expressions).
     """
     binning = as_binning(bins)
-    least = check_mce_min_count(mce_min_count)
+    least = mce_min_count
     if all(isinstance(column, str | None) for column in (confidence, correct, weight)):
         return _built(confidence, correct, binning, weight, tuple(names), rows=rows, least=least)
     return _build(confidence, correct, binning, weight, names, rows=rows, least=least)
@@ -295,6 +295,7 @@ def _metric(
     )
 
 
+@check_arguments(bins=BINS)
 def ece(
     confidence: IntoExpr = "confidence",
     correct: IntoExpr = "correct",
@@ -340,6 +341,7 @@ def ece(
     return _metric("ece", confidence, correct, bins, weight)
 
 
+@check_arguments(bins=BINS, min_count=Integer(1))
 def mce(
     confidence: IntoExpr = "confidence",
     correct: IntoExpr = "correct",
@@ -380,6 +382,7 @@ def mce(
     return _metric("mce", confidence, correct, bins, weight, mce_min_count=min_count)
 
 
+@check_arguments(bins=BINS)
 def rmsce(
     confidence: IntoExpr = "confidence",
     correct: IntoExpr = "correct",
@@ -479,6 +482,7 @@ def log_loss(
     return _metric("log_loss", confidence, correct, 1, weight)
 
 
+@check_arguments(bins=BINS)
 def binned_metrics(
     confidence: IntoExpr = "confidence",
     correct: IntoExpr = "correct",

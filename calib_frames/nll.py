@@ -26,6 +26,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from calib_frames.arguments import FLAG, TOKENS, check_arguments
 from calib_frames.engine import TokenPass, token_sums
 from calib_frames.exceptions import TableError
 from calib_frames.schema import NLL_SUMS
@@ -41,6 +42,7 @@ from calib_frames.validation import (
 __all__ = ["merge_nll_sums", "nll_sums"]
 
 
+@check_arguments(tokens=TOKENS, log_probs=FLAG)
 def nll_sums(
     losses: Frame,
     *,

@@ -52,7 +52,8 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from calib_frames.binning import Binning, BinsLike
+from calib_frames.arguments import check_arguments
+from calib_frames.binning import BINS, Binning, BinsLike
 from calib_frames.engine import PredictionPass, prediction_cells
 from calib_frames.exceptions import TableError
 from calib_frames.schema import BIN_STATISTICS, RELIABILITY
@@ -81,6 +82,7 @@ ADDITIVE_COLUMNS = BIN_STATISTICS.additive
 _BOUNDS = ("bin_lower", "bin_upper", "closed")
 
 
+@check_arguments(bins=BINS)
 def bin_statistics(
     predictions: Frame,
     *,
@@ -361,6 +363,7 @@ def _check_same_bins(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     )
 
 
+@check_arguments(bins=BINS)
 def reliability_table(
     predictions: Frame,
     *,
@@ -412,6 +415,7 @@ def reliability_table(
     return stats.select(*group_keys(by), *RELIABILITY.names)
 
 
+@check_arguments(bins=BINS)
 def spark_bin_statistics(
     frame: SparkFrame,
     *,

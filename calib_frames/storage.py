@@ -58,10 +58,12 @@ from typing import Any, Literal
 import polars as pl
 
 from calib_frames._version import __version__
+from calib_frames.arguments import FLAG, InstanceOf, Integer, Rule, check_arguments
 from calib_frames.binning import Binning
 from calib_frames.exceptions import ArgumentError, ReadError, TableError
 from calib_frames.schema import BIN_STATISTICS, FORMAT_VERSION, NLL_SUMS
 from calib_frames.sources.paths import (
+    STORAGE_OPTIONS,
     Location,
     StorageOptions,
     expand_locations,
@@ -126,6 +128,7 @@ class StoredStatistics:
         """Whether every batch has a time (else :attr:`batch_order` is the file order)."""
         return all(batch in self.batch_times for batch in self.batches)
 
+    @check_arguments(last=Integer(1))
     def latest(self, last: int) -> StoredStatistics:
         """The last ``last`` batches in batch order (all of them when there are fewer).
 
@@ -148,8 +151,6 @@ class StoredStatistics:
         >>> stored.batch_order, stored.latest(2).batch_order
         (['30', '01', '02'], ['01', '02'])
         """
-        if isinstance(last, bool) or not isinstance(last, int) or last < 1:
-            raise ArgumentError(f"last must be an integer >= 1, got {last!r}")
         kept = self.batch_order[-last:]
         return replace(
             self,
@@ -269,6 +270,10 @@ def write_object(
     return url
 
 
+BATCH_TIME = InstanceOf((dt.datetime, dt.date, str), "a datetime, a date or an ISO 8601 string")
+"""``batch_time=``: when a batch's data was made (parsed by :func:`batch_time_of`)."""
+
+
 def batch_time_of(value: dt.datetime | dt.date | str) -> str:
     """A batch time as stored: ISO 8601 in UTC, to the second or finer.
 
@@ -286,6 +291,7 @@ def batch_time_of(value: dt.datetime | dt.date | str) -> str:
     >>> batch_time_of("2026-12-01T03:30:00+02:00")
     '2026-12-01T01:30:00+00:00'
     """
+    BATCH_TIME.check(value, "batch_time")
     moment = value
     if isinstance(moment, str):
         if not moment.strip():
@@ -300,13 +306,8 @@ def batch_time_of(value: dt.datetime | dt.date | str) -> str:
                 f"batch time {value!r} is not an ISO 8601 date or time (e.g. 2026-12-01 or "
                 "2026-12-01T02:00:00+00:00)"
             ) from None
-    if isinstance(moment, dt.date) and not isinstance(moment, dt.datetime):
+    if not isinstance(moment, dt.datetime):  # a date: its midnight
         moment = dt.datetime(moment.year, moment.month, moment.day)
-    if not isinstance(moment, dt.datetime):
-        raise ArgumentError(
-            f"batch_time must be a datetime, a date or an ISO 8601 string, got "
-            f"{type(value).__name__}"
-        )
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.UTC)
     try:
@@ -374,6 +375,15 @@ def _os_error(
     return OSError(number, os.strerror(number), str(target))
 
 
+@check_arguments(
+    batch_id=Rule(
+        "a non-empty string", lambda value: isinstance(value, str) and value != "", refused=("", 1)
+    ),
+    batch_time=BATCH_TIME | None,
+    binning=InstanceOf(Binning, "a Binning") | None,
+    allow_future=FLAG,
+    storage_options=STORAGE_OPTIONS,
+)
 def write_statistics(
     table: pl.DataFrame | pl.LazyFrame,
     path: str | Path,
@@ -432,8 +442,6 @@ def write_statistics(
     >>> stored.batch_times
     {'2026-12-01': '2026-12-01T00:00:00+00:00'}
     """
-    if not isinstance(batch_id, str) or not batch_id:
-        raise ArgumentError(f"batch_id must be a non-empty string, got {batch_id!r}")
     times = {} if batch_time is None else {batch_id: batch_time_of(batch_time)}
     check_batch_times(times, allow_future=allow_future)
     frame = as_lazy(table).collect()
@@ -476,6 +484,7 @@ def _kind_and_keys(schema: pl.Schema) -> tuple[Kind, list[str]]:
     )
 
 
+@check_arguments(storage_options=STORAGE_OPTIONS, allow_future=FLAG)
 def read_statistics(
     *paths: str | Path, storage_options: StorageOptions = None, allow_future: bool = False
 ) -> StoredStatistics:
@@ -658,6 +667,7 @@ def _metadata_json(path: Location, meta: dict[str, str], field: str, default: ob
         ) from None
 
 
+@check_arguments(storage_options=STORAGE_OPTIONS, allow_future=FLAG)
 def merge_statistics_files(
     paths: Sequence[str | Path],
     out: str | Path,

@@ -19,26 +19,29 @@ eager in, eager out. Every layer checks its input through this module:
   source's per-question frame) goes through :func:`check_rows`. Both raise
   :class:`~calib_frames.exceptions.DataError` worded by :func:`describe_problem`: the
   column, "N of M rows" and one example with its group keys.
-* **Resampling arguments** (at once, from the values alone): :func:`check_replicates`,
-  :func:`check_seed`, :func:`check_level` and :func:`check_memory` word every check of
-  ``replicates=``, ``seed=``, ``level=``/``alpha=`` and of the memory a resampling plans
-  for, on :func:`check_integer` (one wording: ``name= takes …, got …``).
+* **Arguments** (at once, from the values alone): public functions declare their
+  arguments' constraints with :func:`calib_frames.arguments.check_arguments` (one
+  wording: ``name= takes …, got …``); :class:`Keys` is ``by=``'s. :func:`check_replicates`,
+  :func:`check_seed`, :func:`check_level` and :func:`check_integer` check a value inside a
+  function in the same words, :func:`check_memory` the memory a resampling plans for.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import SupportsIndex, TypeVar, cast
 
 import polars as pl
 
+from calib_frames.arguments import LEVEL, Constraint, Integer
 from calib_frames.exceptions import ArgumentError, DataError, TableError
 
 __all__ = [
     "MEMORY_LIMIT",
     "RESERVED_PREFIX",
     "Frame",
+    "Keys",
     "RowCheck",
     "as_expr",
     "as_lazy",
@@ -147,6 +150,40 @@ def group_keys(by: str | Sequence[str] | None) -> list[str]:
         twice = sorted({key for key in keys if keys.count(key) > 1})
         raise ArgumentError(f"by= names a column twice: {twice} in {keys}")
     return keys
+
+
+class Keys(Constraint):
+    """A ``by=`` argument as :func:`group_keys` takes it; ``required``: at least one key.
+
+    The messages are :func:`group_keys`'s (a comma inside one name, a key named twice).
+
+    Examples
+    --------
+    >>> Keys(required=True).accepts([]), Keys().accepts(["model", "task"])
+    (False, True)
+    """
+
+    def __init__(self, *, required: bool = False) -> None:
+        self.required = required
+        words = "one or more column names" if required else "a column name or a list of them"
+        self.description = self.plural = words
+        self.refused = ("a,b", ["a", "a"], 1, *([[]] * required))
+
+    def accepts(self, value: object) -> bool:
+        """Whether ``value`` is a ``by=`` that :func:`group_keys` takes (and not empty)."""
+        try:
+            keys = group_keys(value)  # type: ignore[arg-type]
+        except ArgumentError:
+            return False
+        return bool(keys) or not self.required
+
+    def message(self, value: object, name: str) -> str:
+        """:func:`group_keys`' message, else the constraint's."""
+        try:
+            group_keys(value)  # type: ignore[arg-type]
+        except ArgumentError as error:
+            return str(error).replace("by=", f"{name}=")
+        return super().message(value, name)
 
 
 def rollup_keys(keys: Sequence[str], by: str | Sequence[str] | None) -> list[str]:
@@ -513,10 +550,10 @@ tests' blocks, the perplexity draws) and calls :func:`check_memory`, so that a m
 
 
 def check_integer(value: object, *, name: str, minimum: int) -> int:
-    """``value`` if it is an int >= ``minimum`` (bools refused), else an ArgumentError.
+    """``value`` if it is an integer >= ``minimum`` (bools refused), else an ArgumentError.
 
-    The one wording of an integer argument's check: ``name= takes an integer >= minimum,
-    got value``.
+    :class:`Integer` for a value checked inside a function rather than by
+    :func:`check_arguments`.
 
     Examples
     --------
@@ -527,13 +564,12 @@ def check_integer(value: object, *, name: str, minimum: int) -> int:
     ...
     calib_frames.exceptions.ArgumentError: folds= takes an integer >= 2, got True
     """
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ArgumentError(f"{name}= takes an integer >= {minimum}, got {value!r}")
-    return value
+    Integer(minimum).check(value, name)
+    return int(cast("SupportsIndex", value))
 
 
 def check_replicates(replicates: object, *, name: str = "replicates") -> int:
-    """``replicates`` if it is an integer >= 1 (bools refused), else an ArgumentError.
+    """``replicates`` if it is an integer >= 1 (:data:`REPLICATES`), else an ArgumentError.
 
     ``name`` is the argument's name in the message (``noise_replicates``).
 
@@ -546,7 +582,7 @@ def check_replicates(replicates: object, *, name: str = "replicates") -> int:
 
 
 def check_seed(seed: object) -> int:
-    """``seed`` if it is an integer >= 0 (bools refused), else an ArgumentError.
+    """``seed`` if it is an integer >= 0 (:data:`SEED`), else an ArgumentError.
 
     Examples
     --------
@@ -557,7 +593,7 @@ def check_seed(seed: object) -> int:
 
 
 def check_level(level: object, *, name: str = "level") -> float:
-    """``level`` if it is a number strictly between 0 and 1, else an ArgumentError.
+    """``level`` if it is a number strictly between 0 and 1 (:data:`LEVEL`), else an ArgumentError.
 
     For confidence levels and significance levels alike (``name="alpha"``); bools and
     NaN are refused.
@@ -571,9 +607,8 @@ def check_level(level: object, *, name: str = "level") -> float:
     ...
     calib_frames.exceptions.ArgumentError: alpha= takes a number strictly between 0 and 1, got 1.5
     """
-    if isinstance(level, bool) or not isinstance(level, int | float) or not 0.0 < level < 1.0:
-        raise ArgumentError(f"{name}= takes a number strictly between 0 and 1, got {level!r}")
-    return float(level)
+    LEVEL.check(level, name)
+    return float(level)  # type: ignore[arg-type]
 
 
 def check_memory(units: int, bytes_per_unit: int, what: str) -> None:

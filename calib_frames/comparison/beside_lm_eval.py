@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from calib_frames.arguments import check_arguments
+from calib_frames.binning import BINS
 from calib_frames.exceptions import ArgumentError
 from calib_frames.metrics.calibration import calibration_metrics
 from calib_frames.metrics.tokens import perplexity
@@ -39,6 +41,7 @@ _METRICS = {
 """lm-eval metric → the calib_frames column that reproduces it."""
 
 
+@check_arguments(bins=BINS)
 def lm_eval_comparison(
     paths: PathsLike | pl.DataFrame, *, bins: int = 10, filter: str = "none"
 ) -> pl.DataFrame:

@@ -33,7 +33,8 @@ from typing import Generic
 
 import polars as pl
 
-from calib_frames.binning import BinsLike
+from calib_frames.arguments import FLAG, RESAMPLING, TOKENS, Integer, check_arguments
+from calib_frames.binning import BINS, BinsLike
 from calib_frames.comparison.across_tasks import leaderboard_of, one_row_per_bin
 from calib_frames.comparison.side_by_side import comparison_table, with_columns_of
 from calib_frames.exceptions import TableError
@@ -56,6 +57,8 @@ __all__ = [
 REPLICATES = 200
 """Bootstrap and noise-floor replicates of the report (``calib-frames report --replicates``)."""
 
+_UNCERTAINTY = {"mce_min_count": Integer(1), "uncertainty": FLAG, **RESAMPLING}
+
 
 @dataclass(frozen=True)
 class ReportTables(Generic[Frame]):
@@ -77,6 +80,7 @@ class ReportTables(Generic[Frame]):
     leaderboard: Frame | None
 
 
+@check_arguments(tokens=TOKENS, **_UNCERTAINTY)
 def report_tables(
     stats: Frame,
     sums: pl.DataFrame | pl.LazyFrame | None = None,
@@ -229,6 +233,7 @@ def _beside(table: pl.LazyFrame, beside: pl.LazyFrame, keys: list[str]) -> pl.La
     return joined.sort(keys, nulls_last=True)
 
 
+@check_arguments(**_UNCERTAINTY)
 def comparison_from_bin_statistics(
     stats: Frame,
     sums: Frame | None = None,
@@ -291,6 +296,7 @@ def comparison_from_bin_statistics(
     ).comparison
 
 
+@check_arguments(**_UNCERTAINTY)
 def leaderboard(
     stats: Frame,
     sums: Frame | None = None,
@@ -401,6 +407,7 @@ def leaderboard(
     return board
 
 
+@check_arguments(tokens=TOKENS, bins=BINS, **_UNCERTAINTY)
 def compare(
     predictions: Frame,
     losses: Frame | None = None,

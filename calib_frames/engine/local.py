@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from calib_frames.arguments import TOKENS
 from calib_frames.binning import Binning, BinsLike, as_binning
 from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.schema import BIN_STATISTICS, CELLS, METRICS, PERPLEXITY
@@ -358,10 +359,7 @@ class TokenPass:
         ArgumentError
             ``tokens`` is ambiguous or not a column name or 1.
         """
-        if isinstance(tokens, bool) or (isinstance(tokens, int) and tokens != 1):
-            raise ArgumentError(
-                f"tokens= takes a column of token counts or 1 (one token per row), got {tokens!r}"
-            )
+        TOKENS.check(tokens, "tokens")
         keys = group_keys(by)
         if tokens is None and "tokens" in schema and "tokens" not in keys:
             raise ArgumentError(

@@ -97,18 +97,23 @@ from typing import Literal
 import numpy as np
 import polars as pl
 
-from calib_frames.binning import BinsLike
-from calib_frames.exceptions import ArgumentError, DataError, TableError
+from calib_frames.arguments import (
+    COLUMN,
+    REPLICATES,
+    RESAMPLING,
+    SEED,
+    Options,
+    check_arguments,
+)
+from calib_frames.binning import BINS, BinsLike
+from calib_frames.exceptions import DataError, TableError
 from calib_frames.metrics.calibration import metrics_from_bin_statistics
 from calib_frames.schema import BIN_STATISTICS
 from calib_frames.stats import bin_statistics
 from calib_frames.validation import (
     Frame,
     as_lazy,
-    check_level,
     check_memory,
-    check_replicates,
-    check_seed,
     group_keys,
     require_columns,
     return_like,
@@ -161,6 +166,7 @@ def _stat_keys(schema: pl.Schema) -> list[str]:
     return keys
 
 
+@check_arguments(rows=COLUMN | None, replicates=REPLICATES, seed=SEED)
 def bootstrap_bin_statistics(
     stats: Frame, *, rows: str | None = None, replicates: int = 1000, seed: int = 0
 ) -> Frame:
@@ -219,8 +225,6 @@ def bootstrap_bin_statistics(
     >>> boot.group_by("replicate").agg(pl.col("count").sum()).sort("replicate").rows()
     [(0, 10), (1, 10)]
     """
-    check_replicates(replicates)
-    check_seed(seed)
     lazy = as_lazy(stats)
     schema = lazy.collect_schema()
     keys: list[str] = _stat_keys(schema)
@@ -427,6 +431,7 @@ def _percentiles(
     return replicated.select(aggs)
 
 
+@check_arguments(**RESAMPLING)
 def intervals_from_bin_statistics(
     stats: Frame, *, replicates: int = 1000, level: float = 0.95, seed: int = 0
 ) -> Frame:
@@ -478,8 +483,6 @@ def intervals_from_bin_statistics(
     >>> bool(0.65 < low < 0.8 < high < 0.92)
     True
     """
-    check_level(level)
-    check_replicates(replicates)
     lazy = as_lazy(stats)
     keys: list[str] = _stat_keys(lazy.collect_schema())
     boot = bootstrap_bin_statistics(lazy, replicates=replicates, seed=seed)
@@ -509,6 +512,7 @@ def poisson_weights(row: pl.Expr, replicate: pl.Expr, seed: int) -> pl.Expr:
     return _poisson_one(uniform)
 
 
+@check_arguments(bins=BINS, resample=Options("bins", "rows"), **RESAMPLING)
 def calibration_intervals(
     predictions: Frame,
     *,
@@ -569,9 +573,6 @@ def calibration_intervals(
     >>> ci.select("model", "ece_ci_low", "ece_ci_high").height
     2
     """
-    check_level(level)
-    check_replicates(replicates)
-    check_seed(seed)
     if resample == "bins":
         stats = bin_statistics(
             as_lazy(predictions),
@@ -583,8 +584,6 @@ def calibration_intervals(
         )
         out = intervals_from_bin_statistics(stats, replicates=replicates, level=level, seed=seed)
         return return_like(predictions, out)
-    if resample != "rows":
-        raise ArgumentError(f"resample must be 'bins' or 'rows', got {resample!r}")
     source = as_lazy(predictions)
     schema = source.collect_schema()
     for reserved in (REPLICATE, _ROW):

@@ -48,9 +48,9 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
+from calib_frames.arguments import Options, check_arguments
 from calib_frames.estimators._groups import P, W, Y, attach, group_rows, grouped
 from calib_frames.estimators.pav import pav_blocks
-from calib_frames.exceptions import ArgumentError
 from calib_frames.schema import CORP_DECOMPOSITION, CORP_RELIABILITY
 from calib_frames.validation import Frame
 
@@ -214,6 +214,7 @@ def corp_reliability(
     return prepared.result(predictions, fit)
 
 
+@check_arguments(score=Options.of(Score))
 def corp_decomposition(
     predictions: Frame,
     *,
@@ -280,8 +281,6 @@ def corp_decomposition(
     │ 0.175      ┆ 0.05           ┆ 0.125          │
     └────────────┴────────────────┴────────────────┘
     """
-    if score not in ("brier", "log"):
-        raise ArgumentError(f"score= must be 'brier' or 'log', got {score!r}")
     prepared = group_rows(
         predictions, confidence=confidence, correct=correct, by=by, weight=weight,
         columns=CORP_DECOMPOSITION.columns,

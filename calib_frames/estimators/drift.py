@@ -92,6 +92,15 @@ import numpy as np
 import polars as pl
 from scipy import special
 
+from calib_frames.arguments import (
+    FLAG,
+    LEVEL,
+    RESAMPLING,
+    InstanceOf,
+    Integer,
+    Options,
+    check_arguments,
+)
 from calib_frames.estimators.bootstrap import bootstrap_bin_statistics
 from calib_frames.estimators.intervals import accuracy_interval, normal_quantile
 from calib_frames.estimators.multiple_testing import adjust_p_values
@@ -102,7 +111,7 @@ from calib_frames.metrics.tokens import perplexity_from_nll_sums
 from calib_frames.schema import BIN_STATISTICS, NLL_SUMS
 from calib_frames.stats import merge_bin_statistics
 from calib_frames.storage import StoredStatistics, batch_time_of
-from calib_frames.validation import check_level, check_replicates, check_seed, working
+from calib_frames.validation import working
 
 __all__ = [
     "BATCH_COLUMNS",
@@ -129,12 +138,10 @@ _ZA, _ZB, _POSITION, _RUN = working("za"), working("zb"), working("position"), w
 _NOW, _SIGN = working("now_"), working("sign_")
 
 
+_STORED = InstanceOf(StoredStatistics, "statistics read with calib_frames.read_statistics")
+
+
 def _window(stats: StoredStatistics, last: int | None) -> StoredStatistics:
-    if not isinstance(stats, StoredStatistics):
-        raise ArgumentError(
-            "stats must be statistics read with calib_frames.read_statistics, got "
-            f"{type(stats).__name__}"
-        )
     if stats.kind != "bin_statistics":
         raise TableError("stats holds NLL sums; pass the bin-statistics files")
     return stats if last is None else stats.latest(last)
@@ -154,6 +161,9 @@ def _batch_frame(stats: StoredStatistics) -> pl.DataFrame:
     )
 
 
+@check_arguments(
+    stats=_STORED, sums=_STORED | None, last=Integer(1) | None, uncertainty=FLAG, level=LEVEL
+)
 def metrics_over_batches(
     stats: StoredStatistics,
     sums: StoredStatistics | None = None,
@@ -228,7 +238,6 @@ def metrics_over_batches(
     assert isinstance(metrics, pl.DataFrame)
     keys = BIN_STATISTICS.keys(table.schema)
     if uncertainty:
-        check_level(level)
         z = normal_quantile(level)
         moments = table.group_by(keys).agg(_FOURTH.sum().alias(_S4))
         metrics = metrics.join(moments, on=keys, how="left", nulls_equal=True)
@@ -367,6 +376,13 @@ def _moment(value: object, *, end: bool) -> dt.datetime:
         ) from None
 
 
+@check_arguments(
+    stats=_STORED,
+    last=Integer(1) | None,
+    alpha=LEVEL,
+    correction=Options("bh", "holm", "none"),
+    **RESAMPLING,
+)
 def calibration_change(
     stats: StoredStatistics,
     *,
@@ -467,12 +483,6 @@ def calibration_change(
     'ECE up 0.12, p = 6e-12'
     """
     window = _window(stats, last)
-    check_level(alpha, name="alpha")
-    check_level(level)
-    check_replicates(replicates)
-    check_seed(seed)
-    if correction not in ("bh", "holm", "none"):
-        raise ArgumentError(f"correction must be 'bh', 'holm' or 'none', got {correction!r}")
     base = baseline_window(window, baseline)
     order = window.batch_order
     tonight = order[-1] if batch is None else batch

@@ -28,14 +28,16 @@ from typing import Literal
 
 import polars as pl
 
-from calib_frames.exceptions import ArgumentError, TableError
-from calib_frames.validation import Frame, as_expr, as_lazy, check_level, return_like
+from calib_frames.arguments import LEVEL, Options, check_arguments
+from calib_frames.exceptions import TableError
+from calib_frames.validation import Frame, as_expr, as_lazy, return_like
 
 __all__ = ["accuracy_interval", "normal_quantile", "with_accuracy_intervals"]
 
 IntoExpr = pl.Expr | str
 
 
+@check_arguments(level=LEVEL)
 def normal_quantile(level: float) -> float:
     """The z with P(|Z| ≤ z) = ``level`` for a standard normal Z.
 
@@ -59,10 +61,10 @@ def normal_quantile(level: float) -> float:
     >>> round(normal_quantile(0.95), 6)
     1.959964
     """
-    check_level(level)
     return NormalDist().inv_cdf(0.5 + level / 2.0)
 
 
+@check_arguments(method=Options("wilson"), level=LEVEL)
 def accuracy_interval(
     count: IntoExpr,
     correct_count: IntoExpr,
@@ -107,8 +109,6 @@ def accuracy_interval(
     ... ).rows()
     [(0.3127, 0.8318), (None, None)]
     """
-    if method != "wilson":
-        raise ArgumentError(f"method must be 'wilson', got {method!r}")
     z = normal_quantile(level)
     n = as_expr(count).cast(pl.Float64)
     x = as_expr(correct_count).cast(pl.Float64)
@@ -122,6 +122,7 @@ def accuracy_interval(
     return low, high
 
 
+@check_arguments(method=Options("wilson"), level=LEVEL)
 def with_accuracy_intervals(
     table: Frame, *, method: Literal["wilson"] = "wilson", level: float = 0.95
 ) -> Frame:

@@ -27,7 +27,8 @@ from typing import Literal
 
 import polars as pl
 
-from calib_frames.exceptions import ArgumentError, TableError
+from calib_frames.arguments import COLUMN, Options, check_arguments
+from calib_frames.exceptions import TableError
 from calib_frames.validation import (
     Frame,
     RowCheck,
@@ -42,10 +43,10 @@ from calib_frames.validation import (
 __all__ = ["adjust_p_values"]
 
 Method = Literal["holm", "bh"]
-_METHODS = ("holm", "bh")
 _ROW = working("row")
 
 
+@check_arguments(p_value=COLUMN, method=Options.of(Method), output=COLUMN)
 def adjust_p_values(
     table: Frame,
     *,
@@ -100,8 +101,6 @@ def adjust_p_values(
     >>> adjust_p_values(t, method="bh")["p_value_adjusted"].round(6).to_list()
     [0.04, 0.04, 0.04, 0.04]
     """
-    if method not in _METHODS:
-        raise ArgumentError(f"method must be one of {_METHODS}, got {method!r}")
     keys: list[str] = group_keys(by)
     lazy = as_lazy(table)
     schema = lazy.collect_schema()

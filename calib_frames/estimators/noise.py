@@ -67,7 +67,8 @@ from functools import partial
 import numpy as np
 import polars as pl
 
-from calib_frames.binning import BinsLike
+from calib_frames.arguments import LEVEL, REPLICATES, RESAMPLING, Integer, check_arguments
+from calib_frames.binning import BINS, BinsLike
 from calib_frames.estimators.bootstrap import _grid_shape, intervals_from_bin_statistics
 from calib_frames.metrics.calibration import metrics_from_bin_statistics
 from calib_frames.schema import BIN_STATISTICS, METRICS, NOISE_FLOOR
@@ -75,11 +76,7 @@ from calib_frames.stats import bin_statistics
 from calib_frames.validation import (
     Frame,
     as_lazy,
-    check_integer,
-    check_level,
     check_memory,
-    check_replicates,
-    check_seed,
     require_columns,
     return_like,
 )
@@ -103,6 +100,10 @@ UNCERTAINTY_NOISE_COLUMNS = tuple(c for c in NOISE_FLOOR.names if c not in METRI
 ``count``, ``populated_bins`` and ``ece``, are columns of the metrics table already)."""
 
 
+_FLOOR = {"alpha": LEVEL, "min_count": Integer(0), "min_bins": Integer(0)}
+
+
+@check_arguments(**_FLOOR, **RESAMPLING)
 def noise_floor_from_bin_statistics(
     stats: Frame,
     *,
@@ -174,12 +175,6 @@ def noise_floor_from_bin_statistics(
     >>> round(t["ece_noise_floor"].item(), 2)  # what a calibrated model could show
     0.06
     """
-    check_replicates(replicates)
-    check_level(level)
-    check_level(alpha, name="alpha")
-    check_seed(seed)
-    check_integer(min_count, name="min_count", minimum=0)
-    check_integer(min_bins, name="min_bins", minimum=0)
     lazy = as_lazy(stats)
     schema = lazy.collect_schema()
     keys: list[str] = BIN_STATISTICS.keys(schema)
@@ -333,6 +328,7 @@ def _verdict(*, enough: pl.Expr, one_bin: pl.Expr) -> pl.Expr:
     )
 
 
+@check_arguments(bins=BINS, **_FLOOR, **RESAMPLING)
 def calibration_noise_floor(
     predictions: Frame,
     *,
@@ -406,6 +402,7 @@ def calibration_noise_floor(
     return return_like(predictions, table)
 
 
+@check_arguments(**_FLOOR, noise_replicates=REPLICATES, noise_level=LEVEL, **RESAMPLING)
 def uncertainty_from_bin_statistics(
     stats: Frame,
     *,

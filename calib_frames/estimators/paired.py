@@ -73,7 +73,8 @@ from typing import Literal, NamedTuple
 import numpy as np
 import polars as pl
 
-from calib_frames.binning import BinsLike, as_binning
+from calib_frames.arguments import RESAMPLING, Options, check_arguments
+from calib_frames.binning import BINS, BinsLike, as_binning
 from calib_frames.estimators._groups import prediction_checks, require_prediction_columns
 from calib_frames.estimators.bootstrap import _resample_class, _safe_divide
 from calib_frames.estimators.multiple_testing import adjust_p_values
@@ -84,11 +85,8 @@ from calib_frames.validation import (
     Frame,
     RowCheck,
     as_lazy,
-    check_level,
     check_memory,
-    check_replicates,
     check_rows,
-    check_seed,
     group_keys,
     return_like,
     working,
@@ -103,6 +101,11 @@ _SEG, _SIDE, _REP = working("pair"), working("side"), working("rep")
 _BIN, _Y, _R, _W = working("bin"), working("y"), working("r"), working("w")
 
 
+@check_arguments(
+    bins=BINS,
+    method=Options("permutation", "bootstrap"),
+    **RESAMPLING,
+)
 def paired_comparison(
     predictions: Frame,
     *,
@@ -194,11 +197,6 @@ def paired_comparison(
     >>> bool(t["ece_difference_ci_high"].item() < 0), bool(t["ece_p_value"].item() < 0.01)
     (True, True)
     """
-    check_replicates(replicates)
-    check_level(level)
-    check_seed(seed)
-    if method not in ("permutation", "bootstrap"):
-        raise ArgumentError(f"method must be 'permutation' or 'bootstrap', got {method!r}")
     keys: list[str] = group_keys(by)
     binning = as_binning(bins)
     source = as_lazy(predictions)

@@ -43,8 +43,8 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
+from calib_frames.arguments import COLUMN, FLAG, check_arguments
 from calib_frames.estimators._groups import attach, grouped
-from calib_frames.exceptions import ArgumentError
 from calib_frames.schema import ISOTONIC_BLOCKS
 from calib_frames.validation import (
     Frame,
@@ -66,6 +66,7 @@ F64Array = npt.NDArray[np.float64]
 _X, _W, _WY = working("x"), working("w"), working("wy")
 
 
+@check_arguments(x=COLUMN, y=COLUMN, increasing=FLAG)
 def isotonic_blocks(
     predictions: Frame,
     *,
@@ -136,8 +137,6 @@ def isotonic_blocks(
     │ 2     ┆ 4.0     ┆ 5.0     ┆ 2     ┆ 2.0    ┆ 3.75  │
     └───────┴─────────┴─────────┴───────┴────────┴───────┘
     """
-    if not isinstance(increasing, bool):
-        raise ArgumentError(f"increasing= must be True or False, got {increasing!r}")
     source = as_lazy(predictions)
     keys = group_keys(by)
     columns = {"x": x, "y": y} if weight is None else {"x": x, "y": y, "weight": weight}

@@ -37,16 +37,20 @@ from functools import partial
 import numpy as np
 import polars as pl
 
+from calib_frames.arguments import (
+    COLUMN,
+    FLAG,
+    RESAMPLING,
+    TOKENS,
+    check_arguments,
+)
 from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.schema import NLL_MOMENTS
 from calib_frames.validation import (
     Frame,
     RowCheck,
     as_lazy,
-    check_level,
     check_memory,
-    check_replicates,
-    check_seed,
     first_offending_row,
     group_keys,
     not_true,
@@ -83,6 +87,7 @@ def _sum_name(variable: str) -> str:
     return "nll_sum" if variable == "nll" else variable
 
 
+@check_arguments(tokens=TOKENS, cluster=COLUMN | None, log_probs=FLAG)
 def nll_moment_sums(
     losses: Frame,
     *,
@@ -132,9 +137,6 @@ def nll_moment_sums(
             "the frame has a 'tokens' column: pass tokens='tokens' (document rows) or "
             "tokens=1 (one token per row)"
         )
-    if isinstance(tokens, bool) or (isinstance(tokens, int) and tokens < 1):
-        raise ArgumentError(f"tokens must be a column name or a positive integer, got {tokens!r}")
-    per_row = float(tokens) if isinstance(tokens, int) else 1.0
     column_tokens = tokens if isinstance(tokens, str) else None
     roles = {"nll": nll, "tokens": column_tokens, "bytes": bytes, "cluster": cluster}
     named = {role: column for role, column in roles.items() if column is not None}
@@ -148,7 +150,7 @@ def nll_moment_sums(
     )
     x = pl.col(nll).cast(pl.Float64)
     x = -x if log_probs else x
-    y = pl.lit(per_row) if column_tokens is None else pl.col(column_tokens).cast(pl.Float64)
+    y = pl.lit(1.0) if column_tokens is None else pl.col(column_tokens).cast(pl.Float64)
     values = {"nll": x, "tokens": y}
     if bytes is not None:
         values["bytes"] = pl.col(bytes).cast(pl.Float64)
@@ -206,6 +208,7 @@ def nll_moment_sums(
     return return_like(losses, checked)
 
 
+@check_arguments(**RESAMPLING)
 def perplexity_intervals_from_nll_sums(
     sums: Frame, *, replicates: int = 1000, level: float = 0.95, seed: int = 0
 ) -> Frame:
@@ -249,9 +252,6 @@ def perplexity_intervals_from_nll_sums(
     >>> ci.columns[:2]
     ['mean_nll_ci_low', 'mean_nll_ci_high']
     """
-    check_level(level)
-    check_replicates(replicates)
-    check_seed(seed)
     lazy = as_lazy(sums)
     schema = lazy.collect_schema()
     keys = NLL_MOMENTS.keys(schema)
@@ -277,6 +277,12 @@ def perplexity_intervals_from_nll_sums(
     return return_like(sums, result)
 
 
+@check_arguments(
+    tokens=TOKENS,
+    cluster=COLUMN | None,
+    log_probs=FLAG,
+    **RESAMPLING,
+)
 def perplexity_intervals(
     losses: Frame,
     *,
@@ -348,9 +354,6 @@ def perplexity_intervals(
     >>> bool(low < 2.71828**point < high)
     True
     """
-    check_level(level)
-    check_replicates(replicates)
-    check_seed(seed)
     moments = nll_moment_sums(
         as_lazy(losses), nll=nll, tokens=tokens, bytes=bytes, by=by, cluster=cluster,
         log_probs=log_probs,

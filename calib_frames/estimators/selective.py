@@ -66,17 +66,21 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
+from calib_frames.arguments import (
+    RESAMPLING,
+    Integer,
+    Number,
+    Options,
+    check_arguments,
+)
 from calib_frames.binning import Binning
 from calib_frames.estimators._groups import P, W, Y, attach, group_rows, grouped
 from calib_frames.estimators.bootstrap import poisson_weights
-from calib_frames.exceptions import ArgumentError, TableError
+from calib_frames.exceptions import TableError
 from calib_frames.schema import BIN_STATISTICS, SELECTIVE_CURVE, SELECTIVE_METRICS
 from calib_frames.validation import (
     Frame,
     as_lazy,
-    check_level,
-    check_replicates,
-    check_seed,
     return_like,
     working,
 )
@@ -95,6 +99,8 @@ __all__ = [
 F64Array = npt.NDArray[np.float64]
 I64Array = npt.NDArray[np.int64]
 Ties = Literal["average", "pessimistic", "optimistic"]
+_COVERAGE = Number(greater_than=0, at_most=1)
+_ACCURACY = Number(at_least=0, at_most=1)
 
 SELECTIVE_CI_METRICS = ("aurc", "e_aurc", "accuracy_at_coverage", "coverage_at_accuracy")
 """Metrics of :func:`selective_metrics` that :func:`selective_intervals` gives intervals."""
@@ -104,6 +110,7 @@ _NEG = working("neg_p")
 _CELLS = 4_000_000  # rows × replicates evaluated at once by the bootstrap
 
 
+@check_arguments(coverage=_COVERAGE, target_accuracy=_ACCURACY, ties=Options.of(Ties))
 def selective_metrics(
     predictions: Frame,
     *,
@@ -194,7 +201,6 @@ def selective_metrics(
     │ 0.1567 ┆ 0.04        ┆ 0.1167 ┆ 1.0                  ┆ 1.0                  │
     └────────┴─────────────┴────────┴──────────────────────┴──────────────────────┘
     """
-    _check_options(coverage=coverage, target_accuracy=target_accuracy, ties=ties)
     prepared = group_rows(
         predictions, confidence=confidence, correct=correct, by=by, weight=weight,
         columns=SELECTIVE_METRICS.columns,
@@ -225,6 +231,7 @@ def selective_metrics(
     return prepared.result(predictions, compute)
 
 
+@check_arguments(ties=Options.of(Ties), points=Integer(2) | None)
 def selective_curve(
     predictions: Frame,
     *,
@@ -290,11 +297,6 @@ def selective_curve(
     │ 0.3       ┆ 1.0      ┆ 0.5      ┆ 0.5      │
     └───────────┴──────────┴──────────┴──────────┘
     """
-    _check_options(ties=ties)
-    if points is not None and (
-        isinstance(points, bool) or not isinstance(points, int) or points < 2
-    ):
-        raise ArgumentError(f"points= must be None or an integer >= 2, got {points!r}")
     prepared = group_rows(
         predictions, confidence=confidence, correct=correct, by=by, weight=weight,
         columns=SELECTIVE_CURVE.columns,
@@ -336,6 +338,12 @@ def selective_curve(
     return prepared.result(predictions, compute)
 
 
+@check_arguments(
+    coverage=_COVERAGE,
+    target_accuracy=_ACCURACY,
+    ties=Options.of(Ties),
+    **RESAMPLING,
+)
 def selective_intervals(
     predictions: Frame,
     *,
@@ -399,10 +407,6 @@ def selective_intervals(
     >>> bool(0.0 < low < high < 1.0)
     True
     """
-    _check_options(coverage=coverage, target_accuracy=target_accuracy, ties=ties)
-    check_replicates(replicates)
-    check_level(level)
-    check_seed(seed)
     names: list[str] = [
         f"{name}_ci_{side}" for name in SELECTIVE_CI_METRICS for side in ("low", "high")
     ]
@@ -445,21 +449,6 @@ def selective_intervals(
         return attach(ranked.table, columns)
 
     return prepared.result(predictions, compute)
-
-
-def _check_options(
-    *, coverage: float = 1.0, target_accuracy: float = 1.0, ties: object = "average"
-) -> None:
-    if isinstance(coverage, bool) or not isinstance(coverage, int | float) or not 0 < coverage <= 1:
-        raise ArgumentError(f"coverage= must be a number in (0, 1], got {coverage!r}")
-    if (
-        isinstance(target_accuracy, bool)
-        or not isinstance(target_accuracy, int | float)
-        or not 0 <= target_accuracy <= 1
-    ):
-        raise ArgumentError(f"target_accuracy= must be a number in [0, 1], got {target_accuracy!r}")
-    if ties not in ("average", "pessimistic", "optimistic"):
-        raise ArgumentError(f"ties= must be 'average', 'pessimistic' or 'optimistic', got {ties!r}")
 
 
 @dataclass(frozen=True)
@@ -669,6 +658,7 @@ SUMMARY_POINTS = 200
 """The bins of the bounded selective summary (:func:`selective_binning`)."""
 
 
+@check_arguments(points=Integer(2))
 def selective_binning(points: int = SUMMARY_POINTS) -> Binning:
     """Fixed edges for a bounded summary of the risk–coverage curve: ``points`` bins.
 
@@ -686,8 +676,6 @@ def selective_binning(points: int = SUMMARY_POINTS) -> Binning:
     >>> binning.n_bins, [round(edge, 5) for edge in binning.bin_edges]
     (4, [0.0, 5e-05, 0.5, 0.99995, 1.0])
     """
-    if isinstance(points, bool) or not isinstance(points, int) or points < 2:
-        raise ArgumentError(f"points= must be an integer >= 2, got {points!r}")
     odds = np.linspace(-10.0, 10.0, points - 1)
     return Binning.edges([0.0, *(1.0 / (1.0 + np.exp(-odds))).tolist(), 1.0])
 

@@ -28,9 +28,9 @@ from typing import Literal
 
 import polars as pl
 
-from calib_frames.binning import Binning
+from calib_frames.arguments import Integer, ListOf, check_arguments
+from calib_frames.binning import CLOSED, Binning
 from calib_frames.estimators._groups import prediction_checks, require_prediction_columns
-from calib_frames.exceptions import ArgumentError
 from calib_frames.metrics.calibration import calibration_metrics
 from calib_frames.schema import ECE_BY_BIN_COUNT
 from calib_frames.validation import (
@@ -58,6 +58,7 @@ _BIN_M, _BIN, _R, _W, _N = (
 )
 
 
+@check_arguments(bins=Integer(1))
 def adaptive_ece(
     predictions: Frame,
     *,
@@ -122,7 +123,6 @@ def adaptive_ece(
     │ 4     ┆ 2    ┆ 0.25         ┆ 2              │
     └───────┴──────┴──────────────┴────────────────┘
     """
-    _check_bin_count(bins, "bins")
     keys = group_keys(by)
     metrics = calibration_metrics(
         as_lazy(predictions),
@@ -142,6 +142,7 @@ def adaptive_ece(
     return return_like(predictions, result)
 
 
+@check_arguments(bin_counts=ListOf(Integer(1), distinct=True), closed=CLOSED)
 def ece_by_bin_count(
     predictions: Frame,
     *,
@@ -213,20 +214,7 @@ def ece_by_bin_count(
     │ 4    ┆ 0.325 │
     └──────┴───────┘
     """
-    if isinstance(bin_counts, (str, int)) or not isinstance(bin_counts, Iterable):
-        raise ArgumentError(
-            f"bin_counts= takes an iterable of bin counts, e.g. [5, 10, 15] or range(5, 31), "
-            f"got {bin_counts!r}"
-        )
-    counts = list(bin_counts)
-    if not counts:
-        raise ArgumentError("bin_counts= must name at least one bin count")
-    for count in counts:
-        _check_bin_count(count, "bin_counts")
-    if len(set(counts)) != len(counts):
-        raise ArgumentError(f"bin_counts= names a bin count twice: {counts}")
-    if closed not in ("left", "right"):
-        raise ArgumentError(f"closed= must be 'left' or 'right', got {closed!r}")
+    counts = [int(count) for count in bin_counts]
     source = as_lazy(predictions)
     keys = group_keys(by)
     require_prediction_columns(
@@ -301,8 +289,3 @@ def _cells(counts: Sequence[int], closed: Literal["left", "right"]) -> _Cells:
         for m in counts
     ]
     return _Cells(inner, pl.concat(per_m))
-
-
-def _check_bin_count(value: object, name: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ArgumentError(f"{name}= takes positive integers, got {value!r}")

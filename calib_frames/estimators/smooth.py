@@ -66,8 +66,8 @@ import numpy.typing as npt
 import polars as pl
 from numpy.lib.stride_tricks import sliding_window_view
 
+from calib_frames.arguments import Integer, Number, check_arguments
 from calib_frames.estimators._groups import P, W, Y, attach, group_rows, grouped
-from calib_frames.exceptions import ArgumentError
 from calib_frames.schema import SMOOTH_ECE, SMOOTH_RELIABILITY_CURVE
 from calib_frames.validation import Frame
 
@@ -82,6 +82,11 @@ _REFINE = 10  # relplot's search_param refine
 _GRID = 1001  # relplot's grid size for every σ >= 0.01
 
 
+_BANDWIDTH = Number(greater_than=0, at_most=1) | None
+_EPS = Number(greater_than=0, less_than=1)
+
+
+@check_arguments(bandwidth=_BANDWIDTH, eps=_EPS)
 def smooth_ece(
     predictions: Frame,
     *,
@@ -158,7 +163,6 @@ def smooth_ece(
     │ b     ┆ 4     ┆ 0.5156     ┆ 0.515625  │
     └───────┴───────┴────────────┴───────────┘
     """
-    _check_bandwidth(bandwidth, eps)
     prepared = group_rows(
         predictions, confidence=confidence, correct=correct, by=by, weight=weight,
         columns=SMOOTH_ECE.columns,
@@ -188,6 +192,7 @@ def smooth_ece(
     return prepared.result(predictions, compute)
 
 
+@check_arguments(bandwidth=_BANDWIDTH, points=Integer(2), eps=_EPS)
 def smooth_reliability_curve(
     predictions: Frame,
     *,
@@ -260,9 +265,6 @@ def smooth_reliability_curve(
     │ 1.0  ┆ 1.0   ┆ 1.0     │
     └──────┴───────┴─────────┘
     """
-    _check_bandwidth(bandwidth, eps)
-    if isinstance(points, bool) or not isinstance(points, int) or points < 2:
-        raise ArgumentError(f"points= must be an integer >= 2, got {points!r}")
     prepared = group_rows(
         predictions, confidence=confidence, correct=correct, by=by, weight=weight,
         columns=SMOOTH_RELIABILITY_CURVE.columns,
@@ -295,15 +297,6 @@ def smooth_reliability_curve(
         )
 
     return prepared.result(predictions, compute)
-
-
-def _check_bandwidth(bandwidth: float | None, eps: float) -> None:
-    if bandwidth is not None and not (
-        isinstance(bandwidth, int | float) and 0 < bandwidth <= 1 and np.isfinite(bandwidth)
-    ):
-        raise ArgumentError(f"bandwidth= must be a number in (0, 1], got {bandwidth!r}")
-    if not (isinstance(eps, int | float) and 0 < eps < 1):
-        raise ArgumentError(f"eps= must be a number in (0, 1), got {eps!r}")
 
 
 def _empty_result(keys: list[str], schema: dict[str, pl.DataType]) -> pl.DataFrame:

@@ -52,7 +52,7 @@ from lighteval.metrics.utils.metric_utils import CorpusLevelMetricGrouping
 from lighteval.models.model_output import ModelResponse
 from lighteval.tasks.requests import Doc, SamplingMethod
 
-from calib_frames.exceptions import ArgumentError
+from calib_frames.arguments import Integer, check_arguments
 from calib_frames.integrations._common import choice_metrics
 
 __all__ = ["calibration"]
@@ -107,6 +107,7 @@ class _Calibration(SampleLevelComputation, CorpusLevelComputation):
         return {name: metrics[key] for name, key in zip(self.metric_names, _METRICS, strict=True)}
 
 
+@check_arguments(bins=Integer(1), mce_min_count=Integer(1))
 def calibration(bins: int = 10, mce_min_count: int = 10) -> CorpusLevelMetricGrouping:
     """Metrics ``ece``, ``mce``, ``brier`` and ``log_loss`` of a lighteval multiple-choice task.
 
@@ -156,9 +157,6 @@ def calibration(bins: int = 10, mce_min_count: int = 10) -> CorpusLevelMetricGro
     >>> {name: round(value, 6) for name, value in values.items()}
     {'ece': 0.276824, 'mce': nan, 'brier': 0.16209, 'log_loss': 0.43899}
     """
-    for name, value in (("bins", bins), ("mce_min_count", mce_min_count)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ArgumentError(f"calibration(): {name}= takes a positive integer, got {value!r}")
     computation = _Calibration(bins, mce_min_count)
     names = computation.metric_names
     # lighteval annotates higher_is_better and corpus_level_fn of a grouping as dicts of

@@ -97,8 +97,9 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from calib_frames.binning import BinsLike
-from calib_frames.exceptions import ArgumentError, TableError
+from calib_frames.arguments import Integer, check_arguments
+from calib_frames.binning import BINS, BinsLike
+from calib_frames.exceptions import TableError
 from calib_frames.schema import BIN_STATISTICS, METRICS
 from calib_frames.stats import bin_statistics
 from calib_frames.validation import Frame, as_lazy, return_like
@@ -107,7 +108,6 @@ __all__ = [
     "MCE_MIN_COUNT",
     "BinSums",
     "calibration_metrics",
-    "check_mce_min_count",
     "metric_expressions",
     "metrics_from_bin_statistics",
 ]
@@ -116,13 +116,6 @@ Reduce = Callable[[list[pl.Expr]], pl.Expr]
 
 MCE_MIN_COUNT = 10
 """Default least number of predictions of a bin that ``mce`` looks at (module docstring)."""
-
-
-def check_mce_min_count(value: object) -> int:
-    """``mce_min_count`` as an int >= 1, or an ArgumentError naming it."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ArgumentError(f"mce_min_count must be an integer >= 1, got {value!r}")
-    return value
 
 
 @dataclass(frozen=True)
@@ -159,6 +152,7 @@ TABLE_BIN = BinSums(
 """The bin-statistics table's columns as :class:`BinSums` (bins are rows)."""
 
 
+@check_arguments(mce_min_count=Integer(1))
 def metric_expressions(
     bins: Sequence[BinSums],
     *,
@@ -307,6 +301,7 @@ def _table_metrics(mce_min_count: int) -> dict[str, pl.Expr]:
     )
 
 
+@check_arguments(mce_min_count=Integer(1))
 def metrics_from_bin_statistics(stats: Frame, *, mce_min_count: int = MCE_MIN_COUNT) -> Frame:
     """Per-group calibration metrics from a bin-statistics table (see module docstring).
 
@@ -347,7 +342,6 @@ def metrics_from_bin_statistics(stats: Frame, *, mce_min_count: int = MCE_MIN_CO
     >>> round(m["ece"].item(), 12), round(m["brier"].item(), 12)
     (0.35, 0.3625)
     """
-    check_mce_min_count(mce_min_count)
     lazy = as_lazy(stats)
     keys = BIN_STATISTICS.keys(lazy.collect_schema())
     clashes = [key for key in keys if key in METRICS.columns]
@@ -367,6 +361,7 @@ def metrics_from_bin_statistics(stats: Frame, *, mce_min_count: int = MCE_MIN_CO
     return return_like(stats, result)
 
 
+@check_arguments(bins=BINS, mce_min_count=Integer(1))
 def calibration_metrics(
     predictions: Frame,
     *,

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from calib_frames.arguments import FLAG, TOKENS, check_arguments
 from calib_frames.nll import nll_sums
 from calib_frames.schema import NLL_SUMS, PERPLEXITY
 from calib_frames.validation import Frame, as_lazy, divide, return_like
@@ -83,6 +84,7 @@ def perplexity_from_nll_sums(sums: Frame) -> Frame:
     return return_like(sums, result.select(PERPLEXITY.select(keys, result.collect_schema())))
 
 
+@check_arguments(tokens=TOKENS, log_probs=FLAG)
 def perplexity(
     losses: Frame,
     *,

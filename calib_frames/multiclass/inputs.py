@@ -16,6 +16,15 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from calib_frames.arguments import (
+    COLUMN,
+    FLAG,
+    Constraint,
+    InstanceOf,
+    ListOf,
+    Number,
+    check_arguments,
+)
 from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.validation import (
     Frame,
@@ -38,6 +47,19 @@ _LABEL, _LABEL_INDEX, _BAD_LABEL = working("label"), working("label_index"), wor
 _SUM, _LABELS, _NULL_LABELS = working("sum"), working("labels"), working("null_labels")
 _BAD_P, _CLASSES = working("bad_p"), working("classes")
 _RESERVED = (ITEM, CLASS, PROBABILITY, IS_LABEL, "confidence", "correct")
+
+LAYOUT: dict[str, Constraint] = {
+    "probabilities": COLUMN | ListOf(COLUMN, at_least=2, distinct=True),
+    "label": COLUMN | ListOf(COLUMN),
+    "item": COLUMN | None,
+    "class_column": COLUMN | None,
+    "classes": ListOf(InstanceOf(str, "a class name", "class names")) | None,
+    "renormalize": FLAG,
+    "tolerance": Number(at_least=0),
+    "multilabel": FLAG,
+}
+"""The constraints of the layout arguments that the public functions of
+:mod:`calib_frames.multiclass` take (:func:`~calib_frames.arguments.check_arguments`)."""
 
 
 @dataclass(frozen=True)
@@ -83,17 +105,6 @@ class ClassProbabilities:
 
     def rows(self, predictions: pl.DataFrame | pl.LazyFrame) -> ClassRows:
         """The long rows of ``predictions``, checked (see the module docstring)."""
-        tolerance = self.tolerance
-        if not isinstance(tolerance, int | float) or not tolerance >= 0:
-            raise ArgumentError(f"tolerance= must be a number >= 0, got {tolerance!r}")
-        for name, flag in (("renormalize", self.renormalize), ("multilabel", self.multilabel)):
-            if not isinstance(flag, bool):  # an int would switch the meaning of the columns
-                raise ArgumentError(f"{name}= takes True or False, got {flag!r}")
-        label = self.label
-        if not isinstance(label, str) and not (
-            isinstance(label, Sequence) and all(isinstance(c, str) for c in label)
-        ):
-            raise ArgumentError(f"label= names a column, got {label!r}")
         source = as_lazy(predictions)
         keys = group_keys(self.by)
         schema = source.collect_schema()
@@ -110,10 +121,11 @@ class ClassProbabilities:
             rows = rows.with_columns(
                 pl.when(total > 0).then(pl.col(PROBABILITY) / total).otherwise(pl.col(PROBABILITY))
             )
-        checked = _item_checks(rows, keys, self, _named(probabilities), _named(label))
+        checked = _item_checks(rows, keys, self, _named(probabilities), _named(self.label))
         return ClassRows(checked, keys, class_name, self.multilabel)
 
 
+@check_arguments(**LAYOUT)
 def class_probability_rows(
     predictions: Frame,
     *,
@@ -289,10 +301,6 @@ def _from_wide(
             f"classes= must name each of the {len(columns)} probability columns' class once, "
             f"got {classes}"
         )
-    if len(columns) < 2:
-        raise ArgumentError(f"probabilities= needs at least two class columns, got {columns}")
-    if len(set(columns)) != len(columns):
-        raise ArgumentError(f"probabilities= names a column twice: {columns}")
     roles = {f"probabilities[{i}]": c for i, c in enumerate(columns)}
     _require(schema, roles, keys, numbers=list(roles))
     item_expr = _item_column(layout.item, schema, keys)

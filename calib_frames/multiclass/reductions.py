@@ -24,11 +24,13 @@ from typing import Literal
 
 import polars as pl
 
-from calib_frames.binning import BinsLike
+from calib_frames.arguments import COLUMN, check_arguments
+from calib_frames.binning import BINS, BinsLike
 from calib_frames.metrics.calibration import calibration_metrics
 from calib_frames.multiclass.inputs import (
     IS_LABEL,
     ITEM,
+    LAYOUT,
     ORDER,
     PROBABILITY,
     ClassProbabilities,
@@ -76,6 +78,9 @@ def _metrics(
     return return_like(predictions, reduced_metrics(layout.rows(predictions), reduction, bins))
 
 
+@check_arguments(
+    bins=BINS, **{**{k: v for k, v in LAYOUT.items() if k != "multilabel"}, "label": COLUMN}
+)
 def top_label_metrics(
     predictions: Frame,
     *,
@@ -139,6 +144,7 @@ def top_label_metrics(
     return _metrics(predictions, layout, "top_label", bins)
 
 
+@check_arguments(bins=BINS, **LAYOUT)
 def classwise_metrics(
     predictions: Frame,
     *,
@@ -206,6 +212,7 @@ def classwise_metrics(
     return _metrics(predictions, layout, "classwise", bins)
 
 
+@check_arguments(bins=BINS, **LAYOUT)
 def pooled_metrics(
     predictions: Frame,
     *,

@@ -25,6 +25,7 @@ from typing import Literal
 
 import polars as pl
 
+from calib_frames.arguments import Options, check_arguments
 from calib_frames.multiclass.inputs import IS_LABEL, ITEM, PROBABILITY, ClassRows
 from calib_frames.schema import BRIER_MULTICLASS
 from calib_frames.validation import (
@@ -107,6 +108,7 @@ def brier_and_log_loss(long: ClassRows) -> pl.LazyFrame:
     return scores.select(*long.keys, "brier", "log_loss")
 
 
+@check_arguments(no_gold=Options("raise", "wrong", "drop"))
 def brier_multiclass(
     options: Frame,
     *,

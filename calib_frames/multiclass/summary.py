@@ -6,8 +6,9 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from calib_frames.binning import BinsLike
-from calib_frames.multiclass.inputs import ClassProbabilities
+from calib_frames.arguments import check_arguments
+from calib_frames.binning import BINS, BinsLike
+from calib_frames.multiclass.inputs import LAYOUT, ClassProbabilities
 from calib_frames.multiclass.reductions import reduced_metrics
 from calib_frames.multiclass.scores import brier_and_log_loss
 from calib_frames.schema import MULTICLASS_CALIBRATION
@@ -18,6 +19,7 @@ __all__ = ["multiclass_calibration"]
 _ALL = working("all")
 
 
+@check_arguments(bins=BINS, **LAYOUT)
 def multiclass_calibration(
     predictions: Frame,
     *,

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import polars as pl
 
+from calib_frames.arguments import Integer, Number
 from calib_frames.exceptions import ArgumentError
 from calib_frames.metrics.registry import metric
 from calib_frames.plot.frames import COLOR, PANEL, Prepared, facet_columns, records
@@ -372,14 +373,12 @@ def sized_panels(
     )
 
 
-def check_flag(name: str, value: bool) -> None:
-    """Refuse anything but True or False."""
-    if not isinstance(value, bool):
-        raise ArgumentError(f"{name}= takes True or False, got {value!r}")
+PIXELS = Number(greater_than=0)
+"""``width=``, ``height=``, ``cell=``: a size in pixels."""
+PANELS = Integer(1) | None
+"""``columns=``: panels per row (None: from the number of panels)."""
 
 
 def check_size(name: str, value: float | None) -> None:
-    """Refuse a size that is not a positive number of pixels (None: the default)."""
-    number = isinstance(value, int | float) and not isinstance(value, bool)
-    if value is not None and not (number and value > 0):
-        raise ArgumentError(f"{name}= must be a positive number of pixels, got {value!r}")
+    """Refuse a size that is not a number of pixels > 0 (None: the default)."""
+    (PIXELS | None).check(value, name)

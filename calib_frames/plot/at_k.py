@@ -14,15 +14,22 @@ from typing import Any
 
 import polars as pl
 
+from calib_frames.arguments import ListOf, Options, check_arguments
 from calib_frames.exceptions import ArgumentError
-from calib_frames.plot._common import check_size
+from calib_frames.plot._common import PIXELS
 from calib_frames.plot.frames import frame
+from calib_frames.ranking.metrics import CUT_METRICS
 
 __all__ = ["at_k_data", "metric_at_k_chart"]
 
 _CUT = re.compile(r"^(?P<metric>[a-z_0-9]+)@(?P<k>\d+)$")
 
 
+_METRIC = Options(*CUT_METRICS)
+_METRICS = _METRIC | ListOf(_METRIC)
+
+
+@check_arguments(metrics=_METRICS)
 def at_k_data(
     table: pl.DataFrame | pl.LazyFrame,
     *,
@@ -51,12 +58,9 @@ def at_k_data(
     >>> long.rows(), names, keys
     ([('model=a', 'recall', 1, 0.0, 1), ('model=a', 'recall', 2, 1.0, 1)], ['recall'], ['model'])
     """
-    from calib_frames.ranking.metrics import CUT_METRICS, RANKING_METRICS
+    from calib_frames.ranking.metrics import RANKING_METRICS
 
     names = [metrics] if isinstance(metrics, str) else list(metrics)
-    unknown = [m for m in names if m not in CUT_METRICS]
-    if unknown or not names:
-        raise ArgumentError(f"metrics= takes names among {list(CUT_METRICS)}, got {names!r}")
     data = frame(table, "metric_at_k_chart")
     keys = RANKING_METRICS.keys(data.schema)
     columns = {
@@ -90,6 +94,7 @@ def at_k_data(
     return long, names, keys
 
 
+@check_arguments(metrics=_METRICS, width=PIXELS, height=PIXELS)
 def metric_at_k_chart(
     table: pl.DataFrame | pl.LazyFrame,
     *,
@@ -141,8 +146,6 @@ def metric_at_k_chart(
     """
     import altair as alt
 
-    check_size("width", width)
-    check_size("height", height)
     long, names, keys = at_k_data(table, metrics=metrics)
     base = (
         alt.Chart(long)

@@ -13,8 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from calib_frames.arguments import check_arguments
 from calib_frames.metrics.registry import metric
 from calib_frames.plot._common import (
+    PANELS,
+    PIXELS,
     diagonal,
     group_encoding,
     group_lines,
@@ -226,6 +229,7 @@ def _curve(line: Any, groups: tuple[Any, Any, Any], *, order: str, **channels: A
     return line if highlight is None else line.add_params(highlight)
 
 
+@check_arguments(columns=PANELS, width=PIXELS, height=PIXELS)
 def smooth_reliability_chart(
     table: pl.DataFrame | pl.LazyFrame,
     *,
@@ -311,6 +315,7 @@ def smooth_reliability_chart(
     )
 
 
+@check_arguments(columns=PANELS, width=PIXELS, height=PIXELS)
 def isotonic_reliability_chart(
     table: pl.DataFrame | pl.LazyFrame,
     *,
@@ -449,6 +454,7 @@ def _steps(blocks: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     return pl.concat([left, last]).sort(PANEL, COLOR, "_order", maintain_order=True)
 
 
+@check_arguments(columns=PANELS, width=PIXELS, height=PIXELS)
 def ece_bins_chart(
     table: pl.DataFrame | pl.LazyFrame,
     *,
@@ -530,6 +536,7 @@ def ece_bins_chart(
     return sized_panels(chart, prepared, points, (width, height), heading, columns=columns)
 
 
+@check_arguments(columns=PANELS, width=PIXELS, height=PIXELS)
 def risk_coverage_chart(
     table: pl.DataFrame | pl.LazyFrame,
     *,

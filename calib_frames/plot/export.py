@@ -25,6 +25,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from calib_frames.arguments import InstanceOf, Number, Options, check_arguments
 from calib_frames.exceptions import ArgumentError
 
 if TYPE_CHECKING:
@@ -231,6 +232,7 @@ def page_html(title: str, body: str, *, specs: dict[str, dict[str, Any]], style:
     )
 
 
+@check_arguments(title=InstanceOf(str, "a title"))
 def chart_html(chart: alt.TopLevelMixin, *, title: str = "calib_frames chart") -> str:
     """One chart as a self-contained HTML page (no network needed to view it).
 
@@ -287,6 +289,9 @@ def write_atomic(path: str | os.PathLike[str], content: str | bytes) -> Path:
     return atomic_write(target, lambda tmp: tmp.write_bytes(data))
 
 
+@check_arguments(
+    format=Options.of(Format) | None, scale=Number(greater_than=0), title=InstanceOf(str, "a title")
+)
 def save_chart(
     chart: alt.TopLevelMixin,
     path: str | os.PathLike[str],
@@ -340,8 +345,6 @@ def save_chart(
         raise ArgumentError(
             f"cannot save a chart as {kind!r}: use a .html, .png or .svg path or format="
         )
-    if not (isinstance(scale, int | float) and scale > 0):
-        raise ArgumentError(f"scale= must be a positive number, got {scale!r}")
     if kind == "html":
         return write_atomic(target, chart_html(chart, title=title))
     import vl_convert as vlc

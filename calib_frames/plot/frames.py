@@ -614,9 +614,7 @@ def facet_columns(
 
     With one facet key, up to four panels a row.
     """
-    if wanted is not None:
-        if isinstance(wanted, bool) or not isinstance(wanted, int) or wanted < 1:
-            raise ArgumentError(f"columns= must be a positive integer, got {wanted}")
+    if wanted is not None:  # checked by the chart function (PANELS)
         return wanted
     if len(facet_keys) >= 2:
         return max(1, data.get_column(facet_keys[-1]).n_unique())

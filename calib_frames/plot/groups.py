@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from calib_frames.arguments import check_arguments
 from calib_frames.exceptions import TableError
 from calib_frames.metrics.registry import metric
 from calib_frames.plot._common import (
     LEGEND_TITLE,
+    PANELS,
+    PIXELS,
     SINGLE,
-    check_size,
     emphasis,
     field,
     group_color,
@@ -97,6 +99,7 @@ class ScatterData:
     """Whether a panel holds over :data:`LABEL_LIMIT` points (only its extremes labelled)."""
 
 
+@check_arguments(height=PIXELS)
 def scatter_data(
     metrics: pl.DataFrame | pl.LazyFrame,
     *,
@@ -128,7 +131,6 @@ def scatter_data(
     >>> [round(bound, 3) for bound in data.y_domain]
     [0.699, 0.721]
     """
-    check_size("height", height)
     data, keys = metric_table(
         metrics, "metric_scatter", [x, y], role="metrics table", built_by="calibration_metrics"
     )
@@ -186,6 +188,7 @@ def scatter_data(
     )
 
 
+@check_arguments(columns=PANELS, width=PIXELS, height=PIXELS)
 def metric_scatter(
     metrics: pl.DataFrame | pl.LazyFrame,
     *,
@@ -265,7 +268,6 @@ def metric_scatter(
     """
     import altair as alt
 
-    check_size("width", width)
     data = scatter_data(metrics, x=x, y=y, label=label, facet=facet, height=height)
     prepared, points, y_domain, keys = data.prepared, data.points, data.y_domain, data.prepared.keys
     x_title, y_title = metric(x).title, metric(y).title
@@ -519,6 +521,7 @@ def decomposition_data(
     return DecompositionData(prepared=prepared, bars=bars, extra=extra)
 
 
+@check_arguments(columns=PANELS, width=PIXELS)
 def brier_decomposition_chart(
     metrics: pl.DataFrame | pl.LazyFrame,
     *,
@@ -580,7 +583,6 @@ def brier_decomposition_chart(
     """
     import altair as alt
 
-    check_size("width", width)
     data = decomposition_data(metrics, label=label, facet=facet)
     prepared, long, keys = data.prepared, data.bars, data.prepared.keys
     tooltips = [

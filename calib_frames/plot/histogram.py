@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from calib_frames.arguments import FLAG, check_arguments
 from calib_frames.plot._common import (
     COUNT_LABEL,
+    PANELS,
+    PIXELS,
     bin_tooltips,
-    check_flag,
-    check_size,
     count_marks,
     group_encoding,
     in_panels,
@@ -73,6 +74,7 @@ def histogram_data(
     return prepared, bin_counts(bin_rows(prepared), keys)
 
 
+@check_arguments(columns=PANELS, share=FLAG, width=PIXELS, height=PIXELS)
 def confidence_histogram(
     stats: pl.DataFrame | pl.LazyFrame,
     *,
@@ -137,9 +139,6 @@ def confidence_histogram(
     """
     import altair as alt
 
-    check_flag("share", share)
-    check_size("width", width)
-    check_size("height", height)
     prepared, hist = histogram_data(stats, color=color, facet=facet)
     keys = prepared.keys
     y = alt.Y(

@@ -17,12 +17,14 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from calib_frames.arguments import check_arguments
 from calib_frames.estimators.drift import BATCH_COLUMNS
 from calib_frames.exceptions import TableError
 from calib_frames.metrics import registry
 from calib_frames.plot._common import (
+    PANELS,
+    PIXELS,
     SINGLE,
-    check_size,
     field,
     key_tooltips,
     metric_tooltips,
@@ -141,6 +143,7 @@ def trend_data(
     )
 
 
+@check_arguments(columns=PANELS, width=PIXELS, height=PIXELS)
 def trend_chart(
     metrics: pl.DataFrame | pl.LazyFrame,
     changes: pl.DataFrame | pl.LazyFrame | None = None,
@@ -217,8 +220,6 @@ def trend_chart(
     """
     import altair as alt
 
-    check_size("width", width)
-    check_size("height", height)
     data = trend_data(metrics, changes, metric=metric, facet=facet)
     prepared, timed, status = data.prepared, data.timed, data.changes
     keys, shown, band, floor = prepared.keys, data.shown, data.band, data.floor

@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from calib_frames.arguments import check_arguments
 from calib_frames.exceptions import TableError
 from calib_frames.metrics.registry import metric
 from calib_frames.plot._common import (
+    PIXELS,
     SINGLE,
-    check_size,
     emphasis,
     inline_data,
     key_tooltips,
@@ -179,6 +180,7 @@ def perplexity_data(
     )
 
 
+@check_arguments(width=PIXELS)
 def perplexity_chart(
     metrics: pl.DataFrame | pl.LazyFrame,
     *,
@@ -243,7 +245,6 @@ def perplexity_chart(
     """
     import altair as alt
 
-    check_size("width", width)
     data = perplexity_data(metrics, label=label, color=color)
     prepared, measures, labels = data.prepared, data.measures, data.labels
     bounds = [bound for pair in data.intervals.values() for bound in pair]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from calib_frames.arguments import FLAG, check_arguments
 from calib_frames.exceptions import ArgumentError
 from calib_frames.metrics.calibration import MCE_MIN_COUNT
 from calib_frames.metrics.registry import metric
@@ -22,10 +23,10 @@ from calib_frames.plot._common import (
     COUNT_LABEL,
     LEGEND_TITLE,
     NO_FRAME,
+    PANELS,
+    PIXELS,
     SINGLE,
     bin_tooltips,
-    check_flag,
-    check_size,
     color_scale,
     count_marks,
     diagonal,
@@ -267,6 +268,7 @@ def _metrics_line(row: dict[str, Any]) -> str:
     )
 
 
+@check_arguments(columns=PANELS, histogram=FLAG, width=PIXELS | None, height=PIXELS | None)
 def reliability_diagram(
     stats: pl.DataFrame | pl.LazyFrame,
     *,
@@ -371,9 +373,6 @@ def reliability_diagram(
     """
     import altair as alt
 
-    check_size("width", width)
-    check_size("height", height)
-    check_flag("histogram", histogram)
     data = diagram_data(stats, metrics=metrics, color=color, facet=facet, pick=pick)
     if data.picked and not histogram:
         raise ArgumentError("pick= draws one chart: leave facet= unset and histogram=True")

@@ -45,7 +45,7 @@ from typing import Literal
 
 import polars as pl
 
-from calib_frames.exceptions import ArgumentError
+from calib_frames.arguments import InstanceOf, Integer, Number, Options, check_arguments
 from calib_frames.validation import as_expr
 
 __all__ = [
@@ -62,12 +62,9 @@ Gain = Literal["linear", "exponential"]
 IntoExpr = str | pl.Expr
 
 
-def _k(k: int | None) -> int | None:
-    if k is None:
-        return None
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ArgumentError(f"k= must be a positive integer or None, got {k!r}")
-    return k
+_RELEVANCE = InstanceOf((str, pl.Expr), "a column name or an expression")
+_TOTAL = InstanceOf(pl.Expr, "an expression") | Number(at_least=0) | None
+_CUTOFF = Integer(1) | None
 
 
 def _binary(relevance: IntoExpr, threshold: float) -> pl.Expr:
@@ -90,6 +87,7 @@ def _position(sequence: pl.Expr) -> pl.Expr:
     return pl.int_range(1, sequence.len() + 1, dtype=pl.Int64).cast(pl.Float64)
 
 
+@check_arguments(relevance=_RELEVANCE, k=_CUTOFF, threshold=Number())
 def reciprocal_rank(relevance: IntoExpr, *, k: int | None = None, threshold: float = 1) -> pl.Expr:
     """Reciprocal rank: 1 / position of the first relevant item (0 if none within ``k``).
 
@@ -115,13 +113,13 @@ def reciprocal_rank(relevance: IntoExpr, *, k: int | None = None, threshold: flo
     >>> pl.DataFrame({"r": [0, 0, 3]}).select(reciprocal_rank("r", k=2)).item()  # a name
     0.0
     """
-    k = _k(k)
     b = _binary(relevance, threshold)
     first = (b * _position(b)).filter(b > 0).min()
     rr = (1.0 / first).fill_null(0.0)
     return rr if k is None else pl.when(first <= k).then(rr).otherwise(0.0)
 
 
+@check_arguments(relevance=_RELEVANCE, k=_CUTOFF, threshold=Number())
 def hit(relevance: IntoExpr, *, k: int, threshold: float = 1) -> pl.Expr:
     """1.0 if an item among the first ``k`` has relevance >= ``threshold``, else 0.0.
 
@@ -146,9 +144,10 @@ def hit(relevance: IntoExpr, *, k: int, threshold: float = 1) -> pl.Expr:
     >>> frame.select(at1=hit(pl.col("r"), k=1), at2=hit(pl.col("r"), k=2)).row(0)
     (0.0, 1.0)
     """
-    return _top(_binary(relevance, threshold), _k(k)).max().fill_null(0.0)
+    return _top(_binary(relevance, threshold), k).max().fill_null(0.0)
 
 
+@check_arguments(relevance=_RELEVANCE, k=Integer(1), threshold=Number())
 def precision(relevance: IntoExpr, *, k: int, threshold: float = 1) -> pl.Expr:
     """Relevant items among the first ``k``, divided by ``k`` (even if fewer are given).
 
@@ -172,12 +171,10 @@ def precision(relevance: IntoExpr, *, k: int, threshold: float = 1) -> pl.Expr:
     >>> pl.DataFrame({"r": [1, 0, 2]}).select(precision(pl.col("r"), k=4)).item()
     0.5
     """
-    cutoff = _k(k)
-    if cutoff is None:
-        raise ArgumentError("precision() needs a cut-off k")
-    return _top(_binary(relevance, threshold), cutoff).sum() / float(cutoff)
+    return _top(_binary(relevance, threshold), k).sum() / float(k)
 
 
+@check_arguments(relevance=_RELEVANCE, k=_CUTOFF, threshold=Number(), relevant_total=_TOTAL)
 def recall(
     relevance: IntoExpr,
     *,
@@ -212,10 +209,11 @@ def recall(
     """
     b = _binary(relevance, threshold)
     total = _relevant_total(b, relevant_total)
-    found = _top(b, _k(k)).sum()
+    found = _top(b, k).sum()
     return pl.when(total > 0).then(found / total).otherwise(0.0)
 
 
+@check_arguments(relevance=_RELEVANCE, k=_CUTOFF, threshold=Number(), relevant_total=_TOTAL)
 def average_precision(
     relevance: IntoExpr,
     *,
@@ -254,18 +252,15 @@ def average_precision(
     b = _binary(relevance, threshold)
     terms = b * b.cum_sum() / _position(b)
     total = _relevant_total(b, relevant_total)
-    return pl.when(total > 0).then(_top(terms, _k(k)).sum() / total).otherwise(0.0)
+    return pl.when(total > 0).then(_top(terms, k).sum() / total).otherwise(0.0)
 
 
 def _gain(relevance: pl.Expr, gain: Gain) -> pl.Expr:
     value = relevance.cast(pl.Float64)
-    if gain == "linear":
-        return value
-    if gain == "exponential":
-        return 2.0**value - 1.0
-    raise ArgumentError(f"gain= must be 'linear' or 'exponential', got {gain!r}")
+    return value if gain == "linear" else 2.0**value - 1.0
 
 
+@check_arguments(relevance=_RELEVANCE, k=_CUTOFF, gain=Options.of(Gain))
 def dcg(relevance: IntoExpr, *, k: int | None = None, gain: Gain = "linear") -> pl.Expr:
     """Σ_{i<=k} gain(rel_i) / log2(i + 1), gain rel (linear) or 2^rel − 1 (exponential).
 
@@ -292,9 +287,10 @@ def dcg(relevance: IntoExpr, *, k: int | None = None, gain: Gain = "linear") -> 
     """
     sequence = as_expr(relevance)
     terms = _gain(sequence, gain) / (_position(sequence) + 1.0).log(2)
-    return _top(terms, _k(k)).sum()
+    return _top(terms, k).sum()
 
 
+@check_arguments(relevance=_RELEVANCE, k=_CUTOFF, gain=Options.of(Gain), ideal=_RELEVANCE | None)
 def ndcg(
     relevance: IntoExpr,
     *,

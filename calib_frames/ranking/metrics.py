@@ -84,14 +84,13 @@ ranges; a parquet scan sorted by query reads only the row groups of each range.
 from __future__ import annotations
 
 import itertools
-import math
-import numbers
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
 import polars as pl
 
+from calib_frames.arguments import COLUMN, FRAME, Integer, ListOf, Number, Options, check_arguments
 from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.schema import RANKING_METRICS, RANKING_PER_QUERY
 from calib_frames.validation import (
@@ -117,9 +116,21 @@ Ties = Literal["item_desc", "input", "average"]
 NoRelevant = Literal["skip", "zero"]
 Missing = Literal["zero", "skip"]
 
-TIE_POLICIES = ("item_desc", "input", "average")
-NO_RELEVANT_POLICIES = ("skip", "zero")
-MISSING_POLICIES = ("zero", "skip")
+_K = Integer(1) | ListOf(Integer(1))
+_RANKING = {
+    "run": FRAME,
+    "qrels": FRAME,
+    "query": COLUMN,
+    "item": COLUMN,
+    "score": COLUMN | None,
+    "rank": COLUMN | None,
+    "relevance": COLUMN,
+    "k": _K,
+    "relevance_threshold": Number(greater_than=0),  # unjudged items (0) stay non-relevant
+    "ties": Options.of(Ties),
+    "no_relevant": Options.of(NoRelevant),
+    "missing": Options.of(Missing),
+}
 
 CUT_METRICS = ("hit", "precision", "recall", "f1", "mrr", "map", "ndcg", "ndcg_exp")
 """Metrics reported at every cut-off, as ``<metric>@<k>`` columns."""
@@ -148,6 +159,7 @@ class _Spec:
         return [*self.keys, self.query]
 
 
+@check_arguments(k=_K)
 def metric_columns(k: int | Iterable[int] = (1, 5, 10)) -> list[str]:
     """The metric columns of a ranking table for the cut-offs ``k``, in output order.
 
@@ -172,6 +184,7 @@ def metric_columns(k: int | Iterable[int] = (1, 5, 10)) -> list[str]:
     return [*FULL_METRICS, *(f"{m}@{c}" for c in cutoffs for m in CUT_METRICS)]
 
 
+@check_arguments(**_RANKING)
 def ranking_metrics_per_query(
     run: Frame,
     qrels: pl.DataFrame | pl.LazyFrame,
@@ -273,6 +286,7 @@ def ranking_metrics_per_query(
     return return_like(run, out)
 
 
+@check_arguments(**_RANKING)
 def ranking_metrics(
     run: Frame,
     qrels: pl.DataFrame | pl.LazyFrame,
@@ -411,23 +425,9 @@ def ranking_metrics(
 
 
 def _cutoffs(k: int | Iterable[int]) -> tuple[int, ...]:
-    if not isinstance(k, (numbers.Integral, Iterable)) or isinstance(k, (str, bytes)):
-        raise ArgumentError(f"k= takes a positive integer or a list of them, got {k!r}")
-    values: list[object] = [k] if isinstance(k, numbers.Integral) else list(k)
-    if not values:
-        raise ArgumentError("k= needs at least one cut-off")
-    for value in values:
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < 1:
-            raise ArgumentError(f"k= takes positive integers, got {value!r}")
-    return tuple(sorted({int(value) for value in values}))  # type: ignore[call-overload]
-
-
-def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
-    if value not in allowed:
-        raise ArgumentError(
-            f"{name}= must be one of {', '.join(map(repr, allowed))}; got {value!r}"
-        )
-    return value
+    """The cut-offs of ``k=`` (checked: :data:`_K`), sorted, each once."""
+    values = list(k) if isinstance(k, Iterable) else [k]
+    return tuple(sorted({int(value) for value in values}))
 
 
 def _make_spec(  # noqa: PLR0917  (one private call site per entry point)
@@ -445,23 +445,8 @@ def _make_spec(  # noqa: PLR0917  (one private call site per entry point)
     no_relevant: str,
     missing: str,
 ) -> _Spec:
-    for name, frame in (("run", run), ("qrels", qrels)):
-        if not isinstance(frame, pl.DataFrame | pl.LazyFrame):
-            raise ArgumentError(
-                f"{name} must be a polars DataFrame or LazyFrame, got {type(frame).__name__}"
-            )
     keys = group_keys(by)
     cutoffs = _cutoffs(k)
-    _choice("ties", ties, TIE_POLICIES)
-    _choice("no_relevant", no_relevant, NO_RELEVANT_POLICIES)
-    _choice("missing", missing, MISSING_POLICIES)
-    if isinstance(threshold, bool) or not isinstance(threshold, int | float):
-        raise ArgumentError(f"relevance_threshold= must be a number, got {threshold!r}")
-    if not (math.isfinite(threshold) and threshold > 0):
-        raise ArgumentError(
-            f"relevance_threshold= must be a finite number > 0, got {threshold!r} "
-            "(unjudged items have relevance 0 and must stay non-relevant)"
-        )
     order = rank if rank is not None else score
     if order is None:
         raise ArgumentError("give the run's score= or rank= column")

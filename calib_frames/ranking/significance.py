@@ -38,6 +38,15 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
+from calib_frames.arguments import (
+    COLUMN,
+    FRAME,
+    REPLICATES,
+    SEED,
+    ListOf,
+    Options,
+    check_arguments,
+)
 from calib_frames.estimators.multiple_testing import adjust_p_values
 from calib_frames.exceptions import ArgumentError
 from calib_frames.schema import PAIRED_SIGNIFICANCE
@@ -45,9 +54,7 @@ from calib_frames.validation import (
     Frame,
     RowCheck,
     as_lazy,
-    check_replicates,
     check_rows,
-    check_seed,
     group_keys,
     not_true,
     require_columns,
@@ -62,6 +69,15 @@ _BLOCK = 1 << 20  # entries of one block of replicates (replicates × queries)
 F64Array = npt.NDArray[np.float64]
 
 
+@check_arguments(
+    per_query=FRAME,
+    metric=COLUMN | ListOf(COLUMN),
+    model=COLUMN,
+    query=COLUMN,
+    method=Options.of(Method),
+    replicates=REPLICATES,
+    seed=SEED,
+)
 def paired_significance(
     per_query: Frame,
     *,
@@ -150,16 +166,6 @@ def paired_significance(
     └─────────┴─────────┴────────────┴─────────┴────────────┘
     """
     metrics: list[str] = [metric] if isinstance(metric, str) else list(metric)
-    if not metrics:
-        raise ArgumentError("metric= needs at least one column")
-    if method not in ("permutation", "bootstrap"):
-        raise ArgumentError(f"method= must be 'permutation' or 'bootstrap', got {method!r}")
-    check_replicates(replicates)
-    check_seed(seed)
-    if not isinstance(per_query, pl.DataFrame | pl.LazyFrame):
-        raise ArgumentError(
-            f"per_query must be a polars DataFrame or LazyFrame, got {type(per_query).__name__}"
-        )
     keys: list[str] = group_keys(by)
     lazy = as_lazy(per_query)
     schema = lazy.collect_schema()

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from calib_frames.arguments import COLUMN, FRAME, Constraint, Rule
 from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.recalibrate._core import FINGERPRINT, fingerprint
 from calib_frames.recalibrate.splits import check_split
@@ -26,8 +27,10 @@ from calib_frames.validation import (
 )
 
 __all__ = [
+    "APPLIED",
     "FINGERPRINT_PARAM",
     "IN_SAMPLE_PARAM",
+    "OUTPUT",
     "ApplyInput",
     "apply_input",
     "check_new_column",
@@ -87,17 +90,13 @@ def apply_input(
     Raises
     ------
     ArgumentError
-        ``params`` is not a frame; ``output`` is not a usable name.
+        ``output`` is ``in_sample``.
     TableError
         Not a ``table``; repeated groups; missing or mistyped columns (a
         ``fit_fingerprint`` that does not hold integers).
     DataError
         Parameter values that break ``values`` (a hand-edited or corrupted table).
     """
-    if not isinstance(params, pl.DataFrame | pl.LazyFrame):
-        raise ArgumentError(
-            f"params takes the table returned by a fit_* function, got {type(params).__name__}"
-        )
     frame = as_lazy(params).collect()
     keys = table.keys(frame.schema)
     _check_unique(frame, [*keys, *within])
@@ -126,12 +125,19 @@ def apply_input(
     return ApplyInput(source, schema, frame, keys)
 
 
+OUTPUT = Rule(
+    f"a column name not starting with {RESERVED_PREFIX!r}",
+    lambda value: isinstance(value, str) and not value.startswith(RESERVED_PREFIX),
+    refused=(1, RESERVED_PREFIX + "x"),
+)
+"""``output=``: the name of the column a function adds."""
+
+APPLIED: dict[str, Constraint] = {"params": FRAME, "output": OUTPUT, "split": COLUMN | None}
+"""The constraints of the arguments every ``apply_*`` function takes."""
+
+
 def check_new_column(schema: pl.Schema, output: str) -> None:
-    """``output`` must be a new column name outside the reserved prefix."""
-    if not isinstance(output, str):
-        raise ArgumentError(f"output= takes a column name, got {output!r}")
-    if output.startswith(RESERVED_PREFIX):
-        raise ArgumentError(f"output={output!r} is reserved; choose another column name")
+    """``output`` (checked: :data:`OUTPUT`) must be a new column of ``schema``."""
     if output in schema:
         raise TableError(f"column {output!r} already exists; drop it or pass another output= name")
 

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from calib_frames.exceptions import ArgumentError
+from calib_frames.arguments import COLUMN, Integer, Number, Rule
 from calib_frames.recalibrate.splits import FitScheme, scheme_rows
 from calib_frames.schema import Table
 from calib_frames.validation import (
@@ -117,8 +117,7 @@ def fit_rows(
     """
     keys = group_keys(by)
     for role, name in columns.items():
-        if not isinstance(name, str):
-            raise ArgumentError(f"{role}= takes a column name, got {name!r}")
+        COLUMN.check(name, role)
     source = as_lazy(predictions)
     schema = source.collect_schema()
     require_columns(
@@ -209,13 +208,24 @@ def checked_binary_rows(fit: FitRows) -> pl.LazyFrame:
     return check_rows(rows, _binary_checks(fit, positive_weights=True), keys=fit.keys)
 
 
-def check_epsilon(epsilon: float) -> float:
-    """The logit clipping epsilon must lie in (0, 0.5)."""
-    if isinstance(epsilon, bool) or not isinstance(epsilon, int | float):
-        raise ArgumentError(f"epsilon= takes a float in (0, 0.5), got {epsilon!r}")
-    if not 0.0 < float(epsilon) < 0.5:
-        raise ArgumentError(f"epsilon= takes a float in (0, 0.5), got {epsilon!r}")
-    return float(epsilon)
+EPSILON = Number(greater_than=0, less_than=0.5)
+"""``epsilon=``, the logit clipping: a number strictly between 0 and 0.5."""
+TOL = Number(greater_than=0, less_than=1)
+"""``tol=``, the relative tolerance of the solvers."""
+MAX_ITER = Integer(1)
+"""``max_iter=``, the solvers' most iterations."""
+_POSITIVE = Number(greater_than=0)
+BOUNDS = Rule(
+    "(low, high) with 0 < low < high",
+    lambda value: (
+        isinstance(value, tuple | list)
+        and len(value) == 2
+        and all(_POSITIVE.accepts(bound) for bound in value)
+        and value[0] < value[1]
+    ),
+    refused=((2.0, 1.0), (0.0, 1.0), 1.0),
+)
+"""``bounds=`` of the temperature."""
 
 
 def logit_expr(p: pl.Expr, epsilon: float) -> pl.Expr:
@@ -683,28 +693,3 @@ def params_frame(
         data = pl.concat([groups, data], how="horizontal")
     labelled = data.lazy().with_columns(*fit.scheme.labels())
     return fingerprinted(labelled, fit, None if values is None else fingerprints).collect()
-
-
-def check_bounds(bounds: tuple[float, float]) -> tuple[float, float]:
-    """Temperature bounds: 0 < low < high < inf."""
-    try:
-        low, high = (float(b) for b in bounds)
-    except (TypeError, ValueError):
-        raise ArgumentError(
-            f"bounds= takes (low, high) with 0 < low < high, got {bounds!r}"
-        ) from None
-    if not (0.0 < low < high < np.inf):
-        raise ArgumentError(f"bounds= takes (low, high) with 0 < low < high, got {bounds!r}")
-    return low, high
-
-
-def check_positive_int(name: str, value: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ArgumentError(f"{name}= takes a positive integer, got {value!r}")
-    return value
-
-
-def check_tolerance(value: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
-        raise ArgumentError(f"tol= takes a float in (0, 1), got {value!r}")
-    return float(value)

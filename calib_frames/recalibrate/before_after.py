@@ -27,11 +27,13 @@ from typing import Any, Literal
 
 import polars as pl
 
-from calib_frames.binning import BinsLike
+from calib_frames.arguments import COLUMN, FLAG, SEED, Integer, Options, check_arguments
+from calib_frames.binning import BINS, BinsLike
 from calib_frames.exceptions import ArgumentError, DataError, TableError
 from calib_frames.metrics.calibration import calibration_metrics
 from calib_frames.recalibrate import histogram, isotonic, platt, temperature
-from calib_frames.recalibrate.splits import assign_folds
+from calib_frames.recalibrate._apply import OUTPUT
+from calib_frames.recalibrate.splits import SCHEME, assign_folds
 from calib_frames.stats import reliability_table
 from calib_frames.validation import (
     Frame,
@@ -87,6 +89,14 @@ _APPLY_OPTIONS = {
 }
 
 
+@check_arguments(
+    item=COLUMN | None,
+    output=OUTPUT,
+    method=Options.of(Method),
+    **SCHEME,
+    folds=Integer(2) | None,
+    seed=SEED,
+)
 def recalibrate(
     predictions: Frame,
     *,
@@ -155,8 +165,6 @@ def recalibrate(
     >>> out["in_sample"].to_list()
     [True, True, True, False, False]
     """
-    if method not in _METHODS:
-        raise ArgumentError(f"method= takes one of {sorted(_METHODS)}, got {method!r}")
     if folds is not None:
         if item is None:
             raise ArgumentError("folds= needs item=, the column whose values share a fold")
@@ -203,8 +211,6 @@ def _scored(
     predictions: pl.LazyFrame, keys: list[str], in_sample: bool
 ) -> tuple[pl.LazyFrame, pl.LazyFrame | None]:
     """The rows to score and, with ``in_sample=True``, the per-group in-sample label."""
-    if not isinstance(in_sample, bool):
-        raise ArgumentError(f"in_sample= takes True or False, got {in_sample!r}")
     schema = predictions.collect_schema()
     if "in_sample" not in schema:
         raise TableError(
@@ -250,6 +256,7 @@ def _with_label(table: pl.LazyFrame, labels: pl.LazyFrame | None, keys: list[str
     return _join(table, labels, keys)
 
 
+@check_arguments(recalibrated=COLUMN, bins=BINS, in_sample=FLAG)
 def recalibration_metrics(
     predictions: Frame,
     *,
@@ -330,6 +337,7 @@ def recalibration_metrics(
     return return_like(predictions, joined.select(*keys, "count", "in_sample", *order))
 
 
+@check_arguments(recalibrated=COLUMN, bins=BINS, in_sample=FLAG)
 def recalibration_reliability(
     predictions: Frame,
     *,

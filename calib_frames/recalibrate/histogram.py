@@ -25,10 +25,12 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from calib_frames.binning import Binning, BinsLike, as_binning
-from calib_frames.exceptions import ArgumentError, TableError
+from calib_frames.arguments import check_arguments
+from calib_frames.binning import FIXED_BINS, Binning, BinsLike, as_binning
+from calib_frames.exceptions import TableError
 from calib_frames.recalibrate import _core
 from calib_frames.recalibrate._apply import (
+    APPLIED,
     ApplyInput,
     apply_input,
     fit_rows_again,
@@ -36,7 +38,7 @@ from calib_frames.recalibrate._apply import (
     labelled,
     param,
 )
-from calib_frames.recalibrate.splits import fit_scheme
+from calib_frames.recalibrate.splits import SCHEME, fit_scheme
 from calib_frames.schema import HISTOGRAM
 from calib_frames.stats import bin_statistics
 from calib_frames.validation import Frame, as_lazy, return_like
@@ -44,6 +46,7 @@ from calib_frames.validation import Frame, as_lazy, return_like
 __all__ = ["apply_histogram", "fit_histogram"]
 
 
+@check_arguments(bins=FIXED_BINS, **SCHEME)
 def fit_histogram(
     predictions: Frame,
     *,
@@ -102,7 +105,7 @@ def fit_histogram(
     >>> fit_histogram(df, bins=2).select("bin", "count", "value").rows()
     [(0, 2, 0.5), (1, 2, 1.0)]
     """
-    binning = _fixed(bins)
+    binning = as_binning(bins)
     scheme = fit_scheme(split=split, fit_value=fit_value, fold=fold, in_sample=in_sample)
     fit = _core.binary_fit_rows(
         predictions, HISTOGRAM, scheme, by=by, confidence=confidence, correct=correct, weight=weight
@@ -134,19 +137,7 @@ def fit_histogram(
     return return_like(predictions, _core.fingerprinted(as_lazy(table), fit))
 
 
-def _fixed(bins: BinsLike) -> Binning:
-    try:
-        binning = as_binning(bins)
-    except (TypeError, ValueError) as error:
-        raise ArgumentError(str(error)) from None
-    if not binning.additive:
-        raise ArgumentError(
-            "histogram binning needs fixed bin edges (an int, edges, or Binning.uniform/"
-            "Binning.edges); equal-mass bins differ per group and are not supported"
-        )
-    return binning
-
-
+@check_arguments(**APPLIED)
 def apply_histogram(
     predictions: Frame,
     params: pl.DataFrame | pl.LazyFrame,

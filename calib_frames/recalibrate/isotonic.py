@@ -36,18 +36,20 @@ from typing import Literal
 
 import polars as pl
 
-from calib_frames.exceptions import ArgumentError
+from calib_frames.arguments import Options, check_arguments
 from calib_frames.recalibrate import _core
 from calib_frames.recalibrate._apply import (
+    APPLIED,
     FINGERPRINT_PARAM,
     IN_SAMPLE_PARAM,
+    OUTPUT,
     ApplyInput,
     apply_input,
     check_new_column,
     fit_rows_again,
     labelled,
 )
-from calib_frames.recalibrate.splits import fit_scheme
+from calib_frames.recalibrate.splits import SCHEME, fit_scheme
 from calib_frames.schema import ISOTONIC
 from calib_frames.validation import Frame, as_lazy, group_keys, return_like, working
 
@@ -60,6 +62,7 @@ _X0, _V0, _X1, _V1 = working("x0"), working("v0"), working("x1"), working("v1")
 _ONE = working("one")
 
 
+@check_arguments(**SCHEME)
 def fit_isotonic(
     predictions: Frame,
     *,
@@ -133,6 +136,7 @@ def fit_isotonic(
     return return_like(predictions, _core.fingerprinted(table, fit))
 
 
+@check_arguments(**APPLIED, interpolation=Options.of(Interpolation))
 def apply_isotonic(
     predictions: Frame,
     params: pl.DataFrame | pl.LazyFrame,
@@ -194,8 +198,6 @@ def apply_isotonic(
     >>> apply_isotonic(df, blocks, interpolation="step")["recalibrated"].to_list()
     [0.1, 0.1, 0.1, 0.9]
     """
-    if interpolation not in ("linear", "step"):
-        raise ArgumentError(f"interpolation= takes 'linear' or 'step', got {interpolation!r}")
     applied: ApplyInput = apply_input(
         predictions,
         params,
@@ -219,6 +221,7 @@ def apply_isotonic(
     return return_like(predictions, labelled(mapped, split, fit_value, again=again))
 
 
+@check_arguments(output=OUTPUT)
 def corp_recalibrate(
     predictions: Frame,
     *,

@@ -30,9 +30,10 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
-from calib_frames.exceptions import ArgumentError
+from calib_frames.arguments import FLAG, check_arguments
 from calib_frames.recalibrate import _core
 from calib_frames.recalibrate._apply import (
+    APPLIED,
     ApplyInput,
     apply_input,
     fit_rows_again,
@@ -40,7 +41,7 @@ from calib_frames.recalibrate._apply import (
     labelled,
     param,
 )
-from calib_frames.recalibrate.splits import fit_scheme
+from calib_frames.recalibrate.splits import SCHEME, fit_scheme
 from calib_frames.schema import PLATT
 from calib_frames.validation import Frame, return_like
 
@@ -50,6 +51,9 @@ _PARAMS_IN = PLATT.only("slope", "intercept", "in_sample")
 """What apply reads of a parameters table: the keys, the parameters and ``in_sample``."""
 
 
+@check_arguments(
+    **SCHEME, smoothing=FLAG, epsilon=_core.EPSILON, tol=_core.TOL, max_iter=_core.MAX_ITER
+)
 def fit_platt(
     predictions: Frame,
     *,
@@ -125,11 +129,7 @@ def fit_platt(
     >>> params.select(pl.col("slope", "intercept").round(4), "converged").rows()
     [(0.5593, -0.5849, True)]
     """
-    eps = _core.check_epsilon(epsilon)
-    rtol = _core.check_tolerance(tol)
-    max_iter = _core.check_positive_int("max_iter", max_iter)
-    if not isinstance(smoothing, bool):
-        raise ArgumentError(f"smoothing= takes True or False, got {smoothing!r}")
+    eps, rtol = float(epsilon), float(tol)
     scheme = fit_scheme(split=split, fit_value=fit_value, fold=fold, in_sample=in_sample)
     fit = _core.binary_fit_rows(
         predictions, PLATT, scheme, by=by, confidence=confidence, correct=correct, weight=weight
@@ -291,6 +291,7 @@ def _newton_2d(
     return a, b, iterations, converged
 
 
+@check_arguments(**APPLIED, epsilon=_core.EPSILON)
 def apply_platt(
     predictions: Frame,
     params: pl.DataFrame | pl.LazyFrame,
@@ -340,7 +341,7 @@ def apply_platt(
     >>> out["recalibrated"].round(4).to_list()
     [0.75, 0.5]
     """
-    eps = _core.check_epsilon(epsilon)
+    eps = float(epsilon)
     finite = "not a finite number"
     applied: ApplyInput = apply_input(
         predictions,

@@ -48,14 +48,13 @@ from typing import Literal
 
 import polars as pl
 
+from calib_frames.arguments import COLUMN, FLAG, SEED, Constraint, Integer, check_arguments
 from calib_frames.exceptions import ArgumentError, DataError, TableError
 from calib_frames.validation import (
     Frame,
     RowCheck,
     as_lazy,
-    check_integer,
     check_rows,
-    check_seed,
     return_like,
     working,
 )
@@ -65,6 +64,9 @@ __all__ = ["FitScheme", "assign_folds", "fit_scheme"]
 FittedOn = Literal["frame", "split", "cross_fit", "in_sample"]
 _HELD_OUT = working("held_out")
 _FOLDS = working("folds")
+
+SCHEME: dict[str, Constraint] = {"split": COLUMN | None, "fold": COLUMN | None, "in_sample": FLAG}
+"""The constraints of the fitting-scheme arguments of :func:`fit_scheme` and every ``fit_*``."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,7 @@ class FitScheme:
         ]
 
 
+@check_arguments(**SCHEME)
 def fit_scheme(
     *,
     split: str | None = None,
@@ -136,11 +139,6 @@ def fit_scheme(
     >>> fit_scheme(in_sample=True).in_sample
     True
     """
-    if not isinstance(in_sample, bool):
-        raise ArgumentError(f"in_sample= takes True or False, got {in_sample!r}")
-    for name, value in (("split", split), ("fold", fold)):
-        if value is not None and not isinstance(value, str):
-            raise ArgumentError(f"{name}= takes a column name, got {value!r}")
     chosen = [
         name for name, on in (("split=", split is not None), ("fold=", fold is not None)) if on
     ] + (["in_sample=True"] if in_sample else [])
@@ -251,6 +249,7 @@ def _check_fold_column(frame: pl.DataFrame, fold: str, keys: Sequence[str]) -> N
     check_rows(per_group, [single], keys=keys)
 
 
+@check_arguments(item=COLUMN, output=COLUMN, folds=Integer(2), seed=SEED)
 def assign_folds(
     table: Frame,
     *,
@@ -299,8 +298,6 @@ def assign_folds(
     >>> out["fold"][0] == out["fold"][2]
     True
     """
-    check_integer(folds, name="folds", minimum=2)
-    check_seed(seed)
     lazy = as_lazy(table)
     schema = lazy.collect_schema()
     if item not in schema:

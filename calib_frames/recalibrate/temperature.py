@@ -51,9 +51,11 @@ from typing import Literal
 import numpy as np
 import polars as pl
 
+from calib_frames.arguments import Options, check_arguments
 from calib_frames.exceptions import ArgumentError
 from calib_frames.recalibrate import _core
 from calib_frames.recalibrate._apply import (
+    APPLIED,
     ApplyInput,
     apply_input,
     fit_rows_again,
@@ -61,7 +63,7 @@ from calib_frames.recalibrate._apply import (
     labelled,
     param,
 )
-from calib_frames.recalibrate.splits import fit_scheme
+from calib_frames.recalibrate.splits import SCHEME, fit_scheme
 from calib_frames.schema import TEMPERATURE
 from calib_frames.validation import Frame, group_keys, return_like
 
@@ -106,6 +108,14 @@ class _Problem:
     fingerprints: np.ndarray | None = None  # per group, when the collect summed them
 
 
+@check_arguments(
+    **SCHEME,
+    kind=Options.of(Kind),
+    bounds=_core.BOUNDS,
+    epsilon=_core.EPSILON,
+    tol=_core.TOL,
+    max_iter=_core.MAX_ITER,
+)
 def fit_temperature(
     predictions: Frame,
     *,
@@ -208,12 +218,8 @@ def fit_temperature(
     >>> round(params["temperature"][0], 3), params["nll_after"][0] < params["nll_before"][0]
     (12.048, True)
     """
-    if kind not in ("confidence", "options"):
-        raise ArgumentError(f"kind= takes 'confidence' or 'options', got {kind!r}")
-    low, high = _core.check_bounds(bounds)
-    eps = _core.check_epsilon(epsilon)
-    rtol = _core.check_tolerance(tol)
-    max_iter = _core.check_positive_int("max_iter", max_iter)
+    low, high = (float(bound) for bound in bounds)
+    eps, rtol = float(epsilon), float(tol)
     scheme = fit_scheme(split=split, fit_value=fit_value, fold=fold, in_sample=in_sample)
     if kind == "confidence":
         fit = _core.binary_fit_rows(
@@ -529,6 +535,7 @@ def _per_question(o: np.ndarray, *, second: bool, at_one: bool) -> None:
         np.log(o[-1], out=o[-1])
 
 
+@check_arguments(**APPLIED, kind=Options.of(Kind), epsilon=_core.EPSILON)
 def apply_temperature(
     predictions: Frame,
     params: pl.DataFrame | pl.LazyFrame,
@@ -597,9 +604,7 @@ def apply_temperature(
     >>> apply_temperature(df, params)["recalibrated"].round(4).to_list()
     [0.75, 0.5]
     """
-    if kind not in ("confidence", "options"):
-        raise ArgumentError(f"kind= takes 'confidence' or 'options', got {kind!r}")
-    eps = _core.check_epsilon(epsilon)
+    eps = float(epsilon)
     columns = (
         {"confidence": confidence}
         if kind == "confidence"

@@ -20,6 +20,7 @@ from typing import Any
 
 import polars as pl
 
+from calib_frames.arguments import InstanceOf, check_arguments
 from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.plot.export import as_path, chart_spec, page_html, write_atomic
 from calib_frames.plot.frames import COMPARISON_COLUMNS, frame, key_split, spec_keys
@@ -126,13 +127,8 @@ def _meta_items(
             ]
         elif isinstance(inputs, str):
             listed = [inputs]
-        elif isinstance(inputs, Sequence):
+        else:  # a sequence (report_html's constraint)
             listed = [str(name) for name in inputs]
-        else:
-            raise ArgumentError(
-                "inputs= takes file names, or a mapping of file name to row count, got "
-                f"{type(inputs).__name__}"
-            )
         meta.append(("Inputs", "; ".join(listed)))
     meta.append(("Predictions", f"{total:,} in {groups:,} group{'s' if groups != 1 else ''}"))
     if ppl is not None and "tokens" in ppl.columns:
@@ -179,6 +175,15 @@ def _checked_tables(
     return table, bins, ppl, keys, bin_keys
 
 
+_PAGE = {
+    "title": InstanceOf(str, "a title"),
+    "inputs": InstanceOf((Sequence, Mapping), "file names or a mapping of them to row counts")
+    | None,
+    "binning": InstanceOf(str, "a description") | None,
+}
+
+
+@check_arguments(**_PAGE)
 def report_html(
     comparison: pl.DataFrame | pl.LazyFrame,
     *,
@@ -241,10 +246,6 @@ def report_html(
     >>> "<dd>2026-01-02T00:00:00+00:00</dd>" in page
     True
     """
-    if not isinstance(title, str):
-        raise ArgumentError(f"title= must be a string, got {type(title).__name__}")
-    if binning is not None and not isinstance(binning, str):
-        raise ArgumentError(f"binning= must be a string (or None), got {type(binning).__name__}")
     table, bins, ppl, keys, bin_keys = _checked_tables(comparison, bin_statistics, perplexity)
     if isinstance(best_within, str):  # one key, as by= takes it
         best_within = [best_within]
@@ -386,6 +387,7 @@ def _changes_section(changes: pl.DataFrame, *, untimed: bool = False) -> str:
     )
 
 
+@check_arguments(**_PAGE)
 def write_report(
     path: str | os.PathLike[str],
     *,

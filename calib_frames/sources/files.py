@@ -40,8 +40,11 @@ from typing import Any
 
 import polars as pl
 
+from calib_frames.arguments import COLUMN, FLAG, Constraint, MappingOf, Rule, check_arguments
 from calib_frames.exceptions import ArgumentError, ReadError, TableError
 from calib_frames.sources.paths import (
+    FORMAT,
+    STORAGE_OPTIONS,
     Format,
     Location,
     PathsLike,
@@ -303,6 +306,25 @@ def _scan(
     )
 
 
+_DTYPE = Rule(
+    "a polars dtype",
+    lambda value: (
+        isinstance(value, pl.DataType)
+        or (isinstance(value, type) and issubclass(value, pl.DataType))
+    ),
+    refused=("Float64", float),
+    plural="polars dtypes",
+)
+_SCAN: dict[str, Constraint] = {
+    "format": FORMAT | None,
+    "columns": MappingOf(COLUMN, COLUMN) | None,
+    "schema_overrides": MappingOf(COLUMN, _DTYPE) | None,
+    "roles": MappingOf(COLUMN, _DTYPE) | None,
+    "hive_partitioning": FLAG,
+    "storage_options": STORAGE_OPTIONS,
+}
+
+
 def _scan_with_roles(
     paths: PathsLike,
     *,
@@ -360,6 +382,7 @@ def _scan_with_roles(
     return result
 
 
+@check_arguments(**_SCAN)
 def scan_table_skipping(
     paths: PathsLike,
     *,
@@ -419,6 +442,7 @@ def scan_table_skipping(
     )
 
 
+@check_arguments(**_SCAN)
 def scan_table(
     paths: PathsLike,
     *,
@@ -506,11 +530,7 @@ def scan_table(
 
 
 def _dtype(dtype: pl.DataType | type[pl.DataType]) -> pl.DataType:
-    if isinstance(dtype, type) and issubclass(dtype, pl.DataType):
-        return dtype()
-    if isinstance(dtype, pl.DataType):
-        return dtype
-    raise ArgumentError(f"schema_overrides= takes polars dtypes, got {dtype!r}")
+    return dtype() if isinstance(dtype, type) else dtype
 
 
 def _cast(
@@ -526,13 +546,6 @@ def _cast(
 def _rename(frame: pl.LazyFrame, columns: Mapping[str, str] | None) -> pl.LazyFrame:
     if not columns:
         return frame
-    if not isinstance(columns, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in columns.items()
-    ):
-        raise ArgumentError(
-            f"columns= maps file column names to names, e.g. {{'prob': 'confidence'}}; "
-            f"got {columns!r}"
-        )
     names = frame.collect_schema().names()
     missing = [source for source in columns if source not in names]
     if missing:

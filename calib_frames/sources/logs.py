@@ -50,6 +50,7 @@ from pathlib import Path
 
 import polars as pl
 
+from calib_frames.arguments import Constraint, Options, check_arguments
 from calib_frames.exceptions import ArgumentError, ReadError
 from calib_frames.sources import helm, inspect_ai, lighteval, lm_eval
 from calib_frames.sources.options import choice_predictions
@@ -239,6 +240,26 @@ LOG_FORMATS: dict[str, LogFormat] = {
 """The evaluation-log formats by ``format=`` name, in the order detection prefers them."""
 
 
+class _FormatName(Constraint):
+    """``format=``: a table format, an evaluation-log format (as registered now) or None."""
+
+    description = plural = "a table format, an evaluation-log format or None"
+    refused = ("xlsx", 1)
+
+    def accepts(self, value: object) -> bool:
+        """Whether ``value`` names a format of :data:`FORMAT_NAMES` or :data:`LOG_FORMATS`."""
+        return value is None or (
+            isinstance(value, str) and (value in FORMAT_NAMES or value in LOG_FORMATS)
+        )
+
+    def message(self, value: object, name: str) -> str:
+        """The message naming every format."""
+        return (Options(*FORMAT_NAMES, *LOG_FORMATS) | None).message(value, name)
+
+
+_FORMAT = _FormatName()
+
+
 def log_formats_in(path: str | Path) -> list[LogFormat]:
     """Every evaluation-log format found at ``path`` (a file, or a folder searched recursively).
 
@@ -263,6 +284,7 @@ def log_formats_in(path: str | Path) -> list[LogFormat]:
     return [record for record in LOG_FORMATS.values() if record.found_in(where)]
 
 
+@check_arguments(format=_FORMAT)
 def detect_log_format(paths: PathsLike, *, format: str | None = None) -> LogFormat | None:
     """The evaluation-log format of ``paths``, or None for table files.
 
@@ -301,10 +323,7 @@ def detect_log_format(paths: PathsLike, *, format: str | None = None) -> LogForm
     if format is not None:
         if format in LOG_FORMATS:
             return LOG_FORMATS[format]
-        if format in FORMAT_NAMES:
-            return None
-        names = [*FORMAT_NAMES, *LOG_FORMATS]
-        raise ArgumentError(f"format= takes one of {names}, got {format!r}")
+        return None  # a table format
     found = {str(item): [r.name for r in log_formats_in(item)] for item in items}
     logs = {item: names for item, names in found.items() if names}
     if not logs:
@@ -407,6 +426,7 @@ def _kept_over_later(rows: pl.LazyFrame, record: LogFormat) -> list[str]:
     ]
 
 
+@check_arguments(format=_FORMAT)
 def scan_eval_logs(paths: PathsLike, *, format: str | None = None) -> EvalLogs:
     """The prediction rows of evaluation logs, as the command line reads them.
 

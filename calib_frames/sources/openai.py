@@ -23,13 +23,13 @@ responses, or a single response.
 from __future__ import annotations
 
 import json
-import numbers
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from calib_frames.exceptions import ArgumentError, ReadError, TableError
+from calib_frames.arguments import Integer, check_arguments
+from calib_frames.exceptions import ReadError, TableError
 from calib_frames.sources.paths import PathsLike, expand_paths
 from calib_frames.sources.read_errors import guarded_scan, refuse_records
 from calib_frames.sources.text import clean_text
@@ -317,6 +317,7 @@ def scan_openai_tokens(paths: PathsLike) -> pl.LazyFrame:
     return pl.concat(frames, how="vertical")
 
 
+@check_arguments(position=Integer(0) | None)
 def openai_answer_confidence(
     tokens: pl.DataFrame | pl.LazyFrame | PathsLike,
     *,
@@ -372,12 +373,6 @@ def openai_answer_confidence(
     >>> row["answer"], round(row["confidence"], 4), row["alternatives"]
     ('B', 0.8187, ['B', 'A'])
     """
-    if position is not None and (
-        isinstance(position, bool) or not isinstance(position, numbers.Integral)
-    ):
-        raise ArgumentError(f"position= takes an integer or None, got {position!r}")
-    if position is not None and position < 0:
-        raise ArgumentError(f"position= must be >= 0, got {position}")
     keys = list(RESPONSE_KEYS)
     logged: pl.LazyFrame | None = None
     if isinstance(tokens, pl.DataFrame | pl.LazyFrame):

@@ -68,6 +68,7 @@ from typing import Literal
 
 import polars as pl
 
+from calib_frames.arguments import ListOf, Options, check_arguments
 from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.schema import CHOICE_PREDICTIONS, OPTION_PROBABILITIES, Table
 from calib_frames.validation import (
@@ -92,6 +93,9 @@ SCORINGS = {"raw": None, "per_char": "chars", "per_byte": "bytes", "per_token": 
 """Scoring name → the length parameter that normalises it (``None``: raw log-likelihood)."""
 
 NoGold = Literal["raise", "wrong", "drop"]
+_SCORING_NAME = Options("char", "byte", "token", *SCORINGS)
+NORMALIZE = _SCORING_NAME | ListOf(_SCORING_NAME, at_least=0) | None
+"""``normalize=``: a scoring (``'char'`` is ``'per_char'``, …), a list of them or None."""
 # Inside the transformations ``scoring`` is an Enum (fast to group and sort, ordered raw
 # first); the outputs carry it as a String.
 _SCORING = pl.Enum(list(SCORINGS))
@@ -192,10 +196,6 @@ def _scorings(normalize: str | Sequence[str] | None) -> list[str]:
     out = ["raw"]
     for name in names:
         scoring = aliases.get(name, name)
-        if scoring not in SCORINGS:
-            raise ArgumentError(
-                f"normalize= takes 'char', 'byte' or 'token' (or 'per_char', ...), got {name!r}"
-            )
         if scoring not in out:
             out.append(scoring)
     return out
@@ -447,6 +447,7 @@ def _question_checks(
     return checks, flags
 
 
+@check_arguments(normalize=NORMALIZE, no_gold=Options.of(NoGold))
 def choice_predictions(
     options: Frame,
     *,
@@ -533,8 +534,6 @@ def choice_predictions(
     └──────────┴────────────┴─────────┴────────────┘
     """
     keys: list[str] = group_keys(by)
-    if no_gold not in ("raise", "wrong", "drop"):
-        raise ArgumentError(f"no_gold= takes 'raise', 'wrong' or 'drop', got {no_gold!r}")
     scorings = _scorings(normalize)
     lengths = {"chars": chars, "bytes": bytes, "tokens": tokens}
     stacked = _prepare(
@@ -588,6 +587,7 @@ def choice_predictions(
     return return_like(options, out)
 
 
+@check_arguments(normalize=NORMALIZE, no_gold=Options.of(NoGold))
 def option_probabilities(
     options: Frame,
     *,
@@ -656,8 +656,6 @@ def option_probabilities(
     └────────┴─────────────┴───────────┴───────────────┘
     """
     keys: list[str] = group_keys(by)
-    if no_gold not in ("raise", "wrong", "drop"):
-        raise ArgumentError(f"no_gold= takes 'raise', 'wrong' or 'drop', got {no_gold!r}")
     scorings = _scorings(normalize)
     lengths = {"chars": chars, "bytes": bytes, "tokens": tokens}
     stacked = _prepare(

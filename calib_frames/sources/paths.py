@@ -36,11 +36,14 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Literal
 
+from calib_frames.arguments import InstanceOf, MappingOf, Options
 from calib_frames.exceptions import ArgumentError, ReadError
 
 __all__ = [
+    "FORMAT",
     "FORMATS",
     "FORMAT_NAMES",
+    "STORAGE_OPTIONS",
     "URL_SCHEMES",
     "Format",
     "Location",
@@ -89,6 +92,12 @@ polars' readers decompress them)."""
 
 FORMAT_NAMES: tuple[Format, ...] = tuple(dict.fromkeys(FORMATS.values()))
 """The table formats ``format=`` names: parquet, csv, tsv, jsonl, json."""
+FORMAT = Options(*FORMAT_NAMES)
+"""``format=`` of a table: one of :data:`FORMAT_NAMES`."""
+
+_TEXT = InstanceOf(str, "a string", "strings")
+STORAGE_OPTIONS = MappingOf(InstanceOf(str, "an option name", "option names"), _TEXT) | None
+"""``storage_options=``: option names mapped to string values, or None (the environment)."""
 
 _GLOB = re.compile(r"[*?\[]")
 _HIVE = re.compile(r"^([^=/\\]+)=([^/\\]*)$")
@@ -131,23 +140,15 @@ def name_of(location: Location) -> str:
 
 
 def storage_options_of(options: object) -> dict[str, str] | None:
-    """``storage_options=`` checked: a mapping of str to str, or None.
+    """``storage_options=`` checked (:data:`STORAGE_OPTIONS`), as a dict or None.
 
     Raises
     ------
     ArgumentError
         Anything else.
     """
-    if options is None:
-        return None
-    if not isinstance(options, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in options.items()
-    ):
-        raise ArgumentError(
-            "storage_options= takes a mapping of option names to string values, e.g. "
-            f"{{'aws_region': 'eu-west-1'}}, got {options!r}"
-        )
-    return dict(options)
+    STORAGE_OPTIONS.check(options, "storage_options")
+    return None if options is None else dict(options)  # type: ignore[call-overload]
 
 
 def storage_error(error: BaseException, url: str) -> ReadError:
@@ -342,11 +343,8 @@ def files_under(folder: Path, pattern: str = "*") -> Iterator[Path]:
 def format_of(file: Location, format: str | None) -> Format:
     """The format of ``file``: ``format`` when given (checked), else from its suffix."""
     if format is not None:
-        if format not in FORMAT_NAMES:
-            raise ArgumentError(
-                f"format= takes 'parquet', 'csv', 'tsv', 'jsonl' or 'json', got {format!r}"
-            )
-        return format
+        FORMAT.check(format, "format")
+        return format  # type: ignore[return-value]
     for suffix, fmt in FORMATS.items():
         if name_of(file).lower().endswith(suffix):
             return fmt

@@ -21,16 +21,26 @@ Three ways to attach a confidence to a generated answer, each a polars transform
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic
 
 import polars as pl
 
+from calib_frames.arguments import (
+    COLUMN,
+    FLAG,
+    Constraint,
+    InstanceOf,
+    MappingOf,
+    Number,
+    Options,
+    check_arguments,
+)
 from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.validation import (
     Frame,
+    Keys,
     RowCheck,
     as_lazy,
     check_rows,
@@ -148,6 +158,15 @@ _ANSWER, _GOLD, _GOLDS, _VOTES, _GOLD_VARIES = (
 )
 
 
+_PARSER: dict[str, Constraint] = {
+    "scale": Number(greater_than=0),
+    "words": MappingOf(InstanceOf(str, "a word", "words"), Number(at_least=0, at_most=1)) | None,
+    "pattern": InstanceOf(str, "a regular expression") | None,
+    "preset": Options(*VERBALIZED_PRESETS) | None,
+}
+"""The constraints of the parser's options (:func:`verbalized_confidence`)."""
+
+
 def clean_text(text: pl.Expr) -> pl.Expr:
     r"""Text as it is compared: NFKC, whitespace runs as one space, no invisible characters.
 
@@ -175,6 +194,7 @@ def clean_text(text: pl.Expr) -> pl.Expr:
     )
 
 
+@check_arguments(text=InstanceOf((str, pl.Expr), "a column name or a String expression"), **_PARSER)
 def verbalized_confidence(
     text: pl.Expr,
     *,
@@ -250,19 +270,11 @@ def verbalized_confidence(
     [0.85, None]
     """
     if preset is not None:
-        if preset not in VERBALIZED_PRESETS:
-            raise ArgumentError(
-                f"preset= takes one of {sorted(VERBALIZED_PRESETS)}, got {preset!r}"
-            )
         if pattern is not None or scale != 1.0:
             raise ArgumentError("preset= sets the pattern and the scale: pass neither with it")
         pattern, scale = VERBALIZED_PRESETS[preset].pattern, VERBALIZED_PRESETS[preset].scale
     if isinstance(text, str):
         text = pl.col(text)
-    if not isinstance(text, pl.Expr):
-        raise ArgumentError(f"text= takes a String expression, got {type(text).__name__}")
-    if isinstance(scale, bool) or not isinstance(scale, numbers.Real) or not scale > 0:
-        raise ArgumentError(f"scale= must be a positive number, got {scale!r}")
     if pattern is not None:
         try:  # polars' own regex engine, on one empty string: the pattern's syntax only
             pl.select(pl.lit("", pl.String).str.extract(pattern, 1))
@@ -273,9 +285,6 @@ def verbalized_confidence(
                 + (f" ({first[0]})" if first else "")
             ) from None
     mapping = {" ".join(k.lower().split()): float(v) for k, v in (words or {}).items()}
-    bad = [k for k, v in mapping.items() if not 0.0 <= v <= 1.0]
-    if bad:
-        raise ArgumentError(f"words= maps {bad} outside [0, 1]")
     text = text.cast(pl.String)  # a number column reads as its digits (no-op for String)
     if pattern is not None:
         text = text.str.extract(pattern, 1)
@@ -342,6 +351,7 @@ def _parsed(
     return lazy.with_columns(parsed.alias(output))
 
 
+@check_arguments(column=COLUMN, output=COLUMN, **_PARSER)
 def with_verbalized_confidence_skipping(
     table: Frame,
     *,
@@ -387,6 +397,7 @@ def with_verbalized_confidence_skipping(
     return Skipped(return_like(table, kept), int(bad))
 
 
+@check_arguments(column=COLUMN, output=COLUMN, **_PARSER)
 def with_verbalized_confidence(
     table: Frame,
     *,
@@ -440,6 +451,7 @@ def with_verbalized_confidence(
     return return_like(table, checked)
 
 
+@check_arguments(logprob=COLUMN, by=Keys(required=True))
 def answer_confidence(
     tokens: Frame,
     *,
@@ -482,8 +494,6 @@ def answer_confidence(
     [0.818731, 0.135335]
     """
     keys: list[str] = group_keys(by)
-    if not keys:
-        raise ArgumentError("by= must name the columns that identify one answer")
     lazy = as_lazy(tokens)
     require_columns(
         lazy.collect_schema(),
@@ -528,6 +538,7 @@ def answer_confidence(
     )
 
 
+@check_arguments(answer=COLUMN, gold=COLUMN | None, by=Keys(required=True), normalize=FLAG)
 def sample_consistency(
     samples: Frame,
     *,
@@ -594,8 +605,6 @@ def sample_consistency(
     └─────┴─────────────────┴─────────────┘
     """
     keys: list[str] = group_keys(by)
-    if not keys:
-        raise ArgumentError("by= must name the columns that identify a question")
     lazy = as_lazy(samples)
     schema = lazy.collect_schema()
     produced: list[str] = ["samples", "majority_answer", "majority_count", "consistency"]

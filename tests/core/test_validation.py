@@ -6,7 +6,9 @@ Every row-level message must name the column, say how many rows are bad out of h
 
 from __future__ import annotations
 
+import inspect
 import math
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -18,6 +20,8 @@ from polars.testing import assert_frame_equal
 
 import calib_frames as cf
 from calib_frames import CalibrationInputError
+from calib_frames import arguments as A
+from calib_frames.validation import Keys
 
 N = 1_000
 BAD_ROWS = (600, 750, 999)  # all in group model='b' (rows 500..999)
@@ -691,3 +695,285 @@ def test_check_memory_refuses_a_plan_over_the_limit() -> None:
         check_memory(MEMORY_LIMIT + 1, 1, "bytes")
     with pytest.raises(cf.exceptions.ArgumentError, match="MEMORY_LIMIT"):
         cf.calibration_intervals(_PREDS, replicates=10**9)
+
+
+# -- argument constraints (calib_frames.arguments) ------------------------------------------
+
+ArgumentError = cf.exceptions.ArgumentError
+
+
+@pytest.mark.parametrize(
+    ("constraint", "description", "accepted", "refused"),
+    [
+        (A.Integer(1), "an integer >= 1", [1, 7, np.int64(3)], [0, True, 1.5, "1", None]),
+        (A.Integer(2, 4), "an integer in [2, 4]", [2, 4], [1, 5, np.bool_(True)]),
+        (A.Integer(maximum=0), "an integer <= 0", [-3, 0], [1, False]),
+        (A.Integer(), "an integer", [-(10**30), 0], [0.0, "0"]),
+        (
+            A.Number(greater_than=0, less_than=1),
+            "a number strictly between 0 and 1",
+            [0.5, np.float32(0.25), 1e-300],
+            [0, 1, -0.1, math.nan, True, "0.5", None],
+        ),
+        (A.Number(greater_than=0, at_most=1), "a number in (0, 1]", [1, 0.1], [0, 1.01]),
+        (A.Number(at_least=0, at_most=1), "a number in [0, 1]", [0, 1, 0.5], [-1e-9, INF]),
+        (A.Number(at_least=0, less_than=0.5), "a number in [0, 0.5)", [0], [0.5]),
+        (A.Number(greater_than=0), "a number > 0", [1e300], [0, INF, NAN]),
+        (A.Number(at_least=-1), "a number >= -1", [-1], [-1.5]),
+        (A.Number(less_than=2), "a number < 2", [1.9], [2]),
+        (A.Number(), "a finite number", [-5, 0.0], [INF, -INF, NAN, False]),
+        (A.Options("bh", "holm"), "'bh' or 'holm'", ["bh", "holm"], ["BH", None, ["bh"], 1]),
+        (A.Options("wilson"), "'wilson'", ["wilson"], ["normal"]),
+        (A.FLAG, "True or False", [True, False], [1, 0, None, np.True_, "True"]),
+        (A.COLUMN, "a column name", ["x", ""], [1, None, b"x", pl.col("x")]),
+        (A.Integer(2) | None, "an integer >= 2 or None", [None, 2], [1, "None"]),
+        (
+            A.COLUMN | A.ListOf(A.COLUMN),
+            "a column name or a non-empty list of column names",
+            ["a", ["a", "b"], ("a",), pl.Series(["a"])],
+            [[], [1], 1, {"a": "b"}],
+        ),
+        (
+            A.ListOf(A.Integer(1), distinct=True),
+            "a non-empty list of integers >= 1, each once",
+            [[5], range(5, 31), np.arange(1, 4)],
+            [[5, 5], [], 5, "5", [0], (i for i in [5])],
+        ),
+        (A.ListOf(A.Number(), at_least=0), "a list of finite numbers", [[]], [[NAN]]),
+        (A.ListOf(A.COLUMN, at_least=2), "2 or more column names", [["a", "b"]], [["a"]]),
+        (
+            A.MappingOf(A.COLUMN, A.Number(at_least=0)),
+            "a mapping of column names to numbers >= 0",
+            [{}, {"a": 1}],
+            [{"a": -1}, {1: 1}, [("a", 1)]],
+        ),
+        (
+            A.InstanceOf((pl.DataFrame, pl.LazyFrame), "a table"),
+            "a table",
+            [pl.DataFrame(), pl.LazyFrame()],
+            [{"a": [1]}, "t.csv"],
+        ),
+        (
+            A.Rule("an even integer", lambda v: isinstance(v, int) and v % 2 == 0, refused=(1,)),
+            "an even integer",
+            [0, 2],
+            [1, "2"],
+        ),
+        (A.TOKENS, "a column name, 1 or None", ["tokens", 1, None], [2, 0, True, 1.0]),
+        (Keys(), "a column name or a list of them", [None, "a", ["a", "b"]], ["a,b", ["a", "a"]]),
+        (Keys(required=True), "one or more column names", ["a"], [None, [], 1]),
+    ],
+)
+def test_constraint_takes_what_its_words_say(
+    constraint: A.Constraint, description: str, accepted: list[object], refused: list[object]
+) -> None:
+    assert constraint.description == description
+    for value in accepted:
+        assert constraint.accepts(value), value
+        constraint.check(value, "x")
+    for value in [*refused, *constraint.refused]:
+        assert not constraint.accepts(value), value
+        with pytest.raises(ArgumentError, match=r"^x="):
+            constraint.check(value, "x")
+
+
+def test_the_one_wording_of_an_argument_error() -> None:
+    with pytest.raises(ArgumentError) as caught:
+        A.Integer(1).check(True, "replicates")
+    assert str(caught.value) == "replicates= takes an integer >= 1, got True"
+    assert isinstance(caught.value, TypeError)  # ArgumentError is both
+    with pytest.raises(ArgumentError) as caught:
+        A.LEVEL.check(pl.DataFrame({"a": range(100)}), "level")
+    assert str(caught.value) == "level= takes a number strictly between 0 and 1, got a DataFrame"
+    with pytest.raises(
+        ArgumentError,
+        match=r"^folds='a,b' names one column; for several keys pass a list: folds=\[",
+    ):
+        Keys().check("a,b", "folds")  # group_keys' own message, under the argument's name
+
+
+def test_or_joins_and_flattens() -> None:
+    joined = A.Integer(1) | A.COLUMN | None
+    assert isinstance(joined, A.AnyOf)
+    assert [type(option) for option in joined.options] == [A.Integer, A.Column, A.NoneOnly]
+    assert joined.accepts(None) and not A.Integer(1).accepts(None)  # None only where declared
+    assert all(not joined.accepts(value) for value in joined.refused)
+
+
+def test_options_of_a_literal() -> None:
+    from typing import Literal
+
+    assert A.Options.of(Literal["a", "b"]).values == ("a", "b")
+
+
+@A.check_arguments(replicates=A.REPLICATES, level=A.LEVEL, method=A.Options("a", "b"))
+def _checked(
+    table: object = None, replicates: int = 1000, *, level: float = 0.95, method: str = "a"
+) -> tuple[object, int, float, str]:
+    """Summary.
+
+    Parameters
+    ----------
+    table, replicates, level, method
+        Things.
+
+    Examples
+    --------
+    >>> _checked()[1]
+    1000
+    """
+    return table, replicates, level, method
+
+
+def test_check_arguments_checks_keywords_and_positionals_before_the_call() -> None:
+    assert _checked(1, 5, level=0.5, method="b") == (1, 5, 0.5, "b")
+    with pytest.raises(ArgumentError) as caught:
+        _checked(None, True)  # a positional argument is checked too
+    assert str(caught.value) == "_checked(): replicates= takes an integer >= 1, got True"
+    with pytest.raises(ArgumentError, match=r"^_checked\(\): level= takes a number strictly"):
+        _checked(level=1)
+    with pytest.raises(ArgumentError, match=r"^_checked\(\): method= takes 'a' or 'b', got 'c'"):
+        _checked(method="c")
+
+
+def test_check_arguments_keeps_the_function_and_shows_its_constraints() -> None:
+    assert inspect.signature(_checked) == inspect.signature(_checked.__wrapped__)  # type: ignore[attr-defined]
+    assert dict(_checked.constraints) == {  # type: ignore[attr-defined]
+        "replicates": A.REPLICATES,
+        "level": A.LEVEL,
+        "method": _checked.constraints["method"],  # type: ignore[attr-defined]
+    }
+    doc = inspect.getdoc(_checked) or ""
+    raises = doc.split("Raises\n------\n", 1)[1]
+    assert raises.startswith(
+        "ArgumentError\n    Checked before the call:\n    ``replicates=`` an integer >= 1;\n"
+    )
+    assert doc.index("Raises") < doc.index("Examples")
+
+
+def test_check_arguments_adds_to_the_raises_section() -> None:
+    def documented(*, k: int = 1) -> None:
+        """Summary.
+
+        Raises
+        ------
+        TableError, ArgumentError
+            Something.
+        DataError
+            Rows.
+        """
+
+    def without_entry(*, k: int = 1) -> None:
+        """Summary.
+
+        Raises
+        ------
+        DataError
+            Rows.
+        """
+
+    def bare(*, k: int = 1) -> None:
+        """Summary only."""
+
+    def text(function: Callable[..., None]) -> str:
+        return inspect.getdoc(A.check_arguments(k=A.Integer(1))(function)) or ""
+
+    line = "    Checked before the call:\n    ``k=`` an integer >= 1."
+    assert f"TableError, ArgumentError\n    Something.\n{line}\nDataError" in text(documented)
+    assert f"DataError\n    Rows.\nArgumentError\n{line}" in text(without_entry)
+    assert text(bare) == f"Summary only.\n\nRaises\n------\nArgumentError\n{line}"
+
+
+def test_check_arguments_refuses_a_wrong_declaration() -> None:
+    with pytest.raises(TypeError, match="has no parameter 'level'"):
+        A.check_arguments(level=A.LEVEL)(lambda *, alpha=0.05: alpha)
+    with pytest.raises(TypeError, match="the default alpha=2 breaks"):
+        A.check_arguments(alpha=A.LEVEL)(lambda *, alpha=2: alpha)
+
+
+# -- every public function declares its arguments ------------------------------------------
+
+_SUBPACKAGES = (
+    "comparison",
+    "engine",
+    "estimators",
+    "metrics",
+    "multiclass",
+    "plot",
+    "ranking",
+    "ranking.expr",
+    "recalibrate",
+    "report",
+    "sources",
+)
+LEFT_FOR_THE_LEAD = {
+    # signatures another helper changes in this wave; their checks are still by hand
+    "calib_frames.plot.heatmap.calibration_heatmap",
+    "calib_frames.report.charts.report_charts",
+}
+
+
+def _public_functions() -> dict[str, Callable[..., object]]:
+    import importlib
+
+    found: dict[str, Callable[..., object]] = {}
+    for module in [cf, *(importlib.import_module(f"calib_frames.{n}") for n in _SUBPACKAGES)]:
+        for name in module.__all__:
+            value = getattr(module, name)
+            if inspect.isfunction(value):
+                found[f"{value.__module__}.{value.__qualname__}"] = value
+    return found
+
+
+def _numeric_or_option(function: Callable[..., object]) -> list[str]:
+    """The parameters whose type or default is a number, a flag or a Literal of options."""
+    import sys
+    import typing
+
+    module = vars(sys.modules[function.__module__])
+    named: list[str] = []
+    for parameter in inspect.signature(function).parameters.values():
+        words = re.findall(r"[A-Za-z_]+", str(parameter.annotation))
+        aliases = [module.get(word) for word in words]
+        literal = "Literal" in words or any(
+            typing.get_origin(alias) is typing.Literal for alias in aliases
+        )
+        number = {"int", "float", "bool", "BinsLike"} & set(words)
+        default = parameter.default
+        if literal or number or type(default) in (bool, int, float):
+            named.append(parameter.name)
+    return named
+
+
+PUBLIC_FUNCTIONS = _public_functions()
+
+
+def test_every_public_function_with_a_number_flag_or_option_declares_it() -> None:
+    missing = {
+        name: [
+            p for p in _numeric_or_option(function) if p not in getattr(function, "constraints", {})
+        ]
+        for name, function in PUBLIC_FUNCTIONS.items()
+        if name not in LEFT_FOR_THE_LEAD
+    }
+    assert {name: params for name, params in missing.items() if params} == {}
+    assert len(PUBLIC_FUNCTIONS) > 100  # the walk found the package
+
+
+DECLARED = [
+    (name, parameter, value)
+    for name, function in PUBLIC_FUNCTIONS.items()
+    for parameter, constraint in getattr(function, "constraints", {}).items()
+    for value in constraint.refused[:2]
+]
+
+
+@pytest.mark.parametrize(("name", "parameter", "value"), DECLARED, ids=repr)
+def test_a_refused_value_is_refused_before_the_call(
+    name: str, parameter: str, value: object
+) -> None:
+    function = PUBLIC_FUNCTIONS[name]
+    function_name = function.__qualname__
+    with pytest.raises(ArgumentError, match=rf"^{re.escape(function_name)}\(\): {parameter}="):
+        function(**{parameter: value})  # no table given: the check comes first
+    assert f"``{parameter}=``" in (function.__doc__ or "")

@@ -345,9 +345,11 @@ def test_rolling_window_and_named_batch(tmp_path: Path) -> None:
         calibration_change(stored, batch=stored.batch_order[0])
     with pytest.raises(ArgumentError, match="not among the 6 batches"):
         calibration_change(stored, batch="nope")
-    with pytest.raises(ArgumentError, match="last must be"):
+    with pytest.raises(ArgumentError, match=r"last= takes an integer >= 1"):
         metrics_over_batches(stored, last=0)
-    with pytest.raises(ArgumentError, match="correction must be"):
+    with pytest.raises(
+        ArgumentError, match="correction= takes 'bh', 'holm' or 'none', got 'sidak'"
+    ):
         calibration_change(stored, correction="sidak")  # type: ignore[arg-type]
     with pytest.raises(ArgumentError, match="read_statistics"):
         calibration_change(stored.table)  # type: ignore[arg-type]

@@ -88,7 +88,10 @@ def test_boolean_confidence_is_refused_everywhere(preds: pl.DataFrame, call: obj
 
 
 def test_ece_by_bin_count_with_a_bare_int(preds: pl.DataFrame) -> None:
-    with pytest.raises(ArgumentError, match=r"bin_counts= takes an iterable.*got 5"):
+    with pytest.raises(
+        ArgumentError,
+        match=r"bin_counts= takes a non-empty list of integers >= 1, each once, got 5",
+    ):
         E.ece_by_bin_count(preds, bin_counts=5)  # type: ignore[arg-type]
 
 
@@ -124,7 +127,7 @@ def test_by_naming_an_input_column_is_refused(preds: pl.DataFrame) -> None:
         ({"replicates": 0}, "replicates= takes an integer >= 1, got 0"),
         ({"level": 1.5}, "level= takes a number strictly between 0 and 1, got 1.5"),
         ({"seed": -1}, "seed= takes an integer >= 0, got -1"),
-        ({"bins": 0}, "positive integer"),
+        ({"bins": 0}, "bins= takes an integer >= 1"),
         ({"min_count": -1}, "min_count= takes an integer >= 0, got -1"),
         ({"alpha": math.nan}, "alpha= takes a number strictly between 0 and 1"),
     ],

@@ -470,12 +470,15 @@ def test_bad_rows_raise_data_error(change, match):
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"k": 0}, "positive integers"),
-        ({"k": ()}, "at least one"),
-        ({"k": (1, 2.5)}, "positive integers"),
-        ({"ties": "random"}, "ties= must be one of"),
-        ({"no_relevant": "drop"}, "no_relevant= must be one of"),
-        ({"missing": "nan"}, "missing= must be one of"),
+        ({"k": 0}, "k= takes an integer >= 1 or a non-empty list of integers >= 1, got 0"),
+        ({"k": ()}, r"k= takes an integer >= 1 or a non-empty list of integers >= 1, got \(\)"),
+        (
+            {"k": (1, 2.5)},
+            r"k= takes an integer >= 1 or a non-empty list of integers >= 1, got \(1, 2.5\)",
+        ),
+        ({"ties": "random"}, "ties= takes 'item_desc', 'input' or 'average', got 'random'"),
+        ({"no_relevant": "drop"}, "no_relevant= takes 'skip' or 'zero', got 'drop'"),
+        ({"missing": "nan"}, "missing= takes 'zero' or 'skip', got 'nan'"),
         ({"relevance_threshold": 0}, "> 0"),
         ({"relevance_threshold": float("nan")}, "> 0"),
         ({"by": ["model", "model"]}, "twice"),

@@ -345,7 +345,9 @@ def test_columns_that_is_not_a_mapping(tmp_path: Path) -> None:
     """columns=['confidence'] was an AttributeError deep in the renaming."""
     file = tmp_path / "p.csv"
     file.write_text("confidence,correct\n0.5,true\n")
-    with pytest.raises(ArgumentError, match="columns= maps"):
+    with pytest.raises(
+        ArgumentError, match="columns= takes a mapping of column names to column names"
+    ):
         sources.scan_table(file, columns=["confidence"])  # type: ignore[arg-type]
 
 
