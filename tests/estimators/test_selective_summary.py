@@ -84,5 +84,5 @@ def test_lazy_in_lazy_out_and_refusals() -> None:
     assert lazy.collect().equals(selective_curve_from_bin_statistics(stats))
     with pytest.raises(TableError, match="missing columns"):
         selective_curve_from_bin_statistics(stats.drop("weight_wrong"))
-    with pytest.raises(ArgumentError, match="points= must be an integer >= 2"):
+    with pytest.raises(ArgumentError, match="points= takes an integer >= 2, got 1"):
         selective_binning(1)
