@@ -299,7 +299,7 @@ METRICS = Table(
         "ece": F64,
         "rmsce": F64,
         "mce": F64,
-        "mce_raw": F64,
+        "mce_guarded": F64,
         "populated_bins": pl.UInt32(),
         "brier": F64,
         "reliability": F64,

@@ -86,7 +86,8 @@ def assert_frames_close(
     rel: float = 1e-12,
     abs: float = 1e-15,
 ) -> None:
-    """Equal shapes; floats within ``rel``/``abs`` (NaN equal to NaN), everything else equal.
+    """Equal shapes; floats within ``rel``/``abs`` (NaN equal to NaN, null to null), everything
+    else equal.
 
     ``columns`` restricts the comparison (default: every column, and equal column names).
     """
@@ -96,8 +97,10 @@ def assert_frames_close(
     assert left.height == right.height
     for name in columns:
         if left[name].dtype.is_float() or right[name].dtype.is_float():
-            assert left[name].to_list() == pytest.approx(
-                right[name].to_list(), rel=rel, abs=abs, nan_ok=True
+            nulls = left[name].is_null()
+            assert nulls.to_list() == right[name].is_null().to_list(), name
+            assert left[name].filter(~nulls).to_list() == pytest.approx(
+                right[name].filter(~nulls).to_list(), rel=rel, abs=abs, nan_ok=True
             ), name
         else:
             assert left[name].to_list() == right[name].to_list(), name

@@ -39,7 +39,7 @@ from calib_frames.validation import Frame, as_lazy, return_like
 
 __all__ = ["LEADERBOARD_METRICS", "leaderboard_of"]
 
-LEADERBOARD_METRICS = ("accuracy", "ece", "mce", "brier", "log_loss")
+LEADERBOARD_METRICS = ("accuracy", "ece", "mce_guarded", "brier", "log_loss")
 """The calibration metrics of the leaderboard, pooled and as a mean over tasks."""
 
 

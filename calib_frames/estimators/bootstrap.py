@@ -133,6 +133,7 @@ CI_METRICS = (
     "ece",
     "rmsce",
     "mce",
+    "mce_guarded",
     "brier",
     "reliability",
     "resolution",

@@ -24,8 +24,8 @@ def group_metrics(
     A harness reports a metric over no prediction as NaN (inspect and lm-eval both do),
     where the frame API's convention is 0.0 for the error metrics: with no prediction
     every value here is NaN, so a run whose samples all lacked a confidence reads as
-    "no number", not as "perfectly calibrated". A null (``mce`` with no bin of
-    ``mce_min_count`` predictions) is NaN too.
+    "no number", not as "perfectly calibrated". A null (``mce_guarded`` with no bin of
+    ``mce_min_count`` predictions, every metric when the weights sum to 0) is NaN too.
     """
     if predictions.height == 0:
         return {name: math.nan for name in ("ece", "mce", "brier", "log_loss", "accuracy")}

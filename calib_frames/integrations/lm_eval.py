@@ -192,9 +192,7 @@ def process_results(doc: dict[str, Any], results: Sequence[Any]) -> dict[str, An
     return out
 
 
-def _choice_metric(
-    items: Sequence[Sequence[Any]], name: str, *, bins: int = 10, mce_min_count: int = 10
-) -> float:
+def _choice_metric(items: Sequence[Sequence[Any]], name: str, *, bins: int = 10) -> float:
     """One calibration metric of the documents' ``[logliks, golds]`` items."""
     questions = pl.DataFrame(
         {
@@ -211,9 +209,7 @@ def _choice_metric(
         .drop("golds")
     )
     predictions = cf.sources.choice_predictions(options_frame, no_gold="wrong")
-    metrics = group_metrics(
-        predictions, bins=bins, log_confidence="log_confidence", mce_min_count=mce_min_count
-    )
+    metrics = group_metrics(predictions, bins=bins, log_confidence="log_confidence")
     return metrics[name]
 
 
@@ -248,11 +244,11 @@ def ece(items: Sequence[Sequence[Any]], bins: int = 10) -> float:
     return _choice_metric(items, "ece", bins=bins)
 
 
-def mce(items: Sequence[Sequence[Any]], bins: int = 10, mce_min_count: int = 10) -> float:
-    """Maximum calibration error over the bins with at least ``mce_min_count`` documents.
+def mce(items: Sequence[Sequence[Any]], bins: int = 10) -> float:
+    """Maximum calibration error: the largest gap over the populated bins (textbook MCE).
 
     ``mce`` of :func:`~calib_frames.calibration_metrics` on the predictions of :func:`ece`;
-    NaN when no bin has that many documents.
+    NaN with no document.
 
     Parameters
     ----------
@@ -260,8 +256,6 @@ def mce(items: Sequence[Sequence[Any]], bins: int = 10, mce_min_count: int = 10)
         The ``[logliks, golds]`` items of :func:`process_results`.
     bins
         The number of equal-width bins.
-    mce_min_count
-        The least number of documents of a bin that counts.
 
     Returns
     -------
@@ -274,7 +268,7 @@ def mce(items: Sequence[Sequence[Any]], bins: int = 10, mce_min_count: int = 10)
     >>> round(mce(items), 6)  # 12 documents at p = 0.916827 in one bin, 10 right
     0.083494
     """
-    return _choice_metric(items, "mce", bins=bins, mce_min_count=mce_min_count)
+    return _choice_metric(items, "mce", bins=bins)
 
 
 def brier(items: Sequence[Sequence[Any]]) -> float:

@@ -95,7 +95,7 @@ def _records() -> dict[str, Metric]:
         ("rmsce", "RMSCE", "RMSCE", "lower", True, ".4f"),
         ("rmsce_debiased", "RMSCE (debiased)", "RMSCE (debiased)", "lower", False, ".4f"),
         ("mce", "MCE", "MCE", "lower", True, ".4f"),
-        ("mce_raw", "MCE (every bin)", "MCE (every bin)", "lower", False, ".4f"),
+        ("mce_guarded", "MCE of the well-filled bins", "MCE (guarded)", "lower", True, ".4f"),
         ("populated_bins", "populated bins", "populated bins", "none", False, ","),
         ("brier", "Brier score", "Brier", "lower", True, ".4f"),
         ("reliability", "reliability", "reliability", "lower", True, ".4f"),
@@ -135,7 +135,7 @@ def _records() -> dict[str, Metric]:
     for name, interval in (
         ("accuracy", True),
         ("ece", True),
-        ("mce", True),
+        ("mce_guarded", True),
         ("brier", True),
         ("log_loss", False),
         ("perplexity", True),

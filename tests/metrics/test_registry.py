@@ -35,7 +35,10 @@ def tables() -> dict[str, pl.DataFrame]:
         predictions, losses, by=["model", "task"], tokens="tokens", bytes="bytes", replicates=20
     )
     stats = cf.bin_statistics(predictions, by=["model", "task"])
-    board = cf.leaderboard(comparison, stats, replicates=20)
+    sums = cf.nll_sums(losses, by=["model", "task"], tokens="tokens", bytes="bytes")
+    board = cf.comparison.report_tables(  # with the token rows: the perplexity intervals too
+        stats, sums, losses, tokens="tokens", bytes="bytes", model="model", replicates=20
+    ).leaderboard
     return {"comparison": comparison, "leaderboard": board}
 
 
