@@ -4,8 +4,10 @@
 additive tables, in this order:
 
 1. the metrics of the bin statistics (:func:`~calib_frames.metrics_from_bin_statistics`);
-2. with ``uncertainty``, their bootstrap intervals and the ECE noise floor, with
-   ``ece_beyond_noise`` and the ``verdict`` in words
+2. with ``uncertainty``, their intervals (the bootstrap's; the ECE's by test inversion)
+   and the ECE noise floor, its p-values corrected across every group of the table
+   (``correction``, Benjamini–Hochberg by default), with ``ece_beyond_noise``,
+   ``ece_direction`` and the ``verdict`` in words
    (:func:`~calib_frames.estimators.uncertainty_from_bin_statistics`);
 3. the perplexity of the NLL sums (with ``uncertainty`` and the token rows, its
    intervals: :func:`~calib_frames.estimators.perplexity_intervals`), joined on the
@@ -18,10 +20,10 @@ Everything that shows these tables calls it: ``calib-frames compare`` (the compa
 table), ``calib-frames report`` (both), and in Python :func:`compare` (from prediction
 and token rows), :func:`comparison_from_bin_statistics` and :func:`leaderboard` (from
 the additive tables). The defaults are the command line's: :data:`REPLICATES`
-bootstrap replicates, level 0.95, seed 0. The report's ``replicates`` default is 200,
-not the 1000 of the estimators: a report runs the bootstrap for every group of a
-leaderboard (2,000 groups at 1,000 replicates take about a minute), and the noise
-floor, whose p-value needs the resolution, keeps its 1000 draws.
+bootstrap replicates, level 0.95, seed 0, correction ``"bh"``. The report's
+``replicates`` default is 200, not the 1000 of the estimators: a report runs the
+bootstrap for every group of a leaderboard (2,000 groups at 1,000 replicates take about a
+minute); the noise floor draws nothing (its null distribution is exact).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import polars as pl
 from calib_frames.binning import BinsLike
 from calib_frames.comparison.across_tasks import leaderboard_of
 from calib_frames.comparison.side_by_side import comparison_table, with_columns_of
+from calib_frames.estimators.multiple_testing import Correction
 from calib_frames.exceptions import TableError
 from calib_frames.metrics.calibration import MCE_MIN_COUNT, metrics_from_bin_statistics
 from calib_frames.metrics.tokens import perplexity_from_nll_sums
@@ -89,6 +92,7 @@ def report_tables(
     beside: pl.DataFrame | pl.LazyFrame | None = None,
     mce_min_count: int = MCE_MIN_COUNT,
     uncertainty: bool = True,
+    correction: Correction = "bh",
     replicates: int = REPLICATES,
     level: float = 0.95,
     seed: int = 0,
@@ -121,9 +125,13 @@ def report_tables(
         As for :func:`~calib_frames.metrics_from_bin_statistics` (default 10).
     uncertainty
         Add the intervals and the noise floor (costs groups × bins × replicates).
+    correction
+        How the noise floor's p-values are corrected across the table's groups:
+        ``"bh"`` (Benjamini–Hochberg, default), ``"holm"`` or ``"none"``
+        (:mod:`calib_frames.estimators.noise` says why BH).
     replicates, level, seed
-        Of the bootstrap (default 200, 0.95, 0: the report's; the noise floor draws
-        1000 times with seed + 1).
+        Of the bootstrap (default 200, 0.95, 0: the report's); ``level`` is also that of
+        the ECE interval, the task-mean intervals and the noise floor's quantile.
 
     Returns
     -------
@@ -163,7 +171,7 @@ def report_tables(
     table = as_lazy(metrics_from_bin_statistics(lazy, mce_min_count=mce_min_count))
     if uncertainty:
         columns = uncertainty_from_bin_statistics(
-            lazy, replicates=replicates, level=level, seed=seed
+            lazy, correction=correction, replicates=replicates, level=level, seed=seed
         )
         table = with_columns_of(table, as_lazy(columns), keys)
     ppl = None
@@ -226,6 +234,7 @@ def comparison_from_bin_statistics(
     *,
     mce_min_count: int = MCE_MIN_COUNT,
     uncertainty: bool = True,
+    correction: Correction = "bh",
     replicates: int = REPLICATES,
     level: float = 0.95,
     seed: int = 0,
@@ -233,16 +242,16 @@ def comparison_from_bin_statistics(
     """The comparison table of a bin-statistics table (and an NLL-sums table).
 
     :func:`~calib_frames.metrics_from_bin_statistics`, then (with ``uncertainty``) the
-    bootstrap intervals ``<metric>_ci_low/_high`` and the ECE noise floor with its
-    ``ece_beyond_noise`` and ``verdict`` columns
+    intervals ``<metric>_ci_low/_high`` and the ECE noise floor with its raw and
+    adjusted p-values, ``ece_beyond_noise``, ``ece_direction`` and ``verdict`` columns
     (:func:`~calib_frames.estimators.uncertainty_from_bin_statistics`: the bootstrap
-    with ``replicates``, the noise floor with its own 1000 draws), then the perplexity of
-    ``sums`` joined on the shared keys (:func:`~calib_frames.comparison_table`): the
-    comparison of :func:`report_tables`.
+    with ``replicates``, the exact null distribution of the ECE, the correction across
+    every group of ``stats``), then the perplexity of ``sums`` joined on the shared keys
+    (:func:`~calib_frames.comparison_table`): the comparison of :func:`report_tables`.
 
     Parameters
     ----------
-    stats, sums, mce_min_count, uncertainty, replicates, level, seed
+    stats, sums, mce_min_count, uncertainty, correction, replicates, level, seed
         As for :func:`report_tables`: a bin-statistics table (lazy in, lazy out), an
         NLL-sums table or ``None``, and the report's defaults.
 
@@ -276,6 +285,7 @@ def comparison_from_bin_statistics(
         sums,
         mce_min_count=mce_min_count,
         uncertainty=uncertainty,
+        correction=correction,
         replicates=replicates,
         level=level,
         seed=seed,
@@ -289,6 +299,7 @@ def leaderboard(
     model: str = "model",
     mce_min_count: int = MCE_MIN_COUNT,
     uncertainty: bool = True,
+    correction: Correction = "bh",
     replicates: int = REPLICATES,
     level: float = 0.95,
     seed: int = 0,
@@ -315,6 +326,9 @@ def leaderboard(
     uncertainty
         Add the intervals (``<metric>_ci_low/_high``, ``<metric>_task_mean_ci_low/_high``)
         and ``miscalibrated_tasks``.
+    correction
+        As for :func:`report_tables`: ``miscalibrated_tasks`` counts the tasks whose
+        adjusted p-value (corrected across every model × task) is at most 0.05.
     replicates, level, seed
         Of the bootstrap (defaults those of :func:`compare`); ``level`` also of the
         task-mean intervals.
@@ -358,6 +372,7 @@ def leaderboard(
         model=model,
         mce_min_count=mce_min_count,
         uncertainty=uncertainty,
+        correction=correction,
         replicates=replicates,
         level=level,
         seed=seed,
@@ -383,6 +398,7 @@ def compare(
     tokens_by: str | Sequence[str] | None = None,
     mce_min_count: int = MCE_MIN_COUNT,
     uncertainty: bool = True,
+    correction: Correction = "bh",
     replicates: int = REPLICATES,
     level: float = 0.95,
     seed: int = 0,
@@ -415,7 +431,7 @@ def compare(
         As for :func:`~calib_frames.bin_statistics`.
     tokens_by
         Group keys of ``losses`` (default: the keys of ``by`` that ``losses`` has).
-    mce_min_count, uncertainty, replicates, level, seed
+    mce_min_count, uncertainty, correction, replicates, level, seed
         As for :func:`report_tables` (``uncertainty=False`` skips the intervals and the
         noise floor).
 
@@ -474,6 +490,7 @@ def compare(
         bytes=bytes,
         mce_min_count=mce_min_count,
         uncertainty=uncertainty,
+        correction=correction,
         replicates=replicates,
         level=level,
         seed=seed,

@@ -256,7 +256,7 @@ def metric_expressions(
         "ece": per_n(over_bins(lambda b: gap(b).abs())),
         "rmsce": per_n(squared_gap).sqrt(),
         "mce": largest([bin_gap(b) for b in bins]),
-        "mce_guarded": largest([pl.when(b.W >= mce_min_count).then(bin_gap(b)) for b in bins]),
+        "mce_guarded": largest([pl.when(mce_min_count <= b.W).then(bin_gap(b)) for b in bins]),
         "populated_bins": total([(b.W > 0).cast(pl.UInt32) for b in bins]).cast(pl.UInt32),
         "brier": per_n(over_bins(lambda b: b.Q1 + b.Q0)),
         "reliability": per_n(squared_gap),

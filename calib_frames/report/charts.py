@@ -303,7 +303,7 @@ def _wall_columns(bins: pl.DataFrame, facet: list[str], *, many: bool) -> int | 
     return min(bins.select(facet).n_unique(), 4)
 
 
-def _perplexity_view(source: pl.DataFrame, limit: int) -> list[tuple[str, str, Any]]:
+def _perplexity_view(source: pl.DataFrame, limit: int, level: float) -> list[tuple[str, str, Any]]:
     """The perplexity chart of ``source`` (none without a perplexity measure).
 
     One row per model (the first key) with its tasks side by side, so beyond ``limit``
@@ -315,7 +315,7 @@ def _perplexity_view(source: pl.DataFrame, limit: int) -> list[tuple[str, str, A
         return []
     ppl_keys = key_split(source.schema, COMPARISON_COLUMNS)
     what = " and ".join(m.replace("_", " ") for m in measures)
-    note = f"{what.capitalize()} per group, lower is better; bars: 95% intervals."
+    note = f"{what.capitalize()} per group, lower is better; bars: {100 * level:.4g}% intervals."
     if ppl_keys:
         first = measures[0]
         chosen, models = bounded_models(source, ppl_keys[:1], first, limit)
@@ -336,6 +336,7 @@ def report_charts(
     perplexity: pl.DataFrame | pl.LazyFrame | None = None,
     selective: pl.DataFrame | pl.LazyFrame | None = None,
     limit: int = CHART_GROUP_LIMIT,
+    level: float = 0.95,
 ) -> list[tuple[str, str, Any]]:
     """The report's charts as ``(title, note, chart)``; the command line saves them as PNG.
 
@@ -369,6 +370,8 @@ def report_charts(
         like the bin statistics) for the risk–coverage chart.
     limit
         Most groups drawn (default 8, at least 2).
+    level
+        The level of the tables' intervals, as the notes say it.
 
     Returns
     -------
@@ -405,7 +408,7 @@ def report_charts(
     # altair validates every schema object as it is made (BENCHMARKS.md: the cost at 100
     # groups); these charts' whole specs are validated by the tests' to_dict instead
     with debug_mode(False):
-        return _charts(comparison, bin_statistics, perplexity, selective, limit)
+        return _charts(comparison, bin_statistics, perplexity, selective, limit, level=level)
 
 
 def _charts(
@@ -414,6 +417,8 @@ def _charts(
     perplexity: pl.DataFrame | pl.LazyFrame | None,
     selective: pl.DataFrame | pl.LazyFrame | None,
     limit: int,
+    *,
+    level: float,
 ) -> list[tuple[str, str, Any]]:
     """The body of :func:`report_charts`: the charts of :func:`report_layout`'s rows."""
     # whole: the perplexity chart bounds its own groups (token-only ones too)
@@ -474,7 +479,7 @@ def _charts(
             )
         )
     source = whole if perplexity is None else frame(perplexity, "report perplexity")
-    built.extend(_perplexity_view(source, limit))
+    built.extend(_perplexity_view(source, limit, level))
     if selective is not None:
         # one colour per model (the first key), a panel per task (the other keys)
         curve = frame(selective, "report selective")

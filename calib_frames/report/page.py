@@ -57,7 +57,7 @@ def _versions() -> dict[str, str]:
     }
 
 
-def _leaderboard_section(board: pl.DataFrame | pl.LazyFrame | None) -> list[str]:
+def _leaderboard_section(board: pl.DataFrame | pl.LazyFrame | None, level: float) -> list[str]:
     """The leaderboard's section (one row per model), or nothing without one."""
     if board is None:
         return []
@@ -71,7 +71,8 @@ def _leaderboard_section(board: pl.DataFrame | pl.LazyFrame | None) -> list[str]
     )
     return [
         f'<section><h2>Leaderboard</h2><p class="note">{html.escape(note)}</p>\n'
-        f"{table_html(table, keys=[model], within=[], table_id='leaderboard')}</section>"
+        f"{table_html(table, keys=[model], within=[], table_id='leaderboard', level=level)}"
+        "</section>"
     ]
 
 
@@ -182,6 +183,7 @@ def report_html(
     charts: Sequence[tuple[str, str, Any]] | None = None,
     generated: _dt.datetime | None = None,
     selective: pl.DataFrame | pl.LazyFrame | None = None,
+    level: float = 0.95,
 ) -> str:
     """The report as one self-contained HTML string; :func:`write_report` writes it.
 
@@ -193,8 +195,9 @@ def report_html(
         The section over time, as in :func:`write_report`.
     generated
         The date written in the header (default: now, UTC).
-    selective
-        An optional selective curve table, as in :func:`write_report`.
+    selective, level
+        An optional selective curve table and the intervals' level, as in
+        :func:`write_report`.
 
     Returns
     -------
@@ -253,17 +256,17 @@ def report_html(
     )
     sections = [
         f'<header><h1>{html.escape(title)}</h1>\n<dl class="meta">\n{header}\n</dl></header>',
-        *_leaderboard_section(leaderboard),
+        *_leaderboard_section(leaderboard, level),
         "<section><h2>Comparison</h2>"
         f'<p class="note">Click a column header to sort; type a model or task in the box to '
         f"show only its rows. {html.escape(best_note)} Hover a value for its interval, or "
         "tick “intervals” to show them all.</p>\n"
-        f"{table_html(sorted_table, keys=keys, within=within)}</section>",
+        f"{table_html(sorted_table, keys=keys, within=within, level=level)}</section>",
     ]
     specs: dict[str, dict[str, Any]] = {}
     if charts is None:
         charts = report_charts(
-            sorted_table, bin_statistics=bins, perplexity=ppl, selective=selective
+            sorted_table, bin_statistics=bins, perplexity=ppl, selective=selective, level=level
         )
     sections += _chart_sections(charts, specs)
     if over_batches is not None:
@@ -343,6 +346,7 @@ def write_report(
     selective: pl.DataFrame | pl.LazyFrame | None = None,
     leaderboard: pl.DataFrame | pl.LazyFrame | None = None,
     charts: Sequence[tuple[str, str, Any]] | None = None,
+    level: float = 0.95,
 ) -> Path:
     """Write a self-contained HTML report of a comparison table and its bin statistics.
 
@@ -396,6 +400,8 @@ def write_report(
     charts
         The charts as :func:`~calib_frames.report.report_charts` returns them (default:
         built here; pass them when they are also saved as PNG, to build them once).
+    level
+        The level of the tables' intervals, as the page says it (default 0.95).
 
     Returns
     -------
@@ -444,5 +450,6 @@ def write_report(
         selective=selective,
         leaderboard=leaderboard,
         charts=charts,
+        level=level,
     )
     return write_atomic(target, page)

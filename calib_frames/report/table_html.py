@@ -241,7 +241,12 @@ def _column_style(
 
 
 def table_html(
-    comparison: pl.DataFrame, *, keys: list[str], within: list[str], table_id: str = "comparison"
+    comparison: pl.DataFrame,
+    *,
+    keys: list[str],
+    within: list[str],
+    table_id: str = "comparison",
+    level: float = 0.95,
 ) -> str:
     """The comparison table as a sortable, filterable HTML table, best values marked.
 
@@ -266,6 +271,8 @@ def table_html(
         Keys within which the best value of a column is marked (``[]``: among all rows).
     table_id
         The ``id`` of the ``<table>`` (one per table on a page).
+    level
+        The level of the table's intervals, as their titles say it ("95% interval").
 
     Returns
     -------
@@ -294,8 +301,8 @@ def table_html(
             f"table_id= must be a plain HTML id (letters, digits, -, _), got {table_id!r}"
         )
     layout = table_layout(comparison, within=within)
-    head = _header_rows(layout, keys, comparison.schema)
-    body = _body_rows(comparison, layout, keys)
+    head = _header_rows(layout, keys, comparison.schema, level)
+    body = _body_rows(comparison, layout, keys, level)
     details = any(c in _DETAIL for _, c in layout.order)
     hidden = ["hide-ci"] + (["hide-detail"] if details else [])
     return (
@@ -358,13 +365,14 @@ def table_layout(comparison: pl.DataFrame, *, within: Sequence[str]) -> TableLay
     )
 
 
-def _header_rows(layout: TableLayout, keys: Sequence[str], schema: pl.Schema) -> str:
+def _header_rows(layout: TableLayout, keys: Sequence[str], schema: pl.Schema, level: float) -> str:
     """The two header rows: the column groups, then the columns (keys first)."""
     order = layout.order
     head = [f'<th class="key" scope="col" data-type="text">{html.escape(key)}</th>' for key in keys]
     for slug, column in order:
         label = metric(column).label
-        note = " (hover a cell for its 95% interval)" if column in layout.intervals else ""
+        note = f" (hover a cell for its {100 * level:.4g}% interval)"
+        note = note if column in layout.intervals else ""
         kind = "number" if schema[column].is_numeric() else "text"
         classes = _classes(
             f"g-{slug}" if slug else "",
@@ -390,7 +398,9 @@ def _header_rows(layout: TableLayout, keys: Sequence[str], schema: pl.Schema) ->
     return '<tr class="groups">' + "".join(group_row) + "</tr><tr>" + "".join(head) + "</tr>"
 
 
-def _body_rows(comparison: pl.DataFrame, layout: TableLayout, keys: Sequence[str]) -> list[str]:
+def _body_rows(
+    comparison: pl.DataFrame, layout: TableLayout, keys: Sequence[str], level: float
+) -> list[str]:
     """One ``<tr>`` per row: the keys, then each shown column's formatted value."""
     body = []
     for row, flag in zip(comparison.to_dicts(), layout.best.to_dicts(), strict=True):
@@ -406,7 +416,7 @@ def _body_rows(comparison: pl.DataFrame, layout: TableLayout, keys: Sequence[str
             low, high = (row.get(bound) for bound in metric(column).bounds)
             if column in layout.intervals and (low is not None or high is not None):
                 interval = html.escape(f"[{_format(low, column)}, {_format(high, column)}]")
-                title = f' title="95% interval {interval}"'  # the script shows it on request
+                title = f' title="{100 * level:.4g}% interval {interval}"'  # shown on request
             classes = ' class="best"' if flag[column] else ""
             cells.append(f'<td{classes} data-value="{html.escape(_raw(value))}"{title}>{text}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")

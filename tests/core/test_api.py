@@ -215,9 +215,7 @@ def test_calibration_report_against_frame_api_and_references(m: int) -> None:
         mean_p = np.where(counts > 0, sum_p / counts, 0.0)
         acc = np.where(counts > 0, sum_y / counts, 0.0)
     assert report.ece == pytest.approx(np.sum(np.abs(sum_p - sum_y)) / p.size, rel=1e-12, abs=0)
-    assert report.mce == pytest.approx(
-        np.max(np.abs(mean_p - acc)[counts > 0]), rel=1e-12, abs=0
-    )
+    assert report.mce == pytest.approx(np.max(np.abs(mean_p - acc)[counts > 0]), rel=1e-12, abs=0)
 
     mean_confidence, accuracy, count = report.reliability
     assert len(mean_confidence) == len(accuracy) == len(count) == m

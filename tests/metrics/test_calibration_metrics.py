@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 import pytest
-from columns import DECOMPOSITION, METRICS, SUM_COLUMNS
+from columns import METRICS, SUM_COLUMNS
 from factories import assert_frames_close, exact_bin_index
 
 import calib_frames as cf
