@@ -21,7 +21,8 @@ row per model. Two summaries answer different questions, and the leaderboard giv
   normal per-task errors).
 * ``miscalibrated_tasks``: on how many of its ``tasks`` the model's ECE is beyond the
   noise of a calibrated model (``ece_beyond_noise`` of
-  :func:`~calib_frames.estimators.noise_floor_from_bin_statistics`).
+  :func:`~calib_frames.estimators.noise_floor_from_bin_statistics`, its p-value corrected
+  across every model × task of the table).
 """
 
 from __future__ import annotations

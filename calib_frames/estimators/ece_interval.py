@@ -31,10 +31,12 @@ against the configuration of gaps least favourable to it:
   lower quantile at c = 0, and U ≤ 1.
 
 Both by bisection (40 halvings of closed forms, vectorised over groups). Coverage,
-measured by ``benchmarks/sim_ece_interval.py`` (README, "How far to trust a number"):
-at least nominal at population ECEs 0, 0.02, 0.05 and 0.14, n = 200 and 2,000, for
-three designs of confidences; the widths are those of the bootstrap within 1.0–1.3×.
-A group without weight has no interval (null).
+measured by ``benchmarks/sim_ece_interval.py`` (README, "How far to trust a number";
+400 groups per cell): 0.965–1.000 at a nominal 0.95 for population ECEs 0, 0.02, 0.05
+and 0.14, n = 200 and 2,000, three designs of confidences (conservative: the least
+favourable configuration is rarely the true one), 1.1–1.7× as wide as the percentile
+bootstrap, which covered an ECE of 0 in none of the groups. A group without weight has
+no interval (null).
 """
 
 from __future__ import annotations
