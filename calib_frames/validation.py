@@ -29,19 +29,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 import polars as pl
 
 from calib_frames.exceptions import ArgumentError, DataError, TableError
 
 __all__ = [
+    "CORRECTIONS",
     "MEMORY_LIMIT",
     "RESERVED_PREFIX",
+    "Correction",
     "Frame",
     "RowCheck",
     "as_expr",
     "as_lazy",
+    "check_correction",
     "check_integer",
     "check_level",
     "check_memory",
@@ -554,6 +557,46 @@ def check_seed(seed: object) -> int:
     0
     """
     return check_integer(seed, name="seed", minimum=0)
+
+
+Correction = Literal["bh", "holm", "none"]
+"""A correction across the tests of a table: Benjamini–Hochberg, Holm, or none."""
+
+CORRECTIONS: tuple[Correction, ...] = ("bh", "holm", "none")
+"""The values of ``correction=`` (and ``--correction``), the default first."""
+
+
+def check_correction(correction: object) -> Correction:
+    """``correction`` if it is one of :data:`CORRECTIONS`, else an ArgumentError.
+
+    Parameters
+    ----------
+    correction
+        The value given to ``correction=`` (``--correction``).
+
+    Returns
+    -------
+    str
+        The correction, ``"bh"``, ``"holm"`` or ``"none"``.
+
+    Raises
+    ------
+    ArgumentError
+        For any other value.
+
+    Examples
+    --------
+    >>> check_correction("holm")
+    'holm'
+    >>> check_correction("fdr")
+    Traceback (most recent call last):
+    ...
+    calib_frames.exceptions.ArgumentError: correction= takes 'bh', 'holm' or 'none', got 'fdr'
+    """
+    for known in CORRECTIONS:
+        if correction == known:
+            return known
+    raise ArgumentError(f"correction= takes 'bh', 'holm' or 'none', got {correction!r}")
 
 
 def check_level(level: object, *, name: str = "level") -> float:

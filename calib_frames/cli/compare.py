@@ -27,11 +27,10 @@ from calib_frames.cli.rows import (
     row_queries,
 )
 from calib_frames.comparison.pipeline import REPLICATES, ReportTables, report_tables
-from calib_frames.estimators.multiple_testing import CORRECTIONS
 from calib_frames.exceptions import ArgumentError
 from calib_frames.metrics.registry import SUMMARY_COLUMNS
 from calib_frames.schema import BIN_STATISTICS, PERPLEXITY
-from calib_frames.validation import Frame
+from calib_frames.validation import CORRECTIONS, Frame
 
 __all__ = [
     "add_parser",

@@ -38,14 +38,13 @@ import polars as pl
 from calib_frames.binning import BinsLike
 from calib_frames.comparison.across_tasks import leaderboard_of
 from calib_frames.comparison.side_by_side import comparison_table, with_columns_of
-from calib_frames.estimators.multiple_testing import Correction
 from calib_frames.exceptions import TableError
 from calib_frames.metrics.calibration import MCE_MIN_COUNT, metrics_from_bin_statistics
 from calib_frames.metrics.tokens import perplexity_from_nll_sums
 from calib_frames.nll import nll_sums
 from calib_frames.schema import BIN_STATISTICS, NLL_SUMS
 from calib_frames.stats import bin_statistics
-from calib_frames.validation import Frame, as_lazy, group_keys, return_like
+from calib_frames.validation import Correction, Frame, as_lazy, group_keys, return_like
 
 __all__ = [
     "REPLICATES",

@@ -21,8 +21,9 @@ A null p-value is "not tested": it gets a null adjusted value and does not count
 
 The tables that test every group of a table at once (the ECE noise floor of
 :func:`~calib_frames.compare`, :func:`~calib_frames.leaderboard`, the report) take
-``correction=`` (:data:`CORRECTIONS`): ``"bh"`` by default, ``"holm"``, or ``"none"``
-(the raw p-values decide).
+``correction=`` (:data:`calib_frames.validation.CORRECTIONS`, checked by
+:func:`~calib_frames.validation.check_correction`): ``"bh"`` by default, ``"holm"``, or
+``"none"`` (the raw p-values decide).
 """
 
 from __future__ import annotations
@@ -44,51 +45,10 @@ from calib_frames.validation import (
     working,
 )
 
-__all__ = ["CORRECTIONS", "adjust_p_values", "check_correction"]
+__all__ = ["adjust_p_values"]
 
 Method = Literal["holm", "bh"]
 _METHODS = ("holm", "bh")
-
-Correction = Literal["bh", "holm", "none"]
-"""A correction across the tests of a table: Benjamini–Hochberg, Holm, or none."""
-
-CORRECTIONS: tuple[Correction, ...] = ("bh", "holm", "none")
-"""The values of ``correction=`` (and ``--correction``), the default first."""
-
-
-def check_correction(correction: object) -> Correction:
-    """``correction`` if it is one of :data:`CORRECTIONS`, else an ArgumentError.
-
-    Parameters
-    ----------
-    correction
-        The value given to ``correction=`` (``--correction``).
-
-    Returns
-    -------
-    str
-        The correction, ``"bh"``, ``"holm"`` or ``"none"``.
-
-    Raises
-    ------
-    ArgumentError
-        For any other value.
-
-    Examples
-    --------
-    >>> check_correction("holm")
-    'holm'
-    >>> check_correction("fdr")
-    Traceback (most recent call last):
-    ...
-    calib_frames.exceptions.ArgumentError: correction= takes 'bh', 'holm' or 'none', got 'fdr'
-    """
-    for known in CORRECTIONS:
-        if correction == known:
-            return known
-    raise ArgumentError(f"correction= takes 'bh', 'holm' or 'none', got {correction!r}")
-
-
 _ROW = working("row")
 
 

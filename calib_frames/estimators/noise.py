@@ -73,18 +73,16 @@ from calib_frames.binning import BinsLike
 from calib_frames.estimators._bins import BinArrays, bin_arrays
 from calib_frames.estimators.bootstrap import CI_METRICS, bootstrap_bounds
 from calib_frames.estimators.ece_interval import ece_interval_table
-from calib_frames.estimators.multiple_testing import (
-    Correction,
-    adjust_p_values,
-    check_correction,
-)
+from calib_frames.estimators.multiple_testing import adjust_p_values
 from calib_frames.estimators.null_ece import P_FLOOR, NullDistribution, null_distribution
 from calib_frames.metrics.calibration import metrics_from_bin_statistics
 from calib_frames.schema import BIN_STATISTICS, METRICS, NOISE_FLOOR
 from calib_frames.stats import bin_statistics
 from calib_frames.validation import (
+    Correction,
     Frame,
     as_lazy,
+    check_correction,
     check_integer,
     check_level,
     check_replicates,

@@ -625,7 +625,6 @@ def test_as_expr_takes_a_name_or_an_expression() -> None:
 
 RESAMPLING_CALLS: dict[str, Callable[..., object]] = {
     "calibration_intervals": lambda **kw: cf.calibration_intervals(_PREDS, **kw),
-    "calibration_noise_floor": lambda **kw: cf.calibration_noise_floor(_PREDS, **kw),
     "perplexity_intervals": lambda **kw: cf.perplexity_intervals(
         _PREDS.rename({"confidence": "nll"}), tokens=1, **kw
     ),
