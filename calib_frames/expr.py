@@ -368,11 +368,15 @@ def mce(
 
     Examples
     --------
+    The seeds' worked example: bins (0, 0.4], (0.4, 0.6], (0.6, 1]; gaps 0.2 (one right
+    answer at 0.8) and 0.025 (0.5 right, 0.55 wrong):
+
     >>> import polars as pl
     >>> import calib_frames as cf
-    >>> df = pl.DataFrame({"confidence": [0.15, 0.95], "correct": [False, False]})
-    >>> df.select(cf.mce()).item()
-    0.95
+    >>> seeds = pl.DataFrame({"confidence": [0.8, 0.5, 0.55], "correct": [True, True, False]})
+    >>> edges = cf.Binning.edges([0, 0.4, 0.6, 1], closed="right")
+    >>> round(seeds.select(cf.mce(bins=edges)).item(), 12)
+    0.2
     """
     return _metric("mce", confidence, correct, bins, weight)
 
