@@ -21,10 +21,10 @@ B bins' distributions of |C_b − μ_b|. It is computed *exactly* up to a grid, 
    cap = max((1.02 + B/G)·S_obs, Σ_b sd_b + 12·√(Σ_b V_b) + 12) (above the observed S and
    far in the tail of the null), and a last cell for everything beyond;
 2. per (group, bin) the probability of each cell: each value |k − μ_b| of the binomials
-   within μ_b ± (12 sd_b + 12) (``scipy.stats.binom.pmf``) split between its two nearest
+   within μ_b ± (12 sd_b + 12) (:func:`_binomial_pmf`) split between its two nearest
    cells so that their mean is the value itself; or, where a bin has more values than
    cells, the mass of each cell from the cumulative distribution at its edges
-   (``binom.cdf``);
+   (:func:`_binomial_cdf`);
 3. the bins' distributions convolved per group (real FFTs of length 2G, the mass beyond
    the grid folded into the last cell after each step), blocks of groups at a time;
 4. the p-value from the grid read with the triangular kernel of that split (second-order
@@ -48,7 +48,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from calib_frames.estimators._bins import BinArrays
 
@@ -98,6 +97,37 @@ class NullDistribution:
         return out
 
 
+def _binomial_pmf(k: np.ndarray, n: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """P(K = k) for K ~ Binomial(n, p), 0 ≤ k ≤ n, 0 < p < 1 (from log-gamma functions).
+
+    ``scipy.special`` only, imported here: ``scipy.stats`` takes about a second to import,
+    longer than the computation of a report's noise floor, and ``scipy.special`` half a
+    second, which the report pays in the thread that computes the noise floor while the
+    bootstrap draws (:func:`~calib_frames.estimators.noise.uncertainty_from_bin_statistics`).
+    """
+    from scipy import special
+
+    log = (
+        special.gammaln(n + 1.0)
+        - special.gammaln(k + 1.0)
+        - special.gammaln(n - k + 1.0)
+        + k * np.log(p)
+        + (n - k) * np.log1p(-p)
+    )
+    out: np.ndarray = np.exp(log)
+    return out
+
+
+def _binomial_cdf(k: np.ndarray, n: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """P(K ≤ k) for K ~ Binomial(n, p), n whole, any real k (0 below 0, 1 from n on)."""
+    from scipy import special  # imported where used (see _binomial_pmf)
+
+    inside = np.clip(np.floor(k), 0.0, n).astype(np.int64)  # bdtr takes whole counts
+    value = special.bdtr(inside, np.rint(n).astype(np.int64), p)
+    out: np.ndarray = np.where(k < 0, 0.0, np.where(k >= n, 1.0, value))
+    return out
+
+
 def _binomials(arrays: BinArrays) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(n′, p′, noisy) of the moment-matched binomial per (group, bin)."""
     mu, var = arrays.expected, arrays.variance
@@ -136,7 +166,7 @@ def _cell_masses(
         owner, offset = _ragged(values[index])
         entry = index[owner]
         k = lo[entry] + offset
-        pmf = stats.binom.pmf(k, trials[entry], prob[entry])
+        pmf = _binomial_pmf(k, trials[entry], prob[entry])
         x = np.abs(k - mu[entry]) / step[entry]
         below = np.floor(x)
         share = x - below  # to the cell above: the mean of the cells is |k − μ|/h exactly
@@ -156,8 +186,7 @@ def _cell_masses(
         n, q, m, h = trials[entry], prob[entry], mu[entry], step[entry]
 
         def cdf(x: np.ndarray) -> np.ndarray:
-            value: np.ndarray = stats.binom.cdf(x, n, q)
-            return value
+            return _binomial_cdf(x, n, q)
 
         # cell j holds |k − μ| in [(j − ½)h, (j + ½)h): above μ, k in [a, b); below, (c, d]
         a = np.where(j == 0, m, m + (j - 0.5) * h)

@@ -261,7 +261,7 @@ def metric_expressions(
         "brier": per_n(over_bins(lambda b: b.Q1 + b.Q0)),
         "reliability": per_n(squared_gap),
         "resolution": per_n(resolution),
-        "uncertainty": pl.when(n > 0).then(accuracy * (1 - accuracy)),
+        "uncertainty": (accuracy * (1 - accuracy)).fill_nan(None),  # 0/0 = NaN when N = 0
         "within_bin_variance": per_n(variance),
         "within_bin_covariance": per_n(-2 * covariance),
         "log_loss": per_n(log_loss_sum),

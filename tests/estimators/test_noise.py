@@ -382,3 +382,22 @@ def test_blocks_of_groups_give_what_one_block_gives(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(null_ece, "_BLOCK_CELLS", 4 * 10 * (null_ece.GRID_CELLS + 1))
     blocks = noise_floor_from_bin_statistics(stats, min_count=1)
     assert_frame_equal(whole, blocks, check_exact=True)
+
+
+def test_binomial_probabilities_are_scipy_stats() -> None:
+    """The null reads scipy.special (scipy.stats takes a second to import)."""
+    from calib_frames.estimators.null_ece import _binomial_cdf, _binomial_pmf
+
+    k = np.arange(0.0, 1001.0)
+    n, p = np.full_like(k, 1000.0), np.full_like(k, 0.37)
+    reference = scipy_stats.binom.pmf(k, 1000, 0.37)
+    held = reference > 1e-300
+    np.testing.assert_allclose(_binomial_pmf(k, n, p)[held], reference[held], rtol=1e-10)
+    x = np.linspace(-5.0, 1010.0, 3001)
+    wide = np.full_like(x, 1000.0)
+    np.testing.assert_allclose(
+        _binomial_cdf(x, wide, np.full_like(x, 0.37)),
+        scipy_stats.binom.cdf(x, 1000, 0.37),
+        rtol=1e-10,
+        atol=1e-15,
+    )
