@@ -135,8 +135,6 @@ PB_FUNCTIONS = {  # polarbearings' expression for each metric both have
 def _one(name: str, src: Source) -> pl.Expr:
     """``cf.<name>`` with the workload's bins (Brier and log loss take none)."""
     binned = {} if name in UNBINNED else {"bins": src.spec.n_bins}
-    if name == "mce":  # the peers' MCE: every populated bin (see peers.metrics_result)
-        binned["min_count"] = 1
     return getattr(cf, name)("confidence", "correct", **binned).alias(name)
 
 

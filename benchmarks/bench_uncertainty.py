@@ -31,7 +31,7 @@ numpy_group_loop     a Python loop over groups; per group the replicates are vec
                      same 12 metrics, percentile intervals.
 scipy_bootstrap_x G  ``scipy.stats.bootstrap`` (paired, vectorised, percentile) of the ECE
                      alone for one group, times the number of groups.
-cf_noise_floor       ``calibration_noise_floor(df, by="g", replicates=1000)``.
+cf_noise_floor       ``calibration_noise_floor(df, by="g")`` (the exact null: no draws).
 plain_perplexity     ``cf.perplexity(docs, tokens="tokens", bytes="bytes", by="g")``.
 cf_ppl_intervals     ``perplexity_intervals(docs, ...)`` (one pass of moments, then draws).
 cf_paired            ``paired_comparison`` of two models on rows/2 shared items per group
@@ -39,8 +39,9 @@ cf_paired            ``paired_comparison`` of two models on rows/2 shared items 
 
 Cross-checks (not timed): the noise floor's observed ECE and counts equal plain_metrics'
 (exact counts, 1e-9); ``cf_from_stats`` gives the same intervals as ``cf_intervals`` (same
-bins, same seed); the bin-level ECE lower bounds are within Monte-Carlo noise of the numpy
-loop's (median |difference| / interval width below 0.25, typically 0.05–0.1); the point
+bins, same seed); the bin-level RMSCE lower bounds are within Monte-Carlo noise of the
+numpy loop's (median |difference| / interval width below 0.25; the ECE's interval is a
+test inversion, not a bootstrap); the point
 perplexity inside ``cf_ppl_intervals``' interval for every group. Any failure: exit 1.
 ``--quick``: 2·10^4 rows, 20 groups, 50 replicates, one repeat, every method.
 """
@@ -68,7 +69,7 @@ from calib_frames.estimators.noise import calibration_noise_floor
 from calib_frames.estimators.paired import paired_comparison
 from calib_frames.estimators.perplexity_bootstrap import perplexity_intervals
 
-DRIFT_LIMIT = 0.25  # median |ECE lower bound difference| / width, bins vs the numpy loop
+DRIFT_LIMIT = 0.25  # median |RMSCE lower bound difference| / width, bins vs the numpy loop
 
 
 def predictions(rows: int, groups: int, seed: int) -> pl.DataFrame:
@@ -240,11 +241,11 @@ def run_scipy(src: Source) -> Any:
 
 @CALIBRATION.peer(
     "cf_noise_floor",
-    what='calibration_noise_floor(df, by="g", replicates=1000)',
+    what='calibration_noise_floor(df, by="g")',
     normalise=lambda out, src: by_g(out, ("count", "ece")),
 )
 def run_noise_floor(src: Source) -> pl.DataFrame:
-    return calibration_noise_floor(src.table(), by="g", replicates=src.extra["noise_replicates"])
+    return calibration_noise_floor(src.table(), by="g")
 
 
 @CALIBRATION.peer("cf_paired", what='paired_comparison(pairs, by="g")')
@@ -279,9 +280,9 @@ def interval_checks(outputs: dict[str, Any], src: Source, docs: Source) -> list[
         problems.append("cf_from_stats: intervals differ from cf_intervals")
     if "numpy_group_loop" in outputs:
         theirs = numpy_group_loop(src.table(), src.extra["replicates"], src.extra["seed"] + 1)
-        width = theirs[:, 1, 3] - theirs[:, 0, 3]
-        drift = float(np.median(np.abs(ours["ece_ci_low"] - theirs[:, 0, 3]) / width))
-        print(f"- ECE lower bound, bins vs numpy loop: median |diff| / width = {drift:.3f}")
+        width = theirs[:, 1, 4] - theirs[:, 0, 4]  # RMSCE: the ECE's interval is a test's
+        drift = float(np.median(np.abs(ours["rmsce_ci_low"] - theirs[:, 0, 4]) / width))
+        print(f"- RMSCE lower bound, bins vs numpy loop: median |diff| / width = {drift:.3f}")
         if not drift < DRIFT_LIMIT:
             problems.append(f"numpy_group_loop: drift {drift:.3f} >= {DRIFT_LIMIT}")
     point = docs.extra["point"].sort("g")["perplexity"].to_numpy()
@@ -333,7 +334,6 @@ def sources(rows: int, groups: int, reps: int, args: argparse.Namespace) -> tupl
         pairs=None if args.no_peers else paired_rows(rows, groups, args.seed),
         group0=(part["confidence"].to_numpy(), part["correct"].to_numpy().astype(np.float64)),
         replicates=reps,
-        noise_replicates=200 if args.quick else 1000,
         seed=args.seed,
     )
     point = cf.perplexity(docs, tokens="tokens", bytes="bytes", by="g")

@@ -77,11 +77,8 @@ def metrics_result(
 ) -> Result:
     """Result of a per-group metrics frame (``model``, ``task``, metric columns).
 
-    The peers' MCE is the largest gap over every populated bin: calib_frames' ``mce_raw``
-    (its ``mce`` leaves out bins under ``mce_min_count``), so that is the one compared.
+    The peers' MCE is the largest gap over every populated bin, as calib_frames' ``mce``.
     """
-    if "mce_raw" in met.columns:
-        met = met.drop("mce", strict=False).rename({"mce_raw": "mce"})
     group = group_index(met, spec)
     values = {}
     for name in names:

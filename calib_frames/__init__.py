@@ -69,6 +69,7 @@ if TYPE_CHECKING:
         ece as ece,
         log_loss as log_loss,
         mce as mce,
+        mce_guarded as mce_guarded,
         mean_nll as mean_nll,
         rmsce as rmsce,
         token_perplexity as token_perplexity,

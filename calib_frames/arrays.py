@@ -6,6 +6,7 @@ than memory use the frame functions (:func:`~calib_frames.calibration_metrics`, 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -73,9 +74,11 @@ class CalibrationReport:
 
     Attributes
     ----------
-    ece, rmsce, mce_raw, brier, log_loss, accuracy, mean_confidence : float
-        As defined in :mod:`calib_frames.metrics.calibration`.
-    mce : float or None
+    ece, rmsce, mce, brier, log_loss, accuracy, mean_confidence : float
+        As defined in :mod:`calib_frames.metrics.calibration` (``mce`` the textbook
+        maximum gap over the populated bins); NaN when the weights sum to 0 (the frame
+        API's null: no weight, no number).
+    mce_guarded : float or None
         The MCE over bins of at least 10 predictions (None when no bin has that many).
     decomposition : BrierDecomposition
         The Brier score's terms.
@@ -94,12 +97,21 @@ class CalibrationReport:
     (0.35, 1)
     >>> r.reliability[2][2], r.reliability[1][2]
     (np.int64(10), np.float64(0.6))
+
+    The seeds' worked example: confidences 0.80, 0.50, 0.55, right, right, wrong, in the
+    right-closed bins (0, 0.4], (0.4, 0.6], (0.6, 1]: the gaps are 0.2 and 0.025.
+
+    >>> from calib_frames import Binning
+    >>> seeds = CalibrationReport.from_predictions(
+    ...     [0.80, 0.50, 0.55], [1, 1, 0], Binning.edges([0, 0.4, 0.6, 1], closed="right"))
+    >>> round(seeds.mce, 12), seeds.mce_guarded
+    (0.2, None)
     """
 
     ece: float
     rmsce: float
-    mce: float | None
-    mce_raw: float
+    mce: float
+    mce_guarded: float | None
     brier: float
     log_loss: float
     accuracy: float
@@ -130,17 +142,22 @@ class CalibrationReport:
         stats = bin_statistics(frame, bins=bins, weight="weight" if weights is not None else None)
         row: dict[str, Any] = metrics_from_bin_statistics(stats).row(0, named=True)
         edge_values = as_binning(bins).edge_values()
+
+        def number(name: str) -> float:  # null (no weight) is NaN among plain numbers
+            value = row[name]
+            return math.nan if value is None else float(value)
+
         return cls(
-            ece=row["ece"],
-            rmsce=row["rmsce"],
-            mce=row["mce"],
-            mce_raw=row["mce_raw"],
-            brier=row["brier"],
-            log_loss=row["log_loss"],
-            accuracy=row["accuracy"],
-            mean_confidence=row["mean_confidence"],
+            ece=number("ece"),
+            rmsce=number("rmsce"),
+            mce=number("mce"),
+            mce_guarded=row["mce_guarded"],
+            brier=number("brier"),
+            log_loss=number("log_loss"),
+            accuracy=number("accuracy"),
+            mean_confidence=number("mean_confidence"),
             decomposition=BrierDecomposition(
-                **{name: row[name] for name in BrierDecomposition.__dataclass_fields__}
+                **{name: number(name) for name in BrierDecomposition.__dataclass_fields__}
             ),
             populated_bins=row["populated_bins"],
             reliability=(

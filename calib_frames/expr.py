@@ -41,8 +41,9 @@ Invalid rows. An expression cannot raise per row, so a group with any invalid ro
 null or not finite; NLL negative or not finite; counts < 0) gets **null**. The frame API
 (:func:`~calib_frames.calibration_metrics`, :func:`~calib_frames.perplexity`) is the
 validated path: it names the column, the count and an example, and its tables are
-mergeable. An empty group follows the package convention (ECE, MCE, Brier 0.0;
-perplexity of no tokens NaN).
+mergeable. A group without weight (no rows, or weights summing to 0) follows the package
+convention: its calibration metrics are null, never the 0.0 of a perfect model
+(perplexity of no tokens is NaN).
 
 Examples
 --------
@@ -90,6 +91,7 @@ __all__ = [
     "ece",
     "log_loss",
     "mce",
+    "mce_guarded",
     "mean_nll",
     "rmsce",
     "token_perplexity",
@@ -323,7 +325,7 @@ def ece(
     -------
     pl.Expr
         An aggregating Float64 expression named ``ece``; null for a group with an
-        invalid row (see the module docstring), 0.0 for an empty group.
+        invalid row (see the module docstring) and for a group without weight.
 
     See Also
     --------
@@ -341,8 +343,48 @@ def ece(
     return _metric("ece", confidence, correct, bins, weight)
 
 
-@check_arguments(bins=BINS, min_count=Integer(1))
+@check_arguments(bins=BINS)
 def mce(
+    confidence: IntoExpr = "confidence",
+    correct: IntoExpr = "correct",
+    *,
+    bins: BinsLike = 10,
+    weight: IntoExpr | None = None,
+) -> pl.Expr:
+    """Maximum calibration error: max of |p̄_b − ȳ_b| over the populated bins (textbook).
+
+    Parameters
+    ----------
+    confidence, correct, bins, weight
+        As in :func:`ece`.
+
+    Returns
+    -------
+    pl.Expr
+        An aggregating Float64 expression named ``mce`` (null for invalid rows and for a
+        group without weight).
+
+    See Also
+    --------
+    mce_guarded : the same over the bins of at least 10 predictions only.
+
+    Examples
+    --------
+    The seeds' worked example: bins (0, 0.4], (0.4, 0.6], (0.6, 1]; gaps 0.2 (one right
+    answer at 0.8) and 0.025 (0.5 right, 0.55 wrong):
+
+    >>> import polars as pl
+    >>> import calib_frames as cf
+    >>> seeds = pl.DataFrame({"confidence": [0.8, 0.5, 0.55], "correct": [True, True, False]})
+    >>> edges = cf.Binning.edges([0, 0.4, 0.6, 1], closed="right")
+    >>> round(seeds.select(cf.mce(bins=edges)).item(), 12)
+    0.2
+    """
+    return _metric("mce", confidence, correct, bins, weight)
+
+
+@check_arguments(bins=BINS, min_count=Integer(1))
+def mce_guarded(
     confidence: IntoExpr = "confidence",
     correct: IntoExpr = "correct",
     *,
@@ -350,36 +392,36 @@ def mce(
     weight: IntoExpr | None = None,
     min_count: int = MCE_MIN_COUNT,
 ) -> pl.Expr:
-    """Maximum calibration error: max of |p̄_b − ȳ_b| over bins of ``min_count`` or more rows.
+    """MCE over the bins of ``min_count`` or more predictions: max of |p̄_b − ȳ_b| there.
 
-    Bins with fewer predictions are left out (their accuracy is mostly noise, see
-    :mod:`calib_frames.metrics.calibration`); ``min_count=1`` gives the textbook MCE over
-    every populated bin (``mce_raw`` of :func:`~calib_frames.calibration_metrics`).
+    Bins with fewer predictions (weight, with weights) are left out: their accuracy is
+    mostly noise (see :mod:`calib_frames.metrics.calibration`); ``min_count=1`` gives
+    :func:`mce`.
 
     Parameters
     ----------
     confidence, correct, bins, weight
         As in :func:`ece`.
     min_count
-        Least number of rows of a bin that counts (default 10).
+        Least number of predictions of a bin that counts (default 10).
 
     Returns
     -------
     pl.Expr
-        An aggregating Float64 expression named ``mce`` (null for invalid rows, and when
-        no bin has ``min_count`` rows).
+        An aggregating Float64 expression named ``mce_guarded`` (null for invalid rows,
+        and when no bin has ``min_count`` predictions).
 
     Examples
     --------
     >>> import polars as pl
     >>> import calib_frames as cf
     >>> df = pl.DataFrame({"confidence": [0.15, 0.95], "correct": [False, False]})
-    >>> df.select(cf.mce(min_count=1)).item()
+    >>> df.select(cf.mce_guarded(min_count=1)).item()
     0.95
-    >>> df.select(cf.mce()).item() is None  # no bin has 10 predictions
+    >>> df.select(cf.mce_guarded()).item() is None  # no bin has 10 predictions
     True
     """
-    return _metric("mce", confidence, correct, bins, weight, mce_min_count=min_count)
+    return _metric("mce_guarded", confidence, correct, bins, weight, mce_min_count=min_count)
 
 
 @check_arguments(bins=BINS)

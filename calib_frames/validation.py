@@ -30,21 +30,25 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import SupportsIndex, TypeVar, cast
+from typing import Literal, SupportsIndex, TypeVar, cast
 
 import polars as pl
 
-from calib_frames.arguments import LEVEL, Constraint, Integer
+from calib_frames.arguments import LEVEL, Constraint, Integer, Options
 from calib_frames.exceptions import ArgumentError, DataError, TableError
 
 __all__ = [
+    "CORRECTION",
+    "CORRECTIONS",
     "MEMORY_LIMIT",
     "RESERVED_PREFIX",
+    "Correction",
     "Frame",
     "Keys",
     "RowCheck",
     "as_expr",
     "as_lazy",
+    "check_correction",
     "check_integer",
     "check_level",
     "check_memory",
@@ -590,6 +594,48 @@ def check_seed(seed: object) -> int:
     0
     """
     return check_integer(seed, name="seed", minimum=0)
+
+
+Correction = Literal["bh", "holm", "none"]
+"""A correction across the tests of a table: Benjamini–Hochberg, Holm, or none."""
+
+CORRECTIONS: tuple[Correction, ...] = ("bh", "holm", "none")
+"""The values of ``correction=`` (and ``--correction``), the default first."""
+
+
+CORRECTION = Options(*CORRECTIONS)
+"""``correction=`` of a table's tests (``@check_arguments(correction=CORRECTION)``)."""
+
+
+def check_correction(correction: object) -> Correction:
+    """``correction`` if it is one of :data:`CORRECTIONS`, else an ArgumentError.
+
+    Parameters
+    ----------
+    correction
+        The value given to ``correction=`` (``--correction``).
+
+    Returns
+    -------
+    str
+        The correction, ``"bh"``, ``"holm"`` or ``"none"``.
+
+    Raises
+    ------
+    ArgumentError
+        For any other value.
+
+    Examples
+    --------
+    >>> check_correction("holm")
+    'holm'
+    >>> check_correction("fdr")
+    Traceback (most recent call last):
+    ...
+    calib_frames.exceptions.ArgumentError: correction= takes 'bh', 'holm' or 'none', got 'fdr'
+    """
+    CORRECTION.check(correction, "correction")
+    return cast(Correction, correction)
 
 
 def check_level(level: object, *, name: str = "level") -> float:

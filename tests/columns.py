@@ -7,7 +7,7 @@ METRICS = (
     "ece",
     "rmsce",
     "mce",
-    "mce_raw",
+    "mce_guarded",
     "brier",
     "reliability",
     "resolution",

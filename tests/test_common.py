@@ -181,9 +181,9 @@ def tables() -> dict[str, pl.DataFrame]:
         "metrics": cf.calibration_metrics(predictions, by=["model", "task"]),
         "perplexity": cf.perplexity(losses, by="model", tokens="tokens"),
         "reliability": cf.reliability_table(predictions, by="model"),
-        "p_values": cf.calibration_noise_floor(
-            predictions, by=["model", "task"], replicates=50
-        ).select("model", "task", p_value="ece_p_value"),
+        "p_values": cf.calibration_noise_floor(predictions, by=["model", "task"]).select(
+            "model", "task", p_value="ece_p_value"
+        ),
         **{
             f"{method}_params": getattr(cf.recalibrate, f"fit_{method}")(
                 predictions, by="model", split="split"
@@ -266,11 +266,9 @@ CALLS: dict[str, Call] = {
     ),
     # estimators
     "calibration_intervals": Call(PREDICTIONS, {**BY_MODEL, **FEW}),
-    "calibration_noise_floor": Call(PREDICTIONS, {**BY_MODEL, **FEW}),
+    "calibration_noise_floor": Call(PREDICTIONS, BY_MODEL),
     "estimators.intervals_from_bin_statistics": Call(("stats",), FEW, column="weight_correct"),
-    "estimators.uncertainty_from_bin_statistics": Call(
-        ("stats",), {**FEW, "noise_replicates": 20}, column="weight_correct"
-    ),
+    "estimators.uncertainty_from_bin_statistics": Call(("stats",), FEW, column="weight_correct"),
     "perplexity_intervals": Call(
         ("losses",), {"by": "model", "tokens": "tokens", **FEW}, column="nll"
     ),

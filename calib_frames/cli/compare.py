@@ -5,8 +5,8 @@ calib-frames compare PREDICTIONS… [--token-file TOKENS…] --by model,task [--
 
 The table is :func:`calib_frames.compare`'s (built by
 :func:`calib_frames.comparison.report_tables`): metrics, and unless ``--no-uncertainty``
-their bootstrap intervals, the ECE noise floor and the verdict (``--replicates``,
-``--level``, ``--seed``, as ``report``), and with token files the perplexity with its
+their intervals, the ECE noise floor and the verdict (``--replicates``, ``--level``,
+``--seed``, ``--correction``, as ``report``), and with token files the perplexity with its
 intervals. ``report`` writes the same table as ``comparison.*``.
 """
 
@@ -32,7 +32,7 @@ from calib_frames.metrics.registry import SUMMARY_COLUMNS
 from calib_frames.plot.frames import group_labels
 from calib_frames.report.summary import summary_lines
 from calib_frames.schema import BIN_STATISTICS, PERPLEXITY
-from calib_frames.validation import Frame
+from calib_frames.validation import CORRECTIONS, Frame
 
 __all__ = [
     "add_parser",
@@ -70,7 +70,7 @@ def add_parser(commands: Any) -> None:
 
 
 def add_uncertainty_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--no-uncertainty``, ``--replicates``, ``--level``, ``--seed`` (compare and report)."""
+    """The uncertainty flags of compare and report (``--no-uncertainty``, ``--correction``…)."""
     parser.add_argument(
         "--no-uncertainty",
         action="store_true",
@@ -79,6 +79,13 @@ def add_uncertainty_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replicates", type=int, default=REPLICATES, help="bootstrap replicates")
     parser.add_argument("--level", type=float, default=0.95, help="interval level")
     parser.add_argument("--seed", type=int, default=0, help="seed of the resampling")
+    parser.add_argument(
+        "--correction",
+        choices=CORRECTIONS,
+        default=CORRECTIONS[0],
+        help="correction of the noise floor's p-values across the table's groups "
+        "(default bh: Benjamini-Hochberg; holm; none)",
+    )
 
 
 def check_uncertainty_arguments(args: argparse.Namespace) -> None:
@@ -116,6 +123,7 @@ def tables_of(
             not_tasks=not_tasks,
             beside=beside,
             uncertainty=not args.no_uncertainty,
+            correction=args.correction,
             replicates=args.replicates,
             level=args.level,
             seed=args.seed,

@@ -402,12 +402,13 @@ def _write_charts(
     from calib_frames.report import report_charts, write_report
     from calib_frames.report.charts import PICKED_DIAGRAM, over_time_charts
 
-    with_intervals = with_accuracy_intervals(stats)
+    with_intervals = with_accuracy_intervals(stats, level=args.level)
     assert isinstance(with_intervals, pl.DataFrame)
     with common.stage(args, "built the charts"):
         charts = report_charts(
-            table, bin_statistics=with_intervals, perplexity=ppl, selective=curve, leaderboard=board
-        )
+            table, bin_statistics=with_intervals, perplexity=ppl, selective=curve,
+            leaderboard=board, level=args.level,
+        )  # fmt: skip
     with common.stage(args, "wrote report.html"):
         write_report(
             staging / HTML_FILE,
@@ -420,6 +421,7 @@ def _write_charts(
             changes=None if over is None else over.changes,
             title=args.title,
             inputs=[str(p) for p in (args.inputs or args.from_stats)] + list(args.token_file),
+            level=args.level,
         )
     if not args.png:
         return [HTML_FILE]

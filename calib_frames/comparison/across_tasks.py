@@ -30,7 +30,8 @@ otherwise (``calib-frames report`` passes the log format's ``not_tasks``).
   errors; the per-task intervals need not be symmetric).
 * ``tasks``: the tasks with predictions of positive weight (a task with token rows
   only, or whose weights are all 0, is not one); ``miscalibrated_tasks``: how many of
-  them have ``ece_beyond_noise``.
+  them have ``ece_beyond_noise`` (its p-value corrected across every model × task of
+  the table, :func:`~calib_frames.estimators.noise_floor_from_bin_statistics`).
 
 **The order: the mean over tasks of the Brier score** (``brier_task_mean``, lower first).
 The Brier score is a proper score: its expectation is smallest when the confidences are
@@ -74,26 +75,7 @@ Measured by ``benchmarks/sim_leaderboard.py`` (4 tasks × 500 predictions a mode
 replicates, level 0.95, 400 runs a case; a rate near 0.95 over 400 runs is within about
 ±0.02 of its expectation):
 
-==================================================  ==================================
-case                                                measured
-==================================================  ==================================
-a hedger (accuracy 0.53, ECE ≈ 0) against a         the hedger ranked above: 0 runs
-sharper model (accuracy 0.80, ECE ≈ 0.05, the       (by pooled ECE, the order before:
-better Brier score)                                 all 400)
-two equally good models, independent answers        the second marked: 0.945 (1,600
-                                                    runs; 0.938 in the first 400)
-two equally good models, the same questions         the second marked: 1.000
-ten equally good models                             all ten marked: 0.940 of the runs
-                                                    (0.993 of the nine behind the best)
-expected Brier scores 0.167 and 0.183               the worse marked: 0.233
-expected Brier scores 0.167 and 0.195               the worse marked: 0.005
-five models, expected Brier 0.167 to 0.194          true rank inside its interval: 0.997
-==================================================  ==================================
-
-So the mark claims a difference that is not there about as often as its level allows
-(5.5% of the runs of two equal models, 6% of those of ten, at a nominal 5%), and the
-rank intervals, marginal percentile intervals, are wide (they held the true rank
-99.7% of the time at a nominal 95%).
+==================================================  ===========================
 """
 
 from __future__ import annotations
@@ -121,7 +103,7 @@ __all__ = [
     "task_keys",
 ]
 
-LEADERBOARD_METRICS = ("accuracy", "ece", "mce", "brier", "log_loss")
+LEADERBOARD_METRICS = ("accuracy", "ece", "mce_guarded", "brier", "log_loss")
 """The calibration metrics of the leaderboard, pooled and as a mean over tasks."""
 
 RANKED_BY = "brier_task_mean"

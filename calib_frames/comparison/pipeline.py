@@ -4,8 +4,10 @@
 additive tables, in this order:
 
 1. the metrics of the bin statistics (:func:`~calib_frames.metrics_from_bin_statistics`);
-2. with ``uncertainty``, their bootstrap intervals and the ECE noise floor, with
-   ``ece_beyond_noise`` and the ``verdict`` in words
+2. with ``uncertainty``, their intervals (the bootstrap's; the ECE's by test inversion)
+   and the ECE noise floor, its p-values corrected across every group of the table
+   (``correction``, Benjamini–Hochberg by default), with ``ece_beyond_noise``,
+   ``ece_direction`` and the ``verdict`` in words
    (:func:`~calib_frames.estimators.uncertainty_from_bin_statistics`);
 3. the perplexity of the NLL sums (with ``uncertainty`` and the token rows, its
    intervals: :func:`~calib_frames.estimators.perplexity_intervals`), joined on the
@@ -18,10 +20,10 @@ Everything that shows these tables calls it: ``calib-frames compare`` (the compa
 table), ``calib-frames report`` (both), and in Python :func:`compare` (from prediction
 and token rows), :func:`comparison_from_bin_statistics` and :func:`leaderboard` (from
 the additive tables). The defaults are the command line's: :data:`REPLICATES`
-bootstrap replicates, level 0.95, seed 0. The report's ``replicates`` default is 200,
-not the 1000 of the estimators: a report runs the bootstrap for every group of a
-leaderboard (2,000 groups at 1,000 replicates take about a minute), and the noise
-floor, whose p-value needs the resolution, keeps its 1000 draws.
+bootstrap replicates, level 0.95, seed 0, correction ``"bh"``. The report's
+``replicates`` default is 200, not the 1000 of the estimators: a report runs the
+bootstrap for every group of a leaderboard (2,000 groups at 1,000 replicates take about a
+minute); the noise floor draws nothing (its null distribution is exact).
 """
 
 from __future__ import annotations
@@ -43,7 +45,14 @@ from calib_frames.metrics.tokens import perplexity_from_nll_sums
 from calib_frames.nll import nll_sums
 from calib_frames.schema import BIN_STATISTICS, NLL_SUMS
 from calib_frames.stats import bin_statistics
-from calib_frames.validation import Frame, as_lazy, check_level, group_keys, return_like
+from calib_frames.validation import (
+    CORRECTION,
+    Correction,
+    Frame,
+    as_lazy,
+    group_keys,
+    return_like,
+)
 
 __all__ = [
     "REPLICATES",
@@ -57,7 +66,12 @@ __all__ = [
 REPLICATES = 200
 """Bootstrap and noise-floor replicates of the report (``calib-frames report --replicates``)."""
 
-_UNCERTAINTY = {"mce_min_count": Integer(1), "uncertainty": FLAG, **RESAMPLING}
+_UNCERTAINTY = {
+    "mce_min_count": Integer(1),
+    "uncertainty": FLAG,
+    "correction": CORRECTION,
+    **RESAMPLING,
+}
 
 
 @dataclass(frozen=True)
@@ -95,6 +109,7 @@ def report_tables(
     beside: pl.DataFrame | pl.LazyFrame | None = None,
     mce_min_count: int = MCE_MIN_COUNT,
     uncertainty: bool = True,
+    correction: Correction = "bh",
     replicates: int = REPLICATES,
     level: float = 0.95,
     seed: int = 0,
@@ -130,9 +145,13 @@ def report_tables(
         As for :func:`~calib_frames.metrics_from_bin_statistics` (default 10).
     uncertainty
         Add the intervals and the noise floor (costs groups × bins × replicates).
+    correction
+        How the noise floor's p-values are corrected across the table's groups:
+        ``"bh"`` (Benjamini–Hochberg, default), ``"holm"`` or ``"none"``
+        (:mod:`calib_frames.estimators.noise` says why BH).
     replicates, level, seed
-        Of the bootstrap (default 200, 0.95, 0: the report's; the noise floor draws
-        1000 times with seed + 1).
+        Of the bootstrap (default 200, 0.95, 0: the report's); ``level`` is also that of
+        the ECE interval, the task-mean intervals and the noise floor's quantile.
 
     Returns
     -------
@@ -162,7 +181,6 @@ def report_tables(
     """
     from calib_frames.estimators import perplexity_intervals, uncertainty_from_bin_statistics
 
-    check_level(level)  # also without uncertainty: the task-mean intervals read it
     lazy = as_lazy(stats)
     keys: list[str] = BIN_STATISTICS.keys(lazy.collect_schema())
     if model is not None and model not in keys:
@@ -174,7 +192,7 @@ def report_tables(
     table = as_lazy(metrics_from_bin_statistics(lazy, mce_min_count=mce_min_count))
     if uncertainty:
         columns = uncertainty_from_bin_statistics(
-            lazy, replicates=replicates, level=level, seed=seed
+            lazy, correction=correction, replicates=replicates, level=level, seed=seed
         )
         table = with_columns_of(table, as_lazy(columns), keys)
     ppl = None
@@ -240,6 +258,7 @@ def comparison_from_bin_statistics(
     *,
     mce_min_count: int = MCE_MIN_COUNT,
     uncertainty: bool = True,
+    correction: Correction = "bh",
     replicates: int = REPLICATES,
     level: float = 0.95,
     seed: int = 0,
@@ -247,16 +266,16 @@ def comparison_from_bin_statistics(
     """The comparison table of a bin-statistics table (and an NLL-sums table).
 
     :func:`~calib_frames.metrics_from_bin_statistics`, then (with ``uncertainty``) the
-    bootstrap intervals ``<metric>_ci_low/_high`` and the ECE noise floor with its
-    ``ece_beyond_noise`` and ``verdict`` columns
+    intervals ``<metric>_ci_low/_high`` and the ECE noise floor with its raw and
+    adjusted p-values, ``ece_beyond_noise``, ``ece_direction`` and ``verdict`` columns
     (:func:`~calib_frames.estimators.uncertainty_from_bin_statistics`: the bootstrap
-    with ``replicates``, the noise floor with its own 1000 draws), then the perplexity of
-    ``sums`` joined on the shared keys (:func:`~calib_frames.comparison_table`): the
-    comparison of :func:`report_tables`.
+    with ``replicates``, the exact null distribution of the ECE, the correction across
+    every group of ``stats``), then the perplexity of ``sums`` joined on the shared keys
+    (:func:`~calib_frames.comparison_table`): the comparison of :func:`report_tables`.
 
     Parameters
     ----------
-    stats, sums, mce_min_count, uncertainty, replicates, level, seed
+    stats, sums, mce_min_count, uncertainty, correction, replicates, level, seed
         As for :func:`report_tables`: a bin-statistics table (lazy in, lazy out), an
         NLL-sums table or ``None``, and the report's defaults.
 
@@ -282,14 +301,16 @@ def comparison_from_bin_statistics(
     >>> preds = pl.read_parquet("data/synthetic_predictions.parquet")
     >>> table = cf.comparison_from_bin_statistics(cf.bin_statistics(preds, by="model"))
     >>> table.select("model", "verdict").rows()  # doctest: +NORMALIZE_WHITESPACE
-    [('calibrated', 'within noise, p = 0.53'), ('overconfident', 'overconfident, p = 0.001'),
-     ('underconfident', 'underconfident, p = 0.001')]
+    [('calibrated', 'within noise, adjusted p = 0.54'),
+     ('overconfident', 'overconfident, p < 1e-12'),
+     ('underconfident', 'underconfident, p < 1e-12')]
     """
     return report_tables(
         stats,
         sums,
         mce_min_count=mce_min_count,
         uncertainty=uncertainty,
+        correction=correction,
         replicates=replicates,
         level=level,
         seed=seed,
@@ -306,6 +327,7 @@ def leaderboard(
     not_tasks: str | Sequence[str] | None = None,
     mce_min_count: int = MCE_MIN_COUNT,
     uncertainty: bool = True,
+    correction: Correction = "bh",
     replicates: int = REPLICATES,
     level: float = 0.95,
     seed: int = 0,
@@ -344,6 +366,9 @@ def leaderboard(
         Add the intervals (``<metric>_ci_low/_high``, ``<metric>_task_mean_ci_low/_high``,
         ``rank_ci_low/_high``), ``indistinguishable_from_best`` and
         ``miscalibrated_tasks``.
+    correction
+        As for :func:`report_tables`: ``miscalibrated_tasks`` counts the tasks whose
+        adjusted p-value (corrected across every model × task) is at most 0.05.
     replicates, level, seed
         Of the bootstrap (defaults those of :func:`compare`); ``level`` is that of every
         interval: pooled, task mean and rank, and of the mark.
@@ -399,6 +424,7 @@ def leaderboard(
         not_tasks=not_tasks,
         mce_min_count=mce_min_count,
         uncertainty=uncertainty,
+        correction=correction,
         replicates=replicates,
         level=level,
         seed=seed,
@@ -425,6 +451,7 @@ def compare(
     tokens_by: str | Sequence[str] | None = None,
     mce_min_count: int = MCE_MIN_COUNT,
     uncertainty: bool = True,
+    correction: Correction = "bh",
     replicates: int = REPLICATES,
     level: float = 0.95,
     seed: int = 0,
@@ -457,7 +484,7 @@ def compare(
         As for :func:`~calib_frames.bin_statistics`.
     tokens_by
         Group keys of ``losses`` (default: the keys of ``by`` that ``losses`` has).
-    mce_min_count, uncertainty, replicates, level, seed
+    mce_min_count, uncertainty, correction, replicates, level, seed
         As for :func:`report_tables` (``uncertainty=False`` skips the intervals and the
         noise floor).
 
@@ -484,7 +511,7 @@ def compare(
     >>> losses = pl.read_parquet("data/synthetic_tokens.parquet")
     >>> table = cf.compare(preds, losses, tokens="tokens", bytes="bytes", by=["model", "task"])
     >>> table.height, table.filter(pl.col("model") == "calibrated")["verdict"][0]
-    (12, 'within noise, p = 0.77')
+    (12, 'within noise, adjusted p = 0.84')
     """
     keys = group_keys(by)
     stats = as_lazy(
@@ -516,6 +543,7 @@ def compare(
         bytes=bytes,
         mce_min_count=mce_min_count,
         uncertainty=uncertainty,
+        correction=correction,
         replicates=replicates,
         level=level,
         seed=seed,

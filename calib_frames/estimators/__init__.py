@@ -24,11 +24,14 @@ any row count; each says in its docstring what it estimates and how):
 function                                output columns (after the group keys)
 ======================================  =====================================================
 :func:`calibration_intervals`           ``<metric>_ci_low``, ``<metric>_ci_high``
+                                        (the ECE's: a test inversion that covers small
+                                        ECEs; the others: the bootstrap)
 :func:`intervals_from_bin_statistics`   the same, from a bin-statistics table
 :func:`perplexity_intervals`            ``<measure>_ci_low/_high`` of the perplexity family
-:func:`calibration_noise_floor`         count, populated_bins, ece, ece_null_mean,
-                                        ece_noise_floor, ece_p_value, ece_beyond_noise,
-                                        verdict
+:func:`calibration_noise_floor`         count, weight, populated_bins, ece,
+                                        ece_direction, ece_null_mean, ece_noise_floor,
+                                        ece_p_value, ece_p_adjusted (corrected across
+                                        the table), ece_beyond_noise, verdict
 :func:`uncertainty_from_bin_statistics` every interval column and the noise-floor columns
 :func:`paired_comparison`               one row per (keys, model_a, model_b): differences,
                                         intervals, raw and adjusted p-values

@@ -23,17 +23,17 @@ bin-statistics columns with a ``replicate`` key, and
 :func:`~calib_frames.metrics_from_bin_statistics` reduces it: the math of the metrics
 stays in one place.
 
-Per cell with n rows, weight W, residual sum R = Σwr and squared-residual sum Q = Σwr²
-(r = 1 − p for correct rows, p for wrong rows; see :mod:`calib_frames.stats`), and mean
-residual r̄ = R/W, within-cell variance s² = Q/W − r̄², a replicate with n* rows gets
+**Weights are frequencies**: a weight of k is k identical rows, so the N that is drawn
+is the group's total weight (rounded to whole predictions, m = round(N)) and a cell's
+share is its weight, n = W·m/N "predictions" (without weights, its rows). Per cell with
+weight W, residual sum R = Σwr and squared-residual sum Q = Σwr² (r = 1 − p for correct
+rows, p for wrong rows; see :mod:`calib_frames.stats`), mean residual r̄ = R/W and
+within-cell variance s² = Q/W − r̄², a replicate with n* predictions gets
 
-* count n*, weight W* = W·n*/n (exact for counts and unweighted data; with weights it
-  assumes the resampled rows carry the cell's mean weight, and the rows of each class,
-  n₁ and n₀, are taken from an optional ``count_correct`` column or apportioned as
-  count·W₁/W),
+* weight W* = W·n*/n (so Σ W* = N), and a row count scaled as much,
 * R* = W*·r̄ + (W/n)·√n*·s·Z with Z ~ N(0, 1), clipped so that R*/W* stays inside the
-  bin's residual range: the mean of n* rows drawn from the cell varies with variance
-  s²/n* (the normal approximation of that mean is the one approximation here),
+  bin's residual range: the mean of n* predictions drawn from the cell varies with
+  variance s²/n* (the normal approximation of that mean is the one approximation here),
 * Q* = R*²/W* + W*·s*², with the resampled spread s*² = s²·(1 − 1/n*)·(1 + √(κ/n*)·Z′),
   Z′ ~ N(0, 1), cut at 0: its bootstrap mean, and a relative spread that needs the fourth
   moment, which the table lacks; κ = μ₄/s⁴ − 1 = 0.8 is that of a uniform distribution
@@ -41,7 +41,7 @@ residual r̄ = R/W, within-cell variance s² = Q/W − r̄², a replicate with n
 * Σwp of the correct rows = W₁* − R₁*, and the log-loss sum scaled by n*/n.
 
 So accuracy, mean confidence, ECE, RMSCE, MCE and the Brier terms see both sources of
-variation: how many rows of each class land in each bin (exact), and how the mean
+variation: how many predictions of each class land in each bin (exact), and how the mean
 confidence within a cell moves (normal approximation, second moments exact). What is
 approximate: the skewness of the within-cell mean in cells of a handful of rows, and the
 variability of the within-cell spread (which only enters ``within_bin_variance`` and, at
@@ -59,6 +59,11 @@ the within-bin variance interval was 4 times too narrow. The log-loss sum has no
 moment in the table (its within-cell spread is unbounded near p = 0 or 1), so log loss
 gets no interval.
 
+**The ECE is not bootstrapped.** The plug-in ECE is biased upward, so a percentile
+interval of it misses small ECEs (it never reaches 0 for a calibrated model):
+``ece_ci_low/_high`` come from the inversion of a least-favourable test
+(:mod:`calib_frames.estimators.ece_interval`), in both resampling modes.
+
 Coverage is that of a percentile bootstrap, below nominal in small groups: in a
 simulation of issue 17 (n = 500 rows, 95% intervals) the accuracy and Brier intervals
 covered the true value in 0.87–0.96 of the samples (0.87 for accuracy is about 3.6
@@ -70,7 +75,8 @@ score interval, also added to a table by
 ``resample="rows"`` is the exact row-level Poisson bootstrap (each row gets a Poisson(1)
 multiplicity per replicate, from a seeded hash of its position and the replicate, and
 the one bin-statistics pass groups by ``replicate`` too): costs rows × replicates (the
-rows are crossed with the replicates), a reference for small data and validation.
+rows are crossed with the replicates), a reference for small data and validation. With
+weights, which must then be whole numbers, a row of weight k is first repeated k times.
 
 The perplexity family has its own bootstrap, from additive moment sums
 (:mod:`calib_frames.estimators.perplexity_bootstrap`).
@@ -106,14 +112,18 @@ from calib_frames.arguments import (
     check_arguments,
 )
 from calib_frames.binning import BINS, BinsLike
+from calib_frames.estimators._bins import grid_shape
+from calib_frames.estimators.ece_interval import ece_interval_table
 from calib_frames.exceptions import DataError, TableError
 from calib_frames.metrics.calibration import metrics_from_bin_statistics
 from calib_frames.schema import BIN_STATISTICS
 from calib_frames.stats import bin_statistics
 from calib_frames.validation import (
     Frame,
+    RowCheck,
     as_lazy,
     check_memory,
+    check_rows,
     group_keys,
     require_columns,
     return_like,
@@ -121,6 +131,7 @@ from calib_frames.validation import (
 )
 
 __all__ = [
+    "BOOTSTRAP_METRICS",
     "CI_METRICS",
     "REPLICATE",
     "bootstrap_bin_statistics",
@@ -138,6 +149,7 @@ CI_METRICS = (
     "ece",
     "rmsce",
     "mce",
+    "mce_guarded",
     "brier",
     "reliability",
     "resolution",
@@ -147,8 +159,8 @@ CI_METRICS = (
 )
 """Metrics of the calibration-metrics table that get ``<metric>_ci_low/high`` columns."""
 
-COUNT_CORRECT = "count_correct"
-"""Optional bin-statistics column: rows with a correct outcome (used when present)."""
+BOOTSTRAP_METRICS = tuple(name for name in CI_METRICS if name != "ece")
+"""The metrics whose interval is the bootstrap's (the ECE's is a test inversion)."""
 
 _BYTES_PER_CELL = 320  # measured: 1e6 cells (1 group × 10 bins × 1e5 replicates) ≈ 260 MB
 _BYTES_PER_ROW_DRAW = 64  # measured: 1e6 row draws (500 rows × 2000 replicates) ≈ 40 MB
@@ -156,6 +168,7 @@ _BYTES_PER_ROW_DRAW = 64  # measured: 1e6 row draws (500 rows × 2000 replicates
 _ROW = working("row")
 _DRAWN_ROWS = working("drawn_rows")
 _BOOT_W = working("boot_w")
+_COPY = working("copy")
 _POISSON_TAIL = 16  # P(Poisson(1) > 16) < 1e-14
 
 
@@ -176,8 +189,8 @@ def bootstrap_bin_statistics(
     sums scaled to it (module docstring: exact for counts and class means, a normal
     approximation for the within-cell mean confidence). Costs groups × bins × replicates.
     With ``rows=`` each replicate draws that many rows from the group's cells instead of
-    the group's own count (a sample of another size from the same cells: the two sides
-    of a two-sample test drawn from their pooled table).
+    the group's own number of predictions (a sample of another size from the same
+    cells: the two sides of a two-sample test drawn from their pooled table).
 
     Parameters
     ----------
@@ -186,8 +199,8 @@ def bootstrap_bin_statistics(
         of bins per group. Lazy in, lazy out (the draw runs at collect time).
     rows
         Optional column of ``stats`` holding, per group (the same on each of its bin
-        rows), the number of rows a replicate draws (an integer ≥ 0); ``None``: the
-        group's count.
+        rows), the number of predictions a replicate draws (an integer ≥ 0; with weights,
+        whole units of weight); ``None``: the group's total weight, rounded.
     replicates
         Number of bootstrap replicates (≥ 1).
     seed
@@ -229,8 +242,6 @@ def bootstrap_bin_statistics(
     schema = lazy.collect_schema()
     keys: list[str] = _stat_keys(schema)
     names = [*keys, *BIN_STATISTICS.names]
-    if COUNT_CORRECT in schema:  # rows per outcome class, when the table carries them
-        names.append(COUNT_CORRECT)
     if rows is not None:
         require_columns(schema, {"rows": rows}, numeric=["rows"])
         lazy = lazy.with_columns(pl.col(rows).alias(_DRAWN_ROWS))
@@ -243,23 +254,6 @@ def bootstrap_bin_statistics(
     return return_like(stats, result)
 
 
-def _grid_shape(frame: pl.DataFrame, keys: list[str]) -> tuple[int, int]:
-    """(groups, bins) of a sorted, complete bin-statistics table (raises if ragged)."""
-    if keys:
-        group = frame.select(pl.struct(keys).rle_id()).to_series().to_numpy()
-    else:
-        group = np.zeros(frame.height, dtype=np.int64)
-    groups = int(group.max()) + 1
-    sizes = np.bincount(group, minlength=groups)
-    if not (sizes == sizes[0]).all():
-        raise TableError(
-            "bin-statistics groups have different numbers of bins "
-            f"({int(sizes.min())} to {int(sizes.max())}); bootstrap needs complete tables "
-            "as bin_statistics builds them"
-        )
-    return groups, int(sizes[0])
-
-
 def _draw_counts(
     rng: np.random.Generator,
     n1: np.ndarray,
@@ -267,16 +261,18 @@ def _draw_counts(
     replicates: int,
     sizes: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Multinomial rows per (group, replicate, bin, class), ``sizes`` rows per group.
+    """Multinomial predictions per (group, replicate, bin, class), ``sizes`` per group.
 
-    ``sizes`` defaults to each group's own row total.
+    ``n1``, ``n0``: each cell's predictions (its weight in units of the group's drawn
+    total); ``sizes`` defaults to each group's own total, rounded.
     """
     groups, _, bins = n1.shape
-    cells = np.stack([n1[:, 0], n0[:, 0]], axis=-1).reshape(groups, 2 * bins).astype(np.int64)
+    cells = np.stack([n1[:, 0], n0[:, 0]], axis=-1).reshape(groups, 2 * bins)
     total = cells.sum(axis=1)
-    pvals = cells / np.maximum(total, 1)[:, None]
+    pvals = cells / np.where(total > 0, total, 1.0)[:, None]
     pvals[total == 0, 0] = 1.0
-    drawn_total = total if sizes is None else np.where(total > 0, sizes, 0)
+    own = np.rint(total).astype(np.int64)
+    drawn_total = own if sizes is None else np.where(total > 0, sizes, 0)
     drawn = rng.multinomial(drawn_total[:, None], pvals[:, None, :], size=(groups, replicates))
     return drawn.reshape(groups, replicates, bins, 2).astype(np.float64)
 
@@ -324,7 +320,7 @@ def _draw(frame: pl.DataFrame, *, keys: list[str], replicates: int, seed: int) -
     frame = frame.sort([*keys, "bin"], nulls_last=True)
     if frame.height == 0:
         return frame.select(*keys, pl.lit(0, pl.UInt32).alias(REPLICATE), *BIN_STATISTICS.names)
-    groups, bins = _grid_shape(frame, keys)
+    groups, bins = grid_shape(frame, keys)
     check_memory(
         groups * bins * replicates,
         _BYTES_PER_CELL,
@@ -336,13 +332,12 @@ def _draw(frame: pl.DataFrame, *, keys: list[str], replicates: int, seed: int) -
         return frame[name].cast(pl.Float64).fill_null(fill).to_numpy().reshape(shape)
 
     count = col("count")
-    # rows per outcome class: exact without weights (weight_correct counts correct rows);
-    # with weights the rows are apportioned by weight unless the table has count_correct
-    if COUNT_CORRECT in frame.columns:
-        n1 = col(COUNT_CORRECT)
-    else:
-        n1 = np.rint(count * _safe_divide(col("weight_correct"), col("weight")))
-    n0 = count - n1
+    # weights are frequencies: a cell holds its weight in predictions, on the scale of
+    # the group's drawn total m = round(N) (without weights: its rows exactly)
+    w1, w0 = col("weight_correct"), col("weight_wrong")
+    total = (w1 + w0).sum(axis=2, keepdims=True)
+    scale = _safe_divide(np.maximum(np.rint(total), 1.0), total)
+    n1, n0 = w1 * scale, w0 * scale
     sizes = None
     if _DRAWN_ROWS in frame.columns:
         per_group = frame[_DRAWN_ROWS].cast(pl.Float64).to_numpy().reshape(groups, bins)[:, 0]
@@ -362,14 +357,14 @@ def _draw(frame: pl.DataFrame, *, keys: list[str], replicates: int, seed: int) -
         rng,
         n=n1,
         n_star=drawn[..., 0],
-        sums=(col("weight_correct"), col("sum_residual_correct"), col("sum_sq_residual_correct")),
+        sums=(w1, col("sum_residual_correct"), col("sum_sq_residual_correct")),
         bounds=(1.0 - upper, 1.0 - lower),
     )
     w0s, r0s, q0s = _resample_class(
         rng,
         n=n0,
         n_star=drawn[..., 1],
-        sums=(col("weight_wrong"), col("sum_residual_wrong"), col("sum_sq_residual_wrong")),
+        sums=(w0, col("sum_residual_wrong"), col("sum_sq_residual_wrong")),
         bounds=(lower, upper),
     )
     n_star = drawn.sum(axis=-1)
@@ -381,7 +376,7 @@ def _draw(frame: pl.DataFrame, *, keys: list[str], replicates: int, seed: int) -
         frame,
         keys,
         {
-            "count": np.rint(n_star),
+            "count": np.rint(count * _safe_divide(n_star, n1 + n0)),
             "weight": ws,
             "mean_confidence": mean_conf,
             "accuracy": accuracy,
@@ -392,7 +387,7 @@ def _draw(frame: pl.DataFrame, *, keys: list[str], replicates: int, seed: int) -
             "sum_residual_wrong": r0s,
             "sum_sq_residual_correct": q1s,
             "sum_sq_residual_wrong": q0s,
-            "sum_log_loss": _scaled(col("sum_log_loss"), _safe_divide(n_star, count)),
+            "sum_log_loss": _scaled(col("sum_log_loss"), _safe_divide(n_star, n1 + n0)),
         },
     )
 
@@ -419,7 +414,7 @@ def _percentiles(
     replicated: pl.LazyFrame, keys: list[str], metrics: Sequence[str], level: float
 ) -> pl.LazyFrame:
     """keys… + ``<metric>_ci_low/high``: percentiles of the replicates per group."""
-    outputs = [f"{name}_ci_{side}" for name in metrics for side in ("low", "high")]
+    outputs = _bounds(metrics)
     require_columns(replicated.collect_schema(), {}, keys=keys, reserved=outputs)
     alpha = (1.0 - level) / 2.0
     aggs: list[pl.Expr] = []
@@ -435,12 +430,15 @@ def _percentiles(
 def intervals_from_bin_statistics(
     stats: Frame, *, replicates: int = 1000, level: float = 0.95, seed: int = 0
 ) -> Frame:
-    """Percentile bootstrap intervals of the calibration metrics from a bin-statistics table.
+    """Intervals of the calibration metrics from a bin-statistics table (bootstrap; ECE: test).
 
     Estimates, per group, the ``level`` percentile interval of accuracy, mean
-    confidence, overconfidence, ECE, RMSCE, MCE, the Brier score and its decomposition
-    terms (:data:`CI_METRICS`) under the bootstrap over predictions, resampled at the
-    bin level (module docstring). Costs groups × bins × replicates, not rows.
+    confidence, overconfidence, RMSCE, MCE, the Brier score and its decomposition terms
+    (:data:`BOOTSTRAP_METRICS`) under the bootstrap over predictions, resampled at the
+    bin level (module docstring), and the ECE's interval by the inversion of a
+    least-favourable test (:mod:`calib_frames.estimators.ece_interval`: it covers small
+    ECEs, 0 included, where the percentile bootstrap of the biased plug-in cannot).
+    Costs groups × bins × replicates, not rows.
 
     Parameters
     ----------
@@ -484,10 +482,39 @@ def intervals_from_bin_statistics(
     True
     """
     lazy = as_lazy(stats)
-    keys: list[str] = _stat_keys(lazy.collect_schema())
-    boot = bootstrap_bin_statistics(lazy, replicates=replicates, seed=seed)
-    replicated = metrics_from_bin_statistics(boot)
-    return return_like(stats, _percentiles(replicated, keys, CI_METRICS, level))
+    schema = lazy.collect_schema()
+    keys: list[str] = _stat_keys(schema)
+    require_columns(schema, {}, keys=keys, reserved=_bounds(CI_METRICS))
+    out_schema: dict[str, pl.DataType] = {key: schema[key] for key in keys}
+    out_schema.update({bound: pl.Float64() for bound in _bounds(CI_METRICS)})
+
+    def both(frame: pl.DataFrame) -> pl.DataFrame:
+        drawn = bootstrap_bounds(frame, keys, replicates=replicates, level=level, seed=seed)
+        assert isinstance(drawn, pl.DataFrame)
+        ece = ece_interval_table(frame, keys, level)
+        joined = pl.concat([drawn, ece.drop(keys)], how="horizontal")  # both sorted by keys
+        return joined.select(*out_schema)
+
+    result = lazy.select(*keys, *BIN_STATISTICS.names).map_batches(both, schema=out_schema)
+    return return_like(stats, result)
+
+
+def _bounds(metrics: Sequence[str]) -> list[str]:
+    """``<metric>_ci_low``, ``<metric>_ci_high`` of each metric, in order."""
+    return [f"{name}_ci_{side}" for name in metrics for side in ("low", "high")]
+
+
+def bootstrap_bounds(
+    stats: Frame, keys: list[str], *, replicates: int, level: float, seed: int
+) -> Frame:
+    """keys… and the percentile intervals of :data:`BOOTSTRAP_METRICS`, sorted by the keys.
+
+    The bootstrap part of :func:`intervals_from_bin_statistics` (arguments checked there);
+    a group without weight gets null bounds.
+    """
+    boot = bootstrap_bin_statistics(stats, replicates=replicates, seed=seed)
+    replicated = as_lazy(metrics_from_bin_statistics(boot))
+    return return_like(stats, _percentiles(replicated, keys, BOOTSTRAP_METRICS, level))
 
 
 def _poisson_one(uniform: pl.Expr) -> pl.Expr:
@@ -526,21 +553,25 @@ def calibration_intervals(
     level: float = 0.95,
     seed: int = 0,
 ) -> Frame:
-    """Percentile bootstrap intervals of the calibration metrics per group, from predictions.
+    """Intervals of the calibration metrics per group, from predictions.
 
-    Estimates, per group, the ``level`` interval of every metric in :data:`CI_METRICS`
-    under the bootstrap over predictions (rows drawn with replacement).
+    Estimates, per group, the ``level`` interval of every metric in :data:`CI_METRICS`:
+    the percentile interval under the bootstrap over predictions (rows drawn with
+    replacement), but for the ECE, whose interval inverts a test
+    (:mod:`calib_frames.estimators.ece_interval`).
 
     Parameters
     ----------
     predictions, confidence, correct, by, bins, weight
-        As for :func:`~calib_frames.bin_statistics`.
+        As for :func:`~calib_frames.bin_statistics`; weights are frequencies (a weight
+        of k is k identical predictions).
     resample
         ``"bins"`` (default): one pass for the bin statistics, then the bin-level
         resampling of :func:`bootstrap_bin_statistics` (groups × bins × replicates).
         ``"rows"``: the exact row-level Poisson bootstrap in the same pass (each row
         weighted by a seeded Poisson(1) multiplicity per replicate; rows × replicates
-        work, for small data or validation; equal-mass bins keep the bins of the data).
+        work, for small data or validation; equal-mass bins keep the bins of the data;
+        weights must be whole numbers, a row of weight k is repeated k times).
     replicates, level, seed
         As for :func:`intervals_from_bin_statistics`.
 
@@ -557,6 +588,7 @@ def calibration_intervals(
     ------
     TableError, DataError
         As :func:`~calib_frames.bin_statistics` (missing columns, bad rows).
+        With ``resample="rows"``, a weight that is not a whole number >= 0.
     ArgumentError
         For bad ``replicates``, ``level``, ``seed`` or ``resample``; work that would need
         more memory than :data:`~calib_frames.validation.MEMORY_LIMIT` (e.g.
@@ -586,38 +618,66 @@ def calibration_intervals(
         return return_like(predictions, out)
     source = as_lazy(predictions)
     schema = source.collect_schema()
-    for reserved in (REPLICATE, _ROW):
+    for reserved in (REPLICATE, _ROW, _COPY):
         if reserved in schema:
             raise TableError(f"column {reserved!r} clashes with the bootstrap's own column")
     keys: list[str] = group_keys(by)
+    require_columns(schema, {}, keys=keys, reserved=_bounds(CI_METRICS))
+    roles = partial(bin_statistics, confidence=confidence, correct=correct, bins=bins)
+    ece = ece_intervals(roles(source, by=keys, weight=weight), keys=keys, level=level)
+    if weight is not None:  # a weight of k is k rows: repeat them (a row of weight 0 stays)
+        source = _repeated(source, weight, keys)
     rows = source.select(pl.len()).collect().item()  # a count, before rows × replicates
     check_memory(
         rows * replicates, _BYTES_PER_ROW_DRAW, f"{rows:,} rows × {replicates:,} replicates"
     )
-    if weight is not None:  # checked here: bin_statistics sees it only scaled by the draws
-        require_columns(schema, {"weight": weight}, numbers=["weight"])
     draws = pl.LazyFrame({REPLICATE: np.arange(replicates, dtype=np.uint32)})
     multiplicity = poisson_weights(pl.col(_ROW), pl.col(REPLICATE), seed).cast(pl.Float64)
-    boot_weight = weight or _BOOT_W
-    scaled = multiplicity if weight is None else pl.col(weight).cast(pl.Float64) * multiplicity
+    scaled = multiplicity if weight is None else pl.col(_BOOT_W) * multiplicity
     expanded = (
         source.with_row_index(_ROW)
         .join(draws, how="cross")
-        .with_columns(scaled.alias(boot_weight))
+        .with_columns(scaled.alias(_BOOT_W))
         .drop(_ROW)
     )
-    stats = bin_statistics(
-        expanded,
-        confidence=confidence,
-        correct=correct,
-        by=[*keys, REPLICATE],
-        bins=bins,
-        weight=boot_weight,
-    )
+    stats = roles(expanded, by=[*keys, REPLICATE], weight=_BOOT_W)
     # A replicate whose Poisson draws leave a group with no rows (likely for a group of
-    # a few rows) has no metrics: null, not the NaN/0 of an empty group, so that the
-    # percentiles are taken over the non-empty replicates.
-    replicated = metrics_from_bin_statistics(stats).with_columns(
-        pl.when(pl.col("weight") > 0).then(pl.col(name)).alias(name) for name in CI_METRICS
+    # a few rows) has no metrics (null), so that the percentiles are taken over the
+    # non-empty replicates.
+    replicated = metrics_from_bin_statistics(stats)
+    drawn = _percentiles(as_lazy(replicated), keys, BOOTSTRAP_METRICS, level)
+    ece_lazy = as_lazy(ece)
+    out = (
+        drawn.join(ece_lazy, on=keys, how="left", nulls_equal=True, maintain_order="left")
+        if keys
+        else pl.concat([drawn, ece_lazy], how="horizontal")
     )
-    return return_like(predictions, _percentiles(replicated, keys, CI_METRICS, level))
+    return return_like(predictions, out.select(*keys, *_bounds(CI_METRICS)))
+
+
+def ece_intervals(stats: Frame, *, keys: list[str], level: float) -> Frame:
+    """keys…, ``ece_ci_low``, ``ece_ci_high`` of a bin-statistics table (lazy stays lazy)."""
+    lazy = as_lazy(stats)
+    schema = lazy.collect_schema()
+    out = {key: schema[key] for key in keys}
+    out.update({"ece_ci_low": pl.Float64(), "ece_ci_high": pl.Float64()})
+    table = partial(ece_interval_table, keys=keys, level=level)
+    return return_like(stats, lazy.map_batches(table, schema=out))
+
+
+def _repeated(source: pl.LazyFrame, weight: str, keys: list[str]) -> pl.LazyFrame:
+    """Each row ``weight`` times with weight 1 (once with weight 0 when it is 0)."""
+    require_columns(source.collect_schema(), {"weight": weight}, numbers=["weight"])
+    w = pl.col(weight).cast(pl.Float64)
+    whole = RowCheck(
+        weight,
+        "not whole numbers >= 0 (resample='rows' repeats a row of weight k k times)",
+        bad=(~(w.is_finite() & (w >= 0) & (w == w.floor()))).fill_null(True),
+    )
+    checked = check_rows(source, [whole], keys=keys)
+    copies = pl.int_ranges(0, w.clip(lower_bound=1.0).cast(pl.Int64)).alias(_COPY)
+    return (
+        checked.with_columns(copies, (w > 0).cast(pl.Float64).alias(_BOOT_W))
+        .explode(_COPY)
+        .drop(_COPY)
+    )

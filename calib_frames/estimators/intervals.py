@@ -132,6 +132,8 @@ def with_accuracy_intervals(
     ----------
     table
         A bin-statistics or reliability table (any frame with ``count`` and ``accuracy``).
+        The number of trials is the bin's ``weight`` where the table has it (weights are
+        frequencies: a weight of k is k predictions), else its ``count``.
     method, level
         See :func:`accuracy_interval`.
 
@@ -163,7 +165,7 @@ def with_accuracy_intervals(
     missing = [c for c in ("count", "accuracy") if c not in schema]
     if missing:
         raise TableError(f"not a bin-statistics or reliability table: missing columns {missing}")
-    n = pl.col("count")
+    n = pl.col("weight" if "weight" in schema else "count")
     low, high = accuracy_interval(n, pl.col("accuracy") * n, method=method, level=level)
     result = lazy.with_columns(accuracy_ci_low=low, accuracy_ci_high=high)
     return return_like(table, result)

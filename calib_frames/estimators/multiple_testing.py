@@ -18,6 +18,12 @@ method     adjusted p-value of the j-th smallest          controls
 These are the same numbers as ``statsmodels.stats.multitest.multipletests`` with
 ``method="holm"`` and ``method="fdr_bh"`` (ties give equal adjusted values under both).
 A null p-value is "not tested": it gets a null adjusted value and does not count in m.
+
+The tables that test every group of a table at once (the ECE noise floor of
+:func:`~calib_frames.compare`, :func:`~calib_frames.leaderboard`, the report) take
+``correction=`` (:data:`calib_frames.validation.CORRECTIONS`, checked by
+:func:`~calib_frames.validation.check_correction`): ``"bh"`` by default, ``"holm"``, or
+``"none"`` (the raw p-values decide).
 """
 
 from __future__ import annotations

@@ -18,21 +18,20 @@ def group_metrics(
     *,
     bins: BinsLike = 10,
     log_confidence: str | None = None,
-    mce_min_count: int = 10,
 ) -> dict[str, float]:
     """:func:`~calib_frames.calibration_metrics` of one group, as floats; NaN when empty.
 
     A harness reports a metric over no prediction as NaN (inspect and lm-eval both do),
     where the frame API's convention is 0.0 for the error metrics: with no prediction
     every value here is NaN, so a run whose samples all lacked a confidence reads as
-    "no number", not as "perfectly calibrated". A null (``mce`` with no bin of
-    ``mce_min_count`` predictions) is NaN too.
+    "no number", not as "perfectly calibrated". A null (every metric when the weights sum to
+    0) is NaN too.
     """
     if predictions.height == 0:
         return {name: math.nan for name in ("ece", "mce", "brier", "log_loss", "accuracy")}
-    row = cf.calibration_metrics(
-        predictions, bins=bins, log_confidence=log_confidence, mce_min_count=mce_min_count
-    ).row(0, named=True)
+    row = cf.calibration_metrics(predictions, bins=bins, log_confidence=log_confidence).row(
+        0, named=True
+    )
     return {name: math.nan if value is None else float(value) for name, value in row.items()}
 
 
@@ -41,7 +40,6 @@ def choice_metrics(
     golds: Sequence[Sequence[int]],
     *,
     bins: int = 10,
-    mce_min_count: int = 10,
 ) -> dict[str, float]:
     """:func:`group_metrics` of multiple-choice questions given by their option scores.
 
@@ -68,6 +66,4 @@ def choice_metrics(
         .drop("golds")
     )
     predictions = cf.sources.choice_predictions(options, no_gold="wrong")
-    return group_metrics(
-        predictions, bins=bins, log_confidence="log_confidence", mce_min_count=mce_min_count
-    )
+    return group_metrics(predictions, bins=bins, log_confidence="log_confidence")

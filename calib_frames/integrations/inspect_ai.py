@@ -38,8 +38,8 @@ metadata and their values, one prediction per sample *and epoch* (they declare
 A prediction is correct when inspect's ``value_to_float`` gives 1 (full credit: ``C``,
 ``1``, ``yes``; a partial ``P`` is not correct). The numbers are
 :func:`~calib_frames.calibration_metrics` of those predictions: ``ece`` with 10
-equal-width left-closed bins and exact edges, ``mce`` over bins of at least 10
-predictions (NaN when there is none), ``brier`` = mean (p − y)², ``log_loss`` unclipped.
+equal-width left-closed bins and exact edges, ``mce`` the largest gap over the populated
+bins (the textbook MCE), ``brier`` = mean (p − y)², ``log_loss`` unclipped.
 With no confidence at all every metric is NaN (inspect's convention for an empty
 metric), never an exception in the middle of an evaluation.
 
@@ -206,10 +206,10 @@ def _unreduced(name: str) -> Callable[[Callable[_P, Metric]], Callable[_P, Metri
     return register
 
 
-def _calibration_metric(name: str, *, bins: int = 10, mce_min_count: int = 10) -> Metric:
+def _calibration_metric(name: str, *, bins: int = 10) -> Metric:
     def compute(scores: list[SampleScore]) -> float:
         frame, _ = _predictions(scores)
-        return group_metrics(frame, bins=bins, mce_min_count=mce_min_count)[name]
+        return group_metrics(frame, bins=bins)[name]
 
     return compute
 
@@ -244,19 +244,16 @@ def ece(bins: int = 10) -> Metric:
 
 
 @_unreduced("mce")
-def mce(bins: int = 10, mce_min_count: int = 10) -> Metric:
-    """Maximum calibration error over the bins with at least ``mce_min_count`` predictions.
+def mce(bins: int = 10) -> Metric:
+    """Maximum calibration error: the largest gap over the populated bins (textbook MCE).
 
-    MCE = max_b |p̄_b − ȳ_b| over those bins (``mce`` of
-    :func:`~calib_frames.calibration_metrics`; ``mce_min_count=1`` gives the textbook
-    maximum over every populated bin); NaN when no bin has that many, or no confidence.
+    MCE = max_b |p̄_b − ȳ_b| (``mce`` of :func:`~calib_frames.calibration_metrics`); NaN
+    with no confidence.
 
     Parameters
     ----------
     bins
         The number of equal-width bins.
-    mce_min_count
-        The least number of predictions of a bin that counts.
 
     Returns
     -------
@@ -268,10 +265,10 @@ def mce(bins: int = 10, mce_min_count: int = 10) -> Metric:
     >>> from inspect_ai.scorer import SampleScore, Score
     >>> scores = [SampleScore(score=Score(value=v, metadata={"confidence": 0.95}))
     ...           for v in "CCCCCCIIII"]
-    >>> round(mce()(scores), 12), mce()(scores[:9])  # a bin of 9 is too small
-    (0.35, nan)
+    >>> round(mce()(scores), 12), round(mce()(scores[:9]), 12)  # 10 at 0.95, 6 right; 9, 6
+    (0.35, 0.283333333333)
     """
-    return _calibration_metric("mce", bins=bins, mce_min_count=mce_min_count)
+    return _calibration_metric("mce", bins=bins)
 
 
 @_unreduced("brier")

@@ -59,32 +59,23 @@ __all__ = ["calibration"]
 
 _METRICS = ("ece", "mce", "brier", "log_loss")
 _DEFAULT_BINS = 10
-_DEFAULT_MCE_MIN_COUNT = 10
 
 
 class _Calibration(SampleLevelComputation, CorpusLevelComputation):
     """Both halves of :func:`calibration`: a document's item, and a corpus' four metrics."""
 
-    def __init__(self, bins: int, mce_min_count: int) -> None:
+    def __init__(self, bins: int) -> None:
         self.bins = bins
-        self.mce_min_count = mce_min_count
 
     @property
     def metric_names(self) -> list[str]:
         """The four names, each with its non-default parameters: ``ece:bins=15``, ...
 
         lighteval reads this attribute when a grouping is parametrised, so that the names
-        follow ``bins`` and ``mce_min_count`` however they were set.
+        follow ``bins`` however it was set.
         """
-        bins = [f"bins={self.bins}"] if self.bins != _DEFAULT_BINS else []
-        least = self.mce_min_count != _DEFAULT_MCE_MIN_COUNT
-        params = {
-            "ece": bins,
-            "mce": bins + ([f"mce_min_count={self.mce_min_count}"] if least else []),
-        }
-        return [
-            f"{name}:{'&'.join(params[name])}" if params.get(name) else name for name in _METRICS
-        ]
+        binned = ("ece", "mce") if self.bins != _DEFAULT_BINS else ()
+        return [f"{name}:bins={self.bins}" if name in binned else name for name in _METRICS]
 
     def compute(self, doc: Doc, model_response: ModelResponse, **kwargs: Any) -> dict[str, Any]:
         """The document's item under each metric name (lighteval's sample-level call)."""
@@ -102,30 +93,26 @@ class _Calibration(SampleLevelComputation, CorpusLevelComputation):
             [item["logprobs"] for item in items],
             [item["golds"] for item in items],
             bins=self.bins,
-            mce_min_count=self.mce_min_count,
         )
         return {name: metrics[key] for name, key in zip(self.metric_names, _METRICS, strict=True)}
 
 
-@check_arguments(bins=Integer(1), mce_min_count=Integer(1))
-def calibration(bins: int = 10, mce_min_count: int = 10) -> CorpusLevelMetricGrouping:
+@check_arguments(bins=Integer(1))
+def calibration(bins: int = 10) -> CorpusLevelMetricGrouping:
     """Metrics ``ece``, ``mce``, ``brier`` and ``log_loss`` of a lighteval multiple-choice task.
 
     With p the softmax probability of the document's argmax choice and y whether it is a
     gold choice (module docstring), over the task's N documents:
     ECE = Σ_b (n_b/N)·|p̄_b − ȳ_b| over ``bins`` equal-width left-closed bins with exact
-    edges; MCE = max_b |p̄_b − ȳ_b| over the bins with at least ``mce_min_count``
-    documents (NaN when none has); Brier = (1/N)·Σ (p − y)²; log loss =
-    (1/N)·Σ −y ln p − (1 − y) ln(1 − p). A parameter other than its default is named in
-    the metrics it changes, as lighteval names its parametrised metrics (``ece:bins=15``,
-    ``mce:bins=15&mce_min_count=5``), so that several can sit in one task.
+    edges; MCE = max_b |p̄_b − ȳ_b| over the populated bins (the textbook MCE);
+    Brier = (1/N)·Σ (p − y)²; log loss = (1/N)·Σ −y ln p − (1 − y) ln(1 − p). A ``bins``
+    other than 10 is named in the metrics it changes, as lighteval names its parametrised
+    metrics (``ece:bins=15``, ``mce:bins=15``), so that several can sit in one task.
 
     Parameters
     ----------
     bins
         The number of equal-width bins of ``ece`` and ``mce``.
-    mce_min_count
-        The least number of documents of a bin that ``mce`` counts.
 
     Returns
     -------
@@ -135,18 +122,18 @@ def calibration(bins: int = 10, mce_min_count: int = 10) -> CorpusLevelMetricGro
     Raises
     ------
     ArgumentError
-        ``bins`` or ``mce_min_count`` is not a positive integer.
+        ``bins`` is not a positive integer.
 
     Examples
     --------
     >>> metric = calibration()
     >>> metric.metric_name
     ['ece', 'mce', 'brier', 'log_loss']
-    >>> calibration(bins=15, mce_min_count=5).metric_name
-    ['ece:bins=15', 'mce:bins=15&mce_min_count=5', 'brier', 'log_loss']
+    >>> calibration(bins=15).metric_name
+    ['ece:bins=15', 'mce:bins=15', 'brier', 'log_loss']
 
     Three documents of two choices: right at p = 0.9168 and 0.9427 (bin 9), wrong at
-    p = 0.6900 (bin 6): ECE = (2/3)·|0.9297 − 1| + (1/3)·|0.6900 − 0|.
+    p = 0.6900 (bin 6): ECE = (2/3)·|0.9297 − 1| + (1/3)·|0.6900 − 0|, MCE = 0.6900.
 
     >>> items = [
     ...     {"logprobs": [-0.1, -2.5], "golds": [0]},
@@ -155,9 +142,9 @@ def calibration(bins: int = 10, mce_min_count: int = 10) -> CorpusLevelMetricGro
     ... ]
     >>> values = metric.corpus_level_fn.compute_corpus(items)
     >>> {name: round(value, 6) for name, value in values.items()}
-    {'ece': 0.276824, 'mce': nan, 'brier': 0.16209, 'log_loss': 0.43899}
+    {'ece': 0.276824, 'mce': 0.689974, 'brier': 0.16209, 'log_loss': 0.43899}
     """
-    computation = _Calibration(bins, mce_min_count)
+    computation = _Calibration(bins)
     names = computation.metric_names
     # lighteval annotates higher_is_better and corpus_level_fn of a grouping as dicts of
     # callables; its Metric takes bools and one computation too (as its HLE metric does)

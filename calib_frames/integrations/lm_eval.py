@@ -192,15 +192,12 @@ def process_results(doc: dict[str, Any], results: Sequence[Any]) -> dict[str, An
     return out
 
 
-def _choice_metric(
-    items: Sequence[Sequence[Any]], name: str, *, bins: int = 10, mce_min_count: int = 10
-) -> float:
+def _choice_metric(items: Sequence[Sequence[Any]], name: str, *, bins: int = 10) -> float:
     """One calibration metric of the documents' ``[logliks, golds]`` items."""
     metrics = choice_metrics(
         [logliks for logliks, _ in items],
         [golds for _, golds in items],
         bins=bins,
-        mce_min_count=mce_min_count,
     )
     return metrics[name]
 
@@ -236,11 +233,11 @@ def ece(items: Sequence[Sequence[Any]], bins: int = 10) -> float:
     return _choice_metric(items, "ece", bins=bins)
 
 
-def mce(items: Sequence[Sequence[Any]], bins: int = 10, mce_min_count: int = 10) -> float:
-    """Maximum calibration error over the bins with at least ``mce_min_count`` documents.
+def mce(items: Sequence[Sequence[Any]], bins: int = 10) -> float:
+    """Maximum calibration error: the largest gap over the populated bins (textbook MCE).
 
     ``mce`` of :func:`~calib_frames.calibration_metrics` on the predictions of :func:`ece`;
-    NaN when no bin has that many documents.
+    NaN with no document.
 
     Parameters
     ----------
@@ -248,8 +245,6 @@ def mce(items: Sequence[Sequence[Any]], bins: int = 10, mce_min_count: int = 10)
         The ``[logliks, golds]`` items of :func:`process_results`.
     bins
         The number of equal-width bins.
-    mce_min_count
-        The least number of documents of a bin that counts.
 
     Returns
     -------
@@ -262,7 +257,7 @@ def mce(items: Sequence[Sequence[Any]], bins: int = 10, mce_min_count: int = 10)
     >>> round(mce(items), 6)  # 12 documents at p = 0.916827 in one bin, 10 right
     0.083494
     """
-    return _choice_metric(items, "mce", bins=bins, mce_min_count=mce_min_count)
+    return _choice_metric(items, "mce", bins=bins)
 
 
 def brier(items: Sequence[Sequence[Any]]) -> float:

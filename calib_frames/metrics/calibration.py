@@ -16,8 +16,8 @@ column                      formula
 ``overconfidence``          mean_confidence − accuracy (> 0: overconfident)
 ``ece``                     Σ_b (W_b/N)·|p̄_b − ȳ_b|                       (L1)
 ``rmsce``                   √( Σ_b (W_b/N)·(p̄_b − ȳ_b)² )                 (L2)
-``mce``                     max over bins with n_b ≥ m of |p̄_b − ȳ_b|      (L∞, m below)
-``mce_raw``                 max over populated bins |p̄_b − ȳ_b|            (L∞, every bin)
+``mce``                     max over populated bins |p̄_b − ȳ_b|            (L∞, every bin)
+``mce_guarded``             max over bins with W_b ≥ m of |p̄_b − ȳ_b|      (L∞, m below)
 ``populated_bins``          number of bins with W_b > 0
 ``brier``                   (1/N)·Σ_i w_i (p_i − y_i)²
 ``reliability``             (1/N)·Σ_b W_b (p̄_b − ȳ_b)²   (= rmsce²)
@@ -26,7 +26,7 @@ column                      formula
 ``within_bin_variance``     (1/N)·Σ_b Σ_{i∈b} w_i (p_i − p̄_b)²
 ``within_bin_covariance``   −(2/N)·Σ_b Σ_{i∈b} w_i (p_i − p̄_b)(y_i − ȳ_b)
 ``log_loss``                (1/N)·Σ_i w_i (−y_i ln p_i − (1 − y_i) ln(1 − p_i))
-``rmsce_debiased``          √max(0, Σ_{b: n_b ≥ 2} (W_b/N)·[(p̄_b − ȳ_b)² − ȳ_b(1 − ȳ_b)/(n_b − 1)])
+``rmsce_debiased``          √max(0, Σ_{b: W_b ≥ 2} (W_b/N)·[(p̄_b − ȳ_b)² − ȳ_b(1 − ȳ_b)/(W_b − 1)])
 ==========================  ===========================================================
 
 ``rmsce_debiased`` is the debiased L2 calibration error of Kumar, Liang and Ma (2019,
@@ -35,7 +35,8 @@ gap by the variance of ȳ_b, ȳ_b(1 − ȳ_b)/(n_b − 1) unbiasedly estimated; 
 than two rows contribute 0, and a negative total is clipped to 0 before the root, as in
 their ``uncertainty-calibration`` package (``get_calibration_error(..., debias=True)``;
 its bins are right-closed with edges k/M: use ``Binning.uniform(M, closed="right")``
-to reproduce its numbers). n_b is the bin's row count, also with weights.
+to reproduce its numbers). With weights n_b is the bin's weight W_b: a weight of k
+counts as k predictions (weights are frequencies, see below).
 
 The Brier score decomposes exactly (Murphy 1973, with the two within-bin terms of
 Stephenson, Coelho and Jolliffe 2008, which binning introduces):
@@ -63,18 +64,28 @@ The same formulas serve the table reduction (:func:`metrics_from_bin_statistics`
 are rows) and the expression API (:mod:`calib_frames.expr`, bins are per-bin sums inside
 one aggregation): :func:`metric_expressions` is written once over :class:`BinSums`.
 
-**MCE and small bins.** A bin of n_b predictions estimates its accuracy with a standard
-error of up to 0.5/√n_b (0.35 for two predictions), so the raw maximum over bins is
-usually the gap of the emptiest bin, not the worst calibrated confidence level. ``mce``
-therefore takes the maximum over the bins with at least ``mce_min_count`` predictions
-(rows, also with weights; default :data:`MCE_MIN_COUNT` = 10, a standard error of at
-most 0.16) and is **null** when no bin has that many; ``mce_raw`` is the textbook
-maximum over every populated bin (netcal's and torchmetrics' MCE). ``mce_min_count=1``
-makes the two equal.
+**MCE and small bins.** ``mce`` is the textbook maximum calibration error, the largest
+gap over every populated bin (the seeds', netcal's and torchmetrics' ``norm="max"``). A
+bin of n_b predictions estimates its accuracy with a standard error of up to
+0.5/√n_b (0.35 for two predictions), so that maximum is usually the gap of the emptiest
+bin, not the worst calibrated confidence level. ``mce_guarded`` takes the maximum over
+the bins holding at least ``mce_min_count`` predictions (default :data:`MCE_MIN_COUNT` =
+10, a standard error of at most 0.16) and is **null** when no bin has that many: the one
+the report ranks. ``mce_min_count=1`` makes the two equal.
 
-Empty groups (N = 0): ``ece``, ``rmsce``, ``rmsce_debiased``, ``mce_raw``, ``brier``, its
-terms and ``log_loss`` are 0.0; ``accuracy``, ``mean_confidence`` and ``overconfidence``
-are NaN. ``log_loss`` is +inf when a prediction of confidence 1 (or 0) is wrong
+**Weights are frequencies.** A weight of k counts as k identical predictions, in the
+metrics (which only divide by N) and wherever a number of predictions matters: the bins
+of ``mce_guarded`` and ``rmsce_debiased`` count weight, and so do the inference of
+:mod:`calib_frames.estimators` (noise floor, bootstrap, the ECE interval). Importance
+weights (a reweighting to another population, normalised to any sum) give the right
+point metrics, but not the right uncertainty: see "How far to trust a number" in the
+README.
+
+**No weight, no number.** A group whose weights sum to 0 (no rows, or only rows of
+weight 0) has null ``accuracy``, ``mean_confidence``, ``overconfidence``, ``ece``,
+``rmsce``, ``mce``, ``mce_guarded``, ``brier``, its terms, ``log_loss`` and
+``rmsce_debiased``, ``populated_bins`` 0: an absent group never reads as a perfectly
+calibrated one. ``log_loss`` is +inf when a prediction of confidence 1 (or 0) is wrong
 (right); it is not clipped.
 
 Examples
@@ -176,7 +187,8 @@ def metric_expressions(
     log_loss_sum
         Σ w·(−ln q) of the group.
     mce_min_count
-        Least row count of a bin that ``mce`` looks at (``mce_raw`` looks at all).
+        Least weight (number of predictions) of a bin that ``mce_guarded`` looks at
+        (``mce`` looks at every populated bin).
     bin_accuracy
         The group's accuracy where a bin's own term needs it (resolution), default the
         aggregate itself. Bins as table rows pass a column that holds it on every row
@@ -218,12 +230,8 @@ def metric_expressions(
     accuracy = over_bins(lambda b: b.W1) / n
 
     def per_n(term: pl.Expr) -> pl.Expr:
-        """Term / N, with 0.0 for an empty group (the convention for error metrics)."""
-        return pl.when(n > 0).then(term / n).otherwise(0.0)
-
-    def mean(term: pl.Expr) -> pl.Expr:
-        """Term / N, NaN for an empty group (descriptive means have no value there)."""
-        return pl.when(n > 0).then(term / n).otherwise(float("nan"))
+        """Term / N, null for a group without weight (module docstring)."""
+        return pl.when(n > 0).then(term / n)
 
     def gap(b: BinSums) -> pl.Expr:  # W_b·(p̄_b − ȳ_b)
         return b.R0 - b.R1
@@ -261,24 +269,24 @@ def metric_expressions(
 
     def debiased(b: BinSums) -> pl.Expr:
         y = b.W1 / b.W
-        noise = y * (1.0 - y) / (b.count.cast(pl.Float64) - 1.0)
-        return pl.when(b.count >= 2).then(gap(b) * (gap(b) / b.W) - b.W * noise)
+        noise = y * (1.0 - y) / (b.W - 1.0)
+        return pl.when(b.W >= 2).then(gap(b) * (gap(b) / b.W) - b.W * noise)
 
     return {
         "count": total([b.count for b in bins]).cast(pl.UInt64),
         "weight": n,
-        "accuracy": mean(over_bins(lambda b: b.W1)),
-        "mean_confidence": mean(over_bins(lambda b: b.S1 + b.R0)),
-        "overconfidence": mean(over_bins(gap)),
+        "accuracy": per_n(over_bins(lambda b: b.W1)),
+        "mean_confidence": per_n(over_bins(lambda b: b.S1 + b.R0)),
+        "overconfidence": per_n(over_bins(gap)),
         "ece": per_n(over_bins(lambda b: gap(b).abs())),
         "rmsce": per_n(squared_gap).sqrt(),
-        "mce": largest([pl.when(b.count >= mce_min_count).then(bin_gap(b)) for b in bins]),
-        "mce_raw": largest([bin_gap(b) for b in bins]).fill_null(0.0),
+        "mce": largest([bin_gap(b) for b in bins]),
+        "mce_guarded": largest([pl.when(mce_min_count <= b.W).then(bin_gap(b)) for b in bins]),
         "populated_bins": total([(b.W > 0).cast(pl.UInt32) for b in bins]).cast(pl.UInt32),
         "brier": per_n(over_bins(lambda b: b.Q1 + b.Q0)),
         "reliability": per_n(squared_gap),
         "resolution": per_n(resolution),
-        "uncertainty": (accuracy * (1 - accuracy)).fill_nan(0.0),  # 0/0 = NaN when N = 0
+        "uncertainty": (accuracy * (1 - accuracy)).fill_nan(None),  # 0/0 = NaN when N = 0
         "within_bin_variance": per_n(variance),
         "within_bin_covariance": per_n(-2 * covariance),
         "log_loss": per_n(log_loss_sum),
@@ -312,8 +320,8 @@ def metrics_from_bin_statistics(stats: Frame, *, mce_min_count: int = MCE_MIN_CO
         :func:`~calib_frames.merge_bin_statistics`). Its group keys are the columns
         before ``bin``; columns appended after the table's own are ignored.
     mce_min_count
-        Least number of predictions of a bin that ``mce`` looks at (default 10; ``mce_raw``
-        looks at every populated bin); an integer >= 1.
+        Least number of predictions (weight) of a bin that ``mce_guarded`` looks at
+        (default 10; ``mce`` looks at every populated bin); an integer >= 1.
 
     Returns
     -------
@@ -397,8 +405,8 @@ def calibration_metrics(
         Optional column of ln(confidence), used for the log loss (see
         :func:`~calib_frames.bin_statistics`).
     mce_min_count
-        Least number of predictions of a bin that ``mce`` looks at (default 10; see
-        :func:`metrics_from_bin_statistics`).
+        Least number of predictions of a bin that ``mce_guarded`` looks at (default 10;
+        see :func:`metrics_from_bin_statistics`).
 
     Returns
     -------
@@ -427,12 +435,18 @@ def calibration_metrics(
     >>> m.select("count", "accuracy", "ece", "mce", "populated_bins").rows()
     [(10, 0.6, 0.35, 0.35, 1)]
 
-    Two predictions in a bin of their own move the raw MCE, not ``mce``:
+    Two predictions in a bin of their own make the textbook ``mce``, not ``mce_guarded``:
 
     >>> two = pl.DataFrame({"confidence": [0.15, 0.15], "correct": [True, True]})
     >>> m = cf.calibration_metrics(pl.concat([df, two]))
-    >>> m.select("mce", pl.col("mce_raw").round(12)).rows()
-    [(0.35, 0.85)]
+    >>> m.select(pl.col("mce").round(12), "mce_guarded").rows()
+    [(0.85, 0.35)]
+
+    A group whose weights sum to 0 has no metrics (null), not a perfect score:
+
+    >>> zero = df.with_columns(w=pl.lit(0.0))
+    >>> cf.calibration_metrics(zero, weight="w").select("count", "ece", "brier").rows()
+    [(10, None, None)]
 
     Weights divide by their sum N: with weights 3 and 1 the Brier score is
     (3·0.1² + 1·0.8²) / 4 = 0.1675.

@@ -58,8 +58,8 @@ def multiclass_calibration(
         ``pooled_ece`` (all probabilities), ``brier`` (Σ over classes, mean over items)
         and ``log_loss`` (mean −ln p_label). With ``multilabel=True`` the top-label
         columns and the log loss are null and ``brier`` sums over labels. An empty
-        frame without keys gives one row with 0 items and classes, NaN accuracy and
-        0.0 for the error metrics (the convention of the binary tables).
+        frame without keys gives one row with 0 items and classes and null metrics
+        (the binary tables' "no weight, no number": never a perfect 0.0).
 
     Raises
     ------
@@ -115,14 +115,14 @@ def multiclass_calibration(
             if keys
             else summary.join(table, how="cross")
         )
-    # the empty-input convention of the binary tables: error metrics 0.0, accuracy NaN
-    # (the frame without keys keeps its one row; a group without rows has none)
-    errors = ["classwise_ece", "classwise_ece_weighted", "pooled_ece", "brier"]
+    # no items, no number, as in the binary tables (the frame without keys keeps its one
+    # row; a group without rows has none)
+    errors = ["accuracy", "classwise_ece", "classwise_ece_weighted", "pooled_ece", "brier"]
     if not multilabel:
         errors += ["top_label_ece", "log_loss"]
     empty = pl.col("items").fill_null(0) == 0
     result = summary.select(*keys, *MULTICLASS_CALIBRATION.names).with_columns(
         pl.col("items").fill_null(0),
-        *(pl.when(empty).then(0.0).otherwise(pl.col(name)).alias(name) for name in errors),
+        *(pl.when(~empty).then(pl.col(name)).alias(name) for name in errors),
     )
     return return_like(predictions, result.sort(keys) if keys else result)

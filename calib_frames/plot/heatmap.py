@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from calib_frames.exceptions import ArgumentError, TableError
+from calib_frames.arguments import Integer, Options, check_arguments
+from calib_frames.exceptions import TableError
 from calib_frames.metrics.registry import metric
 from calib_frames.plot._common import (
-    check_size,
+    PIXELS,
     inline_data,
     key_tooltips,
     metric_tooltips,
@@ -164,6 +165,14 @@ def heatmap_rows(
     return pl.concat([ordered.head(first), ordered.tail(rows - first)]), ordered.height - rows
 
 
+_HEATMAP = {
+    "value": Options("overconfidence", "ece"),
+    "cell": PIXELS | None,
+    "rows": Integer(2) | None,
+}
+
+
+@check_arguments(**_HEATMAP)
 def heatmap_data(
     comparison: pl.DataFrame | pl.LazyFrame,
     *,
@@ -208,11 +217,6 @@ def heatmap_data(
     >>> [round(bound, 3) for bound in data.domain], data.cell, data.angle
     ([-0.2, 0.2], 28.0, 0)
     """
-    if value not in ("overconfidence", "ece"):
-        raise ArgumentError(f'value= takes "overconfidence" or "ece", got {value!r}')
-    check_size("cell", cell)
-    if rows is not None and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 2):
-        raise ArgumentError(f"rows= must be an integer >= 2 (or None), got {rows!r}")
     data, keys = metric_table(
         comparison,
         "calibration_heatmap",
@@ -357,6 +361,7 @@ def _cell_status(names: Sequence[str], value: str) -> pl.Expr:
     return pl.when(no_weight).then(pl.lit(NO_WEIGHT)).otherwise(noise_status(names))
 
 
+@check_arguments(**_HEATMAP)
 def calibration_heatmap(
     comparison: pl.DataFrame | pl.LazyFrame,
     *,

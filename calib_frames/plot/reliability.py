@@ -142,7 +142,7 @@ def diagram_data(
     [('[0.3, 0.4)', 'overconfident'), ('[0.8, 0.9)', 'overconfident'),
      ('[0.9, 1.0]', 'underconfident')]
     >>> data.hist.height, data.hist_top, data.metrics_line
-    (10, 1, 'ECE 0.400 · MCE n/a · Brier 0.247')
+    (10, 1, 'ECE 0.400 · MCE 0.800 · Brier 0.247')
     """
     data = frame(stats, "reliability_diagram")
     keys = spec_keys(data, RELIABILITY, "reliability table")

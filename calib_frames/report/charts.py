@@ -11,7 +11,7 @@ from typing import Any
 
 import polars as pl
 
-from calib_frames.exceptions import ArgumentError
+from calib_frames.arguments import LEVEL, Integer, check_arguments
 from calib_frames.metrics.calibration import MCE_MIN_COUNT
 from calib_frames.plot import (
     brier_decomposition_chart,
@@ -338,7 +338,7 @@ def _views(
 
 
 def _perplexity_view(
-    source: pl.DataFrame, layout: ReportLayout, limit: int
+    source: pl.DataFrame, layout: ReportLayout, limit: int, level: float
 ) -> list[tuple[str, str, Any]]:
     """The perplexity chart of ``source`` (none without a perplexity measure).
 
@@ -352,7 +352,7 @@ def _perplexity_view(
         return []
     ppl_keys = key_split(source.schema, COMPARISON_COLUMNS)
     what = " and ".join(m.replace("_", " ") for m in measures)
-    note = f"{what.capitalize()} per group, lower is better; bars: 95% intervals."
+    note = f"{what.capitalize()} per group, lower is better; bars: {100 * level:.4g}% intervals."
     first = measures[0]
     model = layout.model
     if model is not None and model in ppl_keys and layout.kept is not None:
@@ -372,6 +372,7 @@ def _perplexity_view(
     return [("Perplexity", note, perplexity_chart(source))]
 
 
+@check_arguments(limit=Integer(2), level=LEVEL)
 def report_charts(
     comparison: pl.DataFrame | pl.LazyFrame,
     *,
@@ -380,6 +381,7 @@ def report_charts(
     selective: pl.DataFrame | pl.LazyFrame | None = None,
     leaderboard: pl.DataFrame | pl.LazyFrame | None = None,
     limit: int = MODEL_LIMIT,
+    level: float = 0.95,
 ) -> list[tuple[str, str, Any]]:
     """The report's charts as ``(title, note, chart)``; the command line saves them as PNG.
 
@@ -414,6 +416,8 @@ def report_charts(
         names the models, its rows' order is the charts'.
     limit
         Most models the small multiples draw (default 4, at least 2).
+    level
+        The level of the tables' intervals, as the notes say it.
 
     Returns
     -------
@@ -443,8 +447,6 @@ def report_charts(
     ['Reliability diagram of one group', 'Reliability diagrams', 'Confidence histograms',
      'Accuracy against ECE', 'Brier decomposition']
     """
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 2:
-        raise ArgumentError(f"limit= must be an integer >= 2, got {limit!r}")
     from altair.utils.schemapi import debug_mode
 
     # altair validates every schema object as it is made (BENCHMARKS.md: the cost at 100
@@ -457,6 +459,7 @@ def report_charts(
             selective=selective,
             leaderboard=leaderboard,
             limit=limit,
+            level=level,
         )
 
 
@@ -468,6 +471,7 @@ def _charts(
     selective: pl.DataFrame | pl.LazyFrame | None,
     leaderboard: pl.DataFrame | pl.LazyFrame | None,
     limit: int,
+    level: float,
 ) -> list[tuple[str, str, Any]]:
     """The body of :func:`report_charts`: the charts of :func:`report_layout`'s rows."""
     # whole: the perplexity chart bounds its own groups (token-only ones too)
@@ -535,7 +539,7 @@ def _charts(
             )
         )
     source = whole if perplexity is None else frame(perplexity, "report perplexity")
-    built.extend(_perplexity_view(source, layout, limit))
+    built.extend(_perplexity_view(source, layout, limit, level))
     if selective is not None:
         curve = frame(selective, "report selective")
         if layout.kept is not None:

@@ -20,7 +20,7 @@ from typing import Any
 
 import polars as pl
 
-from calib_frames.arguments import InstanceOf, check_arguments
+from calib_frames.arguments import LEVEL, InstanceOf, check_arguments
 from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.plot.export import as_path, chart_spec, page_html, write_atomic
 from calib_frames.plot.frames import COMPARISON_COLUMNS, frame, key_split, spec_keys
@@ -69,7 +69,7 @@ def _summary_section(lines: Sequence[tuple[str, str]]) -> str:
     return f'<section><h2>Summary</h2>\n<dl class="summary">\n{items}\n</dl></section>'
 
 
-def _leaderboard_section(table: pl.DataFrame | None) -> list[str]:
+def _leaderboard_section(table: pl.DataFrame | None, level: float) -> list[str]:
     """The leaderboard's section (one row per model), or nothing without one."""
     if table is None:
         return []
@@ -84,7 +84,8 @@ def _leaderboard_section(table: pl.DataFrame | None) -> list[str]:
         note += " A green bar marks the models indistinguishable from the best."
     return [
         f'<section><h2>Leaderboard</h2><p class="note">{html.escape(note)}</p>\n'
-        f"{table_html(table, keys=[model], within=[], table_id='leaderboard')}</section>"
+        f"{table_html(table, keys=[model], within=[], table_id='leaderboard', level=level)}"
+        "</section>"
     ]
 
 
@@ -176,6 +177,7 @@ def _checked_tables(
 
 
 _PAGE = {
+    "level": LEVEL,
     "title": InstanceOf(str, "a title"),
     "inputs": InstanceOf((Sequence, Mapping), "file names or a mapping of them to row counts")
     | None,
@@ -199,6 +201,7 @@ def report_html(
     charts: Sequence[tuple[str, str, Any]] | None = None,
     generated: _dt.datetime | None = None,
     selective: pl.DataFrame | pl.LazyFrame | None = None,
+    level: float = 0.95,
 ) -> str:
     """The report as one self-contained HTML string; :func:`write_report` writes it.
 
@@ -212,8 +215,9 @@ def report_html(
         The leaderboard shown first and the charts built once, as in :func:`write_report`.
     generated
         The date written in the header (default: now, UTC).
-    selective
-        An optional selective curve table, as in :func:`write_report`.
+    selective, level
+        An optional selective curve table and the intervals' level, as in
+        :func:`write_report`.
 
     Returns
     -------
@@ -273,7 +277,7 @@ def report_html(
         f'<header><h1>{html.escape(title)}</h1>\n<dl class="meta">\n{header}\n</dl></header>',
         *changes_first,  # tonight first: what changed and since when
         _summary_section(summary_lines(table, board)),
-        *_leaderboard_section(board),
+        *_leaderboard_section(board, level),
         *trends,
     ]
     if charts is None:
@@ -283,6 +287,7 @@ def report_html(
             perplexity=ppl,
             selective=selective,
             leaderboard=board,
+            level=level,
         )
     sections += _chart_sections(charts, specs)
     sections.append(
@@ -290,7 +295,7 @@ def report_html(
         f'<p class="note">Every group: click a column header to sort; type a model or task in '
         f"the box to show only its rows. {html.escape(best_note)} Hover a value for its "
         "interval, or tick “intervals” to show them all.</p>\n"
-        f"{table_html(sorted_table, keys=keys, within=within)}</section>"
+        f"{table_html(sorted_table, keys=keys, within=within, level=level)}</section>"
     )
     body = "\n".join(sections) + f"\n<script>\n{_asset('report.js')}</script>"
     return page_html(title, body, specs=specs, style=_asset("report.css"))
@@ -403,6 +408,7 @@ def write_report(
     selective: pl.DataFrame | pl.LazyFrame | None = None,
     leaderboard: pl.DataFrame | pl.LazyFrame | None = None,
     charts: Sequence[tuple[str, str, Any]] | None = None,
+    level: float = 0.95,
 ) -> Path:
     """Write a self-contained HTML report of a comparison table and its bin statistics.
 
@@ -460,6 +466,8 @@ def write_report(
     charts
         The charts as :func:`~calib_frames.report.report_charts` returns them (default:
         built here; pass them when they are also saved as PNG, to build them once).
+    level
+        The level of the tables' intervals, as the page says it (default 0.95).
 
     Returns
     -------
@@ -508,5 +516,6 @@ def write_report(
         selective=selective,
         leaderboard=leaderboard,
         charts=charts,
+        level=level,
     )
     return write_atomic(target, page)

@@ -119,7 +119,7 @@ def summary_lines(
     >>> lines["best"].split(" — ")[0], lines["worst"].split(" — ")[0]  # by Brier score
     ('underconfident', 'overconfident')
     >>> lines["beyond noise"].split(": ")  # doctest: +NORMALIZE_WHITESPACE
-    ['8 of 12 groups (67%), each tested alone (no correction across the table)',
+    ['8 of 12 groups (67%), after correction across the table',
      '4 overconfident, 4 underconfident']
     """
     keys = key_split(comparison.schema, COMPARISON_COLUMNS)
@@ -190,7 +190,9 @@ def _noise_lines(counted: pl.DataFrame) -> list[tuple[str, str]]:
             "empty"
         ),
         (
-            pl.col("ece_direction").cast(pl.String)
+            pl.col("ece_direction")
+            .cast(pl.String)
+            .replace({"over": "overconfident", "under": "underconfident"})
             if "ece_direction" in names
             else pl.col("verdict")
             .cast(pl.String)

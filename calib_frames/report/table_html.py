@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from calib_frames.exceptions import ArgumentError
+from calib_frames.arguments import LEVEL, Rule, check_arguments
 from calib_frames.metrics.registry import metric
 from calib_frames.report.summary import AMONG_BEST
 
@@ -34,7 +34,7 @@ REPORT_COLUMNS = (
     "verdict",
     "rmsce",
     "rmsce_debiased",
-    "mce",
+    "mce_guarded",
     "brier",
     "reliability",
     "resolution",
@@ -49,7 +49,7 @@ REPORT_COLUMNS = (
     # the leaderboard's means over tasks and its count of miscalibrated tasks
     "accuracy_task_mean",
     "ece_task_mean",
-    "mce_task_mean",
+    "mce_guarded_task_mean",
     "brier_task_mean",
     "log_loss_task_mean",
     "perplexity_task_mean",
@@ -120,8 +120,8 @@ COLUMN_GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
         (
             "ece",
             "ece_task_mean",
-            "mce",
-            "mce_task_mean",
+            "mce_guarded",
+            "mce_guarded_task_mean",
             "overconfidence",
             "mean_confidence",
             "rmsce",
@@ -167,7 +167,7 @@ _DETAIL = frozenset(
         "rmsce_debiased",
         "ece_noise_floor",
         "ece_p_value",
-        "mce_task_mean",
+        "mce_guarded_task_mean",
         "brier_task_mean",
         "log_loss_task_mean",
         "reliability",
@@ -243,8 +243,23 @@ def _column_style(
     return "<style>\n" + "\n".join(rules) + "\n</style>"
 
 
+_HTML_ID = Rule(
+    "a plain HTML id (a letter, then letters, digits, - or _)",
+    lambda value: (
+        isinstance(value, str) and re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", value) is not None
+    ),
+    refused=("1st", "a b"),
+)
+
+
+@check_arguments(table_id=_HTML_ID, level=LEVEL)
 def table_html(
-    comparison: pl.DataFrame, *, keys: list[str], within: list[str], table_id: str = "comparison"
+    comparison: pl.DataFrame,
+    *,
+    keys: list[str],
+    within: list[str],
+    table_id: str = "comparison",
+    level: float = 0.95,
 ) -> str:
     """The comparison table as a sortable, filterable HTML table, best values marked.
 
@@ -270,6 +285,8 @@ def table_html(
         Keys within which the best value of a column is marked (``[]``: among all rows).
     table_id
         The ``id`` of the ``<table>`` (one per table on a page).
+    level
+        The level of the table's intervals, as their titles say it ("95% interval").
 
     Returns
     -------
@@ -293,13 +310,9 @@ def table_html(
     >>> "&lt;b&gt;" in page, "<b>" in page
     (True, False)
     """
-    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", table_id):
-        raise ArgumentError(
-            f"table_id= must be a plain HTML id (letters, digits, -, _), got {table_id!r}"
-        )
     layout = table_layout(comparison, within=within)
-    head = _header_rows(layout, keys, comparison.schema)
-    body = _body_rows(comparison, layout, keys)
+    head = _header_rows(layout, keys, comparison.schema, level)
+    body = _body_rows(comparison, layout, keys, level)
     details = any(c in _DETAIL for _, c in layout.order)
     hidden = ["hide-ci"] + (["hide-detail"] if details else [])
     return (
@@ -362,13 +375,14 @@ def table_layout(comparison: pl.DataFrame, *, within: Sequence[str]) -> TableLay
     )
 
 
-def _header_rows(layout: TableLayout, keys: Sequence[str], schema: pl.Schema) -> str:
+def _header_rows(layout: TableLayout, keys: Sequence[str], schema: pl.Schema, level: float) -> str:
     """The two header rows: the column groups, then the columns (keys first)."""
     order = layout.order
     head = [f'<th class="key" scope="col" data-type="text">{html.escape(key)}</th>' for key in keys]
     for slug, column in order:
         label = metric(column).label
-        note = " (hover a cell for its 95% interval)" if column in layout.intervals else ""
+        note = f" (hover a cell for its {100 * level:.4g}% interval)"
+        note = note if column in layout.intervals else ""
         kind = "number" if schema[column].is_numeric() else "text"
         classes = _classes(
             f"g-{slug}" if slug else "",
@@ -394,7 +408,9 @@ def _header_rows(layout: TableLayout, keys: Sequence[str], schema: pl.Schema) ->
     return '<tr class="groups">' + "".join(group_row) + "</tr><tr>" + "".join(head) + "</tr>"
 
 
-def _body_rows(comparison: pl.DataFrame, layout: TableLayout, keys: Sequence[str]) -> list[str]:
+def _body_rows(
+    comparison: pl.DataFrame, layout: TableLayout, keys: Sequence[str], level: float
+) -> list[str]:
     """One ``<tr>`` per row: the keys, then each shown column's formatted value."""
     body = []
     for row, flag in zip(comparison.to_dicts(), layout.best.to_dicts(), strict=True):
@@ -412,7 +428,7 @@ def _body_rows(comparison: pl.DataFrame, layout: TableLayout, keys: Sequence[str
             low, high = (row.get(bound) for bound in metric(column).bounds)
             if column in layout.intervals and (low is not None or high is not None):
                 interval = html.escape(f"[{_format(low, column)}, {_format(high, column)}]")
-                title = f' title="95% interval {interval}"'  # the script shows it on request
+                title = f' title="{100 * level:.4g}% interval {interval}"'  # shown on request
             classes = ' class="best"' if flag[column] else ""
             cells.append(f'<td{classes} data-value="{html.escape(_raw(value))}"{title}>{text}</td>')
         # a leaderboard marks the models indistinguishable from the best

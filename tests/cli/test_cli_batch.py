@@ -319,9 +319,12 @@ def test_report_writes_intervals_html_and_charts(tmp_path: Path) -> None:
     argv = ["report", str(PREDICTIONS), "--by", "model,task", "--out", str(out), "--png"]
     assert main(argv) == 0
     table = pl.read_parquet(out / "comparison.parquet")
-    for name in ("ece", "brier", "accuracy"):
+    for name in ("brier", "accuracy"):
         low, high = table[f"{name}_ci_low"], table[f"{name}_ci_high"]
         assert ((low <= table[name]) & (table[name] <= high)).all(), name
+    # the ECE's interval is for the population ECE: at or below the upward-biased plug-in
+    assert (table["ece_ci_low"] <= table["ece"]).all()
+    assert (table["ece_ci_low"] <= table["ece_ci_high"]).all()
     assert {"ece_noise_floor", "ece_p_value", "ece_beyond_noise"} <= set(table.columns)
     # the overconfident model's ECE is far above its noise floor on every task
     over = table.filter(pl.col("model") == "overconfident")
@@ -330,7 +333,7 @@ def test_report_writes_intervals_html_and_charts(tmp_path: Path) -> None:
     assert "<svg" in html or "vegaEmbed" in html or "vega" in html
     assert "https://" not in html.split("Content-Security-Policy", 1)[0]
     # the verdict in words, in the page's table; the leaderboard first
-    assert "within noise, p = " in html and "overconfident, p = 0.001" in html
+    assert "within noise, adjusted p = " in html and "overconfident, p &lt; 1e-12" in html
     assert html.index("<h2>Leaderboard</h2>") < html.index("<h2>Comparison</h2>")
     pngs = sorted(p.name for p in out.glob("*.png"))
     assert "reliability_diagrams.png" in pngs

@@ -156,15 +156,6 @@ def test_fewer_tasks_and_no_weight_are_not_ranked() -> None:
     assert board.head(3).select("model", "rank").equals(alone.select("model", "rank"))
 
 
-def _metrics_of_no_weight_are_null() -> bool:
-    zero = pl.DataFrame({"confidence": [0.9], "correct": [True], "w": [0.0]})
-    return cf.calibration_metrics(zero, weight="w")["ece"][0] is None
-
-
-@pytest.mark.skipif(
-    not _metrics_of_no_weight_are_null(),
-    reason="a group without weight gets null metrics with issue 29.3 (the stats branch)",
-)
 def test_a_model_without_weight_reads_null_not_perfect() -> None:
     preds = pl.read_parquet(PREDICTIONS).with_columns(w=pl.lit(1.0))
     nothing = preds.filter(pl.col("model") == "calibrated").with_columns(

@@ -107,3 +107,90 @@ def test_figures_beside_and_keys(rows: tuple[pl.DataFrame, pl.DataFrame]) -> Non
     board = report_tables(stats, sums, model="model", uncertainty=False).leaderboard
     assert board is not None and "perplexity" not in board.columns
     assert "perplexity_task_mean" in board.columns
+
+
+def test_correction_across_the_table_and_the_cli_flag(
+    rows: tuple[pl.DataFrame, pl.DataFrame], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The noise floor's p-values are corrected across every model × task of the table;
+    ``--correction`` is ``correction=``; raw and adjusted p-values are both kept."""
+    stats = cf.bin_statistics(rows[0], by=BY)
+    tables = {
+        c: cf.comparison_from_bin_statistics(stats, correction=c, replicates=5)
+        for c in ("bh", "holm", "none")
+    }
+    raw = tables["none"]["ece_p_value"]
+    assert tables["none"]["ece_p_adjusted"].to_list() == raw.to_list()
+    for method in ("bh", "holm"):
+        table = tables[method]
+        assert table["ece_p_value"].to_list() == raw.to_list()
+        expected = cf.estimators.adjust_p_values(table.select("ece_p_value"),
+                                                 p_value="ece_p_value", method=method)  # fmt: skip
+        assert table["ece_p_adjusted"].to_list() == expected["p_value_adjusted"].to_list()
+        assert (table["ece_beyond_noise"] == (table["ece_p_adjusted"] <= 0.05)).all()
+        assert table["verdict"].str.contains("adjusted p = |p < 1e-12").all()
+    assert tables["none"]["verdict"].str.contains("adjusted").sum() == 0
+    out = tmp_path / "holm.parquet"
+    status = main(["compare", str(PREDICTIONS), "--by", "model,task", "--output", str(out),
+                   "--replicates", "5", "--correction", "holm"])  # fmt: skip
+    assert status == 0
+    capsys.readouterr()
+    written = pl.read_parquet(out)
+    assert written["ece_p_adjusted"].to_list() == pytest.approx(
+        tables["holm"]["ece_p_adjusted"].to_list(), rel=1e-9
+    )
+    status = main(["compare", str(PREDICTIONS), "--by", "model", "--correction", "bonferroni"])
+    assert status == 2  # usage
+    assert "bonferroni" in capsys.readouterr().err
+
+
+def test_level_reaches_every_interval_of_the_leaderboard(
+    rows: tuple[pl.DataFrame, pl.DataFrame],
+) -> None:
+    """leaderboard(level=) narrows the task-mean intervals with the others (issue 29.7)."""
+    stats = cf.bin_statistics(rows[0], by=BY)
+    wide = cf.leaderboard(stats, replicates=100)
+    narrow = cf.leaderboard(stats, replicates=100, level=0.8)
+    for metric in ("ece", "ece_task_mean", "accuracy_task_mean", "brier_task_mean"):
+        for side, closer in (("low", "__gt__"), ("high", "__lt__")):
+            bound = f"{metric}_ci_{side}"
+            kept = (narrow[bound] == 0.0) & (wide[bound] == 0.0)  # an ECE bound at 0 stays
+            moved = getattr(narrow[bound], closer)(wide[bound])
+            assert (moved | kept).all(), (metric, side)
+
+
+def test_a_model_without_weight_is_not_best(rows: tuple[pl.DataFrame, pl.DataFrame]) -> None:
+    """All weights 0: null metrics and intervals, ranked last, no miscalibrated task and
+    the verdict "no weight" (it was ECE 0.0, interval [0, 0], rank 1)."""
+    predictions = rows[0].with_columns(w=pl.lit(1.0))
+    absent = predictions.filter(model="calibrated").with_columns(model=pl.lit("absent"),
+                                                                 w=pl.lit(0.0))  # fmt: skip
+    stats = cf.bin_statistics(pl.concat([predictions, absent]), by=BY, weight="w")
+    tables = report_tables(stats, model="model", replicates=20)
+    board = tables.leaderboard
+    assert board is not None
+    assert board["model"].to_list()[-1] == "absent"
+    last = board.row(-1, named=True)
+    for name in ("accuracy", "ece", "ece_ci_low", "ece_ci_high", "brier", "ece_task_mean",
+                 "mce_guarded"):  # fmt: skip
+        assert last[name] is None, name
+    table = tables.comparison.filter(model="absent")
+    assert (table["verdict"] == "no weight").all()
+    assert table["ece"].null_count() == table.height == 4
+    assert not table["ece_beyond_noise"].any()
+
+
+def test_report_level_is_the_level_every_interval_says(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``report --level 0.8`` wrote "95% interval" 74 times (issue 29.7)."""
+    out = tmp_path / "report"
+    status = main(["report", str(PREDICTIONS), "--token-file", str(TOKENS), "--by",
+                   "model,task", "--out", str(out), "--replicates", "20", "--level", "0.8",
+                   "--quiet"])  # fmt: skip
+    assert status == 0
+    capsys.readouterr()
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert "95%" not in html and "95 %" not in html
+    assert html.count("80% interval") > 70
+    assert "bars: 80% intervals" in html  # the perplexity chart's note

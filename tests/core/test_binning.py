@@ -407,7 +407,10 @@ def test_worked_example_three_predictions() -> None:
     binning = Binning.edges([0, 0.4, 0.6, 1.0], closed="right")
     metrics = cf.calibration_metrics(frame, bins=binning)
     assert metrics["ece"].item() == pytest.approx(1 / 12, rel=1e-12)
-    assert metrics["mce_raw"].item() == pytest.approx(0.2, rel=1e-12)
+    assert metrics["mce"].item() == pytest.approx(0.2, rel=1e-12)  # the textbook MCE (32.20)
+    assert metrics["mce_guarded"].item() is None  # no bin of 10 predictions
+    seeds = cf.CalibrationReport.from_predictions([0.80, 0.50, 0.55], [1, 1, 0], binning)
+    assert seeds.mce == pytest.approx(0.2, rel=1e-12)
     assert metrics["populated_bins"].item() == 2
     table = cf.reliability_table(frame, bins=binning)
     assert table["count"].to_list() == [0, 2, 1]

@@ -77,10 +77,15 @@ def test_streaming_engine_gives_the_same_numbers() -> None:
 def test_edge_cases_follow_the_frame_conventions() -> None:
     empty = pl.DataFrame(schema={"confidence": pl.Float64, "correct": pl.Boolean})
     row = empty.select(cf.binned_metrics()).unnest("binned_metrics").row(0, named=True)
-    assert row["ece"] == 0.0
-    assert row["mce_raw"] == 0.0
+    # no weight, no number (issue 29.3): null, as the frame API
+    assert row["ece"] is None and row["mce"] is None and row["accuracy"] is None
     assert row["count"] == 0
-    assert math.isnan(row["accuracy"])
+    zero = pl.DataFrame({"confidence": [0.9, 0.2], "correct": [True, True], "w": [0.0, 0.0]})
+    assert zero.select(cf.ece(weight="w"), cf.brier(weight="w"), cf.mce(weight="w")).row(0) == (
+        None,
+        None,
+        None,
+    )
     one = pl.DataFrame({"confidence": [1.0], "correct": [False]})
     assert one.select(cf.log_loss()).item() == math.inf
     assert one.select(cf.ece()).item() == 1.0

@@ -86,12 +86,13 @@ def test_log_loss_agrees_away_from_0_and_1_only() -> None:
     assert theirs[0] == pytest.approx(-math.log(1.0 - (1.0 - 1e-15)))  # clipped to 1 - 1e-15
 
 
-def test_an_empty_frame_is_zero_here_and_null_there() -> None:
+def test_an_empty_frame_is_null_in_both() -> None:
+    # no weight, no number (issue 29.3): it was 0.0 here, a perfect score
     empty = pl.DataFrame(schema={"confidence": pl.Float64, "correct": pl.Int8})
     out = empty.select(
         cf.ece().alias("ours"), pb.expected_calibration_error("correct", "confidence")
     )
-    assert out.row(0) == (0.0, None)
+    assert out.row(0) == (None, None)
 
 
 def test_a_null_confidence_is_null_in_both() -> None:

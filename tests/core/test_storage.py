@@ -159,7 +159,7 @@ def test_batch_times_are_stored_in_utc() -> None:
     assert batch_time_of(" 2026-12-01T03:30:00+02:00 ") == "2026-12-01T01:30:00+00:00"
     with pytest.raises(ArgumentError, match="not an ISO 8601"):
         batch_time_of("last tuesday")
-    with pytest.raises(ArgumentError, match="batch_time= takes a datetime.*got 20261201"):
+    with pytest.raises(ArgumentError, match=r"batch_time= takes a datetime.*got 20261201"):
         batch_time_of(20261201)  # type: ignore[arg-type]
 
 

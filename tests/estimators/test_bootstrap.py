@@ -16,7 +16,7 @@ from calib_frames.estimators.bootstrap import (
     calibration_intervals,
     intervals_from_bin_statistics,
 )
-from calib_frames.exceptions import ArgumentError, TableError
+from calib_frames.exceptions import ArgumentError, DataError, TableError
 
 
 def simulated(groups: int, rows: int, seed: int, power: float = 1.3) -> pl.DataFrame:
@@ -142,10 +142,13 @@ def test_degenerate_groups() -> None:
     point = cf.calibration_metrics(df, by="g")
     one = ci.filter(pl.col("g") == "one")
     # a single prediction: every replicate is that prediction
-    assert one["ece_ci_low"].item() == pytest.approx(
-        point.filter(pl.col("g") == "one")["ece"].item()
+    assert one["brier_ci_low"].item() == pytest.approx(
+        point.filter(pl.col("g") == "one")["brier"].item()
     )
-    assert one["ece_ci_low"].item() == pytest.approx(one["ece_ci_high"].item())
+    assert one["brier_ci_low"].item() == pytest.approx(one["brier_ci_high"].item())
+    # and its ECE interval (a test inversion) cannot exclude a calibrated model
+    assert one["ece_ci_low"].item() == 0.0
+    assert one["ece_ci_high"].item() >= 0.3  # its ECE, |0.7 − 1|
     right = ci.filter(pl.col("g") == "right")  # a single class: accuracy is always 1
     assert right["accuracy_ci_low"].item() == right["accuracy_ci_high"].item() == 1.0
     same = ci.filter(pl.col("g") == "same")  # all-equal confidences
@@ -193,31 +196,34 @@ def test_bad_tables_and_rows() -> None:
         intervals_from_bin_statistics(ragged, replicates=5)
 
 
-# ---- perplexity -------------------------------------------------------------------
+# ---- weights are frequencies ------------------------------------------------------
 
 
-def test_count_correct_column_gives_class_rows_under_weights() -> None:
+def test_count_weighted_rows_resample_as_the_rows_they_stand_for() -> None:
+    """Identical rows merged into one row weighted by their count: the same intervals as
+    the rows themselves, up to resampling noise (issue 29.8: they were 1.8× apart)."""
     rng = np.random.default_rng(8)
-    p = rng.uniform(0.5, 1.0, 3000)
-    y = rng.random(3000) < p * 0.8
-    df = pl.DataFrame({"confidence": p, "correct": y, "w": np.where(y, 10.0, 1.0)})
-    stats = cf.bin_statistics(df, weight="w")
-    per_bin = (
-        df.with_columns(
-            bin=pl.min_horizontal((pl.col("confidence") * 10).floor(), 9).cast(pl.UInt32)
-        )
-        .group_by("bin")
-        .agg(count_correct=pl.col("correct").sum().cast(pl.UInt64))
-    )
-    counted = stats.join(per_bin, on="bin", how="left").with_columns(
-        pl.col("count_correct").fill_null(0)
-    )
-    exact = calibration_intervals(df, weight="w", replicates=400, resample="rows", seed=1)
-    with_counts = intervals_from_bin_statistics(counted, replicates=400, seed=2)
-    apportioned = intervals_from_bin_statistics(stats, replicates=400, seed=2)
-    width = {
-        name: (t["accuracy_ci_high"] - t["accuracy_ci_low"]).item()
-        for name, t in (("exact", exact), ("counts", with_counts), ("apportioned", apportioned))
-    }
-    assert width["counts"] == pytest.approx(width["exact"], rel=0.15), width
-    assert width["apportioned"] > 1.3 * width["exact"], width
+    p = rng.choice(np.linspace(0.5, 0.98, 12), (20, 600))
+    y = rng.random(p.shape) < p - 0.05
+    rows = pl.DataFrame({"g": np.repeat(np.arange(20), 600), "confidence": p.ravel(),
+                         "correct": y.ravel()})  # fmt: skip
+    merged = rows.group_by("g", "confidence", "correct").agg(w=pl.len().cast(pl.Float64))
+    assert merged.height < rows.height / 10
+    plain = calibration_intervals(rows, by="g", replicates=400, seed=1)
+    weighted = calibration_intervals(merged, by="g", weight="w", replicates=400, seed=2)
+    for metric in ("accuracy", "brier", "mce", "ece"):
+        width = {
+            name: (t[f"{metric}_ci_high"] - t[f"{metric}_ci_low"]).to_numpy()
+            for name, t in (("rows", plain), ("weighted", weighted))
+        }
+        ratio = (width["weighted"] / width["rows"]).mean()
+        assert 0.93 < ratio < 1.07, (metric, ratio)  # 20 groups × 400 replicates: ~2% noise
+    # the row-level reference repeats a row of weight k k times: the same bootstrap
+    exact = calibration_intervals(merged.filter(pl.col("g") < 4), by="g", weight="w",
+                                  replicates=300, seed=3, resample="rows")  # fmt: skip
+    ratio = ((exact["brier_ci_high"] - exact["brier_ci_low"])
+             / (plain["brier_ci_high"] - plain["brier_ci_low"]).head(4)).mean()  # fmt: skip
+    assert 0.85 < ratio < 1.15, ratio
+    with pytest.raises(DataError, match="whole numbers"):
+        calibration_intervals(merged.with_columns(pl.col("w") / 3), weight="w", replicates=5,
+                              resample="rows")  # fmt: skip

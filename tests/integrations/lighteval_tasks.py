@@ -7,7 +7,7 @@ them there: the datasets library writes its cache and lock files next to a local
 folder):
 
 ``calib_colors``  ``calib_colors/test.jsonl``: 50 colour questions, 4 choices, one gold
-                  index; ``calibration()`` and ``calibration(bins=15, mce_min_count=5)``
+                  index; ``calibration()`` and ``calibration(bins=15)``
 ``calib_sums``    ``calib_sums/test.jsonl``: 100 sums, 3 choices; the gold as a list, with
                   a second gold on held-out questions and, on the first one, a gold outside
                   the choices (wrong whatever the answer, as lighteval's ``acc`` scores it)
@@ -67,7 +67,7 @@ TASKS_TABLE = [
     task(
         "calib_colors",
         colors_prompt,
-        [Metrics.loglikelihood_acc, calibration(), calibration(bins=15, mce_min_count=5)],
+        [Metrics.loglikelihood_acc, calibration(), calibration(bins=15)],
     ),
     task("calib_sums", sums_prompt, [Metrics.loglikelihood_acc, calibration()]),
 ]

@@ -118,17 +118,17 @@ def test_metrics_are_calibration_metrics_of_the_scores() -> None:
             "correct": [True, True, False, False, False, True, True, False],
         }
     )
-    expected = cf.calibration_metrics(frame, mce_min_count=1).row(0, named=True)
+    expected = cf.calibration_metrics(frame).row(0, named=True)
     sample_scores = scores(pairs)
     assert ece()(sample_scores) == pytest.approx(expected["ece"], rel=1e-12)
     assert brier()(sample_scores) == pytest.approx(expected["brier"], rel=1e-12)
     assert log_loss()(sample_scores) == pytest.approx(expected["log_loss"], rel=1e-12)
-    assert mce(mce_min_count=1)(sample_scores) == pytest.approx(expected["mce"], rel=1e-12)
+    assert mce()(sample_scores) == pytest.approx(expected["mce"], rel=1e-12)
     assert missing_confidence()(sample_scores) == 2.0
     # by hand: bins 9 (2 of 3 right at 0.95), 7 (0 of 2 at 0.7), 3 (2 of 2 at 0.3), 0 (0 at 0.05)
     by_hand = (3 * abs(0.95 - 2 / 3) + 2 * 0.7 + 2 * 0.7 + 0.05) / 8
     assert ece()(sample_scores) == pytest.approx(by_hand, rel=1e-12)
-    assert math.isnan(mce()(sample_scores))  # no bin holds 10 predictions
+    assert mce()(sample_scores) == pytest.approx(0.7, rel=1e-12)  # the textbook MCE (32.20)
 
 
 def test_edge_confidences_land_in_the_bin_above() -> None:
@@ -208,7 +208,7 @@ def test_reported_metrics_equal_calib_frames_on_the_log(runs: dict[str, Path]) -
     got = reported(log)
     for name in ("ece", "brier", "log_loss"):
         assert got[name] == pytest.approx(expected[name], rel=1e-12, abs=1e-12), name
-    assert got["mce"] == pytest.approx(expected["mce"], rel=1e-12)  # a bin of 10 or more
+    assert got["mce"] == pytest.approx(expected["mce"], rel=1e-12)
     assert got["missing_confidence"] == rows.height - used.height > 0
     assert got["accuracy"] == pytest.approx(rows["score"].mean(), rel=1e-12)
     print(f"inspect reported ece {got['ece']!r}; calib_frames on its log {expected['ece']!r}")

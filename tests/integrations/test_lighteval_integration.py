@@ -22,14 +22,14 @@ from calib_frames.integrations.lighteval import calibration
 
 CALIBRATION = ("ece", "mce", "brier", "log_loss")
 MODELS = ("dummy", "calib/spread")
-# each task's calibration() metrics: the names lighteval reports (in CALIBRATION's order),
-# bins and mce_min_count
+# each task's calibration() metrics: the names lighteval reports (in CALIBRATION's order)
+# and bins
 PARAMETERS = {
     "calib_colors|0": [
-        (CALIBRATION, 10, 10),
-        (("ece:bins=15", "mce:bins=15&mce_min_count=5", "brier", "log_loss"), 15, 5),
+        (CALIBRATION, 10),
+        (("ece:bins=15", "mce:bins=15", "brier", "log_loss"), 15),
     ],
-    "calib_sums|0": [(CALIBRATION, 10, 10)],
+    "calib_sums|0": [(CALIBRATION, 10)],
 }
 
 
@@ -74,19 +74,15 @@ def test_reported_calibration_equals_calib_frames_on_the_details(lighteval_run: 
             # lighteval's own acc (its code) is calib_frames' accuracy on the same details
             accuracy = cf.calibration_metrics(rows)["accuracy"].item()
             assert got["acc"] == pytest.approx(accuracy, rel=1e-12), (model, task)
-            for keys, bins, least in metrics:
+            for keys, bins in metrics:
                 expected = cf.calibration_metrics(
-                    rows, bins=bins, mce_min_count=least, log_confidence="log_confidence"
+                    rows, bins=bins, log_confidence="log_confidence"
                 ).row(0, named=True)
                 for name, key in zip(CALIBRATION, keys, strict=True):
-                    value = got[key]
-                    if expected[name] is None:  # mce without a bin of mce_min_count documents
-                        assert math.isnan(value), (model, task, key)
-                    else:
-                        assert value == pytest.approx(expected[name], rel=1e-12, abs=1e-15), key
-                        compared += 1
+                    assert got[key] == pytest.approx(expected[name], rel=1e-12, abs=1e-15), key
+                    compared += 1
                     assert f"{key}_stderr" not in got  # lighteval bootstraps no grouping
-    assert compared >= 20
+    assert compared == 2 * 3 * len(CALIBRATION)
     spread = cf.calibration_metrics(preds.filter(model="calib/spread"), bins=10, by="task")
     assert spread["ece"].min() > 0.05  # a run whose calibration is far from perfect
     print(json.dumps(results, indent=1))
@@ -123,15 +119,7 @@ def test_details_keep_each_documents_item(lighteval_run: Path) -> None:
 
 def test_calibration_names_follow_its_parameters() -> None:
     assert calibration().metric_name == list(CALIBRATION)
-    assert calibration(bins=15, mce_min_count=5).metric_name == list(
-        PARAMETERS["calib_colors|0"][1][0]
-    )
-    assert calibration(mce_min_count=3).metric_name == [
-        "ece",
-        "mce:mce_min_count=3",
-        "brier",
-        "log_loss",
-    ]
+    assert calibration(bins=15).metric_name == list(PARAMETERS["calib_colors|0"][1][0])
     metric = calibration(bins=20)
     assert metric.higher_is_better == dict.fromkeys(metric.metric_name, False)
 
@@ -142,7 +130,7 @@ def test_calibration_of_no_document_is_nan() -> None:
     assert all(math.isnan(value) for value in values.values())
 
 
-@pytest.mark.parametrize("bad", [{"bins": 0}, {"bins": 2.5}, {"mce_min_count": True}])
+@pytest.mark.parametrize("bad", [{"bins": 0}, {"bins": 2.5}, {"bins": True}])
 def test_calibration_refuses_bad_parameters(bad: dict[str, object]) -> None:
     name = next(iter(bad))
     with pytest.raises(ArgumentError, match=rf"^calibration\(\): {name}= takes an integer >= 1"):

@@ -137,7 +137,7 @@ def test_reported_calibration_equals_calib_frames_on_the_samples(lm_eval_run: Pa
         got = reported[task]
         for name in CALIBRATION:
             value = got[f"{name},none"]
-            if expected[name] is None:  # mce without a bin of 10 documents
+            if expected[name] is None:  # no document
                 assert isinstance(value, float) and math.isnan(value)
             else:
                 assert value == pytest.approx(expected[name], rel=1e-12, abs=1e-15), (task, name)

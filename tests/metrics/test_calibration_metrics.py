@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 import pytest
-from columns import DECOMPOSITION, METRICS, SUM_COLUMNS
+from columns import METRICS, SUM_COLUMNS
 from factories import assert_frames_close, exact_bin_index, prediction_rows
 
 import calib_frames as cf
@@ -79,10 +79,8 @@ def reference_metrics(
     idx = per_bin["idx"]
     big_w, big_s, big_y = per_bin["weight"], per_bin["sum_confidence"], per_bin["sum_correct"]
     n = math.fsum(w)
-    if n == 0:
-        nan = float("nan")
-        zeros = dict.fromkeys(METRICS, 0.0)
-        return zeros | {"accuracy": nan, "mean_confidence": nan, "overconfidence": nan, "mce": None}
+    if n == 0:  # no weight: no metric (null), never the 0.0 of a perfect model
+        return dict.fromkeys(METRICS) | {"count": p.size, "weight": 0.0, "populated_bins": 0}
     populated = big_w > 0
     p_bar = np.zeros(n_bins)
     y_bar = np.zeros(n_bins)
@@ -91,8 +89,7 @@ def reference_metrics(
     accuracy = math.fsum(big_y) / n
     mean_confidence = math.fsum(big_s) / n
     gap = np.abs(p_bar - y_bar)[populated]
-    rows_per_bin = np.bincount(idx, minlength=n_bins)[populated]
-    counted = gap[rows_per_bin >= 10]  # mce_min_count's default
+    counted = gap[big_w[populated] >= 10]  # mce_min_count's default, in predictions (weight)
     reliability = math.fsum(big_w[populated] * gap**2) / n
     # second pass: deviations from the per-bin means
     dp = p - p_bar[idx]
@@ -103,8 +100,8 @@ def reference_metrics(
         "overconfidence": mean_confidence - accuracy,
         "ece": math.fsum(big_w[populated] * gap) / n,
         "rmsce": math.sqrt(reliability),
-        "mce": float(counted.max()) if counted.size else None,
-        "mce_raw": float(gap.max()) if gap.size else 0.0,
+        "mce": float(gap.max()),
+        "mce_guarded": float(counted.max()) if counted.size else None,
         "brier": math.fsum(w * (p - y) ** 2) / n,
         "reliability": reliability,
         "resolution": math.fsum(big_w[populated] * (y_bar[populated] - accuracy) ** 2) / n,
@@ -245,8 +242,8 @@ def test_worked_example_three_predictions() -> None:
         "mean_confidence": mean_confidence,
         "overconfidence": mean_confidence - accuracy,  # -0.05
         "ece": ece,
-        "mce": None,  # no bin holds 10 predictions
-        "mce_raw": f(2, 10),
+        "mce": f(2, 10),
+        "mce_guarded": None,  # no bin holds 10 predictions
         "rmsce": math.sqrt(reliability),
         "brier": brier,
         "reliability": reliability,
@@ -401,7 +398,7 @@ def test_custom_edges_match_reference() -> None:
     n = w.sum()
     gap = np.abs(big_s - big_y) / big_w
     assert row["ece"] == pytest.approx(float((big_w * gap).sum() / n), rel=1e-9, abs=1e-12)
-    assert row["mce_raw"] == pytest.approx(float(gap.max()), rel=1e-9, abs=1e-12)
+    assert row["mce"] == pytest.approx(float(gap.max()), rel=1e-9, abs=1e-12)
     assert row["populated_bins"] == 5
     assert decomposition_total(row) == pytest.approx(row["brier"], abs=1e-12)
 
@@ -481,11 +478,10 @@ def test_empty_whole_frame(lazy: bool, weight: str | None) -> None:
     metrics = metrics.collect() if isinstance(metrics, pl.LazyFrame) else metrics
     assert metrics.height == 1
     row = metrics.row(0, named=True)
-    assert row["mce"] is None
-    for name in ("ece", "mce_raw", "rmsce", "brier", *DECOMPOSITION, "log_loss"):
-        assert row[name] == 0.0, name
-    for name in ("accuracy", "mean_confidence", "overconfidence"):
-        assert math.isnan(row[name]), name
+    # no weight, no number: every metric is null (issue 29.3), never 0.0 or NaN
+    for name in METRICS:
+        if name not in ("count", "weight", "populated_bins"):
+            assert row[name] is None, name
     assert row["populated_bins"] == 0
     assert row["count"] == 0
     assert row["weight"] == 0.0
@@ -513,7 +509,8 @@ def test_empty_grouped_frame_gives_no_rows(by: str | list[str]) -> None:
 
 def test_empty_arrays_report() -> None:
     report = cf.CalibrationReport.from_predictions(np.array([]), np.array([], dtype=bool), 5)
-    assert (report.ece, report.mce_raw, report.rmsce, report.brier) == (0.0, 0.0, 0.0, 0.0)
+    assert all(math.isnan(v) for v in (report.ece, report.mce, report.rmsce, report.brier))
+    assert report.mce_guarded is None
     assert report.populated_bins == 0
     assert report.reliability[2].tolist() == [0] * 5
     assert report.reliability[0].tolist() == [0.0] * 5

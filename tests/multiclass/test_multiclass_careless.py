@@ -7,8 +7,6 @@ result or raise the package's own error with a clear message.
 
 from __future__ import annotations
 
-import math
-
 import polars as pl
 import pytest
 
@@ -50,12 +48,12 @@ def test_multiclass_int_where_a_bool_goes(flag: str) -> None:
 
 
 def test_multiclass_empty_input_follows_the_empty_convention() -> None:
-    """Empty input gave null items and null/NaN error metrics (README: 0.0)."""
+    """Empty input gave null items and 0.0 error metrics: now null, as the binary tables."""
     empty = pl.DataFrame({"probs": [[0.7, 0.2, 0.1]], "label": [0]}).head(0)
     out = M.multiclass_calibration(empty, probabilities="probs", label="label").row(0, named=True)
     assert (out["items"], out["classes"]) == (0, 0)
-    assert math.isnan(out["accuracy"])
     errors = [
+        "accuracy",
         "top_label_ece",
         "classwise_ece",
         "classwise_ece_weighted",
@@ -63,9 +61,9 @@ def test_multiclass_empty_input_follows_the_empty_convention() -> None:
         "brier",
         "log_loss",
     ]
-    assert [out[name] for name in errors] == [0.0] * len(errors)
-    # as the pooled table (the binary engine) already said
-    assert M.pooled_metrics(empty, probabilities="probs", label="label")["ece"].to_list() == [0.0]
+    assert [out[name] for name in errors] == [None] * len(errors)
+    # as the pooled table (the binary engine) says
+    assert M.pooled_metrics(empty, probabilities="probs", label="label")["ece"].to_list() == [None]
     # a group without rows is absent, as in the binary tables
     keyed = empty.with_columns(model=pl.lit("a"))
     by_model = M.multiclass_calibration(keyed, probabilities="probs", label="label", by="model")

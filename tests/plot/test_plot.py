@@ -535,8 +535,8 @@ def test_small_bins_are_drawn_faint_not_as_the_tallest_gap() -> None:
     )
     stats = cf.bin_statistics(rows)
     metrics = cf.metrics_from_bin_statistics(stats)
-    assert metrics["mce"].item() == pytest.approx(0.0, abs=1e-12)  # the 2-prediction bin is out
-    assert metrics["mce_raw"].item() == pytest.approx(0.95, abs=1e-12)
+    assert metrics["mce_guarded"].item() == pytest.approx(0.0, abs=1e-12)  # 2-prediction bin out
+    assert metrics["mce"].item() == pytest.approx(0.95, abs=1e-12)
     spec = reliability_diagram(stats, metrics=metrics).to_dict()
     text = json.dumps(spec)
     assert '"datum._gap != 0 && datum.count < 10"' in text  # the faint layer

@@ -116,7 +116,7 @@ def test_heatmap_fits_fifty_by_sixty() -> None:
 
 def test_heatmap_refuses() -> None:
     table = pl.DataFrame({"model": ["a"], "count": [3], "ece": [0.1], "overconfidence": [0.1]})
-    with pytest.raises(ArgumentError, match='value= takes "overconfidence" or "ece"'):
+    with pytest.raises(ArgumentError, match="value= takes 'overconfidence' or 'ece'"):
         calibration_heatmap(table, value="mce")
     with pytest.raises(ArgumentError, match="not a group key"):
         calibration_heatmap(table, label="task")

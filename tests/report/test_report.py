@@ -67,7 +67,7 @@ def test_report_header_table_and_charts(tables: dict[str, pl.DataFrame], tmp_pat
     assert len(rows) == tables["comparison"].height
     names = headers(page)
     assert names[:2] == ["model", "task"]
-    for column in ("accuracy", "ECE", "MCE", "Brier", "perplexity", "bits/byte"):
+    for column in ("accuracy", "ECE", "MCE (guarded)", "Brier", "perplexity", "bits/byte"):
         assert column in names
     # seven charts (heatmap, picked diagram and the five of the groups), each spec a
     # JSON element the page draws
