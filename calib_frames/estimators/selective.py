@@ -526,7 +526,9 @@ def _ranked(frame: pl.DataFrame, keys: list[str], *, weight: str | None, ties: s
     else:
         bit = values & np.uint64(1)
         p = (values >> np.uint64(1)).view(np.float64)
-        y = bit.astype(np.float64) if ties != "pessimistic" else 1.0 - bit
+        y = bit.astype(np.float64)
+        if ties == "pessimistic":
+            y = 1.0 - y
         w, row = np.ones_like(p), np.zeros(0, np.uint32)
     new = np.ones(p.size, dtype=bool)
     if p.size:
