@@ -217,9 +217,20 @@ def test_bench_estimators_quick(tmp_path: Path) -> None:
     proc = run("bench_estimators", "--quick", "--json", str(out))
     assert all(c["ok"] for c in checks_of(out))
     runs = json.loads(out.read_text())["runs"]
-    assert [r["pair"] for r in runs] == ["smooth", "corp", "isotonic", "bins", "selective", "helm"]
+    assert [r["pair"] for r in runs] == [
+        "smooth", "corp", "isotonic", "bins", "selective", "curve", "intervals", "helm",
+    ]  # fmt: skip
     for r in runs:  # each pair cross-checked, or its peer's library reported missing
-        assert r["checks"] or "skipping" in proc.stdout
+        assert r["checks"] or r["pair"] == "intervals" or "skipping" in proc.stdout
+    assert "numpy_boot_loop on calib_frames' multiplicities: max |diff|" in proc.stdout
+    assert "cross-check ok" in proc.stdout
+
+
+def test_bench_paired_quick(tmp_path: Path) -> None:
+    out = tmp_path / "paired.json"
+    proc = run("bench_paired", "--quick", "--json", str(out), module=True)
+    assert json.loads(out.read_text())["problems"] == []
+    assert "scipy_loop (2 pairs)" in proc.stdout
     assert "cross-check ok" in proc.stdout
 
 
