@@ -159,7 +159,61 @@ def bin_statistics(
     │ 3   ┆ 1     ┆ 0.9             ┆ 1.0      │
     └─────┴───────┴─────────────────┴──────────┘
     """
-    source = as_lazy(predictions)
+    cells, keys, binning = _checked_cells(
+        as_lazy(predictions),
+        confidence=confidence,
+        correct=correct,
+        by=by,
+        bins=bins,
+        weight=weight,
+        log_confidence=log_confidence,
+    )
+    return return_like(predictions, bin_statistics_from_cells(cells, keys=keys, binning=binning))
+
+
+def populated_bin_statistics(
+    predictions: pl.LazyFrame,
+    *,
+    confidence: str,
+    correct: str,
+    by: str | Sequence[str] | None,
+    bins: BinsLike,
+    weight: str | None,
+    log_confidence: str | None,
+) -> pl.LazyFrame:
+    """:func:`bin_statistics` without its empty bins and its order, for reductions.
+
+    The columns of the bin-statistics table, one row per *populated* (group, bin) in no
+    particular order, the bin bounds null: what the metrics read (an empty bin adds
+    nothing to any of them), without completing and sorting the grid. Arguments and
+    errors as :func:`bin_statistics`.
+    """
+    cells, keys, binning = _checked_cells(
+        predictions,
+        confidence=confidence,
+        correct=correct,
+        by=by,
+        bins=bins,
+        weight=weight,
+        log_confidence=log_confidence,
+    )
+    populated = _per_bin(cells, keys, binning).with_columns(
+        pl.lit(None, pl.Float64).alias(bound) for bound in _BOUNDS[:2] if binning.additive
+    )
+    return _with_means(populated.with_columns(pl.lit(None, pl.String).alias("closed")), keys)
+
+
+def _checked_cells(
+    source: pl.LazyFrame,
+    *,
+    confidence: str,
+    correct: str,
+    by: str | Sequence[str] | None,
+    bins: BinsLike,
+    weight: str | None,
+    log_confidence: str | None,
+) -> tuple[pl.LazyFrame, list[str], Binning]:
+    """The row pass (schema checked now, rows when collected), its keys and binning."""
     spec = PredictionPass.build(
         source.collect_schema(),
         confidence=confidence,
@@ -176,8 +230,7 @@ def bin_statistics(
         total_rows=pl.col("count").sum(),
         find_example=first_offending_row(source, spec.keys),
     )
-    stats = bin_statistics_from_cells(cells, keys=list(spec.keys), binning=spec.binning)
-    return return_like(predictions, stats)
+    return cells, list(spec.keys), spec.binning
 
 
 def bin_statistics_from_cells(
@@ -219,6 +272,19 @@ def bin_statistics_from_cells(
     [(0, 0, None, 0.0), (1, 3, 0.6666666666666666, 0.75)]
     """
     keys = list(keys)
+    # cache(): the grid completion reads this small result twice; the pass must run once.
+    present = _per_bin(cells, keys, binning).cache()
+    bounds = binning.bounds().lazy()
+    grid = present.select(keys).unique().join(bounds, how="cross") if keys else bounds
+    stats = grid.join(present, on=[*keys, "bin"], how="left", nulls_equal=True).with_columns(
+        pl.col("count").fill_null(0).cast(pl.UInt64),
+        pl.col(*ADDITIVE_COLUMNS[1:]).fill_null(0.0),
+    )
+    return _with_means(stats, keys, sort=True)
+
+
+def _per_bin(cells: pl.LazyFrame, keys: list[str], binning: Binning) -> pl.LazyFrame:
+    """The valid cells' two outcomes of each (keys…, bin) side by side, as additive sums."""
     correct, valid = (
         pl.col("correct"),
         pl.col("bin").is_not_null() & pl.col("correct").is_not_null(),
@@ -242,29 +308,18 @@ def bin_statistics_from_cells(
     ]
     if not binning.additive:
         per_bin += [pl.col("bin_lower").min(), pl.col("bin_upper").max()]
-    # cache(): the grid completion reads this small result twice; the pass must run once.
-    present = cells.filter(valid).group_by(*keys, "bin").agg(per_bin).cache()
-    bounds = binning.bounds().lazy()
-    grid = present.select(keys).unique().join(bounds, how="cross") if keys else bounds
-    stats = grid.join(present, on=[*keys, "bin"], how="left", nulls_equal=True).with_columns(
-        pl.col("count").fill_null(0).cast(pl.UInt64),
-        pl.col(*ADDITIVE_COLUMNS[1:]).fill_null(0.0),
-    )
-    return _with_means(stats, keys)
+    return cells.filter(valid).group_by(*keys, "bin").agg(per_bin)
 
 
-def _with_means(stats: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
+def _with_means(stats: pl.LazyFrame, keys: list[str], *, sort: bool = False) -> pl.LazyFrame:
     weight = pl.col("weight")
     populated = weight > 0
     confidence_sum = pl.col("sum_confidence_correct") + pl.col("sum_residual_wrong")
-    return (
-        stats.with_columns(
-            mean_confidence=pl.when(populated).then(confidence_sum / weight),
-            accuracy=pl.when(populated).then(pl.col("weight_correct") / weight),
-        )
-        .select(*keys, *BIN_STATISTICS.names)
-        .sort(*keys, "bin", nulls_last=True)
-    )
+    table = stats.with_columns(
+        mean_confidence=pl.when(populated).then(confidence_sum / weight),
+        accuracy=pl.when(populated).then(pl.col("weight_correct") / weight),
+    ).select(*keys, *BIN_STATISTICS.names)
+    return table.sort(*keys, "bin", nulls_last=True) if sort else table
 
 
 def merge_bin_statistics(*tables: Frame, by: str | Sequence[str] | None = None) -> Frame:
@@ -329,7 +384,7 @@ def merge_bin_statistics(*tables: Frame, by: str | Sequence[str] | None = None) 
         [f"{b}{suffix}" for b in _BOUNDS for suffix in ("_max", "_nulls")] + ["__calib_parts"]
     ).collect_schema()
     checked = summed.map_batches(lambda frame: _check_same_bins(frame, kept), schema=out_schema)
-    return return_like(tables[0], _with_means(checked, kept))
+    return return_like(tables[0], _with_means(checked, kept, sort=True))
 
 
 def _check_same_bins(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
