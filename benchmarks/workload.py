@@ -252,9 +252,16 @@ class Source:
             self._duck = None
 
 
-def memory_source(spec: Spec, path: Path, chunk_rows: int = 2**16) -> Source:
-    """The rows of ``path`` loaded as a DataFrame, numpy arrays and an Arrow table."""
+def memory_source(
+    spec: Spec, path: Path, chunk_rows: int = 2**16, *, string_keys: bool = False
+) -> Source:
+    """The rows of ``path`` loaded as a DataFrame, numpy arrays and an Arrow table.
+
+    ``string_keys``: the group keys as String (their decimal digits) instead of Int32.
+    """
     df = pl.read_parquet(path, columns=COLUMNS)
+    if string_keys:
+        df = df.with_columns(pl.col(KEYS).cast(pl.String))
     arrays = {name: df[name].to_numpy() for name in COLUMNS}
     return Source("memory", spec, path, chunk_rows, df=df, arrays=arrays, arrow=df.to_arrow())
 
