@@ -118,7 +118,9 @@ class BinSums:
 
     In the table reduction each field is a column of the bin-statistics table and the
     bins are its rows; in the expression API each field is the sum over one bin's rows
-    inside an aggregation, and there is one :class:`BinSums` per bin.
+    inside an aggregation, and there is one :class:`BinSums` per bin. ``G`` and ``Q`` are
+    sums over both classes that the formulas read when given (one sum each instead of
+    two); without them they follow from the class sums.
     """
 
     count: pl.Expr
@@ -130,6 +132,16 @@ class BinSums:
     R0: pl.Expr
     Q1: pl.Expr
     Q0: pl.Expr
+    G: pl.Expr | None = None  # Σ w·(p − y) = R0 − R1, the bin's signed gap W_b(p̄_b − ȳ_b)
+    Q: pl.Expr | None = None  # Σ w·(p − y)² = Q1 + Q0, the bin's Brier sum
+
+    def gap(self) -> pl.Expr:
+        """W_b·(p̄_b − ȳ_b): ``G``, or R0 − R1."""
+        return self.R0 - self.R1 if self.G is None else self.G
+
+    def squared(self) -> pl.Expr:
+        """Σ w·(p − y)² of the bin: ``Q``, or Q1 + Q0."""
+        return self.Q1 + self.Q0 if self.Q is None else self.Q
 
 
 TABLE_BIN = BinSums(
@@ -200,7 +212,7 @@ def metric_expressions(
         return pl.when(n > 0).then(term / n).otherwise(float("nan"))
 
     def gap(b: BinSums) -> pl.Expr:  # W_b·(p̄_b − ȳ_b)
-        return b.R0 - b.R1
+        return b.gap()
 
     def within_class(q: pl.Expr, r: pl.Expr, w: pl.Expr) -> pl.Expr:
         """Σ w (x − x̄)² of one outcome class of a bin from its residual sums."""
@@ -249,7 +261,7 @@ def metric_expressions(
         "mce": largest([pl.when(b.count >= mce_min_count).then(bin_gap(b)) for b in bins]),
         "mce_raw": largest([bin_gap(b) for b in bins]).fill_null(0.0),
         "populated_bins": total([(b.W > 0).cast(pl.UInt32) for b in bins]).cast(pl.UInt32),
-        "brier": per_n(over_bins(lambda b: b.Q1 + b.Q0)),
+        "brier": per_n(over_bins(lambda b: b.squared())),
         "reliability": per_n(squared_gap),
         "resolution": per_n(resolution),
         "uncertainty": (accuracy * (1 - accuracy)).fill_nan(0.0),  # 0/0 = NaN when N = 0
