@@ -159,7 +159,7 @@ def bin_statistics(
     │ 3   ┆ 1     ┆ 0.9             ┆ 1.0      │
     └─────┴───────┴─────────────────┴──────────┘
     """
-    cells, keys, binning = _checked_cells(
+    stats = _bin_statistics(
         as_lazy(predictions),
         confidence=confidence,
         correct=correct,
@@ -167,43 +167,12 @@ def bin_statistics(
         bins=bins,
         weight=weight,
         log_confidence=log_confidence,
+        empty_bins=True,
     )
-    return return_like(predictions, bin_statistics_from_cells(cells, keys=keys, binning=binning))
+    return return_like(predictions, stats)
 
 
-def populated_bin_statistics(
-    predictions: pl.LazyFrame,
-    *,
-    confidence: str,
-    correct: str,
-    by: str | Sequence[str] | None,
-    bins: BinsLike,
-    weight: str | None,
-    log_confidence: str | None,
-) -> pl.LazyFrame:
-    """:func:`bin_statistics` without its empty bins and its order, for reductions.
-
-    The columns of the bin-statistics table, one row per *populated* (group, bin) in no
-    particular order, the bin bounds null: what the metrics read (an empty bin adds
-    nothing to any of them), without completing and sorting the grid. Arguments and
-    errors as :func:`bin_statistics`.
-    """
-    cells, keys, binning = _checked_cells(
-        predictions,
-        confidence=confidence,
-        correct=correct,
-        by=by,
-        bins=bins,
-        weight=weight,
-        log_confidence=log_confidence,
-    )
-    populated = _per_bin(cells, keys, binning).with_columns(
-        pl.lit(None, pl.Float64).alias(bound) for bound in _BOUNDS[:2] if binning.additive
-    )
-    return _with_means(populated.with_columns(pl.lit(None, pl.String).alias("closed")), keys)
-
-
-def _checked_cells(
+def _bin_statistics(
     source: pl.LazyFrame,
     *,
     confidence: str,
@@ -212,8 +181,14 @@ def _checked_cells(
     bins: BinsLike,
     weight: str | None,
     log_confidence: str | None,
-) -> tuple[pl.LazyFrame, list[str], Binning]:
-    """The row pass (schema checked now, rows when collected), its keys and binning."""
+    empty_bins: bool,
+) -> pl.LazyFrame:
+    """:func:`bin_statistics`, or (``empty_bins=False``) only its populated bins, unsorted.
+
+    The populated bins are what a reduction reads (an empty bin adds nothing to any
+    metric): :func:`~calib_frames.calibration_metrics` takes them, without completing and
+    sorting the grid.
+    """
     spec = PredictionPass.build(
         source.collect_schema(),
         confidence=confidence,
@@ -230,7 +205,10 @@ def _checked_cells(
         total_rows=pl.col("count").sum(),
         find_example=first_offending_row(source, spec.keys),
     )
-    return cells, list(spec.keys), spec.binning
+    keys, binning = list(spec.keys), spec.binning
+    if empty_bins:
+        return bin_statistics_from_cells(cells, keys=keys, binning=binning)
+    return _with_means(_per_bin(cells, keys, binning).with_columns(_bounds(binning)), keys)
 
 
 def bin_statistics_from_cells(
@@ -309,6 +287,19 @@ def _per_bin(cells: pl.LazyFrame, keys: list[str], binning: Binning) -> pl.LazyF
     if not binning.additive:
         per_bin += [pl.col("bin_lower").min(), pl.col("bin_upper").max()]
     return cells.filter(valid).group_by(*keys, "bin").agg(per_bin)
+
+
+def _bounds(binning: Binning) -> list[pl.Expr]:
+    """``closed`` and, for fixed edges, ``bin_lower`` and ``bin_upper`` of each row's bin."""
+    closed = pl.lit(binning.closed if binning.additive else None, pl.String).alias("closed")
+    edges = binning.edge_values()
+    if edges is None:  # equal-mass bins: the observed bounds, from the cells
+        return [closed]
+    return [
+        pl.lit(pl.Series(edges[:-1])).gather(pl.col("bin")).alias("bin_lower"),
+        pl.lit(pl.Series(edges[1:])).gather(pl.col("bin")).alias("bin_upper"),
+        closed,
+    ]
 
 
 def _with_means(stats: pl.LazyFrame, keys: list[str], *, sort: bool = False) -> pl.LazyFrame:

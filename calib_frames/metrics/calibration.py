@@ -87,7 +87,7 @@ import polars as pl
 from calib_frames.binning import BinsLike
 from calib_frames.exceptions import ArgumentError, TableError
 from calib_frames.schema import BIN_STATISTICS, METRICS
-from calib_frames.stats import populated_bin_statistics
+from calib_frames.stats import _bin_statistics
 from calib_frames.validation import Frame, as_lazy, return_like
 
 __all__ = [
@@ -419,7 +419,7 @@ def calibration_metrics(
     >>> m.select("mce", pl.col("mce_raw").round(12)).rows()
     [(0.35, 0.85)]
     """
-    stats = populated_bin_statistics(
+    stats = _bin_statistics(
         as_lazy(predictions),
         confidence=confidence,
         correct=correct,
@@ -427,5 +427,6 @@ def calibration_metrics(
         bins=bins,
         weight=weight,
         log_confidence=log_confidence,
+        empty_bins=False,
     )
     return return_like(predictions, metrics_from_bin_statistics(stats, mce_min_count=mce_min_count))
