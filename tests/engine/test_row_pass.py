@@ -22,13 +22,12 @@ def test_cells_match_a_numpy_reference(bins: int) -> None:
     y = rng.random(n) < p
     frame = pl.DataFrame({"g": rng.integers(0, 3, n), "confidence": p, "correct": y})
     # invalid rows: a NaN confidence, a confidence above 1, a null outcome
+    row = pl.int_range(pl.len())
     frame = frame.with_columns(
-        pl.when(pl.int_range(pl.len()) == 10).then(float("nan")).otherwise("confidence")
-        .alias("confidence"),  # fmt: skip
-        pl.when(pl.int_range(pl.len()) == 11).then(None).otherwise("correct").alias("correct"),
-    ).with_columns(
-        pl.when(pl.int_range(pl.len()) == 12).then(1.5).otherwise("confidence").alias("confidence")
-    )
+        pl.when(row == 10).then(float("nan")).when(row == 12).then(1.5)
+        .otherwise("confidence").alias("confidence"),
+        pl.when(row == 11).then(None).otherwise("correct").alias("correct"),
+    )  # fmt: skip
     spec = PredictionPass.build(
         frame.schema, confidence="confidence", correct="correct", by="g", bins=bins
     )
