@@ -292,7 +292,7 @@ class _Draws(NamedTuple):
 _SUMS = 3
 """Sums after the M bin columns of a row's vector: w, w·y, w·(p − y)²."""
 _BLOCK_CELLS = 4_000_000  # groups × replicates × items of one block of draws
-_BLOCK_PAIRS = 20_000_000  # pairs × replicates whose bootstrap differences a block keeps
+_BLOCK_PAIRS = 8_000_000  # pairs × replicates whose bootstrap differences a block keeps
 _BYTES_PER_PAIR_REPLICATE = 8 * len(PAIRED_METRICS)
 
 
