@@ -332,7 +332,7 @@ def selective_curve(
             threshold = seg.p[at].reshape(-1)
             coverage_ = np.tile(grid, seg.n_groups)
             risk = (_errors_at(seg, at, target) / target).reshape(-1)
-        table = ranked.table[owner.tolist()] if keys else ranked.table
+        table = ranked.table.select(pl.all().gather(pl.Series(owner))) if keys else ranked.table
         return attach(
             table,
             [
