@@ -68,8 +68,9 @@ class Result:
 
 
 def group_index(frame: pl.DataFrame, spec: Spec) -> np.ndarray:
-    """Dense group codes ``model * n_tasks + task`` of a frame's rows."""
-    return frame["model"].to_numpy().astype(np.int64) * spec.n_tasks + frame["task"].to_numpy()
+    """Dense group codes ``model * n_tasks + task`` of a frame's rows (keys Int or String)."""
+    model, task = (frame[key].cast(pl.Int64).to_numpy() for key in ("model", "task"))
+    return model * spec.n_tasks + task
 
 
 def metrics_result(

@@ -257,12 +257,13 @@ def memory_source(
 ) -> Source:
     """The rows of ``path`` loaded as a DataFrame, numpy arrays and an Arrow table.
 
-    ``string_keys``: the group keys as String (their decimal digits) instead of Int32.
+    ``string_keys``: the group keys of the DataFrame and the Arrow table as String (their
+    decimal digits) instead of Int32; the numpy arrays keep the integer codes.
     """
     df = pl.read_parquet(path, columns=COLUMNS)
+    arrays = {name: df[name].to_numpy() for name in COLUMNS}
     if string_keys:
         df = df.with_columns(pl.col(KEYS).cast(pl.String))
-    arrays = {name: df[name].to_numpy() for name in COLUMNS}
     return Source("memory", spec, path, chunk_rows, df=df, arrays=arrays, arrow=df.to_arrow())
 
 
