@@ -559,16 +559,17 @@ def _segments(ranked: _Ranked, w: F64Array) -> _Segments:
     """Sum the rows' weights ``w`` (n, B) and error weights per segment and group."""
     starts = ranked.starts
     errors = w * (1.0 - ranked.y)[:, None]
+    group, p = ranked.group, ranked.p
     if starts.size < ranked.y.size:  # ties: sum each tie group (else a row is a segment)
         w, errors = np.add.reduceat(w, starts, axis=0), np.add.reduceat(errors, starts, axis=0)
-    group = ranked.group[starts]
+        group, p = group[starts], p[starts]
     first = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
     ends, before, total = _running(w, first, group)
     _, errors_before, total_errors = _running(errors, first, group)
     return _Segments(
         ranked.n_groups,
         group,
-        ranked.p[starts],
+        p,
         first,
         w,
         errors,
