@@ -77,4 +77,5 @@ def test_metrics_of_the_populated_bins_equal_those_of_the_full_table() -> None:
         full = cf.bin_statistics(frame, by="model", weight=weight, bins=15)
         assert (full["count"] == 0).any()  # there are empty bins to leave out
         via_table = cf.metrics_from_bin_statistics(full)
-        assert_frames_close(direct, via_table, rel=1e-15, abs=1e-17)
+        # the same sums, added in another order (the populated bins come unsorted)
+        assert_frames_close(direct, via_table, rel=1e-13, abs=1e-16)
