@@ -1,22 +1,27 @@
 #!/usr/bin/env python
-"""Benchmark: ``calib-frames stats`` against a DuckDB script, end to end as whole processes.
+"""Benchmark: ``calib-frames stats`` against DuckDB scripts, end to end as whole processes.
 
-Both read the same parquet file (:mod:`benchmarks.workload`, default 10^7 rows x 200
-groups) and write the per-(model, task, bin) table of sums to parquet:
+All read the same parquet file (:mod:`benchmarks.workload`, default 10^7 rows x 200
+groups) and write their result to parquet:
 
 calib_frames_cli  ``python -m calib_frames stats FILE --by model,task --bins M --out OUT``
-                  (start-up, imports, the row checks, the bin-statistics table with its
-                  metadata)
+                  (start-up, imports, the read guard, the row checks, the bin-statistics
+                  table with its metadata)
 duckdb_script     ``python -c <script>``: ``import duckdb``, one ``COPY (SELECT ... GROUP BY
                   model, task, bin) TO OUT``, the bin from exact edges k/M (``floor(p*M)``
                   corrected against ``k/M``, the convention of calib_frames), per bin the
                   rows, the outcome split of the weight and of the residual sums |p - y|,
                   (p - y)^2 and the log-loss sum: the columns of the bin-statistics table
+duckdb_ece_mce    the plain query a user would write for ECE and MCE: ``floor(p*M)`` bins
+                  (the last bin closed), per (model, task, bin) the rows, Σp and Σy, then
+                  per group ECE = Σ|Σp - Σy| / N and MCE = max |Σp - Σy| / n, written to
+                  parquet (no checks of the rows, no mergeable table)
 
-Each run is a fresh interpreter; the two alternate (A B A B ...), the median of
-``--runs`` wall-clock seconds of each is printed with their ratio (> 1: DuckDB is faster),
-and the two outputs are cross-checked (counts exactly, sums to 1e-9). Run from the
-repository root::
+Each run is a fresh interpreter; the commands alternate (A B C A B C ...), the median of
+``--runs`` wall-clock seconds of each is printed with the ratio peer / calib-frames (> 1:
+calib-frames is faster), and the outputs are cross-checked: the two tables (counts exactly,
+sums to 1e-9), and ECE and MCE (the textbook MCE over every populated bin) of calib-frames'
+table against DuckDB's (1e-9). Run from the repository root::
 
     python benchmarks/bench_cli.py                 # 1e7 rows, 5 runs each
     python -m benchmarks.bench_cli --quick         # 1e5 rows, 2 runs each (smoke test)
@@ -38,11 +43,13 @@ if __package__ in (None, ""):  # run as a script: make the ``benchmarks`` packag
 
 import polars as pl
 
+import calib_frames as cf
 from benchmarks import harness, report
 from benchmarks.workload import DATA_DIR, KEYS, Spec, ensure_data, parse_sizes
 from calib_frames.schema import BIN_STATISTICS
 
 ROOT = Path(__file__).resolve().parents[1]
+PEERS = ("duckdb_script", "duckdb_ece_mce")
 TOLERANCE = 1e-9
 
 DUCKDB_SCRIPT = """
@@ -76,6 +83,22 @@ COPY (
 ''')
 """
 
+DUCKDB_ECE_MCE = """
+import sys, duckdb
+source, out, m = sys.argv[1], sys.argv[2], int(sys.argv[3])
+duckdb.sql(f'''
+COPY (
+  WITH bins AS (
+    SELECT model, task, least(floor(confidence * {m}), {m} - 1) AS bin,
+           count(*) AS n, sum(confidence) AS sp, sum(correct::DOUBLE) AS sy
+    FROM read_parquet('{source}') GROUP BY model, task, bin
+  )
+  SELECT model, task, sum(abs(sp - sy)) / sum(n) AS ece, max(abs(sp - sy) / n) AS mce
+  FROM bins GROUP BY model, task
+) TO '{out}' (FORMAT parquet)
+''')
+"""
+
 SUMS = tuple(c for c in BIN_STATISTICS.additive if c != "count")
 """The additive sums of the bin-statistics table (counts are compared exactly)."""
 
@@ -104,6 +127,14 @@ def commands(source: Path, out: Path, bins: int) -> dict[str, list[str]]:
             str(out / "duckdb.parquet"),
             str(bins),
         ],
+        "duckdb_ece_mce": [
+            sys.executable,
+            "-c",
+            DUCKDB_ECE_MCE,
+            str(source),
+            str(out / "ece_mce.parquet"),
+            str(bins),
+        ],
     }
 
 
@@ -120,7 +151,11 @@ def time_alternating(cmds: dict[str, list[str]], runs: int) -> dict[str, list[fl
 
 
 def cross_check(out: Path) -> float:
-    """The largest difference between the two tables' sums (counts must be equal)."""
+    """The largest difference between calib-frames' output and the DuckDB outputs.
+
+    The two tables' sums (counts must be equal), then ECE and the textbook MCE of calib-frames'
+    table against the plain ECE/MCE query's.
+    """
     keys = [*KEYS, "bin"]
     cli = pl.read_parquet(out / "cli.parquet").filter(pl.col("count") > 0)
     duck = pl.read_parquet(out / "duckdb.parquet").with_columns(
@@ -131,9 +166,17 @@ def cross_check(out: Path) -> float:
         raise SystemExit("cross-check: the two tables have different (group, bin) cells")
     if (joined["count"] != joined["count_duckdb"]).any():
         raise SystemExit("cross-check: counts differ")
-    return max(
+    worst = max(
         float(joined.select((pl.col(c) - pl.col(f"{c}_duckdb")).abs().max()).item()) for c in SUMS
     )
+    ours = cf.metrics_from_bin_statistics(pl.read_parquet(out / "cli.parquet"))
+    plain = ours.join(pl.read_parquet(out / "ece_mce.parquet"), on=KEYS, suffix="_duckdb")
+    if plain.height != ours.height:
+        raise SystemExit("cross-check: the ECE/MCE query has other groups")
+    for ours_name, theirs in (("ece", "ece_duckdb"), ("mce", "mce_duckdb")):
+        gap = plain.select((pl.col(ours_name) - pl.col(theirs)).abs().max()).item()
+        worst = max(worst, float(gap))
+    return worst
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -151,8 +194,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.sizes, args.runs = "1e5", 2
     env = harness.environment()
-    report.print_header("calib-frames stats vs a DuckDB script, whole processes", env)
-    print(f"\nmedian of {args.runs} alternating runs each; ratio > 1: DuckDB is faster\n")
+    report.print_header("calib-frames stats vs DuckDB scripts, whole processes", env)
+    print(
+        f"\nmedian of {args.runs} alternating runs each; ratio = peer seconds / calib-frames "
+        "seconds (> 1: calib-frames is faster)\n"
+    )
     runs: list[dict[str, Any]] = []
     body = []
     failed = 0
@@ -168,19 +214,24 @@ def main(argv: list[str] | None = None) -> int:
         median = {name: statistics.median(values) for name, values in seconds.items()}
         ok = difference <= TOLERANCE
         failed += not ok
-        ratio = median["calib_frames_cli"] / median["duckdb_script"]
+        cli = median["calib_frames_cli"]
         body.append(
             [
                 spec.label,
-                f"{median['calib_frames_cli']:.3f}",
-                f"{median['duckdb_script']:.3f}",
-                f"{ratio:.2f}",
+                f"{cli:.3f}",
+                *(f"{median[peer]:.3f} ({median[peer] / cli:.2f})" for peer in PEERS),
                 f"{difference:.1e}",
                 "ok" if ok else "**MISMATCH**",
             ]
         )
         runs.append({"rows": rows, "groups": spec.groups, "bins": args.bins, "seconds": seconds})
-    head = ["workload", "calib-frames stats s", "duckdb script s", "ratio", "max abs diff", "check"]
+    head = [
+        "workload",
+        "calib-frames stats s",
+        *(f"{peer} s (ratio)" for peer in PEERS),
+        "max abs diff",
+        "check",
+    ]
     print(report.markdown(head, body, "lrrrrl"))
     report.save_json(args.json, environment=env, runs=runs)
     return 1 if failed else 0

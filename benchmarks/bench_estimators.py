@@ -28,8 +28,19 @@ ece_by_bin_count   ``ece_by_bin_count(df, by="model")`` (M = 5 … 30, one pass)
 metrics_loop_m     ``calibration_metrics(df, by="model", bins=M)`` for each M = 5 … 30
 selective          ``selective_metrics(df, by="model")`` (AURC, E-AURC, accuracy at 80%
                    coverage, coverage at 90% accuracy)
+numpy_loop         a per-group numpy loop: ``argsort(-f)``, the cumulative errors, AURC =
+                   mean(E_k / k) (one order: continuous confidences have no ties)
+numpy_loop_frame   the same, with the per-group arrays taken from the frame inside the timing
+                   (``partition_by`` + ``to_numpy``: the input calib_frames gets)
 cal_selective_loop ``calibration.get_selective_stats(f, y)`` (uncertainty-calibration) for
                    each group: 1 − its area is AURC (continuous confidences: no ties)
+curve              ``selective_curve(df, by="model")``: one point per row (no ties)
+numpy_curve_loop   the numpy loop's coverage k/n and risk E_k/k at every row, per group
+intervals          ``selective_intervals(df, by="model", replicates=R)`` (``--replicates``,
+                   100): intervals of AURC, E-AURC and the two coverage figures
+numpy_boot_loop    a per-group numpy loop of the AURC bootstrap, replicates vectorised:
+                   Poisson(1) row multiplicities from numpy, one argsort per group, the
+                   prefix risks of each row's m copies, percentiles
 helm               ``helm_calibration(df, by="model")`` (all eight figures, Platt included)
 cal_helm_loop      uncertainty-calibration's ``get_ece_em``, ``get_ece``,
                    ``get_selective_stats`` and ``get_platt_scaler`` (+ the two Platt ECEs)
@@ -40,8 +51,12 @@ faster) with the cross-check (not timed, tolerance 1e-9): smooth ECE and bandwid
 the four CORP terms per group; the isotonic fit at every row (our block value against
 scikit-learn's ``predict``); ECE per (group, bin count); AURC per group; HELM's
 ``ece_10_bin``, ``ece_1_bin`` and selective figures per group (the Platt figures differ by
-the lbfgs tolerance, ~1e-4, and are not compared). A peer whose library is missing is
-skipped with a note. A mismatch exits 1. ``--quick``: 2·10^4 rows, 10 groups.
+the lbfgs tolerance, ~1e-4, and are not compared); the curve's coverage and risk at every
+row. The bootstrap loop draws its own multiplicities, so its intervals differ from
+calib_frames' by resampling noise; the untimed check reruns it on calib_frames' own
+multiplicities (``poisson_weights`` of the row positions) and compares the AURC intervals
+at 1e-9. A peer whose library is missing is skipped with a note. A mismatch exits 1.
+``--quick``: 2·10^4 rows, 10 groups, 20 replicates.
 """
 
 from __future__ import annotations
@@ -63,9 +78,14 @@ import calib_frames as cf
 from benchmarks import harness, report
 from benchmarks.peers import Registry, Result
 from benchmarks.workload import Source, Spec, frame_source
+from calib_frames.estimators.bootstrap import poisson_weights
 from calib_frames.estimators.corp import corp_decomposition
 from calib_frames.estimators.pav import isotonic_blocks
-from calib_frames.estimators.selective import selective_metrics
+from calib_frames.estimators.selective import (
+    selective_curve,
+    selective_intervals,
+    selective_metrics,
+)
 from calib_frames.estimators.sensitivity import ece_by_bin_count
 from calib_frames.estimators.smooth import smooth_ece
 from calib_frames.recalibrate.helm_suite import helm_calibration
@@ -97,7 +117,7 @@ def columns(frame: pl.DataFrame, names: tuple[str, ...], by: tuple[str, ...]) ->
 # the four pairs: one registry each, calib_frames the subject
 
 SMOOTH, CORP, ISOTONIC, BINS = Registry(), Registry(), Registry(), Registry()
-SELECTIVE, HELM = Registry(), Registry()
+SELECTIVE, CURVE, INTERVALS, HELM = Registry(), Registry(), Registry(), Registry()
 HELM_COMPARED = ("ece_10_bin", "ece_1_bin", "selective_cov_acc_area", "selective_acc@10")
 
 
@@ -236,6 +256,48 @@ def run_metrics_loop(src: Source) -> pl.DataFrame:
 subject(SELECTIVE, "selective", selective_metrics, ("aurc",))
 
 
+def ranked_errors(f: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The errors of one group most confident first, and their running count E_k."""
+    wrong = 1.0 - y[np.argsort(-f)]
+    return wrong, np.cumsum(wrong)
+
+
+def numpy_aurc(groups: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """AURC = mean over k of E_k / k, one group at a time."""
+    out = []
+    for f, y in groups:
+        _, errors = ranked_errors(f, y)
+        out.append(np.mean(errors / np.arange(1, f.size + 1)))
+    return np.array(out)
+
+
+@SELECTIVE.peer(
+    "numpy_loop",
+    what="argsort + cumulative errors + mean(E_k / k) for each group (arrays given)",
+    normalise=lambda out, src: Result({"aurc": out}),
+)
+def run_numpy_aurc(src: Source) -> np.ndarray:
+    return numpy_aurc(groups_of(src))
+
+
+def frame_groups(df: pl.DataFrame) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The per-group arrays from the frame, in key order (timed in ``numpy_loop_frame``)."""
+    parts = sorted(df.partition_by("model", as_dict=True).items())
+    return [
+        (part["confidence"].to_numpy(), part["correct"].cast(pl.Float64).to_numpy())
+        for _, part in parts
+    ]
+
+
+@SELECTIVE.peer(
+    "numpy_loop_frame",
+    what="numpy_loop with partition_by + to_numpy of the frame timed",
+    normalise=lambda out, src: Result({"aurc": out}),
+)
+def run_numpy_aurc_frame(src: Source) -> np.ndarray:
+    return numpy_aurc(frame_groups(src.table()))
+
+
 @SELECTIVE.peer(
     "cal_selective_loop",
     what="calibration.get_selective_stats(f, y) for each group (AURC = 1 - area)",
@@ -248,6 +310,97 @@ def run_cal_selective(src: Source) -> np.ndarray:
     return np.array(
         [calibration.get_selective_stats(f, y.astype(np.int64))[0] for f, y in groups_of(src)]
     )
+
+
+@CURVE.peer(
+    "curve",
+    role="subject",
+    what='selective_curve(df, by="model") (a point per row: no ties)',
+    normalise=lambda out, src: columns(out, ("coverage", "risk"), ("model", "coverage")),
+)
+def run_curve(src: Source) -> pl.DataFrame:
+    return selective_curve(src.table(), by="model")
+
+
+@CURVE.peer(
+    "numpy_curve_loop",
+    what="coverage k/n and risk E_k/k at every row for each group (arrays given)",
+    normalise=lambda out, src: Result({"coverage": out[0], "risk": out[1]}),
+)
+def run_numpy_curve(src: Source) -> tuple[np.ndarray, np.ndarray]:
+    coverage, risk = [], []
+    for f, y in groups_of(src):
+        _, errors = ranked_errors(f, y)
+        k = np.arange(1, f.size + 1)
+        coverage.append(k / f.size)
+        risk.append(errors / k)
+    return np.concatenate(coverage), np.concatenate(risk)
+
+
+@INTERVALS.peer(
+    "intervals",
+    role="subject",
+    what='selective_intervals(df, by="model", replicates=R)',
+    normalise=lambda out, src: columns(out, ("aurc_ci_low", "aurc_ci_high"), ("model",)),
+)
+def run_intervals(src: Source) -> pl.DataFrame:
+    return selective_intervals(src.table(), by="model", replicates=src.extra["replicates"])
+
+
+def bootstrap_aurc(
+    f: np.ndarray, y: np.ndarray, multiplicity: np.ndarray, level: float = 0.95
+) -> tuple[float, float]:
+    """The percentile interval of AURC over the columns of ``multiplicity`` (rows x B).
+
+    A row of multiplicity m is m tied copies of one outcome: after K earlier copies with
+    E errors its copies add Σ_{t=1..m} (E + t·e)/(K + t), e = 1 − y.
+    """
+    order = np.argsort(-f, kind="stable")
+    wrong = (1.0 - y[order])[:, None]
+    m = multiplicity[order].astype(np.float64)
+    copies = np.cumsum(m, axis=0) - m  # K: copies before the row
+    errors = np.cumsum(m * wrong, axis=0) - m * wrong  # E
+    area = np.zeros_like(m)
+    for t in range(1, int(m.max()) + 1):
+        area += np.where(m >= t, (errors + t * wrong) / (copies + t), 0.0)
+    with np.errstate(invalid="ignore"):
+        aurc = area.sum(axis=0) / m.sum(axis=0)
+    low, high = np.nanquantile(aurc, [(1 - level) / 2, (1 + level) / 2])
+    return float(low), float(high)
+
+
+def numpy_bootstrap(src: Source, draw: Callable[[int, int], np.ndarray]) -> np.ndarray:
+    """Per group: ``draw(group, rows)`` multiplicities (rows x replicates), the interval."""
+    return np.array(
+        [bootstrap_aurc(f, y, draw(g, f.size)) for g, (f, y) in enumerate(groups_of(src))]
+    )
+
+
+@INTERVALS.peer(
+    "numpy_boot_loop",
+    what="per group: numpy Poisson(1) multiplicities (rows x R), argsort, copies' prefix risks",
+    normalise=lambda out, src: None,  # other draws: checked apart (check_intervals)
+)
+def run_numpy_bootstrap(src: Source) -> np.ndarray:
+    rng = np.random.default_rng(0)
+    replicates = src.extra["replicates"]
+    return numpy_bootstrap(src, lambda g, rows: rng.poisson(1.0, (rows, replicates)))
+
+
+def check_intervals(result: Result, src: Source) -> str | None:
+    """The numpy bootstrap on calib_frames' own multiplicities gives the same intervals."""
+    replicates = src.extra["replicates"]
+    positions = src.table().with_row_index("row").select("model", "row")
+    draws = positions.with_columns(
+        poisson_weights(pl.col("row"), pl.lit(b, pl.UInt32), 0).alias(str(b))
+        for b in range(replicates)
+    ).partition_by("model", as_dict=True)
+    keys = sorted(draws)
+    out = numpy_bootstrap(src, lambda g, rows: draws[keys[g]].drop("model", "row").to_numpy())
+    ours = np.stack([result.values["aurc_ci_low"], result.values["aurc_ci_high"]], axis=1)
+    worst = float(np.max(np.abs(out - ours)))
+    print(f"- numpy_boot_loop on calib_frames' multiplicities: max |diff| {worst:.1e}")
+    return None if worst < 1e-9 else f"numpy_boot_loop on the same draws differs by {worst:.1e}"
 
 
 subject(HELM, "helm", helm_calibration, HELM_COMPARED)
@@ -283,6 +436,8 @@ PAIRS = {
     "isotonic": (ISOTONIC, ("fit_at_rows",)),
     "bins": (BINS, ("ece",)),
     "selective": (SELECTIVE, ("aurc",)),
+    "curve": (CURVE, ("risk",)),
+    "intervals": (INTERVALS, ("aurc_ci_low", "aurc_ci_high")),
     "helm": (HELM, ("ece_10_bin",)),
 }
 
@@ -294,6 +449,7 @@ def warm_up(df: pl.DataFrame) -> None:
     ece_by_bin_count(tiny, by="model"), cf.calibration_metrics(tiny, by="model")
     isotonic_blocks(tiny, x="confidence", y="correct", by="model")
     selective_metrics(tiny, by="model"), helm_calibration(tiny, by="model")
+    selective_intervals(tiny, by="model", replicates=2)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -302,10 +458,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--groups", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--replicates", type=int, default=100, help="selective_intervals")
+    parser.add_argument(
+        "--pairs", default=",".join(PAIRS), help=f"comma-separated subset of {','.join(PAIRS)}"
+    )
     parser.add_argument("--quick", action="store_true", help="2e4 rows, 10 groups: seconds")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     rows, groups = (20_000, 10) if args.quick else (int(args.rows), args.groups)
+    replicates = 20 if args.quick else args.replicates
     env = harness.environment()
     report.print_header("Per-group estimators against their reference libraries", env)
     df = workload(rows, groups, args.seed)
@@ -315,14 +476,18 @@ def main(argv: list[str] | None = None) -> int:
     }
     keys = sorted(by_group)
     print(f"\n{df.height:,} rows, {len(keys)} groups")
-    src = frame_source(df, Spec(rows, len(keys), 1), by_group=[by_group[k] for k in keys])
+    src = frame_source(
+        df, Spec(rows, len(keys), 1), by_group=[by_group[k] for k in keys], replicates=replicates
+    )
     warm_up(df)
     runs, failed, summary = [], 0, []
-    for name, (registry, highlight) in PAIRS.items():
+    for name in args.pairs.split(","):
+        registry, highlight = PAIRS[name]
         peers = registry.select([p.name for p in registry])
         best, checks, errors = harness.time_interleaved(
-            src, peers, args.repeats, highlight=highlight
-        )
+            src, peers, args.repeats, highlight=highlight,
+            check=check_intervals if registry is INTERVALS else None,
+        )  # fmt: skip
         subject = registry.reference
         report.print_table(
             f"{name}: {df.height:.0e} rows x {len(keys)} groups",

@@ -23,10 +23,13 @@ polarbearings_log_loss lazy ``group_by(keys).agg``; its bins are right-closed, r
                       confidences never lie on an edge, so the numbers agree
 expr_five             one lazy ``agg`` of ``cf.ece``, ``cf.mce``, ``cf.rmsce``, ``cf.brier``
                       and ``cf.log_loss``
-expr_binned_eager,    the same on the DataFrame, ``df.group_by(keys).agg(...)`` (polars'
-expr_ece_eager        in-memory engine; memory source only, up to ``--eager-max-rows``, 1e5:
-                      it is orders of magnitude slower)
+expr_<m>_eager,       the same on the DataFrame, ``df.group_by(keys).agg(...)`` (polars'
+polarbearings_<m>_eager  in-memory engine), for the four metrics; memory sources only, up
+expr_binned_eager     to ``--eager-max-rows`` (default: every size)
 polars_naive          the naive two-stage polars plan of bench_metrics, for scale
+
+Sources (``--sources``): ``memory`` (Int32 keys), ``memory-str`` (the same rows with String
+keys) and ``parquet`` (Int32 keys, ``scan_parquet``).
 
 Cross-check: every metric an expression method returns is compared with the frame API's to
 1e-12 (absolute; counts and populated bins exactly); ``expr_binned`` must return every metric
@@ -146,30 +149,44 @@ def _polarbearings(name: str, src: Source) -> pl.Expr:
 
 
 def _add_single_metric_peers(name: str) -> None:
-    """``expr_<name>`` (calib_frames) and ``polarbearings_<name>``, both lazy ``agg``s."""
-    REGISTRY.add(
-        Peer(
-            f"expr_{name}",
-            lambda src: _lazy(src, _one(name, src)),
-            norm_metrics,
-            needs=f"calib_frames:{name}",
-            fields=(name,),
-            what=f"`lf.group_by(keys).agg(cf.{name}(confidence, correct"
-            f"{'' if name in UNBINNED else ', bins=M'})).collect()`",
+    """``expr_<name>`` (calib_frames) and ``polarbearings_<name>``, lazy and eager ``agg``s."""
+    bins = "" if name in UNBINNED else ", bins=M"
+    peers = {
+        "expr": (lambda src: _one(name, src), f"cf.{name}(confidence, correct{bins})"),
+        "polarbearings": (
+            lambda src: _polarbearings(name, src),
+            f"pb.{PB_FUNCTIONS[name]}(correct, confidence{bins.replace('bins', 'n_bins')})",
+        ),
+    }
+    for prefix, (expr, call) in peers.items():
+        needs = f"calib_frames:{name}" if prefix == "expr" else "polarbearings"
+        note = (
+            ""
+            if prefix == "expr"
+            else " (polarbearings 0.3.0: right-closed bins, log loss clipped to 1e-15; "
+            "random confidences agree)"
         )
-    )
-    REGISTRY.add(
-        Peer(
-            f"polarbearings_{name}",
-            lambda src: _lazy(src, _polarbearings(name, src)),
-            norm_metrics,
-            needs="polarbearings",
-            fields=(name,),
-            what=f"`lf.group_by(keys).agg(pb.{PB_FUNCTIONS[name]}(correct, confidence"
-            f"{'' if name in UNBINNED else ', n_bins=M'})).collect()` (polarbearings 0.3.0: "
-            "right-closed bins, log loss clipped to 1e-15; random confidences agree)",
+        REGISTRY.add(
+            Peer(
+                f"{prefix}_{name}",
+                lambda src, expr=expr: _lazy(src, expr(src)),
+                norm_metrics,
+                needs=needs,
+                fields=(name,),
+                what=f"`lf.group_by(keys).agg({call}).collect()`{note}",
+            )
         )
-    )
+        REGISTRY.add(
+            Peer(
+                f"{prefix}_{name}_eager",
+                lambda src, expr=expr: _eager(src, expr(src)),
+                norm_metrics,
+                needs=needs,
+                fields=(name,),
+                sources=("memory",),
+                what=f"`df.group_by(keys).agg({call})` on the DataFrame (in-memory engine)",
+            )
+        )
 
 
 for _name in PB_FUNCTIONS:
@@ -199,31 +216,22 @@ def run_expr_binned_eager(src: Source) -> pl.DataFrame:
     return _eager(src, _binned(src)).unnest("m")
 
 
-@REGISTRY.peer(
-    "expr_ece_eager",
-    normalise=norm_metrics,
-    needs="calib_frames:ece",
-    fields=("ece",),
-    sources=("memory",),
-    what="`df.group_by(keys).agg(cf.ece(...))` on the DataFrame (only up to `--eager-max-rows`)",
-)
-def run_expr_ece_eager(src: Source) -> pl.DataFrame:
-    return _eager(src, _one("ece", src))
-
-
-EAGER = ("expr_binned_eager", "expr_ece_eager")
+EAGER = tuple(name for name in REGISTRY.names() if name.endswith("_eager"))
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--sizes", default="1e5,1e6,1e7")
     ap.add_argument("--groups", default="200")
-    ap.add_argument("--sources", default="memory,parquet")
+    ap.add_argument("--sources", default="memory,memory-str,parquet")
     ap.add_argument(
         "--methods",
         default="expr_binned,expr_five,"
-        + ",".join(f"expr_{n},polarbearings_{n}" for n in PB_FUNCTIONS)
-        + ",expr_binned_eager,expr_ece_eager,polars_naive",
+        + ",".join(
+            f"expr_{n},polarbearings_{n},expr_{n}_eager,polarbearings_{n}_eager"
+            for n in PB_FUNCTIONS
+        )
+        + ",expr_binned_eager,polars_naive",
     )
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument(
@@ -233,7 +241,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument(
         "--eager-max-rows",
         type=float,
-        default=1e5,
+        default=1e12,
         help="run the eager (DataFrame.group_by) expression methods only up to this size",
     )
     ap.add_argument("--bins", type=int, default=10)

@@ -63,7 +63,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument(
         "--groups", default="200,2000", help="group counts: 200 (=20x10), 2000 (=50x40) or AxB"
     )
-    ap.add_argument("--sources", default="memory,parquet", help="memory,parquet")
+    ap.add_argument(
+        "--sources", default="memory,parquet", help="memory,memory-str (String keys),parquet"
+    )
     ap.add_argument(
         "--methods",
         default=",".join(DEFAULT_METHODS),

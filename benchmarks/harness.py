@@ -201,14 +201,18 @@ def run_sources(
 ) -> tuple[list[dict[str, Any]], int]:
     """Time ``peers`` on one workload for each source kind, print a table per kind.
 
+    Kinds: ``memory``, ``memory-str`` (in memory with String group keys) and ``parquet``.
     Returns the run records (for :func:`benchmarks.report.summary` and the JSON) and the
     number of mismatches and failures.
     """
     runs, failed = [], 0
     for kind in kinds:
-        src = memory_source(spec, path, chunk_rows) if kind == "memory" else None
-        src = src or Source("parquet", spec, path, chunk_rows)
-        todo = [p for p in peers if kind in p.sources]
+        base = "parquet" if kind == "parquet" else "memory"
+        if base == "memory":
+            src = memory_source(spec, path, chunk_rows, string_keys=kind == "memory-str")
+        else:
+            src = Source("parquet", spec, path, chunk_rows)
+        todo = [p for p in peers if base in p.sources]
         best, checks, errors = time_interleaved(
             src,
             todo,

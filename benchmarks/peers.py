@@ -68,8 +68,9 @@ class Result:
 
 
 def group_index(frame: pl.DataFrame, spec: Spec) -> np.ndarray:
-    """Dense group codes ``model * n_tasks + task`` of a frame's rows."""
-    return frame["model"].to_numpy().astype(np.int64) * spec.n_tasks + frame["task"].to_numpy()
+    """Dense group codes ``model * n_tasks + task`` of a frame's rows (keys Int or String)."""
+    model, task = (frame[key].cast(pl.Int64).to_numpy() for key in ("model", "task"))
+    return model * spec.n_tasks + task
 
 
 def metrics_result(
@@ -308,11 +309,18 @@ def run_calib_frames_metrics(src: Source) -> pl.DataFrame:
     "or on `pl.scan_parquet` (one streaming decode of every value)",
 )
 def run_floor(src: Source) -> pl.DataFrame:
-    sums = [pl.col(name).sum() for name in COLUMNS]
     if src.kind == "memory":
         assert src.df is not None
-        return src.df.select(sums)
-    return pl.scan_parquet(src.path).select(sums).collect()
+        return src.df.select(touch_columns(src.df.schema))
+    scan = pl.scan_parquet(src.path)
+    return scan.select(touch_columns(scan.collect_schema())).collect()
+
+
+def touch_columns(schema: pl.Schema) -> list[pl.Expr]:
+    """One read of each needed column: its sum (String keys, memory-str: the greatest)."""
+    return [
+        pl.col(name).max() if schema[name] == pl.String else pl.col(name).sum() for name in COLUMNS
+    ]
 
 
 @METRICS.peer(

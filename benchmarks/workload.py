@@ -252,10 +252,18 @@ class Source:
             self._duck = None
 
 
-def memory_source(spec: Spec, path: Path, chunk_rows: int = 2**16) -> Source:
-    """The rows of ``path`` loaded as a DataFrame, numpy arrays and an Arrow table."""
+def memory_source(
+    spec: Spec, path: Path, chunk_rows: int = 2**16, *, string_keys: bool = False
+) -> Source:
+    """The rows of ``path`` loaded as a DataFrame, numpy arrays and an Arrow table.
+
+    ``string_keys``: the group keys of the DataFrame and the Arrow table as String (their
+    decimal digits) instead of Int32; the numpy arrays keep the integer codes.
+    """
     df = pl.read_parquet(path, columns=COLUMNS)
     arrays = {name: df[name].to_numpy() for name in COLUMNS}
+    if string_keys:
+        df = df.with_columns(pl.col(KEYS).cast(pl.String))
     return Source("memory", spec, path, chunk_rows, df=df, arrays=arrays, arrow=df.to_arrow())
 
 

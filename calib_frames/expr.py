@@ -80,7 +80,7 @@ from calib_frames.metrics.calibration import (
     metric_expressions,
 )
 from calib_frames.schema import METRICS
-from calib_frames.validation import divide, not_true
+from calib_frames.validation import divide
 
 __all__ = [
     "binned_metrics",
@@ -222,6 +222,8 @@ def _build(
         "R0": (weighted(p, w), wrong),
         "Q1": (weighted((1.0 - p) * (1.0 - p), w), right),
         "Q0": (weighted(p * p, w), wrong),
+        "G": (weighted(p - y, w), None),
+        "Q": (weighted((p - y) * (p - y), w), None),
     }
     reads = frozenset().union(*(_reads(name, least) for name in names))
 
@@ -244,7 +246,7 @@ def _build(
         log_loss = -weighted(
             log_outcome_probability(q, pl.when(right).then(1.0 - p).otherwise(p)), w
         )
-    valid = not_true(ok).any().not_()
+    valid = ok.fill_null(False).all()  # a null input is not valid either
     if not rows:
         (name,) = names
         fields = [
@@ -259,11 +261,13 @@ def _build(
             mce_min_count=least,
         )
         return pl.when(valid).then(formulas[name]).alias(name)
-    # bins as rows: a list of one struct of sums per bin, reduced like the bin table
+    # bins as rows: a list of one struct of sums per bin, reduced like the bin table (the
+    # class sums are all read here, so the gap and Brier sums follow from them)
+    class_sums = [field for field in terms if field not in ("G", "Q")]
     per_bin = []
     for k in range(binning.n_bins):
         in_k = binning.contains(p, k)
-        sums = [total(field, in_k).alias(field) for field in terms]
+        sums = [total(field, in_k).alias(field) for field in class_sums]
         if log_loss is not None:
             sums.append(
                 (log_loss if in_k is None else log_loss.filter(in_k)).sum().alias(_LOG_LOSS)
@@ -271,7 +275,7 @@ def _build(
         per_bin.append(pl.struct(sums))
     element = pl.element().struct
     formulas = metric_expressions(
-        [BinSums(**{field: element.field(field) for field in terms})],
+        [BinSums(**{field: element.field(field) for field in class_sums})],
         total=lambda terms_: terms_[0].sum(),
         largest=lambda terms_: terms_[0].max(),
         log_loss_sum=(
@@ -573,7 +577,7 @@ def _nll_ratio(nll: IntoExpr, count: IntoExpr | None, *, minimum: int) -> pl.Exp
         ok = ok & n.is_finite() & (n >= minimum) & (n == n.floor())
     total = n.sum() if count is not None else n
     ratio = pl.when(total > 0).then(value.sum() / total).otherwise(float("nan"))
-    return pl.when(not_true(ok).any().not_()).then(ratio)
+    return pl.when(ok.fill_null(False).all()).then(ratio)
 
 
 def mean_nll(nll: IntoExpr = "nll", tokens: IntoExpr | None = None) -> pl.Expr:

@@ -161,7 +161,36 @@ def bin_statistics(
     │ 3   ┆ 1     ┆ 0.9             ┆ 1.0      │
     └─────┴───────┴─────────────────┴──────────┘
     """
-    source = as_lazy(predictions)
+    stats = _bin_statistics(
+        as_lazy(predictions),
+        confidence=confidence,
+        correct=correct,
+        by=by,
+        bins=bins,
+        weight=weight,
+        log_confidence=log_confidence,
+        empty_bins=True,
+    )
+    return return_like(predictions, stats)
+
+
+def _bin_statistics(
+    source: pl.LazyFrame,
+    *,
+    confidence: str,
+    correct: str,
+    by: str | Sequence[str] | None,
+    bins: BinsLike,
+    weight: str | None,
+    log_confidence: str | None,
+    empty_bins: bool,
+) -> pl.LazyFrame:
+    """:func:`bin_statistics`, or (``empty_bins=False``) only its populated bins, unsorted.
+
+    The populated bins are what a reduction reads (an empty bin adds nothing to any
+    metric): :func:`~calib_frames.calibration_metrics` takes them, without completing and
+    sorting the grid.
+    """
     spec = PredictionPass.build(
         source.collect_schema(),
         confidence=confidence,
@@ -178,8 +207,10 @@ def bin_statistics(
         total_rows=pl.col("count").sum(),
         find_example=first_offending_row(source, spec.keys),
     )
-    stats = bin_statistics_from_cells(cells, keys=list(spec.keys), binning=spec.binning)
-    return return_like(predictions, stats)
+    keys, binning = list(spec.keys), spec.binning
+    if empty_bins:
+        return bin_statistics_from_cells(cells, keys=keys, binning=binning)
+    return _with_means(_per_bin(cells, keys, binning).with_columns(_bounds(binning)), keys)
 
 
 def bin_statistics_from_cells(
@@ -221,6 +252,19 @@ def bin_statistics_from_cells(
     [(0, 0, None, 0.0), (1, 3, 0.6666666666666666, 0.75)]
     """
     keys = list(keys)
+    # cache(): the grid completion reads this small result twice; the pass must run once.
+    present = _per_bin(cells, keys, binning).cache()
+    bounds = binning.bounds().lazy()
+    grid = present.select(keys).unique().join(bounds, how="cross") if keys else bounds
+    stats = grid.join(present, on=[*keys, "bin"], how="left", nulls_equal=True).with_columns(
+        pl.col("count").fill_null(0).cast(pl.UInt64),
+        pl.col(*ADDITIVE_COLUMNS[1:]).fill_null(0.0),
+    )
+    return _with_means(stats, keys, sort=True)
+
+
+def _per_bin(cells: pl.LazyFrame, keys: list[str], binning: Binning) -> pl.LazyFrame:
+    """The valid cells' two outcomes of each (keys…, bin) side by side, as additive sums."""
     correct, valid = (
         pl.col("correct"),
         pl.col("bin").is_not_null() & pl.col("correct").is_not_null(),
@@ -244,29 +288,31 @@ def bin_statistics_from_cells(
     ]
     if not binning.additive:
         per_bin += [pl.col("bin_lower").min(), pl.col("bin_upper").max()]
-    # cache(): the grid completion reads this small result twice; the pass must run once.
-    present = cells.filter(valid).group_by(*keys, "bin").agg(per_bin).cache()
-    bounds = binning.bounds().lazy()
-    grid = present.select(keys).unique().join(bounds, how="cross") if keys else bounds
-    stats = grid.join(present, on=[*keys, "bin"], how="left", nulls_equal=True).with_columns(
-        pl.col("count").fill_null(0).cast(pl.UInt64),
-        pl.col(*ADDITIVE_COLUMNS[1:]).fill_null(0.0),
-    )
-    return _with_means(stats, keys)
+    return cells.filter(valid).group_by(*keys, "bin").agg(per_bin)
 
 
-def _with_means(stats: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
+def _bounds(binning: Binning) -> list[pl.Expr]:
+    """``closed`` and, for fixed edges, ``bin_lower`` and ``bin_upper`` of each row's bin."""
+    closed = pl.lit(binning.closed if binning.additive else None, pl.String).alias("closed")
+    edges = binning.edge_values()
+    if edges is None:  # equal-mass bins: the observed bounds, from the cells
+        return [closed]
+    return [
+        pl.lit(pl.Series(edges[:-1])).gather(pl.col("bin")).alias("bin_lower"),
+        pl.lit(pl.Series(edges[1:])).gather(pl.col("bin")).alias("bin_upper"),
+        closed,
+    ]
+
+
+def _with_means(stats: pl.LazyFrame, keys: list[str], *, sort: bool = False) -> pl.LazyFrame:
     weight = pl.col("weight")
     populated = weight > 0
     confidence_sum = pl.col("sum_confidence_correct") + pl.col("sum_residual_wrong")
-    return (
-        stats.with_columns(
-            mean_confidence=pl.when(populated).then(confidence_sum / weight),
-            accuracy=pl.when(populated).then(pl.col("weight_correct") / weight),
-        )
-        .select(*keys, *BIN_STATISTICS.names)
-        .sort(*keys, "bin", nulls_last=True)
-    )
+    table = stats.with_columns(
+        mean_confidence=pl.when(populated).then(confidence_sum / weight),
+        accuracy=pl.when(populated).then(pl.col("weight_correct") / weight),
+    ).select(*keys, *BIN_STATISTICS.names)
+    return table.sort(*keys, "bin", nulls_last=True) if sort else table
 
 
 def merge_bin_statistics(*tables: Frame, by: str | Sequence[str] | None = None) -> Frame:
@@ -331,7 +377,7 @@ def merge_bin_statistics(*tables: Frame, by: str | Sequence[str] | None = None) 
         [f"{b}{suffix}" for b in _BOUNDS for suffix in ("_max", "_nulls")] + ["__calib_parts"]
     ).collect_schema()
     checked = summed.map_batches(lambda frame: _check_same_bins(frame, kept), schema=out_schema)
-    return return_like(tables[0], _with_means(checked, kept))
+    return return_like(tables[0], _with_means(checked, kept, sort=True))
 
 
 def _check_same_bins(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:

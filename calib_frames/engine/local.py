@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 # Row-level working columns of the pass (dropped by the aggregation).
-_BIN, _OUTCOME = "__calib_bin", "__calib_outcome"
+_CODE = "__calib_code"
 _Q, _R = "__calib_q", "__calib_r"
 SMALLEST_NORMAL = sys.float_info.min  # the smallest normal float64
 LARGEST_COUNT = 2**53
@@ -154,11 +154,10 @@ class PredictionPass:
         return pl.when(y == 1.0).then(True).when(y == 0.0).then(False)
 
     def bin_key(self) -> pl.Expr:
-        """The bin index; null where the confidence is not in the binning's range."""
+        """The bin index; M (one past the last bin) where the confidence is not in range."""
         low, high = self.binning.range
-        return pl.when(self.p.is_between(low, high)).then(
-            self.binning.assign(self.p, keys=self.keys)
-        )
+        inside = self.binning.assign(self.p, keys=self.keys)
+        return pl.when(self.p.is_between(low, high)).then(inside).otherwise(self.binning.n_bins)
 
     def log_outcome_probability(self, q: pl.Expr, r: pl.Expr, correct: pl.Expr) -> pl.Expr:
         """Ln q per row, to full precision.
@@ -249,11 +248,11 @@ class PredictionPass:
 def prediction_cells(source: pl.LazyFrame, spec: PredictionPass) -> pl.LazyFrame:
     """Run the row pass: rows → the cell table (:data:`calib_frames.schema.CELLS`).
 
-    One ``group_by(keys…, bin, outcome)`` with per cell: rows, Σw, Σw·q, Σw·r, Σw·r²,
-    Σw·ln q (q = the probability given to the outcome, r = |p − y|), and the counts of
-    rows with an invalid weight or log-confidence. Rows with an invalid confidence or
-    outcome get a null bin or outcome key, so they form cells of their own and are
-    counted at no extra cost. Nothing is raised here: pair it with
+    One ``group_by`` of (keys…, bin and outcome as one small integer key) with per cell:
+    rows, Σw, Σw·q, Σw·r, Σw·r², Σw·ln q (q = the probability given to the outcome,
+    r = |p − y|), and the counts of rows with an invalid weight or log-confidence. Rows
+    with an invalid confidence or outcome get a null bin or outcome, so they form cells
+    of their own and are counted at no extra cost. Nothing is raised here: pair it with
     :meth:`PredictionPass.row_checks`.
 
     Parameters
@@ -284,7 +283,7 @@ def prediction_cells(source: pl.LazyFrame, spec: PredictionPass) -> pl.LazyFrame
     [(2, False, 1), (9, False, 1), (9, True, 1)]
     """
     p = spec.p
-    outcome = pl.col(_OUTCOME)
+    outcome = spec.outcome()
     q, r = pl.col(_Q), pl.col(_R)
     w = None if spec.weight is None else pl.col(spec.weight).cast(pl.Float64)
 
@@ -306,17 +305,35 @@ def prediction_cells(source: pl.LazyFrame, spec: PredictionPass) -> pl.LazyFrame
         )
     if not spec.binning.additive:
         sums += [p.min().alias("bin_lower"), p.max().alias("bin_upper")]
-    # q and r are row columns: polars does not share subexpressions inside an agg.
+    # q and r are row columns: polars does not share subexpressions inside an agg. The bin
+    # and the outcome travel as one small integer key (one key fewer to hash per row):
+    # code = 3·bin + outcome, with bin M for an invalid confidence and outcome 2 for an
+    # invalid one; the cell table's nullable bin and correct are decoded from it.
+    m = spec.binning.n_bins
+    code, small = pl.col(_CODE), _code_type(m)
     return (
-        source.with_columns(spec.bin_key().alias(_BIN), spec.outcome().alias(_OUTCOME))
-        .with_columns(
+        source.with_columns(
+            (spec.bin_key().cast(small) * 3 + outcome.cast(small).fill_null(2)).alias(_CODE),
             pl.when(outcome).then(p).otherwise(1.0 - p).alias(_Q),
             pl.when(outcome).then(1.0 - p).otherwise(p).alias(_R),
         )
-        .group_by(*spec.keys, _BIN, _OUTCOME)
+        .group_by(*spec.keys, _CODE)
         .agg(sums)
-        .rename({_BIN: "bin", _OUTCOME: "correct"})
+        .select(
+            *spec.keys,
+            pl.when(code < 3 * m).then(code // 3).cast(pl.UInt32).alias("bin"),
+            pl.when(code % 3 < 2).then(code % 3 == 1).alias("correct"),
+            pl.exclude(*spec.keys, _CODE),
+        )
     )
+
+
+def _code_type(bins: int) -> pl.DataType:
+    """The smallest unsigned integer type that holds 3·(bins + 1) codes."""
+    for dtype, largest in ((pl.UInt8(), 2**8), (pl.UInt16(), 2**16)):
+        if 3 * (bins + 1) <= largest:
+            return dtype
+    return pl.UInt32()
 
 
 @dataclass(frozen=True)

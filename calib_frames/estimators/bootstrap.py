@@ -518,14 +518,14 @@ def bootstrap_bounds(
 
 
 def _poisson_one(uniform: pl.Expr) -> pl.Expr:
-    """Poisson(1) variate from a uniform in [0, 1) by inverse CDF (sum of comparisons)."""
+    """Poisson(1) variate from a uniform in [0, 1) by inverse CDF (the CDF values <= it)."""
     cdf, term = 0.0, math.exp(-1.0)
-    steps: list[pl.Expr] = []
+    steps: list[float] = []
     for k in range(_POISSON_TAIL):
         cdf += term
         term /= k + 1
-        steps.append((uniform >= cdf).cast(pl.UInt32))
-    return pl.sum_horizontal(steps)
+        steps.append(cdf)
+    return pl.lit(pl.Series(steps)).search_sorted(uniform, side="right").cast(pl.UInt32)
 
 
 def poisson_weights(row: pl.Expr, replicate: pl.Expr, seed: int) -> pl.Expr:

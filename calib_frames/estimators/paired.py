@@ -17,7 +17,8 @@ predictions of an item are exchangeable, so swapping them on a random half of th
 
     p = (1 + #{ |d_swap| ≥ |d| }) / (1 + replicates)
 
-(never 0; exact up to the approximation below, whatever the metric's bias).
+(never 0; a Monte-Carlo estimate of the exact permutation p-value, whatever the
+metric's bias).
 ``method="bootstrap"`` instead uses the bootstrap distribution shifted to zero,
 (1 + #{ |d* − d| ≥ |d| }) / (1 + replicates): the test that inverts the basic bootstrap
 interval; for ECE it is conservative (the bootstrap of a sum of absolute values is biased
@@ -28,35 +29,41 @@ result (every model pair on every task) as one family, per metric.
 
 How it is computed (per group, in memory)
 -----------------------------------------
-Each shared item falls in one *joint cell* (bin and outcome under model a, bin and
-outcome under model b); a self-join of the rows on (keys, item), which holds the rows in
-memory, reduces them to per-joint-cell counts and residual sums (at most (2M)² cells per
-model pair); the resampling then works on the cells only. Resampling items with replacement draws a
-Multinomial count for every joint cell, exactly as the row-level paired bootstrap does,
-and each model's cell sums follow as in :mod:`calib_frames.estimators.bootstrap` (scaled
-to the drawn count, normal approximation of the within-cell mean; the two models'
-within-cell noise is drawn independently, which overstates the variance of the
-difference when their residuals are positively correlated within a cell: conservative).
-The permutation draws, per joint cell of n items, k ~ Binomial(n, ½) swapped items:
-the first model keeps n − k of its own items in its cell and receives k of the other
-model's items in theirs. The residual sum of a random k-subset of a cell is drawn as
-k·r̄ plus a normal deviation with the without-replacement variance k(n − k)s²/(n − 1);
-the n − k others get the rest of the cell's sums, so totals are kept exactly.
-Each model's replicated bin statistics then go through
-:func:`~calib_frames.metrics_from_bin_statistics`. Cost: model pairs × joint cells ×
-replicates, whatever the number of items.
+Each model's accuracy, ECE and Brier score on a set of items are functions of one sum
+over the items of a vector of K = M + 3 numbers per (item, model) row: w·(p − y) in the
+column of the row's bin (M columns), w, w·y and w·(p − y)². With these sums, N = Σw,
+accuracy = Σwy/N, Brier = Σw(p − y)²/N and ECE = Σ_b |Σ_{i∈b} w(p − y)|/N. A resampled
+set of items is a weighted sum of the item rows, so R replicates are one matrix product
+of an R × items matrix of draws with the items × (models · K) table of the group, for
+all its models at once:
+
+* the **paired bootstrap** draws each replicate's item multiplicities as n draws with
+  replacement from the group's n items (a Multinomial(n, 1/n) count per item); both
+  models of a pair take the same multiplicities;
+* the **permutation** draws a swap indicator s ∈ {0, 1} per item and replicate: model
+  a's permuted sums are its own plus S·(X_b − X_a) over the shared items, model b's
+  minus it.
+
+Both are the exact item-level resampling (no approximation inside bins); the draws of a
+group are shared by all its model pairs (each pair's interval and p-value are those of
+its own items; their Monte-Carlo errors are correlated across the pairs of a group).
+Cost: replicates × items × models × (M + 3) multiply-adds per group and method (BLAS
+matrix products, in blocks of replicates), then the three metrics per pair and
+replicate; memory: one block of draws and the pairs × replicates bootstrap differences
+of a block of groups.
 
 Items present for only one model of a pair are not silently dropped: they are counted in
-``only_a`` and ``only_b``; the difference uses the shared items only.
+``only_a`` and ``only_b``; the difference uses the shared items only. When the two models
+of a pair answered different item sets, the group's multinomial draws restricted to their
+shared items are a bootstrap of those items with a random number of draws
+(Binomial(n, shared/n)); a replicate that draws none of them is left out of the interval.
 
 Weights. With ``weight=`` each model's accuracy, ECE and Brier score are the weighted
 ones of :func:`~calib_frames.calibration_metrics` over the shared items, each model's
 rows weighted by their own weights (a weight of 2 counts like the item answered twice,
-unit weights change nothing). The item stays the unit of resampling: the joint cells
-carry the weight sums Σw and the weighted residual sums Σw·r, Σw·r², and a drawn or
-swapped item carries its cell's mean weight (a swapped prediction takes its weight with
-it); exact when the weights are equal within a cell, as in
-:mod:`calib_frames.estimators.bootstrap`.
+unit weights change nothing). The item stays the unit of resampling: a drawn item brings
+each model's weighted row as many times as it is drawn, and a swapped prediction takes
+its weight with it.
 
 Replicates. ``replicates=10000`` by default: the p-values of many model pairs and tasks
 are corrected together (Holm, BH), and a permutation p-value cannot fall below
@@ -66,6 +73,7 @@ the correction of a large family.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from functools import partial
 from typing import Literal, NamedTuple
@@ -76,11 +84,8 @@ import polars as pl
 from calib_frames.arguments import RESAMPLING, Options, check_arguments
 from calib_frames.binning import BINS, BinsLike, as_binning
 from calib_frames.estimators._groups import prediction_checks, require_prediction_columns
-from calib_frames.estimators.bootstrap import _resample_class, _safe_divide
 from calib_frames.estimators.multiple_testing import adjust_p_values
 from calib_frames.exceptions import ArgumentError
-from calib_frames.metrics.calibration import metrics_from_bin_statistics
-from calib_frames.schema import BIN_STATISTICS
 from calib_frames.validation import (
     Frame,
     RowCheck,
@@ -97,8 +102,7 @@ __all__ = ["PAIRED_METRICS", "paired_comparison"]
 PAIRED_METRICS = ("accuracy", "ece", "brier")
 """Metrics whose paired differences are reported."""
 
-_SEG, _SIDE, _REP = working("pair"), working("side"), working("rep")
-_BIN, _Y, _R, _W = working("bin"), working("y"), working("r"), working("w")
+_BIN, _Y, _D, _W = working("bin"), working("y"), working("d"), working("w")
 
 
 @check_arguments(
@@ -240,64 +244,30 @@ def paired_comparison(
         pl.col(model),
         pl.col(item),
         binning.assign(p, keys=[*keys, model]).alias(_BIN),
-        (y == 1).alias(_Y),
-        pl.when(y == 1).then(1.0 - p).otherwise(p).alias(_R),
+        y.alias(_Y),
+        (p - y).alias(_D),
         w.alias(_W),
     )
-    sides = {
-        side: checked.select(
-            *keys,
-            pl.col(model).alias(f"model_{side}"),
-            pl.col(item),
-            pl.col(_BIN, _Y, _R, _W).name.suffix(f"_{side}"),
-        )
-        for side in ("a", "b")
-    }
-    on = [*keys, item]
-    pairs = (
-        sides["a"]
-        .join(sides["b"], on=on, how="inner", nulls_equal=True)
-        .filter(pl.col("model_a") < pl.col("model_b"))
-    )
-    pair_keys = [*keys, "model_a", "model_b"]
-    sums = []
-    for side in ("a", "b"):
-        weights, residuals = pl.col(f"{_W}_{side}"), pl.col(f"{_R}_{side}")
-        sums += [
-            weights.sum().alias(working(f"w_{side}")),
-            (weights * residuals).sum().alias(working(f"r_{side}")),
-            (weights * residuals**2).sum().alias(working(f"q_{side}")),
-        ]
-    joint = (
-        pairs.group_by(*pair_keys, f"{_BIN}_a", f"{_Y}_a", f"{_BIN}_b", f"{_Y}_b")
-        .agg(pl.len().alias(working("n")), *sums)
-        .cache()
-    )
-    coverage = _coverage(checked, joint, keys, model)
-    bounds = binning.bounds()
-    out_metrics: dict[str, pl.DataType] = {}
-    for m in PAIRED_METRICS:
-        for suffix in ("a", "b", "difference", "difference_ci_low", "difference_ci_high"):
-            out_metrics[f"{m}_{suffix}"] = pl.Float64()
-        out_metrics[f"{m}_p_value"] = pl.Float64()
-    diff_schema: dict[str, pl.DataType] = {
+    out_schema: dict[str, pl.DataType] = {
         **{k: schema[k] for k in keys},
         "model_a": schema[model],
         "model_b": schema[model],
-        **out_metrics,
+        "shared_items": pl.UInt64(),
+        "only_a": pl.UInt64(),
+        "only_b": pl.UInt64(),
+        **dict.fromkeys(_metric_columns(), pl.Float64()),
     }
-    draw = partial(
-        _paired_draws,
-        pair_keys=pair_keys,
-        bounds=bounds,
-        replicates=replicates,
-        level=level,
-        seed=seed,
-        method=method,
+    table = partial(
+        _paired_table,
+        keys=keys,
+        model=model,
+        item=item,
+        bins=binning.n_bins,
+        draws=_Draws(replicates, level, seed, method),
+        schema=out_schema,
     )
-    differences = joint.map_batches(draw, schema=diff_schema)
-    result = coverage.join(differences, on=pair_keys, how="left", nulls_equal=True).sort(
-        pair_keys, nulls_last=True
+    result = checked.map_batches(table, schema=out_schema).sort(
+        [*keys, "model_a", "model_b"], nulls_last=True
     )
     for m in PAIRED_METRICS:
         for correction in ("holm", "bh"):
@@ -310,104 +280,20 @@ def paired_comparison(
     return return_like(predictions, result)
 
 
-def _coverage(rows: pl.LazyFrame, joint: pl.LazyFrame, keys: list[str], model: str) -> pl.LazyFrame:
-    """Every model pair of every group with shared / only-a / only-b item counts."""
-    items = rows.group_by(*keys, model).agg(pl.len().cast(pl.UInt64).alias(working("items")))
-    a = items.rename({model: "model_a", working("items"): working("items_a")})
-    b = items.rename({model: "model_b", working("items"): working("items_b")})
-    grid = a.join(b, on=keys, nulls_equal=True) if keys else a.join(b, how="cross")
-    pair_keys = [*keys, "model_a", "model_b"]
-    shared = joint.group_by(pair_keys).agg(
-        pl.col(working("n")).sum().cast(pl.UInt64).alias("shared_items")
-    )
-    return (
-        grid.filter(pl.col("model_a") < pl.col("model_b"))
-        .join(shared, on=pair_keys, how="left", nulls_equal=True)
-        .with_columns(pl.col("shared_items").fill_null(0))
-        .select(
-            *pair_keys,
-            "shared_items",
-            (pl.col(working("items_a")) - pl.col("shared_items")).alias("only_a"),
-            (pl.col(working("items_b")) - pl.col("shared_items")).alias("only_b"),
-        )
-    )
+class _Draws(NamedTuple):
+    """The resampling settings of a call."""
+
+    replicates: int
+    level: float
+    seed: int
+    method: str
 
 
-_CHUNK = 4_000_000  # joint cells × replicates per vectorised block (bounds the memory)
-_BYTES_PER_PAIR_CELL = 192  # the multinomial draws and about twenty float64 arrays per cell
-_CELLS = ("n", "w_a", "r_a", "q_a", "w_b", "r_b", "q_b")
-"""The joint cells' sums: items, and per model Σw, Σw·r, Σw·r² (columns ``working(name)``)."""
-_CELL_KEYS = (f"{_BIN}_a", f"{_Y}_a", f"{_BIN}_b", f"{_Y}_b")
-
-
-def _paired_draws(
-    joint: pl.DataFrame,
-    *,
-    pair_keys: list[str],
-    bounds: pl.DataFrame,
-    replicates: int,
-    level: float,
-    seed: int,
-    method: str,
-) -> pl.DataFrame:
-    """The numpy side: joint cells → replicated per-model bin statistics → differences."""
-    joint = joint.sort([*pair_keys, *_CELL_KEYS], nulls_last=True)
-    if joint.height == 0:
-        return joint.select(pair_keys).with_columns(
-            pl.lit(None, pl.Float64).alias(name) for name in _metric_columns()
-        )
-    segment = joint.select(pl.struct(pair_keys).rle_id()).to_series().to_numpy()
-    sizes = np.bincount(segment)
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    cells = {name: joint[working(name)].cast(pl.Float64).to_numpy() for name in _CELLS}
-    cells |= {name: joint[name].cast(pl.Float64).to_numpy() for name in _CELL_KEYS}
-    n_bins = bounds.height
-    edges = (
-        bounds["bin_lower"].fill_null(0.0).to_numpy() if "bin_lower" in bounds.columns
-        else np.zeros(n_bins),
-        bounds["bin_upper"].fill_null(1.0).to_numpy() if "bin_upper" in bounds.columns
-        else np.ones(n_bins),
-    )  # fmt: skip
-    # a block holds at least one whole pair: its cells × replicates must fit
-    check_memory(
-        int(sizes.max()) * (replicates + 1),
-        _BYTES_PER_PAIR_CELL,
-        f"{int(sizes.max()):,} cells of one model pair × {replicates + 1:,} replicates",
-    )
-    rng = np.random.default_rng(seed)
-    # blocks of whole model pairs with at most _CHUNK cells × replicates (memory bound)
-    block = (starts * (replicates + 1)) // _CHUNK
-    boot, perm = [], []
-    for b in np.unique(block):  # a loop over memory blocks, not over rows or pairs
-        chosen = np.flatnonzero(block == b)
-        rows = slice(int(starts[chosen[0]]), int(starts[chosen[-1]] + sizes[chosen[-1]]))
-        part = {name: values[rows] for name, values in cells.items()}
-        local = segment[rows] - chosen[0]
-        shape = _Shape(len(chosen), replicates, n_bins)
-        boot.append(_bootstrap_metrics(part, local, edges, shape, rng))
-        if method == "permutation":
-            perm.append(_permuted_metrics(part, local, edges, shape, rng))
-    metric = {m: np.concatenate([v[m] for v in boot]) for m in PAIRED_METRICS}
-    permuted = {m: np.concatenate([v[m] for v in perm]) for m in PAIRED_METRICS} if perm else {}
-    alpha = (1.0 - level) / 2.0
-    columns: dict[str, np.ndarray] = {}
-    for m in PAIRED_METRICS:
-        both = metric[m]  # (pairs, replicates + 1, 2): the last replicate is observed
-        difference = both[..., 0] - both[..., 1]
-        observed, drawn = difference[:, -1], difference[:, :-1]
-        low, high = np.quantile(drawn, [alpha, 1.0 - alpha], axis=1)
-        threshold = (np.abs(observed) * (1.0 - 1e-12))[:, None]
-        if method == "permutation":
-            null = permuted[m][..., 0] - permuted[m][..., 1]
-        else:
-            null = drawn - observed[:, None]
-        columns[f"{m}_a"], columns[f"{m}_b"] = both[:, -1, 0], both[:, -1, 1]
-        columns[f"{m}_difference"] = observed
-        columns[f"{m}_difference_ci_low"], columns[f"{m}_difference_ci_high"] = low, high
-        extreme = (np.abs(null) >= threshold).sum(axis=1)
-        columns[f"{m}_p_value"] = (1.0 + extreme) / (1.0 + replicates)
-    firsts = joint.select(pair_keys).gather(starts)
-    return firsts.with_columns(pl.Series(name, values) for name, values in columns.items())
+_SUMS = 3
+"""Sums after the M bin columns of a row's vector: w, w·y, w·(p − y)²."""
+_BLOCK_CELLS = 4_000_000  # groups × replicates × items of one block of draws
+_BLOCK_PAIRS = 8_000_000  # pairs × replicates whose bootstrap differences a block keeps
+_BYTES_PER_PAIR_REPLICATE = 8 * len(PAIRED_METRICS)
 
 
 def _metric_columns() -> list[str]:
@@ -419,169 +305,286 @@ def _metric_columns() -> list[str]:
     return names
 
 
-class _Shape(NamedTuple):
-    pairs: int
-    replicates: int
-    bins: int
-
-
-def _targets(
-    local: np.ndarray, bin_index: np.ndarray, y: np.ndarray, reps: int, bins: int
-) -> np.ndarray:
-    """Flat (pair, replicate, bin, outcome) index of each (cell, replicate)."""
-    pair_rep = local[:, None] * reps + np.arange(reps)[None, :]
-    flat: np.ndarray = ((pair_rep * bins + bin_index[:, None]) * 2 + y[:, None]).ravel()
-    return flat
-
-
-def _side(cells: dict[str, np.ndarray], side: str) -> tuple[np.ndarray, np.ndarray]:
-    return cells[f"{_BIN}_{side}"].astype(np.int64), (cells[f"{_Y}_{side}"] > 0.5).astype(np.int64)
-
-
-def _reduce(
-    parts: Sequence[tuple[np.ndarray, Sequence[np.ndarray]]], shape: _Shape, reps: int, side: int
+def _paired_table(
+    frame: pl.DataFrame,
+    *,
+    keys: list[str],
+    model: str,
+    item: str,
+    bins: int,
+    draws: _Draws,
+    schema: dict[str, pl.DataType],
 ) -> pl.DataFrame:
-    """Bin-statistics table keyed (pair, side, replicate) from (cell, replicate) sums.
-
-    ``parts``: (flat targets, (W, R, Q) sums) whose contributions add up.
-    """
-    size = shape.pairs * reps * shape.bins * 2
-    totals = [np.zeros(size) for _ in range(3)]
-    for targets, sums in parts:
-        for total, values in zip(totals, sums, strict=True):
-            np.add(total, np.bincount(targets, weights=values.ravel(), minlength=size), out=total)
-    w, r, q = (total.reshape(shape.pairs, reps, shape.bins, 2) for total in totals)
-    return _bin_table(w, r, q, side=side)
-
-
-def _bootstrap_metrics(
-    cells: dict[str, np.ndarray],
-    local: np.ndarray,
-    edges: tuple[np.ndarray, np.ndarray],
-    shape: _Shape,
-    rng: np.random.Generator,
-) -> dict[str, np.ndarray]:
-    """Metrics (pairs, replicates + 1, side) of one block; the last replicate is observed."""
-    n = cells["n"]
-    reps = shape.replicates
-    sizes = np.bincount(local, minlength=shape.pairs)
-    position = np.arange(n.size) - np.concatenate([[0], np.cumsum(sizes)[:-1]])[local]
-    padded = np.zeros((shape.pairs, int(sizes.max())))
-    padded[local, position] = n
-    total = padded.sum(axis=1).astype(np.int64)
-    drawn = rng.multinomial(total[:, None], (padded / total[:, None])[:, None, :],
-                            size=(shape.pairs, reps))  # fmt: skip
-    n_star = drawn[local, :, position].astype(np.float64)  # (cells, replicates)
-    tables = []
-    for code, side in enumerate(("a", "b")):
-        bin_index, y = _side(cells, side)
-        lo, hi = edges[0][bin_index], edges[1][bin_index]
-        r_low = np.where(y == 1, 1.0 - hi, lo)[:, None]
-        r_high = np.where(y == 1, 1.0 - lo, hi)[:, None]
-        w, r, q = (cells[f"{total}_{side}"][:, None] for total in ("w", "r", "q"))
-        w_star, r_star, q_star = _resample_class(
-            rng, n=n[:, None], n_star=n_star, sums=(w, r, q), bounds=(r_low, r_high)
-        )
-        sums = [np.concatenate([v, o], axis=1) for v, o in ((w_star, w), (r_star, r),
-                                                            (q_star, q))]  # fmt: skip
-        targets = _targets(local, bin_index, y, reps + 1, shape.bins)
-        tables.append(_reduce([(targets, sums)], shape, reps + 1, code))
-    return _metrics(tables, shape.pairs, reps + 1)
-
-
-def _split(
-    rng: np.random.Generator,
-    n: np.ndarray,
-    k: np.ndarray,
-    sums: tuple[np.ndarray, np.ndarray, np.ndarray],
-) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
-    """Sums (W, R, Q) of a random k-subset of each cell of n items, and of the other n − k.
-
-    ``sums`` are the cell's Σw, Σw·r, Σw·r². The subset carries k/n of the weight (its
-    items the cell's mean weight w̄); its residual sum is its share of R plus a normal
-    deviation of the without-replacement variance w̄·k(n − k)/(n − 1)·S/n, S = Σw(r − r̄)².
-    """
-    w, r, q = sums
-    row_weight = _safe_divide(w, n)
-    mean = _safe_divide(r, w)
-    within = np.maximum(q - mean * r, 0.0)  # Σ w (r − r̄)² of the cell
-    rest = n - k
-    scale = _safe_divide(np.ones_like(within), n - 1.0)
-    sd = np.sqrt(k * rest * _safe_divide(within, n) * scale * row_weight)
-    bound = np.sqrt(within * rest**2 * k * scale * _safe_divide(np.ones_like(n), n) * row_weight)
-    deviation = np.clip(sd * rng.standard_normal(k.shape), -bound, bound)
-    w_sel = k * row_weight
-    r_sel = w_sel * mean + deviation
-    q_sel = _safe_divide(r_sel**2, w_sel) + within * np.maximum(k - 1.0, 0.0) * scale
-    return (w_sel, r_sel, q_sel), (w - w_sel, r - r_sel, q - q_sel)
-
-
-def _permuted_metrics(
-    cells: dict[str, np.ndarray],
-    local: np.ndarray,
-    edges: tuple[np.ndarray, np.ndarray],
-    shape: _Shape,
-    rng: np.random.Generator,
-) -> dict[str, np.ndarray]:
-    """Metrics (pairs, replicates, side) after swapping a random half of the items."""
-    del edges  # a swapped item keeps its bin and outcome under each model
-    n = cells["n"][:, None]
-    reps = shape.replicates
-    k = rng.binomial(n.astype(np.int64), 0.5, size=(n.size, reps)).astype(np.float64)
-    parts = {}
-    for side in ("a", "b"):
-        bin_index, y = _side(cells, side)
-        w, r, q = (cells[f"{total}_{side}"][:, None] for total in ("w", "r", "q"))
-        selected, rest = _split(rng, n, k, (w, r, q))
-        target = _targets(local, bin_index, y, reps, shape.bins)
-        parts[side] = (target, selected, rest)
-    tables = []
-    for code, (side, other) in enumerate((("a", "b"), ("b", "a"))):
-        own_target, _, kept = parts[side]
-        other_target, received, _ = parts[other]
-        kept_sums = [np.broadcast_to(values, k.shape) for values in kept]
-        tables.append(
-            _reduce([(own_target, kept_sums), (other_target, received)], shape, reps, code)
-        )
-    return _metrics(tables, shape.pairs, reps)
-
-
-def _metrics(tables: list[pl.DataFrame], pairs: int, reps: int) -> dict[str, np.ndarray]:
-    metrics = metrics_from_bin_statistics(pl.concat(tables)).sort(_SEG, _REP, _SIDE)
-    return {m: metrics[m].to_numpy().reshape(pairs, reps, 2) for m in PAIRED_METRICS}
-
-
-def _bin_table(w: np.ndarray, r: np.ndarray, q: np.ndarray, *, side: int) -> pl.DataFrame:
-    """A bin-statistics table keyed (pair, side, replicate) from (pair, rep, bin, y) sums.
-
-    The bin bounds are left null and ``count`` is the rounded weight: accuracy, ECE and
-    Brier score read the weight and residual sums only.
-    """
-    w1, w0, r1, r0, q1, q0 = w[..., 1], w[..., 0], r[..., 1], r[..., 0], q[..., 1], q[..., 0]
-    weight = w1 + w0
-    index = np.indices(weight.shape)
-    size = weight.size
-    frame = pl.DataFrame(
-        {
-            _SEG: index[0].ravel().astype(np.uint32),
-            _SIDE: np.full(size, side, dtype=np.uint8),
-            _REP: index[1].ravel().astype(np.uint32),
-            "bin": index[2].ravel().astype(np.uint32),
-            "bin_lower": pl.Series([None] * size, dtype=pl.Float64),
-            "bin_upper": pl.Series([None] * size, dtype=pl.Float64),
-            "closed": pl.Series([None] * size, dtype=pl.String),
-            "count": np.rint(weight).ravel().astype(np.uint64),
-            "weight": weight.ravel(),
-            "mean_confidence": _safe_divide(w1 - r1 + r0, weight).ravel(),
-            "accuracy": _safe_divide(w1, weight).ravel(),
-            "weight_correct": w1.ravel(),
-            "weight_wrong": w0.ravel(),
-            "sum_confidence_correct": (w1 - r1).ravel(),
-            "sum_residual_correct": r1.ravel(),
-            "sum_residual_wrong": r0.ravel(),
-            "sum_sq_residual_correct": q1.ravel(),
-            "sum_sq_residual_wrong": q0.ravel(),
-            "sum_log_loss": np.zeros(size),
-        }
+    """The numpy side: checked rows → every model pair of every group, with the tests."""
+    if frame.height == 0:
+        return pl.DataFrame(schema=schema)
+    frame = frame.sort([*keys, item, model], nulls_last=True)
+    codes = frame.select(
+        (pl.struct(keys).rle_id() if keys else pl.repeat(0, pl.len())).alias("g"),
+        pl.struct(*keys, item).rle_id().alias("i"),
+        (pl.col(model).rank("dense") - 1).alias("m"),
     )
-    return frame.select(_SEG, _SIDE, _REP, *BIN_STATISTICS.names)
+    group, item_code, model_code = (codes[c].to_numpy().astype(np.int64) for c in codes.columns)
+    layout = _Layout.of(group, item_code, model_code)
+    pairs = layout.pairs()
+    if pairs.group.size == 0:
+        return pl.DataFrame(schema=schema)
+    values = {name: np.full(pairs.group.size, np.nan) for name in _metric_columns()}
+    rows = _RowVectors.of(frame, bins)
+    rng = np.random.default_rng(draws.seed)
+    for block in layout.blocks(pairs, draws.replicates):
+        _test_block(
+            block, layout=layout, pairs=pairs, rows=rows, draws=draws, rng=rng, values=values
+        )
+    models = frame[model].unique().sort()
+    firsts = frame.select(keys).gather(layout.first_row[pairs.group]) if keys else None
+    columns = [
+        *([] if firsts is None else firsts.get_columns()),
+        models.gather(layout.model_of[pairs.first]).alias("model_a"),
+        models.gather(layout.model_of[pairs.second]).alias("model_b"),
+        pl.Series("shared_items", pairs.shared, dtype=pl.UInt64),
+        pl.Series("only_a", pairs.only_first, dtype=pl.UInt64),
+        pl.Series("only_b", pairs.only_second, dtype=pl.UInt64),
+        *(pl.Series(name, value).fill_nan(None) for name, value in values.items()),
+    ]
+    return pl.DataFrame(columns).select(list(schema))
+
+
+class _Pairs(NamedTuple):
+    """Every model pair of every group (local model indices a < b), with item counts."""
+
+    group: np.ndarray  # (P,) the pair's group
+    first: np.ndarray  # (P,) index into _Layout.model_of of model a
+    second: np.ndarray  # (P,) and of model b
+    shared: np.ndarray  # (P,) items both answered
+    only_first: np.ndarray
+    only_second: np.ndarray
+
+
+class _Layout(NamedTuple):
+    """Rows sorted by (group, item, model): each group's items and models, numbered."""
+
+    first_row: np.ndarray  # (G,) the group's first row
+    rows: np.ndarray  # (G,) its row count
+    items: np.ndarray  # (G,) its item count
+    model_start: np.ndarray  # (G,) its first entry in model_of
+    models: np.ndarray  # (G,) its model count
+    model_of: np.ndarray  # (Σ models,) the model code of each (group, model) entry
+    item_of_row: np.ndarray  # (n,) the row's item within its group
+    model_of_row: np.ndarray  # (n,) the row's model within its group
+
+    @classmethod
+    def of(cls, group: np.ndarray, item: np.ndarray, model: np.ndarray) -> _Layout:
+        first_row = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+        rows = np.diff(np.r_[first_row, group.size])
+        items = item[np.r_[first_row[1:], group.size] - 1] - item[first_row] + 1
+        n_models = int(model.max()) + 1
+        entry = np.unique(group * n_models + model)  # (group, model) pairs, sorted
+        entry_group = entry // n_models
+        model_start = np.searchsorted(entry_group, np.arange(first_row.size))
+        models = np.diff(np.r_[model_start, entry.size])
+        local_model = np.searchsorted(entry, group * n_models + model) - model_start[group]
+        return cls(
+            first_row, rows, items, model_start, models, entry % n_models,
+            item - item[first_row][group], local_model,
+        )  # fmt: skip
+
+    def presence(self, g: int) -> np.ndarray:
+        """(items, models) of group ``g``: which model answered which item."""
+        seen = np.zeros((int(self.items[g]), int(self.models[g])), dtype=bool)
+        rows = slice(int(self.first_row[g]), int(self.first_row[g] + self.rows[g]))
+        seen[self.item_of_row[rows], self.model_of_row[rows]] = True
+        return seen
+
+    def pairs(self) -> _Pairs:
+        """Every pair a < b of each group's models, with shared / only-a / only-b items."""
+        parts: list[tuple[np.ndarray, ...]] = []
+        for g in np.flatnonzero(self.models > 1):  # bookkeeping per group, no row work
+            seen = self.presence(int(g))
+            a, b = np.triu_indices(int(self.models[g]), 1)
+            answered = seen.sum(axis=0)
+            shared = (seen[:, a] & seen[:, b]).sum(axis=0)
+            start = self.model_start[g]
+            only_a, only_b = answered[a] - shared, answered[b] - shared
+            parts.append((np.full(a.size, g), start + a, start + b, shared, only_a, only_b))
+        if not parts:
+            return _Pairs(*(np.zeros(0, dtype=np.int64) for _ in range(6)))
+        columns = zip(*parts, strict=True)
+        return _Pairs(*(np.concatenate(column).astype(np.int64) for column in columns))
+
+    def blocks(self, pairs: _Pairs, replicates: int) -> list[np.ndarray]:
+        """Groups with pairs sharing items, in blocks of similar item counts."""
+        tested = np.unique(pairs.group[pairs.shared > 0])
+        order = tested[np.argsort(-self.items[tested], kind="stable")]
+        count = np.bincount(pairs.group, minlength=self.items.size)
+        largest = int(count[order].max()) if order.size else 0
+        check_memory(
+            largest * replicates,
+            _BYTES_PER_PAIR_REPLICATE,
+            f"{largest:,} model pairs of one group × {replicates:,} replicates",
+        )
+        blocks: list[np.ndarray] = []
+        current: list[int] = []
+        width = held = 0
+        for g in order:
+            width = max(width, int(self.items[g]))
+            held += int(count[g]) * replicates
+            if current and ((len(current) + 1) * width > _BLOCK_CELLS or held > _BLOCK_PAIRS):
+                blocks.append(np.array(current))
+                current, width, held = [], int(self.items[g]), int(count[g]) * replicates
+            current.append(int(g))
+        if current:
+            blocks.append(np.array(current))
+        return blocks
+
+
+class _RowVectors(NamedTuple):
+    """Each row's K = M + 3 numbers: w·(p − y) in its bin's column, w, w·y, w·(p − y)²."""
+
+    bins: int
+    bin: np.ndarray  # (n,) the row's bin
+    sums: np.ndarray  # (n, 1 + _SUMS): w·(p − y), w, w·y, w·(p − y)²
+
+    @classmethod
+    def of(cls, frame: pl.DataFrame, bins: int) -> _RowVectors:
+        w, d = frame[_W].to_numpy(), frame[_D].to_numpy()
+        wd = w * d
+        sums = np.stack([wd, w, w * frame[_Y].to_numpy(), wd * d], axis=1)
+        return cls(bins, frame[_BIN].to_numpy().astype(np.int64), sums)
+
+
+def _test_block(
+    block: np.ndarray,
+    *,
+    layout: _Layout,
+    pairs: _Pairs,
+    rows: _RowVectors,
+    draws: _Draws,
+    rng: np.random.Generator,
+    values: dict[str, np.ndarray],
+) -> None:
+    """Both resamplings of one block of groups; fills ``values`` at the block's pairs."""
+    in_block = np.flatnonzero(np.isin(pairs.group, block) & (pairs.shared > 0))
+    slot = np.searchsorted(np.sort(block), pairs.group[in_block])
+    slot = np.argsort(block)[slot]  # the pair's group's place in the block
+    table, column_a, column_b = _block_table(
+        block, layout=layout, pairs=pairs, rows=rows, in_block=in_block, slot=slot
+    )
+    n_items = layout.items[block]
+    width, sums = table.shape[1], np.arange(table.shape[2])[:, None]
+    base = table.sum(axis=1)  # (Gb, K, C): the observed sums
+    base_a, base_b = base[slot, sums, column_a], base[slot, sums, column_b]  # (K, P)
+    observed = {}
+    for m, (a, b) in _metrics(base_a, base_b).items():
+        observed[m] = a - b
+        values[f"{m}_a"][in_block], values[f"{m}_b"][in_block] = a, b
+        values[f"{m}_difference"][in_block] = a - b
+    reps = draws.replicates
+    boot = {m: np.empty((in_block.size, reps)) for m in PAIRED_METRICS}
+    extreme = {m: np.zeros(in_block.size) for m in PAIRED_METRICS}
+    threshold = {m: np.abs(observed[m])[:, None] * (1.0 - 1e-12) for m in PAIRED_METRICS}
+    flat = table.reshape(block.size, width, -1)
+    shape = (block.size, -1, *table.shape[2:])
+    chunk = max(1, _BLOCK_CELLS // (block.size * width))
+    for start in range(0, reps, chunk):
+        r = min(chunk, reps - start)
+        # (K, P, r): each pair's two models' resampled sums
+        drawn = (_multinomial(rng, n_items, r, width) @ flat).reshape(shape)
+        pair_a, pair_b = drawn[slot, :, sums, column_a], drawn[slot, :, sums, column_b]
+        for m, (a, b) in _metrics(pair_a, pair_b).items():
+            boot[m][:, start : start + r] = a - b
+        if draws.method == "permutation":
+            moved = (_swaps(rng, block.size, r, width) @ flat).reshape(shape)
+            delta = moved[slot, :, sums, column_b] - moved[slot, :, sums, column_a]
+            permuted = _metrics(base_a[..., None] + delta, base_b[..., None] - delta)
+            for m, (a, b) in permuted.items():
+                extreme[m] += (np.abs(a - b) >= threshold[m]).sum(axis=1)
+    alpha = (1.0 - draws.level) / 2.0
+    for m in PAIRED_METRICS:
+        with warnings.catch_warnings():  # a pair whose every replicate missed its items
+            warnings.simplefilter("ignore", RuntimeWarning)
+            quantile = np.nanquantile if np.isnan(boot[m]).any() else np.quantile
+            low, high = quantile(boot[m], [alpha, 1.0 - alpha], axis=1)
+        values[f"{m}_difference_ci_low"][in_block] = low
+        values[f"{m}_difference_ci_high"][in_block] = high
+        if draws.method == "bootstrap":
+            extreme[m] = (np.abs(boot[m] - observed[m][:, None]) >= threshold[m]).sum(axis=1)
+        p_value = (1.0 + extreme[m]) / (1.0 + reps)
+        values[f"{m}_p_value"][in_block] = np.where(np.isnan(observed[m]), np.nan, p_value)
+
+
+def _block_table(
+    block: np.ndarray,
+    *,
+    layout: _Layout,
+    pairs: _Pairs,
+    rows: _RowVectors,
+    in_block: np.ndarray,
+    slot: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The block's (groups, items, K, columns) table and each pair's two columns.
+
+    A column is one model's rows. A pair whose two models answered different items gets
+    two more columns: each model's rows on the items the other answered.
+    """
+    starts, counts = layout.first_row[block], layout.rows[block]
+    row = np.repeat(starts - np.r_[0, np.cumsum(counts)[:-1]], counts) + np.arange(counts.sum())
+    owner = np.repeat(np.arange(block.size), counts)
+    item, model = layout.item_of_row[row], layout.model_of_row[row]
+    width, n_models = int(layout.items[block].max()), int(layout.models[block].max())
+    seen = np.zeros((block.size, width, n_models), dtype=bool)
+    seen[owner, item, model] = True
+    group = pairs.group[in_block]
+    column_a = pairs.first[in_block] - layout.model_start[group]
+    column_b = pairs.second[in_block] - layout.model_start[group]
+    differ = np.flatnonzero((seen[slot, :, column_a] != seen[slot, :, column_b]).any(axis=1))
+    order = np.argsort(slot[differ], kind="stable")
+    rank = np.empty(differ.size, dtype=np.int64)  # the pair's place among its group's
+    rank[order] = np.arange(differ.size) - np.searchsorted(slot[differ][order], slot[differ][order])
+    extra = int(rank.max()) + 1 if differ.size else 0
+    table = np.zeros((block.size, width, rows.bins + _SUMS, n_models + 2 * extra))
+    table[owner, item, rows.bin[row], model] = rows.sums[row, 0]
+    table[owner, item, rows.bins :, model] = rows.sums[row, 1:]
+    if differ.size:
+        at, a, b = slot[differ], column_a[differ], column_b[differ]
+        first, second = n_models + 2 * rank, n_models + 2 * rank + 1
+        table[at, :, :, first] = table[at, :, :, a] * seen[at, :, b][..., None]
+        table[at, :, :, second] = table[at, :, :, b] * seen[at, :, a][..., None]
+        column_a[differ], column_b[differ] = first, second
+    return table, column_a, column_b
+
+
+def _multinomial(rng: np.random.Generator, items: np.ndarray, reps: int, width: int) -> np.ndarray:
+    """(groups, reps, width) multinomial counts of n draws with replacement from n items.
+
+    n is each group's ``items``; the columns past them stay 0.
+    """
+    groups = items.size
+    cells = groups * reps * width
+    high = width if (items == width).all() else items[:, None, None]
+    drawn = rng.integers(0, high, size=(groups, reps, width))
+    drawn += (np.arange(groups * reps) * width).reshape(groups, reps, 1)
+    if (items < width).any():  # groups with fewer items draw fewer times
+        drawn = drawn[np.broadcast_to(np.arange(width) < items[:, None, None], drawn.shape)]
+    counts = np.bincount(drawn.ravel(), minlength=cells).astype(np.float64)
+    return counts.reshape(groups, reps, width)
+
+
+def _swaps(rng: np.random.Generator, groups: int, reps: int, width: int) -> np.ndarray:
+    """(groups, reps, width) independent fair 0/1 swap indicators."""
+    bits = rng.integers(0, 256, size=(groups, reps, (width + 7) // 8), dtype=np.uint8)
+    return np.unpackbits(bits, axis=-1, count=width).astype(np.float64)
+
+
+def _metrics(a: np.ndarray, b: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Accuracy, ECE and Brier score of both models from their (K, ...) sums."""
+    out: dict[str, list[np.ndarray]] = {m: [] for m in PAIRED_METRICS}
+    for sums in (a, b):
+        bins = sums.shape[0] - _SUMS
+        n = sums[bins]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out["accuracy"].append(sums[bins + 1] / n)  # NaN without weight
+        gaps = np.abs(sums[:bins]).sum(axis=0)
+        for m, total in (("ece", gaps), ("brier", sums[bins + 2])):
+            out[m].append(np.divide(total, n, out=np.zeros_like(total), where=n > 0))
+    return {m: (first, second) for m, (first, second) in out.items()}

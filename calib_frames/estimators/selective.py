@@ -74,7 +74,7 @@ from calib_frames.arguments import (
     check_arguments,
 )
 from calib_frames.binning import Binning
-from calib_frames.estimators._groups import P, W, Y, attach, group_rows, grouped
+from calib_frames.estimators._groups import P, W, Y, attach, group_rows
 from calib_frames.estimators.bootstrap import poisson_weights
 from calib_frames.exceptions import TableError
 from calib_frames.schema import BIN_STATISTICS, SELECTIVE_CURVE, SELECTIVE_METRICS
@@ -106,7 +106,7 @@ SELECTIVE_CI_METRICS = ("aurc", "e_aurc", "accuracy_at_coverage", "coverage_at_a
 """Metrics of :func:`selective_metrics` that :func:`selective_intervals` gives intervals."""
 
 _ROW = working("row")
-_NEG = working("neg_p")
+_ORDER, _INDEX = working("order"), working("index")
 _CELLS = 4_000_000  # rows × replicates evaluated at once by the bootstrap
 
 
@@ -324,7 +324,7 @@ def selective_curve(
             threshold = seg.p[at].reshape(-1)
             coverage_ = np.tile(grid, seg.n_groups)
             risk = (_errors_at(seg, at, target) / target).reshape(-1)
-        table = ranked.table[owner.tolist()] if keys else ranked.table
+        table = ranked.table.select(pl.all().gather(pl.Series(owner))) if keys else ranked.table
         return attach(
             table,
             [
@@ -462,33 +462,59 @@ class _Ranked:
     y: F64Array
     w: F64Array
     row: npt.NDArray[np.uint32]  # input position (the bootstrap's hash; empty without)
-    tie: I64Array  # segment number of every row
+    starts: I64Array  # the first row of every segment (tie group)
 
 
 def _ranked(frame: pl.DataFrame, keys: list[str], *, weight: str | None, ties: str) -> _Ranked:
-    frame = frame.with_columns((-pl.col(P)).alias(_NEG))
-    group, table, n_groups, frame = grouped(frame, keys, sort_by=_NEG)
-    p = frame[P].to_numpy().astype(np.float64)
-    y = frame[Y].to_numpy().astype(np.float64)
-    w = np.ones_like(p) if weight is None else frame[W].to_numpy().astype(np.float64)
-    row = (  # the input position, for the bootstrap's hash
-        frame[_ROW].to_numpy().astype(np.uint32)
-        if _ROW in frame.columns
-        else np.zeros(0, np.uint32)
+    """Gather the rows by group and sort each group by confidence, descending.
+
+    The order is one UInt64 per row, the bits of p (non-negative floats sort as their
+    bits) shifted left by one with the outcome (``"pessimistic"``: the error) in the
+    lowest bit, so that a tie group holds its correct (wrong) rows first. Each group
+    sorts its keys alone (polars, in parallel and in cache); without weights or row
+    positions the sorted keys are the rows themselves (p and y decode from them),
+    otherwise the sort carries the row positions.
+    """
+    p = frame[P].to_numpy() + 0.0  # + 0.0: -0.0 sorts as 0.0
+    y = frame[Y].to_numpy()
+    flag = (1.0 - y) if ties == "pessimistic" else y
+    order = (p.view(np.uint64) << np.uint64(1)) | flag.astype(np.uint64)
+    carry = weight is not None or _ROW in frame.columns
+    sort = (
+        pl.col(_INDEX).sort_by(_ORDER, descending=True)
+        if carry
+        else pl.col(_ORDER).sort(descending=True)
     )
-    if ties != "average" and p.size:
-        # within a tie group, wrong rows first (pessimistic) or correct rows first
-        tiebreak = y if ties == "pessimistic" else -y
-        order = np.lexsort((tiebreak, -p, group))
-        group, p, y, w = group[order], p[order], y[order], w[order]
-        row = row[order] if row.size else row
-    new = (
-        np.r_[True, (group[1:] != group[:-1]) | (p[1:] != p[:-1])] if p.size else np.zeros(0, bool)
-    )
-    if ties != "average" and p.size:
-        new[1:] |= y[1:] != y[:-1]
-    tie = np.cumsum(new) - 1
-    return _Ranked(table, n_groups, group, p, y, w, row, tie.astype(np.int64))
+    columns = frame.select(*keys, pl.Series(_ORDER, order))
+    if carry:
+        columns = columns.with_row_index(_INDEX)
+    if keys:
+        gathered = columns.group_by(keys).agg(sort).sort(keys, nulls_last=True)
+        lists = gathered[_INDEX if carry else _ORDER]
+        sizes = lists.list.len().to_numpy().astype(np.int64)
+        values = lists.explode().to_numpy()
+        table, n_groups = gathered.select(keys), gathered.height
+    else:
+        values = columns.select(sort).to_series().to_numpy()
+        sizes, table, n_groups = np.array([values.size]), pl.DataFrame(), 1
+    group = np.repeat(np.arange(n_groups, dtype=np.int64), sizes)
+    if carry:
+        p, y = p[values], y[values]
+        w = np.ones_like(p) if weight is None else frame[W].to_numpy()[values]
+        row = frame[_ROW].to_numpy()[values] if _ROW in frame.columns else np.zeros(0, np.uint32)
+    else:
+        bit = values & np.uint64(1)
+        p = (values >> np.uint64(1)).view(np.float64)
+        y = bit.astype(np.float64)
+        if ties == "pessimistic":
+            y = 1.0 - y
+        w, row = np.ones_like(p), np.zeros(0, np.uint32)
+    new = np.ones(p.size, dtype=bool)
+    if p.size:
+        new[1:] = (group[1:] != group[:-1]) | (p[1:] != p[:-1])
+        if ties != "average":
+            new[1:] |= y[1:] != y[:-1]
+    return _Ranked(table, n_groups, group, p, y, w, row, np.flatnonzero(new))
 
 
 @dataclass(frozen=True)
@@ -501,6 +527,7 @@ class _Segments:
     first: I64Array  # (G,) first segment of each group
     weight: F64Array  # (S, B) W
     errors: F64Array  # (S, B) F
+    ends: F64Array  # (S, B) the running weight of all segments so far (groups in order)
     before: F64Array  # (S, B) K: the group's weight before the segment
     errors_before: F64Array  # (S, B) E_K
     total: F64Array  # (G, B) N
@@ -509,23 +536,23 @@ class _Segments:
 
 def _segments(ranked: _Ranked, w: F64Array) -> _Segments:
     """Sum the rows' weights ``w`` (n, B) and error weights per segment and group."""
-    starts = np.flatnonzero(np.r_[True, ranked.tie[1:] != ranked.tie[:-1]])
-    weight = np.add.reduceat(w, starts, axis=0)
-    errors = np.add.reduceat(w * (1.0 - ranked.y)[:, None], starts, axis=0)
-    group = ranked.group[starts]
+    starts = ranked.starts
+    errors = w * (1.0 - ranked.y)[:, None]
+    group, p = ranked.group, ranked.p
+    if starts.size < ranked.y.size:  # ties: sum each tie group (else a row is a segment)
+        w, errors = np.add.reduceat(w, starts, axis=0), np.add.reduceat(errors, starts, axis=0)
+        group, p = group[starts], p[starts]
     first = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
-    total = np.add.reduceat(weight, first, axis=0)
-    total_errors = np.add.reduceat(errors, first, axis=0)
-    # the weight before each segment within its group (exclusive cumulative sum)
-    before = _exclusive_cumsum(weight, first, group)
-    errors_before = _exclusive_cumsum(errors, first, group)
+    ends, before, total = _running(w, first, group)
+    _, errors_before, total_errors = _running(errors, first, group)
     return _Segments(
         ranked.n_groups,
         group,
-        ranked.p[starts],
+        p,
         first,
-        weight,
+        w,
         errors,
+        ends,
         before,
         errors_before,
         total,
@@ -533,11 +560,19 @@ def _segments(ranked: _Ranked, w: F64Array) -> _Segments:
     )
 
 
-def _exclusive_cumsum(values: F64Array, first: I64Array, group: I64Array) -> F64Array:
-    """Σ of the earlier segments of the same group, per segment and column."""
-    running = np.cumsum(values, axis=0) - values
-    result: F64Array = running - running[first][group]
-    return np.maximum(result, 0.0)
+def _running(values: F64Array, first: I64Array, group: I64Array) -> tuple[F64Array, ...]:
+    """Running sums of the segments' ``values`` (S, B), per column.
+
+    Returns the running sum over all segments (groups in order), the sum of the earlier
+    segments of the same group (clipped at 0 against rounding) and the group totals.
+    """
+    ends = np.cumsum(values, axis=0)
+    earlier = ends[first] - values[first]  # (G, B): the groups before
+    total = np.add.reduceat(values, first, axis=0)
+    before = ends - values
+    before -= earlier[group]
+    np.maximum(before, 0.0, out=before)
+    return ends, before, total
 
 
 def _digamma_step(x: F64Array, step: F64Array) -> F64Array:
@@ -545,11 +580,25 @@ def _digamma_step(x: F64Array, step: F64Array) -> F64Array:
 
     For x ≥ 20 from the asymptotic series ψ(x) = ln x − 1/(2x) − Σ B₂ₖ/(2k·x²ᵏ) (terms to
     x⁻¹², the next below 1e-19), differenced term by term (ln(b/a) as log1p); else
-    scipy's digamma (below 20 the difference does not cancel much).
+    scipy's digamma (below 20 the difference does not cancel much). Steps of 0 and 1,
+    most steps of untied rows and of bootstrap multiplicities, are exact: 0 and 1/x.
     """
-    from scipy.special import digamma  # slow to import: not on every report's path
-
     x, step = np.broadcast_arrays(x, step)
+    unit = step == 1.0
+    if unit.all():
+        unit_steps: F64Array = 1.0 / x
+        return unit_steps
+    out = np.zeros(x.shape)
+    out[unit] = 1.0 / x[unit]
+    other = np.flatnonzero(~unit & (step != 0.0))
+    out.flat[other] = _digamma_difference(x.flat[other], step.flat[other])
+    return out
+
+
+def _digamma_difference(x: F64Array, step: F64Array) -> F64Array:
+    """ψ(x + step) − ψ(x) of :func:`_digamma_step` for 1-d arrays, by the series or scipy."""
+    from scipy.special import digamma  # 0.2 s to import: not on every report's path
+
     large = x >= 20.0
     out = np.empty(x.shape)
     a, b = x[large], x[large] + step[large]
@@ -575,7 +624,7 @@ def _locate(seg: _Segments, target: F64Array) -> I64Array:
     across groups, each group offset by the weight of the groups before it); the weights
     have B = M columns, or one shared by the M targets.
     """
-    ends = np.cumsum(seg.weight, axis=0)  # (S, B)
+    ends = seg.ends
     offset = ends[seg.first] - seg.weight[seg.first]  # (G, B): the groups before
     last = np.r_[seg.first[1:], seg.group.size] - 1
     at = np.empty(target.shape, dtype=np.int64)
@@ -607,9 +656,11 @@ def _metrics(seg: _Segments, *, coverage: float, target_accuracy: float) -> dict
     """aurc, aurc_oracle, e_aurc, accuracy_at_coverage, coverage_at_accuracy: (G, B)."""
     n, f = seg.total, seg.total_errors
     with np.errstate(invalid="ignore", divide="ignore"):
-        rate = np.where(seg.weight > 0, seg.errors / seg.weight, 0.0)
-        step = _digamma_step(seg.before + 1.0, seg.weight)
-        terms = seg.errors + (seg.errors_before - rate * seg.before) * step
+        rate = np.divide(seg.errors, seg.weight, out=np.zeros_like(seg.errors),
+                         where=seg.weight > 0)  # fmt: skip
+        terms = _digamma_step(seg.before + 1.0, seg.weight)
+        terms *= seg.errors_before - rate * seg.before
+        terms += seg.errors
         aurc = np.add.reduceat(terms, seg.first, axis=0) / n
         correct = n - f
         oracle = (f - correct * _digamma_step(correct + 1.0, f)) / n
@@ -629,18 +680,28 @@ def _metrics(seg: _Segments, *, coverage: float, target_accuracy: float) -> dict
 
 
 def _coverage_at(seg: _Segments, target: float) -> F64Array:
-    """The largest accepted weight c with A(c)/c ≥ target, per group and column (G, B)."""
+    """The largest accepted weight c with A(c)/c ≥ target, per group and column (G, B).
+
+    A segment's end is a candidate when the accuracy there reaches the target; the
+    accuracy falls through the target inside a segment whose start reaches it and whose
+    own accuracy is below it, at A(c) = target·c (those segments are few: the crossing
+    is computed for them only).
+    """
     a, width = seg.before, seg.weight
     b = a + width
+    positive = width > 0
     hits_before = a - seg.errors_before  # A(a)
-    hits_after = hits_before + width - seg.errors  # A(b)
+    hits_after = hits_before + (width - seg.errors)  # A(b)
     with np.errstate(invalid="ignore", divide="ignore"):
-        share = np.where(width > 0, 1.0 - seg.errors / width, 0.0)  # the segment's accuracy
-        at_end = np.where((width > 0) & (hits_after / b >= target), b, 0.0)
-        # accuracy falls through the target inside the segment: where A(c) = target·c
-        crossing = (hits_before - share * a) / (target - share)
-        inside = (width > 0) & (a > 0) & (hits_before / a >= target) & (share < target)
-        candidate = np.maximum(at_end, np.where(inside, np.minimum(crossing, b), 0.0))
+        candidate = np.where(positive & (hits_after / b >= target), b, 0.0)
+        # a = 0 gives 0/0 (or a rounding-negative A(a)/0): never a start that reaches it
+        starts_above = np.flatnonzero(positive & (hits_before / a >= target))
+        errors, share_of = seg.errors.flat[starts_above], width.flat[starts_above]
+        share = 1.0 - errors / share_of  # the segment's accuracy
+        falls = share < target
+        at, share = starts_above[falls], share[falls]
+        crossing = (hits_before.flat[at] - share * a.flat[at]) / (target - share)
+        candidate.flat[at] = np.maximum(candidate.flat[at], np.minimum(crossing, b.flat[at]))
     result: F64Array = np.maximum.reduceat(candidate, seg.first, axis=0)
     return result
 

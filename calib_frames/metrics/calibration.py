@@ -112,7 +112,7 @@ from calib_frames.arguments import Integer, check_arguments
 from calib_frames.binning import BINS, BinsLike
 from calib_frames.exceptions import TableError
 from calib_frames.schema import BIN_STATISTICS, METRICS
-from calib_frames.stats import bin_statistics
+from calib_frames.stats import _bin_statistics
 from calib_frames.validation import Frame, as_lazy, return_like
 
 __all__ = [
@@ -135,7 +135,9 @@ class BinSums:
 
     In the table reduction each field is a column of the bin-statistics table and the
     bins are its rows; in the expression API each field is the sum over one bin's rows
-    inside an aggregation, and there is one :class:`BinSums` per bin.
+    inside an aggregation, and there is one :class:`BinSums` per bin. ``G`` and ``Q`` are
+    sums over both classes that the formulas read when given (one sum each instead of
+    two); without them they follow from the class sums.
     """
 
     count: pl.Expr
@@ -147,6 +149,16 @@ class BinSums:
     R0: pl.Expr
     Q1: pl.Expr
     Q0: pl.Expr
+    G: pl.Expr | None = None  # Σ w·(p − y) = R0 − R1, the bin's signed gap W_b(p̄_b − ȳ_b)
+    Q: pl.Expr | None = None  # Σ w·(p − y)² = Q1 + Q0, the bin's Brier sum
+
+    def gap(self) -> pl.Expr:
+        """W_b·(p̄_b − ȳ_b): ``G``, or R0 − R1."""
+        return self.R0 - self.R1 if self.G is None else self.G
+
+    def squared(self) -> pl.Expr:
+        """Σ w·(p − y)² of the bin: ``Q``, or Q1 + Q0."""
+        return self.Q1 + self.Q0 if self.Q is None else self.Q
 
 
 TABLE_BIN = BinSums(
@@ -234,7 +246,7 @@ def metric_expressions(
         return pl.when(n > 0).then(term / n)
 
     def gap(b: BinSums) -> pl.Expr:  # W_b·(p̄_b − ȳ_b)
-        return b.R0 - b.R1
+        return b.gap()
 
     def within_class(q: pl.Expr, r: pl.Expr, w: pl.Expr) -> pl.Expr:
         """Σ w (x − x̄)² of one outcome class of a bin from its residual sums."""
@@ -283,7 +295,7 @@ def metric_expressions(
         "mce": largest([bin_gap(b) for b in bins]),
         "mce_guarded": largest([pl.when(mce_min_count <= b.W).then(bin_gap(b)) for b in bins]),
         "populated_bins": total([(b.W > 0).cast(pl.UInt32) for b in bins]).cast(pl.UInt32),
-        "brier": per_n(over_bins(lambda b: b.Q1 + b.Q0)),
+        "brier": per_n(over_bins(lambda b: b.squared())),
         "reliability": per_n(squared_gap),
         "resolution": per_n(resolution),
         "uncertainty": (accuracy * (1 - accuracy)).fill_nan(None),  # 0/0 = NaN when N = 0
@@ -455,7 +467,7 @@ def calibration_metrics(
     >>> round(cf.calibration_metrics(w, weight="w")["brier"].item(), 12)
     0.1675
     """
-    stats = bin_statistics(
+    stats = _bin_statistics(
         as_lazy(predictions),
         confidence=confidence,
         correct=correct,
@@ -463,5 +475,6 @@ def calibration_metrics(
         bins=bins,
         weight=weight,
         log_confidence=log_confidence,
+        empty_bins=False,
     )
     return return_like(predictions, metrics_from_bin_statistics(stats, mce_min_count=mce_min_count))

@@ -100,10 +100,11 @@ def test_bench_expr_quick(tmp_path: Path) -> None:
     checks = json.loads(out.read_text())["runs"][0]["checks"]
     expected = {"polars_naive"}
     if hasattr(cf, "binned_metrics"):
-        expected |= {"expr_binned", "expr_ece", "expr_five", "expr_binned_eager"}
-        expected |= {"expr_ece_eager", "expr_mce", "expr_brier", "expr_log_loss"}
+        shared = ("ece", "mce", "brier", "log_loss")  # the metrics polarbearings also has
+        expected |= {"expr_binned", "expr_five", "expr_binned_eager"}
+        expected |= {f"expr_{n}{form}" for n in shared for form in ("", "_eager")}
         if importlib.util.find_spec("polarbearings") is not None:
-            expected |= {f"polarbearings_{n}" for n in ("ece", "mce", "brier", "log_loss")}
+            expected |= {f"polarbearings_{n}{form}" for n in shared for form in ("", "_eager")}
         assert len(checks["expr_binned"]["diffs"]) >= 10  # every metric column compared
     else:
         assert "skipping expr_binned" in proc.stdout
@@ -115,9 +116,9 @@ def test_bench_cli_quick(tmp_path: Path) -> None:
     pytest.importorskip("duckdb")
     out = tmp_path / "cli.json"
     proc = run("bench_cli", "--quick", "--data-dir", str(tmp_path), "--json", str(out))
-    assert "| ok |" in proc.stdout  # the two tables agree
+    assert "| ok |" in proc.stdout  # the tables and the ECE/MCE agree
     seconds = json.loads(out.read_text())["runs"][0]["seconds"]
-    assert set(seconds) == {"calib_frames_cli", "duckdb_script"}
+    assert set(seconds) == {"calib_frames_cli", "duckdb_script", "duckdb_ece_mce"}
 
 
 def test_bench_streaming_quick(tmp_path: Path) -> None:
@@ -217,9 +218,20 @@ def test_bench_estimators_quick(tmp_path: Path) -> None:
     proc = run("bench_estimators", "--quick", "--json", str(out))
     assert all(c["ok"] for c in checks_of(out))
     runs = json.loads(out.read_text())["runs"]
-    assert [r["pair"] for r in runs] == ["smooth", "corp", "isotonic", "bins", "selective", "helm"]
+    assert [r["pair"] for r in runs] == [
+        "smooth", "corp", "isotonic", "bins", "selective", "curve", "intervals", "helm",
+    ]  # fmt: skip
     for r in runs:  # each pair cross-checked, or its peer's library reported missing
-        assert r["checks"] or "skipping" in proc.stdout
+        assert r["checks"] or r["pair"] == "intervals" or "skipping" in proc.stdout
+    assert "numpy_boot_loop on calib_frames' multiplicities: max |diff|" in proc.stdout
+    assert "cross-check ok" in proc.stdout
+
+
+def test_bench_paired_quick(tmp_path: Path) -> None:
+    out = tmp_path / "paired.json"
+    proc = run("bench_paired", "--quick", "--json", str(out), module=True)
+    assert json.loads(out.read_text())["problems"] == []
+    assert "scipy_loop (2 pairs)" in proc.stdout
     assert "cross-check ok" in proc.stdout
 
 

@@ -225,5 +225,5 @@ def test_paired_comparison_that_would_not_fit_in_memory() -> None:
     frame = prediction_rows(0, 200, items=100).with_columns(
         item=pl.int_range(pl.len()).over("model")
     )
-    with pytest.raises(ArgumentError, match=r"cells of one model pair × 1,000,000,001 replicates"):
+    with pytest.raises(ArgumentError, match=r"model pairs of one group × 1,000,000,000 replicates"):
         E.paired_comparison(frame, model="model", item="item", replicates=10**9)

@@ -270,12 +270,13 @@ def test_digamma_difference_against_mpmath() -> None:
     from calib_frames.estimators.selective import _digamma_step
 
     mpmath.mp.dps = 40
-    x = np.array([1.0, 3.0, 12.5, 19.9, 20.0, 25.0, 1e3, 1e6, 1e9, 1e12])
-    step = np.array([1.0, 2.0, 7.0, 1.0, 1.0, 3.0, 0.25, 3.0, 1.0, 2.0])
-    got = _digamma_step(x, step)
-    for a, b, value in zip(x, step, got, strict=True):
-        exact = mpmath.digamma(mpmath.mpf(a) + mpmath.mpf(b)) - mpmath.digamma(mpmath.mpf(a))
-        assert value == pytest.approx(float(exact), rel=5e-14)
+    x = np.array([1.0, 3.0, 12.5, 19.9, 20.0, 25.0, 1e3, 1e6, 1e9, 1e12, 7.0])
+    step = np.array([1.0, 2.0, 7.0, 1.0, 1.0, 3.0, 0.25, 3.0, 1.0, 2.0, 0.0])
+    for xs, steps in ((x, step), (x, np.ones_like(x))):  # mixed steps; unit steps only
+        got = _digamma_step(xs, steps)
+        for a, b, value in zip(xs, steps, got, strict=True):
+            exact = mpmath.digamma(mpmath.mpf(a) + mpmath.mpf(b)) - mpmath.digamma(mpmath.mpf(a))
+            assert value == pytest.approx(float(exact), rel=5e-14, abs=1e-300)
 
 
 def test_intervals_with_weights_and_tie_bounds_run_per_group() -> None:
