@@ -601,9 +601,11 @@ def _digamma_difference(x: F64Array, step: F64Array) -> F64Array:
 
     large = x >= 20.0
     out = np.empty(x.shape)
-    a, b = x[large], x[large] + step[large]
-    series = np.log1p(step[large] / a) + step[large] / (2.0 * a * b)
-    series += _tail(1.0 / (a * a)) - _tail(1.0 / (b * b))
+    # reciprocals first: a weight of 1e300 overflows a·b but not (step/a)/b
+    ra, rb = 1.0 / x[large], 1.0 / (x[large] + step[large])
+    ratio = step[large] * ra
+    series = np.log1p(ratio) + 0.5 * ratio * rb
+    series += _tail(ra * ra) - _tail(rb * rb)
     out[large] = series
     small = ~large
     out[small] = digamma(x[small] + step[small]) - digamma(x[small])

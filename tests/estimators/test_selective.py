@@ -279,6 +279,24 @@ def test_digamma_difference_against_mpmath() -> None:
             assert value == pytest.approx(float(exact), rel=5e-14, abs=1e-300)
 
 
+def test_huge_weights_give_numbers_without_warnings() -> None:
+    """Weights of 1e300 overflowed a product in the digamma series (a RuntimeWarning on the
+    CLI's stderr, issue 32.18); the tests turn warnings into errors."""
+    from calib_frames.estimators.selective import _digamma_step
+
+    huge = pl.DataFrame(
+        {"confidence": [0.9, 0.8, 0.7, 0.6], "correct": [True, False, True, True],
+         "w": [1e300, 1e300, 1.0, 2.0]}
+    )  # fmt: skip
+    table = selective_metrics(huge, weight="w")
+    assert table.select(pl.exclude("count").is_finite().all()).row(0) == (True,) * (table.width - 1)
+    # the two heavy rows decide: scaled down, the same shares give the same figures
+    scaled = selective_metrics(huge.with_columns(pl.col("w") / 1e290), weight="w")
+    assert_frames_close(table.drop("count", "weight"), scaled.drop("count", "weight"), rel=1e-9)
+    x, step = np.array([20.0, 1e300]), np.array([1e300, 1e300])
+    assert np.isfinite(_digamma_step(x, step)).all()
+
+
 def test_intervals_with_weights_and_tie_bounds_run_per_group() -> None:
     df = prediction_rows(13, 300, models=("a", "b")).with_columns(
         pl.col("confidence").round(1), pl.lit(2.0).alias("w")
