@@ -67,6 +67,10 @@ def long(wide: pl.DataFrame, weight: str | None) -> pl.DataFrame:
     )  # fmt: skip
 
 
+def mean(series: pl.Series) -> float:
+    return float(series.cast(pl.Float64).mean())  # type: ignore[arg-type]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=400)
@@ -103,15 +107,15 @@ def main(argv: list[str] | None = None) -> int:
     for name, out in results.items():
         size = forms[name].height / 2 / args.runs
         for m in PAIRED_METRICS:
-            rate = (out[f"{m}_p_value"] <= 0.05).mean()
-            width = (out[f"{m}_difference_ci_high"] - out[f"{m}_difference_ci_low"]).mean()
+            rate = mean(out[f"{m}_p_value"] <= 0.05)
+            width = mean(out[f"{m}_difference_ci_high"] - out[f"{m}_difference_ci_low"])
             print(f"| {name} | {size:.0f} | {m} | {rate:.3f} | {width:.4f} |")
     rows, weighted = results["rows"], results["count-weighted rows"]
     print("\n| metric | mean abs(p_rows − p_weighted) | verdicts agree |")
     print("|---|---|---|")
     for m in PAIRED_METRICS:
-        gap = (rows[f"{m}_p_value"] - weighted[f"{m}_p_value"]).abs().mean()
-        agree = ((rows[f"{m}_p_value"] <= 0.05) == (weighted[f"{m}_p_value"] <= 0.05)).mean()
+        gap = mean((rows[f"{m}_p_value"] - weighted[f"{m}_p_value"]).abs())
+        agree = mean((rows[f"{m}_p_value"] <= 0.05) == (weighted[f"{m}_p_value"] <= 0.05))
         print(f"| {m} | {gap:.4f} | {agree:.3f} |")
     return 0
 
