@@ -188,8 +188,9 @@ def paired_comparison(
         like an output column or an input column.
     DataError
         Invalid confidences, outcomes or weights, null models or items, an item that
-        appears twice for one model in a group, or an item weighted differently by two
-        models (checked when the result is collected).
+        appears twice for one model in a group, an item weighted differently by two
+        models, or one model's weights in a group adding up to more than 2**53 (checked
+        when the result is collected).
     ArgumentError
         For bad ``replicates``, ``level``, ``seed`` or ``by``; ``model`` = ``item``.
 
@@ -262,6 +263,15 @@ def paired_comparison(
                 & pl.struct(item_keys).is_first_distinct(),
                 total=pl.struct(item_keys).n_unique(),
                 unit="items",
+            )
+        )
+        checks.append(
+            RowCheck(
+                weight,
+                "in a group where one model's weights add up to more than 2**53 (weights "
+                "are frequencies: the bootstrap draws that many items)",
+                pl.col(weight).cast(pl.Float64).sum().over([*keys, model]) > 2.0**53,
+                show_value=False,
             )
         )
     inputs = [*keys, model, item, confidence, correct, *([weight] if weight else [])]

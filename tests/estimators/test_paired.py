@@ -227,6 +227,12 @@ def test_bad_weights() -> None:
         paired_comparison(rows, weight="w", replicates=10)
     with pytest.raises(TableError, match=r"'w' \(weight\) is Boolean"):
         paired_comparison(rows.with_columns(w=pl.lit(True)), weight="w", replicates=10)
+    huge = (
+        r"'w': 2 of 2 rows are in a group where one model's weights add up to more than "
+        r"2\*\*53 .*e\.g\. model='a', item=1$"
+    )
+    with pytest.raises(DataError, match=huge):
+        paired_comparison(rows.with_columns(w=pl.lit(1e30)), weight="w")
 
 
 def counted_items(tasks: int, n: int, seed: int) -> tuple[pl.DataFrame, pl.DataFrame]:
