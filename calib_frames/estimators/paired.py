@@ -30,19 +30,22 @@ result (every model pair on every task) as one family, per metric.
 How it is computed (per group, in memory)
 -----------------------------------------
 Each model's accuracy, ECE and Brier score on a set of items are functions of one sum
-over the items of a vector of K = M + 3 numbers per (item, model) row: w·(p − y) in the
-column of the row's bin (M columns), w, w·y and w·(p − y)². With these sums, N = Σw,
-accuracy = Σwy/N, Brier = Σw(p − y)²/N and ECE = Σ_b |Σ_{i∈b} w(p − y)|/N. A resampled
-set of items is a weighted sum of the item rows, so R replicates are one matrix product
-of an R × items matrix of draws with the items × (models · K) table of the group, for
-all its models at once:
+over the items of a vector of K = M + 3 numbers per (item, model) row, x = (p − y in the
+column of the row's bin (M columns), 1, y, (p − y)²), each item's vector counted w times
+(w its weight, 1 without weights). With these sums, N = Σw, accuracy = Σwy/N, Brier =
+Σw(p − y)²/N and ECE = Σ_b |Σ_{i∈b} w(p − y)|/N. A resampled set of items is a sum of the
+item vectors times their multiplicities, so R replicates are one matrix product of an
+R × items matrix of draws with the items × (models · K) table of the group, for all its
+models at once:
 
 * the **paired bootstrap** draws each replicate's item multiplicities as n draws with
-  replacement from the group's n items (a Multinomial(n, 1/n) count per item); both
+  replacement from the group's n items (a Multinomial(n, 1/n) count per item); with
+  weights, round(N) draws with probabilities w/N (Multinomial(round(N), w/N)); both
   models of a pair take the same multiplicities;
-* the **permutation** draws a swap indicator s ∈ {0, 1} per item and replicate: model
-  a's permuted sums are its own plus S·(X_b − X_a) over the shared items, model b's
-  minus it.
+* the **permutation** draws, per item and replicate, the weight s that the two models
+  swap: a swap indicator s ∈ {0, 1} without weights (with weights, the item's swapped
+  units, below): model a's permuted sums are its own plus S·(X_b − X_a) over the shared
+  items, model b's minus it.
 
 Both are the exact item-level resampling (no approximation inside bins); the draws of a
 group are shared by all its model pairs (each pair's interval and p-value are those of
@@ -58,12 +61,21 @@ of a pair answered different item sets, the group's multinomial draws restricted
 shared items are a bootstrap of those items with a random number of draws
 (Binomial(n, shared/n)); a replicate that draws none of them is left out of the interval.
 
-Weights. With ``weight=`` each model's accuracy, ECE and Brier score are the weighted
-ones of :func:`~calib_frames.calibration_metrics` over the shared items, each model's
-rows weighted by their own weights (a weight of 2 counts like the item answered twice,
-unit weights change nothing). The item stays the unit of resampling: a drawn item brings
-each model's weighted row as many times as it is drawn, and a swapped prediction takes
-its weight with it.
+**Weights are frequencies**: a weight of k is k identical items, answered alike by
+every model, in the point values and in both tests, so that the same predictions as rows
+and as count-weighted rows (identical items merged, weight = count) give the same
+differences, and p-values and intervals equal up to resampling noise. Each model's
+accuracy, ECE and Brier score are the weighted ones of
+:func:`~calib_frames.calibration_metrics` over the shared items. The bootstrap draws
+round(N) items (at least 1 when N > 0), each with probability w/N, as the bin-table
+bootstrap (:mod:`calib_frames.estimators.bootstrap`) does; the permutation swaps each
+unit of an item on its own: an item of weight w is ⌊w⌋ units of weight 1 and one of
+weight w − ⌊w⌋, each swapped with probability ½ (a Binomial(⌊w⌋, ½) count, plus the
+remainder with probability ½), so an item of weight below 1 is swapped whole. A weight
+belongs to the item, not to a model: two models of a group that weight one item
+differently are refused (DataError). Weights that are all 1 draw exactly as no weights.
+Weights that are not counts (importance weights) give the right point differences but
+not the right uncertainty, as for the noise floor (README, "Weights are frequencies").
 
 Replicates. ``replicates=10000`` by default: the p-values of many model pairs and tasks
 are corrected together (Holm, BH), and a permutation p-value cannot fall below
@@ -142,8 +154,9 @@ def paired_comparison(
     by
         Group keys compared separately (e.g. ``"task"``); ``None``: one group.
     weight
-        Optional column of finite weights ≥ 0: each model's metrics are weighted means
-        over the shared items (module docstring); ``None``: every item weighs 1.
+        Optional column of finite weights ≥ 0, frequencies: a weight of k is k identical
+        items (module docstring), the same for every model that answered the item;
+        ``None``: every item weighs 1.
     method
         How the p-value is computed: ``"permutation"`` (default; the paired permutation
         test, module docstring) or ``"bootstrap"`` (from the shifted bootstrap
@@ -174,8 +187,10 @@ def paired_comparison(
         Missing or mistyped columns (a Boolean confidence or weight); a group key named
         like an output column or an input column.
     DataError
-        Invalid confidences, outcomes or weights, null models or items, or an item that
-        appears twice for one model in a group (checked when the result is collected).
+        Invalid confidences, outcomes or weights, null models or items, an item that
+        appears twice for one model in a group, an item weighted differently by two
+        models, or one model's weights in a group adding up to more than 2**53 (checked
+        when the result is collected).
     ArgumentError
         For bad ``replicates``, ``level``, ``seed`` or ``by``; ``model`` = ``item``.
 
@@ -237,6 +252,28 @@ def paired_comparison(
             show_value=False,
         ),
     ]
+    if weight is not None:  # a frequency is the item's: the same for every model
+        item_keys = [*keys, item]
+        checks.append(
+            RowCheck(
+                weight,
+                "weighted differently by different models (a weight is the item's "
+                "frequency, the same for every model that answered it)",
+                (pl.col(weight).n_unique().over(item_keys) > 1)
+                & pl.struct(item_keys).is_first_distinct(),
+                total=pl.struct(item_keys).n_unique(),
+                unit="items",
+            )
+        )
+        checks.append(
+            RowCheck(
+                weight,
+                "in a group where one model's weights add up to more than 2**53 (weights "
+                "are frequencies: the bootstrap draws that many items)",
+                pl.col(weight).cast(pl.Float64).sum().over([*keys, model]) > 2.0**53,
+                show_value=False,
+            )
+        )
     inputs = [*keys, model, item, confidence, correct, *([weight] if weight else [])]
     inputs = list(dict.fromkeys(inputs))
     checked = check_rows(source.select(inputs), checks, keys=[*keys, model, item]).select(
@@ -439,18 +476,19 @@ class _Layout(NamedTuple):
 
 
 class _RowVectors(NamedTuple):
-    """Each row's K = M + 3 numbers: w·(p − y) in its bin's column, w, w·y, w·(p − y)²."""
+    """Each row's K = M + 3 numbers: p − y in its bin's column, 1, y, (p − y)²; its weight."""
 
     bins: int
     bin: np.ndarray  # (n,) the row's bin
-    sums: np.ndarray  # (n, 1 + _SUMS): w·(p − y), w, w·y, w·(p − y)²
+    sums: np.ndarray  # (n, 1 + _SUMS): p − y, 1, y, (p − y)²
+    weight: np.ndarray | None  # (n,) the row's item's weight; None: every weight is 1
 
     @classmethod
     def of(cls, frame: pl.DataFrame, bins: int) -> _RowVectors:
-        w, d = frame[_W].to_numpy(), frame[_D].to_numpy()
-        wd = w * d
-        sums = np.stack([wd, w, w * frame[_Y].to_numpy(), wd * d], axis=1)
-        return cls(bins, frame[_BIN].to_numpy().astype(np.int64), sums)
+        d, w = frame[_D].to_numpy(), frame[_W].to_numpy()
+        sums = np.stack([d, np.ones_like(d), frame[_Y].to_numpy(), d * d], axis=1)
+        weight = None if (w == 1.0).all() else w
+        return cls(bins, frame[_BIN].to_numpy().astype(np.int64), sums, weight)
 
 
 def _test_block(
@@ -467,12 +505,13 @@ def _test_block(
     in_block = np.flatnonzero(np.isin(pairs.group, block) & (pairs.shared > 0))
     slot = np.searchsorted(np.sort(block), pairs.group[in_block])
     slot = np.argsort(block)[slot]  # the pair's group's place in the block
-    table, column_a, column_b = _block_table(
+    table, column_a, column_b, weight = _block_table(
         block, layout=layout, pairs=pairs, rows=rows, in_block=in_block, slot=slot
     )
     n_items = layout.items[block]
     width, sums = table.shape[1], np.arange(table.shape[2])[:, None]
-    base = table.sum(axis=1)  # (Gb, K, C): the observed sums
+    # (Gb, K, C): the observed sums, each item's vector times its weight
+    base = table.sum(axis=1) if weight is None else np.einsum("gikc,gi->gkc", table, weight)
     base_a, base_b = base[slot, sums, column_a], base[slot, sums, column_b]  # (K, P)
     observed = {}
     for m, (a, b) in _metrics(base_a, base_b).items():
@@ -489,12 +528,22 @@ def _test_block(
     for start in range(0, reps, chunk):
         r = min(chunk, reps - start)
         # (K, P, r): each pair's two models' resampled sums
-        drawn = (_multinomial(rng, n_items, r, width) @ flat).reshape(shape)
+        multiplicity = (
+            _multinomial(rng, n_items, r, width)
+            if weight is None
+            else _weighted_multinomial(rng, weight, r)
+        )
+        drawn = (multiplicity @ flat).reshape(shape)
         pair_a, pair_b = drawn[slot, :, sums, column_a], drawn[slot, :, sums, column_b]
         for m, (a, b) in _metrics(pair_a, pair_b).items():
             boot[m][:, start : start + r] = a - b
         if draws.method == "permutation":
-            moved = (_swaps(rng, block.size, r, width) @ flat).reshape(shape)
+            swapped = (
+                _swaps(rng, block.size, r, width)
+                if weight is None
+                else _swapped_units(rng, weight, r)
+            )
+            moved = (swapped @ flat).reshape(shape)
             delta = moved[slot, :, sums, column_b] - moved[slot, :, sums, column_a]
             permuted = _metrics(base_a[..., None] + delta, base_b[..., None] - delta)
             for m, (a, b) in permuted.items():
@@ -521,11 +570,12 @@ def _block_table(
     rows: _RowVectors,
     in_block: np.ndarray,
     slot: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The block's (groups, items, K, columns) table and each pair's two columns.
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """The block's (groups, items, K, columns) table, each pair's two columns, item weights.
 
     A column is one model's rows. A pair whose two models answered different items gets
-    two more columns: each model's rows on the items the other answered.
+    two more columns: each model's rows on the items the other answered. The weights are
+    (groups, items), 0 past a group's items; None when every weight is 1.
     """
     starts, counts = layout.first_row[block], layout.rows[block]
     row = np.repeat(starts - np.r_[0, np.cumsum(counts)[:-1]], counts) + np.arange(counts.sum())
@@ -551,7 +601,11 @@ def _block_table(
         table[at, :, :, first] = table[at, :, :, a] * seen[at, :, b][..., None]
         table[at, :, :, second] = table[at, :, :, b] * seen[at, :, a][..., None]
         column_a[differ], column_b[differ] = first, second
-    return table, column_a, column_b
+    if rows.weight is None:
+        return table, column_a, column_b, None
+    weight = np.zeros((block.size, width))
+    weight[owner, item] = rows.weight[row]  # the item's, whichever model's row
+    return table, column_a, column_b, weight
 
 
 def _multinomial(rng: np.random.Generator, items: np.ndarray, reps: int, width: int) -> np.ndarray:
@@ -568,6 +622,35 @@ def _multinomial(rng: np.random.Generator, items: np.ndarray, reps: int, width: 
         drawn = drawn[np.broadcast_to(np.arange(width) < items[:, None, None], drawn.shape)]
     counts = np.bincount(drawn.ravel(), minlength=cells).astype(np.float64)
     return counts.reshape(groups, reps, width)
+
+
+def _weighted_multinomial(rng: np.random.Generator, weight: np.ndarray, reps: int) -> np.ndarray:
+    """(groups, reps, items) Multinomial(round(N), w/N) counts: N = a group's total weight.
+
+    A group with some weight draws at least 1; one without draws none.
+    """
+    groups = weight.shape[0]
+    total = weight.sum(axis=1)
+    draws = np.where(total > 0, np.maximum(np.rint(total), 1.0), 0.0).astype(np.int64)
+    pvals = weight / np.where(total > 0, total, 1.0)[:, None]
+    pvals[total == 0, 0] = 1.0
+    counts = rng.multinomial(draws[:, None], pvals[:, None, :], size=(groups, reps))
+    return counts.astype(np.float64)
+
+
+def _swapped_units(rng: np.random.Generator, weight: np.ndarray, reps: int) -> np.ndarray:
+    """(groups, reps, items) swapped weight: each whole unit and the remainder, each ½.
+
+    An item of weight w is ⌊w⌋ units of weight 1 and one of weight w − ⌊w⌋, each swapped
+    independently with probability ½: Binomial(⌊w⌋, ½) + (w − ⌊w⌋)·Bernoulli(½).
+    """
+    whole = np.floor(weight)
+    shape = (weight.shape[0], reps, weight.shape[1])
+    swapped = rng.binomial(whole.astype(np.int64)[:, None, :], 0.5, size=shape).astype(np.float64)
+    remainder = weight - whole
+    if remainder.any():
+        swapped += remainder[:, None, :] * rng.integers(0, 2, size=shape)
+    return swapped
 
 
 def _swaps(rng: np.random.Generator, groups: int, reps: int, width: int) -> np.ndarray:

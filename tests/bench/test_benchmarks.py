@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -233,6 +234,16 @@ def test_bench_paired_quick(tmp_path: Path) -> None:
     assert json.loads(out.read_text())["problems"] == []
     assert "scipy_loop (2 pairs)" in proc.stdout
     assert "cross-check ok" in proc.stdout
+
+
+def test_sim_paired_weights_quick() -> None:
+    proc = run("sim_paired_weights", "--quick")
+    for metric in ("accuracy", "ece", "brier"):
+        for form in ("rows", "count-weighted rows"):  # a false-positive rate in [0, 1]
+            row = rf"^\| {form} \| \d+ \| {metric} \| [01]\.\d{{3}} \| "
+            assert re.search(row, proc.stdout, re.MULTILINE), (form, metric)
+        assert re.search(rf"^\| {metric} \| \d\.\d{{4}} \| [01]\.\d{{3}} \|$", proc.stdout,
+                         re.MULTILINE), metric  # fmt: skip
 
 
 def test_bench_recalibrate_quick(tmp_path: Path) -> None:

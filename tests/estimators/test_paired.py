@@ -227,3 +227,95 @@ def test_bad_weights() -> None:
         paired_comparison(rows, weight="w", replicates=10)
     with pytest.raises(TableError, match=r"'w' \(weight\) is Boolean"):
         paired_comparison(rows.with_columns(w=pl.lit(True)), weight="w", replicates=10)
+    huge = (
+        r"'w': 2 of 2 rows are in a group where one model's weights add up to more than "
+        r"2\*\*53 .*e\.g\. model='a', item=1$"
+    )
+    with pytest.raises(DataError, match=huge):
+        paired_comparison(rows.with_columns(w=pl.lit(1e30)), weight="w")
+
+
+def counted_items(tasks: int, n: int, seed: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The same predictions as count-weighted items (weight 1–5) and as repeated items."""
+    df = two_models(tasks, n, seed=seed, power_b=1.3)
+    rng = np.random.default_rng(seed)
+    counts = pl.DataFrame({"task": np.repeat(np.arange(tasks), n),
+                           "item": np.tile(np.arange(n), tasks),
+                           "w": rng.integers(1, 6, tasks * n).astype(float)})  # fmt: skip
+    weighted = df.join(counts, on=["task", "item"])
+    copies = pl.int_ranges(0, pl.col("w").cast(pl.Int64)).alias("copy")
+    repeated = (
+        weighted.with_columns(copies)
+        .explode("copy")
+        .with_columns(item=pl.col("item") * 10 + pl.col("copy"))
+        .drop("copy", "w")
+    )
+    return weighted, repeated
+
+
+@pytest.mark.parametrize("method", ["permutation", "bootstrap"])
+def test_count_weighted_items_equal_repeated_items(method: str) -> None:
+    """A weight of k is k identical items: the same differences, p-values and intervals."""
+    weighted, repeated = counted_items(3, 80, seed=11)
+    replicates = 4000
+    a = paired_comparison(weighted, by="task", weight="w", replicates=replicates, seed=1,
+                          method=method)  # fmt: skip
+    b = paired_comparison(repeated, by="task", replicates=replicates, seed=2, method=method)
+    assert a["shared_items"].to_list() == [80] * 3
+    totals = weighted.filter(pl.col("model") == "a").group_by("task").agg(pl.col("w").sum())
+    assert b["shared_items"].to_list() == totals.sort("task")["w"].cast(pl.UInt64).to_list()
+    for m in PAIRED_METRICS:
+        np.testing.assert_allclose(a[f"{m}_difference"], b[f"{m}_difference"], atol=1e-12)
+        # two independent Monte-Carlo p-values: the sd of their difference is
+        # sqrt(2 p (1 - p) / R) (0.011 at p = 0.5); allow 5 of them, floored at 1 / R
+        p = (a[f"{m}_p_value"] + b[f"{m}_p_value"]).to_numpy() / 2
+        bound = 5 * np.sqrt(2 * p * (1 - p) / replicates) + 1 / replicates
+        np.testing.assert_array_less(np.abs(a[f"{m}_p_value"] - b[f"{m}_p_value"]), bound)
+        # an end of a 95% interval has a Monte-Carlo sd of about 0.7 / sqrt(R) of the
+        # interval's width (a 2.5% quantile of a normal): 6 sds of the difference of two
+        # estimates is 6 / sqrt(R) of the width (0.095 here); items as units, as before
+        # the weights were frequencies, made the intervals ~1.9 times as wide
+        width = (b[f"{m}_difference_ci_high"] - b[f"{m}_difference_ci_low"]).to_numpy()
+        for end in ("low", "high"):
+            gap = np.abs(a[f"{m}_difference_ci_{end}"] - b[f"{m}_difference_ci_{end}"])
+            np.testing.assert_array_less(gap, 6 / np.sqrt(replicates) * width)
+
+
+def test_fractional_weights_round_the_total() -> None:
+    """Weights of ½: the bootstrap draws half as many items; the permutation swaps items."""
+    df = two_models(4, 100, seed=12, power_b=1.3)
+    replicates = 4000
+    unit = paired_comparison(df, by="task", replicates=replicates, seed=1)
+    half = paired_comparison(df.with_columns(w=pl.lit(0.5)), by="task", weight="w",
+                             replicates=replicates, seed=2)  # fmt: skip
+    for m in ("accuracy", "brier"):  # means: the bootstrap sd is exactly √2 as large
+        np.testing.assert_allclose(half[f"{m}_difference"], unit[f"{m}_difference"], atol=1e-12)
+        ratio = (half[f"{m}_difference_ci_high"] - half[f"{m}_difference_ci_low"]) / (
+            unit[f"{m}_difference_ci_high"] - unit[f"{m}_difference_ci_low"]
+        )
+        assert 1.25 < ratio.mean() < 1.6, (m, ratio.to_list())  # type: ignore[operator]
+    for m in PAIRED_METRICS:  # each item one unit of weight ½: item swaps, as without weights
+        p = (half[f"{m}_p_value"] + unit[f"{m}_p_value"]).to_numpy() / 2
+        bound = 5 * np.sqrt(2 * p * (1 - p) / replicates) + 1 / replicates
+        np.testing.assert_array_less(np.abs(half[f"{m}_p_value"] - unit[f"{m}_p_value"]), bound)
+
+
+def test_weights_differ_between_models() -> None:
+    rows = pl.DataFrame({"task": ["t"] * 6, "model": ["a", "b"] * 3, "item": [1, 1, 2, 2, 3, 3],
+                         "confidence": [0.5, 0.7] * 3, "correct": [True, False] * 3,
+                         "w": [1.0, 1.0, 2.0, 3.0, 1.0, 1.0]})  # fmt: skip
+    message = (
+        r"column 'w': 1 of 3 items is weighted differently by different models .*"
+        r"e\.g\. task='t', model='a', item=2: w=2\.0"
+    )
+    with pytest.raises(DataError, match=message):
+        paired_comparison(rows, by="task", weight="w", replicates=10)
+    lazy = paired_comparison(rows.lazy(), by="task", weight="w", replicates=10)
+    with pytest.raises(DataError, match=message):
+        lazy.collect()  # type: ignore[union-attr]
+    # the same weight in another task, or an item only one model answered, is no mismatch
+    fine = rows.with_columns(w=pl.when(pl.col("item") == 2).then(2.0).otherwise(pl.col("w")))
+    other = rows.with_columns(task=pl.lit("u"), w=pl.lit(5.0))
+    single = fine.filter((pl.col("item") != 3) | (pl.col("model") == "a"))
+    out = paired_comparison(pl.concat([single, other]), by="task", weight="w", replicates=10)
+    assert out["shared_items"].to_list() == [2, 3]
