@@ -169,6 +169,7 @@ _ROW = working("row")
 _DRAWN_ROWS = working("drawn_rows")
 _BOOT_W = working("boot_w")
 _COPY = working("copy")
+_MOST_DRAWS = 2.0**53  # the largest total weight drawn as whole predictions
 _POISSON_TAIL = 16  # P(Poisson(1) > 16) < 1e-14
 
 
@@ -336,6 +337,15 @@ def _draw(frame: pl.DataFrame, *, keys: list[str], replicates: int, seed: int) -
     # the group's drawn total m = round(N) (without weights: its rows exactly)
     w1, w0 = col("weight_correct"), col("weight_wrong")
     total = (w1 + w0).sum(axis=2, keepdims=True)
+    huge = total[:, 0, 0] > _MOST_DRAWS
+    if huge.any():  # numpy's multinomial counts in int64; a frequency past 2**53 is no count
+        first = int(np.flatnonzero(huge)[0])
+        example = dict(zip(keys, frame.select(keys).row(first * bins), strict=True))
+        raise DataError(
+            f"weight: {int(huge.sum())} of {groups} group(s) weigh more than 2**53 in all "
+            f"(weights are frequencies: the bootstrap draws that many predictions), e.g. "
+            f"{float(total[first, 0, 0]):.3g} in group {example}"
+        )
     scale = _safe_divide(np.maximum(np.rint(total), 1.0), total)
     n1, n0 = w1 * scale, w0 * scale
     sizes = None

@@ -227,3 +227,15 @@ def test_count_weighted_rows_resample_as_the_rows_they_stand_for() -> None:
     with pytest.raises(DataError, match="whole numbers"):
         calibration_intervals(merged.with_columns(pl.col("w") / 3), weight="w", replicates=5,
                               resample="rows")  # fmt: skip
+
+
+def test_a_total_weight_past_2_to_the_53_is_refused_by_name() -> None:
+    """A weight of 1e30 reached numpy's multinomial as a negative count (ValueError: n < 0)."""
+    df = pl.DataFrame(
+        {"g": ["a", "a", "b"], "confidence": [0.9, 0.8, 0.7], "correct": [True, False, True],
+         "w": [1e30, 1.0, 2.0]}
+    )  # fmt: skip
+    with pytest.raises(DataError, match=r"1 of 2 group\(s\) weigh more than 2\*\*53.*'g': 'a'"):
+        calibration_intervals(df, by="g", weight="w", replicates=20)
+    fine = calibration_intervals(df.filter(pl.col("g") == "b"), by="g", weight="w", replicates=20)
+    assert fine["brier_ci_low"].is_not_null().all()
