@@ -124,6 +124,12 @@ class GroupRows:
         """``compute`` of the collected rows, as a frame of the input's kind."""
         return return_like(predictions, self.rows.map_batches(compute, schema=self.schema))
 
+    def no_rows(self, **values: object) -> pl.DataFrame:
+        """The result over no rows: no row with keys, else one row of nulls but ``values``."""
+        if self.keys:
+            return pl.DataFrame(schema=self.schema)
+        return pl.DataFrame({name: [values.get(name)] for name in self.schema}, schema=self.schema)
+
 
 def group_rows(
     predictions: Frame,
