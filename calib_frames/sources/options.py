@@ -387,24 +387,16 @@ def _question_stats(
     return with_top.group_by(group).agg(aggs)
 
 
-def _question_checks(
-    *,
-    question: str,
-    option: str,
-    loglik: str,
-    is_gold: str | None,
-    gold: str | None,
-    lengths: dict[str, str],
-    scorings: list[str],
-    per_option: bool,
-) -> tuple[list[RowCheck], list[str]]:
+def _question_checks(stacked: _Stacked, *, per_option: bool) -> tuple[list[RowCheck], list[str]]:
     """The row checks of the options frame and the working columns they read (to drop).
 
     On the per-question frame (``per_option=False``) the option-row flags count the bad
     option rows of each question (out of the ``options`` total); on the long frame every
     flag marks an option row, the question-level ones as rows "of questions without …".
     """
-    length_names = ", ".join(lengths[SCORINGS[s] or ""] for s in scorings[1:])
+    question, option, loglik = stacked.question, stacked.option, stacked.loglik
+    is_gold, gold, lengths = stacked.is_gold, stacked.gold, stacked.lengths
+    length_names = ", ".join(lengths[SCORINGS[s] or ""] for s in stacked.scorings[1:])
     counted: pl.Expr | None = None if per_option else pl.col("options").sum()
 
     def option_rows(flag: str, column: str, problem: str, value: str | None = None) -> RowCheck:
@@ -450,7 +442,7 @@ def _question_checks(
 
 @dataclass(frozen=True)
 class _Stacked:
-    """The scored option rows of an options frame (:func:`_prepare`) and their checks."""
+    """The scored option rows of an options frame (:func:`_prepare`) and the columns named."""
 
     rows: pl.LazyFrame
     keys: list[str]
@@ -462,19 +454,6 @@ class _Stacked:
     gold: str | None
     lengths: dict[str, str]
     scorings: list[str]
-
-    def checks(self, *, per_option: bool) -> tuple[list[RowCheck], list[str]]:
-        """:func:`_question_checks` of these rows."""
-        return _question_checks(
-            question=self.question,
-            option=self.option,
-            loglik=self.loglik,
-            is_gold=self.is_gold,
-            gold=self.gold,
-            lengths=self.lengths,
-            scorings=self.scorings,
-            per_option=per_option,
-        )
 
 
 def _stack(
@@ -620,7 +599,7 @@ def choice_predictions(
     )
     if no_gold == "drop":
         per_question = per_question.filter(pl.col("gold_options") > 0)
-    checks, flags = stacked.checks(per_option=False)
+    checks, flags = _question_checks(stacked, per_option=False)
     checked = check_rows(per_question, checks, keys=group, scope=_RAW, drop=flags)
     out = checked.with_columns(
         pl.col("scoring").cast(pl.String), pl.col("log_confidence").exp().alias("confidence")
@@ -742,7 +721,7 @@ def option_probabilities(
     if no_gold == "drop":
         long = long.filter(pl.col(_GOLD_COUNT) > 0)
     long = long.sort([*group, option])
-    checks, flags = stacked.checks(per_option=True)
+    checks, flags = _question_checks(stacked, per_option=True)
     checked = check_rows(long, checks, keys=[*group, option], scope=_RAW, drop=flags)
     out = checked.with_columns(
         pl.col("scoring").cast(pl.String), pl.col("log_probability").exp().alias("probability")
