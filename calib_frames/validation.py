@@ -18,7 +18,9 @@ eager in, eager out. Every layer checks its input through this module:
   whose rows are themselves the checked rows (what an in-memory estimator gathered, a
   source's per-question frame) goes through :func:`check_rows`. Both raise
   :class:`~calib_frames.exceptions.DataError` worded by :func:`describe_problem`: the
-  column, "N of M rows" and one example with its group keys.
+  column, "N of M rows" and one example with its group keys. The contracts of
+  prediction rows (a confidence in range, a 0/1 outcome, a finite weight) are
+  :func:`prediction_checks`, shared by the row pass and the in-memory estimators.
 * **Arguments** (at once, from the values alone): public functions declare their
   arguments' constraints with :func:`calib_frames.arguments.check_arguments` (one
   wording: ``name= takes …, got …``); :class:`Keys` is ``by=``'s. :func:`check_replicates`,
