@@ -413,32 +413,23 @@ LM_EVAL_COMPARISON = Table(
 
 # --- the tables of the in-memory estimators (calib_frames.estimators) ---------------
 
+_NLL_MOMENT_SUMS: dict[str, pl.DataType] = {
+    "count": pl.UInt64(),
+    "nll_sum": F64,
+    "tokens": F64,
+    "bytes": F64,
+    "nll_sq_sum": F64,
+    "nll_tokens_sum": F64,
+    "tokens_sq_sum": F64,
+    "nll_bytes_sum": F64,
+    "tokens_bytes_sum": F64,
+    "bytes_sq_sum": F64,
+}
+
 NLL_MOMENTS = Table(
     "NLL-moments table",
-    {
-        "count": pl.UInt64(),
-        "nll_sum": F64,
-        "tokens": F64,
-        "bytes": F64,
-        "nll_sq_sum": F64,
-        "nll_tokens_sum": F64,
-        "tokens_sq_sum": F64,
-        "nll_bytes_sum": F64,
-        "tokens_bytes_sum": F64,
-        "bytes_sq_sum": F64,
-    },
-    additive=(
-        "count",
-        "nll_sum",
-        "tokens",
-        "bytes",
-        "nll_sq_sum",
-        "nll_tokens_sum",
-        "tokens_sq_sum",
-        "nll_bytes_sum",
-        "tokens_bytes_sum",
-        "bytes_sq_sum",
-    ),
+    _NLL_MOMENT_SUMS,
+    additive=tuple(_NLL_MOMENT_SUMS),  # every column adds up
     built_by="estimators.perplexity_bootstrap.nll_moment_sums",
     optional=("bytes", "nll_bytes_sum", "tokens_bytes_sum", "bytes_sq_sum"),
 )

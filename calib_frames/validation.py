@@ -18,7 +18,9 @@ eager in, eager out. Every layer checks its input through this module:
   whose rows are themselves the checked rows (what an in-memory estimator gathered, a
   source's per-question frame) goes through :func:`check_rows`. Both raise
   :class:`~calib_frames.exceptions.DataError` worded by :func:`describe_problem`: the
-  column, "N of M rows" and one example with its group keys.
+  column, "N of M rows" and one example with its group keys. The contracts of
+  prediction rows (a confidence in range, a 0/1 outcome, a finite weight) are
+  :func:`prediction_checks`, shared by the row pass and the in-memory estimators.
 * **Arguments** (at once, from the values alone): public functions declare their
   arguments' constraints with :func:`calib_frames.arguments.check_arguments` (one
   wording: ``name= takes …, got …``); :class:`Keys` is ``by=``'s. :func:`check_replicates`,
@@ -62,6 +64,7 @@ __all__ = [
     "group_keys",
     "integral_check",
     "not_true",
+    "prediction_checks",
     "raise_on_bad_rows",
     "require_columns",
     "return_like",
@@ -530,6 +533,38 @@ def divide(numerator: pl.Expr, denominator: float) -> pl.Expr:
 def not_true(expr: pl.Expr) -> pl.Expr:
     """``~expr`` with null counted as a violation (the building block of RowCheck.bad)."""
     return expr.not_().fill_null(True)
+
+
+def prediction_checks(
+    *,
+    confidence: str,
+    correct: str,
+    weight: str | None,
+    low: float = 0.0,
+    high: float = 1.0,
+    positive_weight: bool = False,
+) -> list[RowCheck]:
+    """The row contracts of prediction rows, over the user's columns.
+
+    A confidence in [low, high], an outcome boolean or 0/1, a finite weight ≥ 0 (> 0 with
+    ``positive_weight``: the in-memory fits divide by a block's weight).
+    """
+    p = pl.col(confidence).cast(pl.Float64)
+    y = pl.col(correct).cast(pl.Float64)
+    checks = [
+        RowCheck(
+            confidence,
+            f"not a probability in [{low:g}, {high:g}] (null, NaN, infinite or out of range)",
+            not_true(p.is_between(low, high)),
+        ),
+        RowCheck(correct, "not boolean or 0/1 (or null)", not_true((y == 0) | (y == 1))),
+    ]
+    if weight is not None:
+        w = pl.col(weight).cast(pl.Float64)
+        valid = w.is_finite() & ((w > 0) if positive_weight else (w >= 0))
+        rule = "> 0" if positive_weight else ">= 0"
+        checks.append(RowCheck(weight, f"not a finite weight {rule}", not_true(valid)))
+    return checks
 
 
 def integral_check(column: str, *, minimum: int, maximum: int, problem: str) -> RowCheck:

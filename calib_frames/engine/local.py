@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import polars as pl
 
@@ -30,6 +30,7 @@ from calib_frames.validation import (
     group_keys,
     integral_check,
     not_true,
+    prediction_checks,
     require_columns,
 )
 
@@ -178,25 +179,17 @@ class PredictionPass:
     def row_checks(self) -> list[RowCheck]:
         """The row contracts, each counted from the cell table (:data:`CELLS`)."""
         low, high = self.binning.range
-        p, count = self.p, pl.col("count")
-        y = pl.col(self.correct).cast(pl.Float64)
+        count = pl.col("count")
 
         def cells_where(condition: pl.Expr) -> pl.Expr:
             return pl.when(condition).then(count).otherwise(0).sum()
 
+        in_range, outcome = prediction_checks(
+            confidence=self.confidence, correct=self.correct, weight=None, low=low, high=high
+        )
         checks = [
-            RowCheck(
-                self.confidence,
-                f"not a probability in [{low:g}, {high:g}] (null, NaN, infinite or out of range)",
-                bad=not_true(p.is_between(low, high)),
-                count=cells_where(pl.col("bin").is_null()),
-            ),
-            RowCheck(
-                self.correct,
-                "not boolean or 0/1 (or null)",
-                bad=not_true((y == 0) | (y == 1)),
-                count=cells_where(pl.col("correct").is_null()),
-            ),
+            replace(in_range, count=cells_where(pl.col("bin").is_null())),
+            replace(outcome, count=cells_where(pl.col("correct").is_null())),
         ]
         if self.weight is not None:
             w = pl.col(self.weight).cast(pl.Float64)

@@ -19,11 +19,10 @@ import polars as pl
 
 from calib_frames.validation import (
     Frame,
-    RowCheck,
     as_lazy,
     check_rows,
     group_keys,
-    not_true,
+    prediction_checks,
     require_columns,
     return_like,
     working,
@@ -77,38 +76,6 @@ def require_prediction_columns(
     )
 
 
-def prediction_checks(
-    *,
-    confidence: str,
-    correct: str,
-    weight: str | None,
-    low: float = 0.0,
-    high: float = 1.0,
-    positive_weight: bool = False,
-) -> list[RowCheck]:
-    """The row contracts of prediction rows, over the user's columns.
-
-    A confidence in [low, high], an outcome boolean or 0/1, a finite weight ≥ 0 (> 0 with
-    ``positive_weight``: the in-memory fits divide by a block's weight).
-    """
-    p = pl.col(confidence).cast(pl.Float64)
-    y = pl.col(correct).cast(pl.Float64)
-    checks = [
-        RowCheck(
-            confidence,
-            f"not a probability in [{low:g}, {high:g}] (null, NaN, infinite or out of range)",
-            not_true(p.is_between(low, high)),
-        ),
-        RowCheck(correct, "not boolean or 0/1 (or null)", not_true((y == 0) | (y == 1))),
-    ]
-    if weight is not None:
-        w = pl.col(weight).cast(pl.Float64)
-        valid = w.is_finite() & ((w > 0) if positive_weight else (w >= 0))
-        rule = "> 0" if positive_weight else ">= 0"
-        checks.append(RowCheck(weight, f"not a finite weight {rule}", not_true(valid)))
-    return checks
-
-
 def prediction_frame(
     source: pl.LazyFrame,
     *,
@@ -156,6 +123,12 @@ class GroupRows:
     def result(self, predictions: Frame, compute: Callable[[pl.DataFrame], pl.DataFrame]) -> Frame:
         """``compute`` of the collected rows, as a frame of the input's kind."""
         return return_like(predictions, self.rows.map_batches(compute, schema=self.schema))
+
+    def no_rows(self, **values: object) -> pl.DataFrame:
+        """The result over no rows: no row with keys, else one row of nulls but ``values``."""
+        if self.keys:
+            return pl.DataFrame(schema=self.schema)
+        return pl.DataFrame({name: [values.get(name)] for name in self.schema}, schema=self.schema)
 
 
 def group_rows(

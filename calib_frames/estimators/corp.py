@@ -285,18 +285,12 @@ def corp_decomposition(
         predictions, confidence=confidence, correct=correct, by=by, weight=weight,
         columns=CORP_DECOMPOSITION.columns,
     )  # fmt: skip
-    keys, schema = prepared.keys, prepared.schema
+    keys = prepared.keys
 
     def fit(frame: pl.DataFrame) -> pl.DataFrame:
         points = _points(frame, weight=weight, keys=keys)
         if points.x.size == 0:
-            if keys:
-                return pl.DataFrame(schema=schema)
-            empty = {name: [None] for name in CORP_DECOMPOSITION.columns} | {
-                "count": [0],
-                "weight": [0.0],
-            }
-            return pl.DataFrame(empty, schema=schema)
+            return prepared.no_rows(count=0, weight=0.0)
         group, table, n_groups = points.group, points.table, points.n_groups
         weight_, events = points.weight, points.events
         block = pav_blocks(group, weight_, events, increasing=True)

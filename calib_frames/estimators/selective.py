@@ -210,7 +210,7 @@ def selective_metrics(
     def compute(frame: pl.DataFrame) -> pl.DataFrame:
         ranked = _ranked(frame, keys, weight=weight, ties=ties)
         if ranked.p.size == 0:
-            return _empty(keys, schema)
+            return prepared.no_rows(count=0, weight=0.0)
         seg = _segments(ranked, ranked.w[:, None])
         values: dict[str, F64Array] = _metrics(
             seg, coverage=coverage, target_accuracy=target_accuracy
@@ -414,13 +414,13 @@ def selective_intervals(
         predictions, confidence=confidence, correct=correct, by=by, weight=weight,
         columns=dict.fromkeys(names, pl.Float64()), position=_ROW,
     )  # fmt: skip
-    keys, schema = prepared.keys, prepared.schema
+    keys = prepared.keys
     alpha = (1.0 - level) / 2.0
 
     def compute(frame: pl.DataFrame) -> pl.DataFrame:
         ranked = _ranked(frame, keys, weight=weight, ties=ties)
         if ranked.p.size == 0:
-            return _empty(keys, schema)
+            return prepared.no_rows()
         chunk = max(1, min(replicates, _CELLS // max(ranked.p.size, 1)))
         replicated: dict[str, list[F64Array]] = {name: [] for name in SELECTIVE_CI_METRICS}
         row = pl.DataFrame({_ROW: ranked.row})
@@ -706,15 +706,6 @@ def _coverage_at(seg: _Segments, target: float) -> F64Array:
         candidate.flat[at] = np.maximum(candidate.flat[at], np.minimum(crossing, b.flat[at]))
     result: F64Array = np.maximum.reduceat(candidate, seg.first, axis=0)
     return result
-
-
-def _empty(keys: list[str], schema: dict[str, pl.DataType]) -> pl.DataFrame:
-    if keys:
-        return pl.DataFrame(schema=schema)
-    values: dict[str, list[object]] = {name: [None] for name in schema}
-    if "count" in schema:
-        values.update(count=[0], weight=[0.0])
-    return pl.DataFrame(values, schema=schema)
 
 
 SUMMARY_POINTS = 200

@@ -30,7 +30,7 @@ import polars as pl
 
 from calib_frames.arguments import Integer, ListOf, check_arguments
 from calib_frames.binning import CLOSED, Binning
-from calib_frames.estimators._groups import prediction_checks, require_prediction_columns
+from calib_frames.estimators._groups import require_prediction_columns
 from calib_frames.metrics.calibration import calibration_metrics
 from calib_frames.schema import ECE_BY_BIN_COUNT
 from calib_frames.validation import (
@@ -39,6 +39,7 @@ from calib_frames.validation import (
     count_bad_rows,
     first_offending_row,
     group_keys,
+    prediction_checks,
     raise_on_bad_rows,
     return_like,
     working,
@@ -229,7 +230,7 @@ def ece_by_bin_count(
     p = pl.col(confidence).cast(pl.Float64)
     y = pl.col(correct).cast(pl.Float64)
     w = pl.lit(1.0) if weight is None else pl.col(weight).cast(pl.Float64)
-    valid = p.is_between(0.0, 1.0) & ((y == 0) | (y == 1)) & w.is_finite() & (w >= 0)
+    valid = ~pl.any_horizontal(check.bad for check in checks)
     # The union of all edges k/M cuts [0, 1] into cells that each lie inside one bin
     # for every M: one pass sums each (group, cell), the small second stage adds the
     # cells up per (group, M, bin).

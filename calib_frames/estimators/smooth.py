@@ -167,12 +167,12 @@ def smooth_ece(
         predictions, confidence=confidence, correct=correct, by=by, weight=weight,
         columns=SMOOTH_ECE.columns,
     )  # fmt: skip
-    keys, schema = prepared.keys, prepared.schema
+    keys = prepared.keys
 
     def compute(frame: pl.DataFrame) -> pl.DataFrame:
         group, table, n_groups, frame = grouped(frame, keys)
         if frame.height == 0:
-            return _empty_result(keys, schema)
+            return prepared.no_rows(count=0, smooth_ece=0.0)
         p, y, w = _values(frame)
         counts = np.bincount(group, minlength=n_groups).astype(np.uint64)
         if bandwidth is None:
@@ -297,12 +297,6 @@ def smooth_reliability_curve(
         )
 
     return prepared.result(predictions, compute)
-
-
-def _empty_result(keys: list[str], schema: dict[str, pl.DataType]) -> pl.DataFrame:
-    if keys:
-        return pl.DataFrame(schema=schema)
-    return pl.DataFrame({"count": [0], "smooth_ece": [0.0], "bandwidth": [None]}, schema=schema)
 
 
 def _values(frame: pl.DataFrame) -> tuple[F64Array, F64Array, F64Array]:

@@ -437,30 +437,29 @@ def _item_checks(
     # ragged lists ([0.5, 0.5] next to [0.2, 0.3, 0.5]) would give the short items no
     # row for the missing classes: classwise counts silently differ between classes
     ragged = pl.col(_CLASSES) < (most.over(keys) if keys else most)
+
+    def items_where(column: str, problem: str, bad: pl.Expr, count: str) -> RowCheck:
+        """Items (not rows) that break a rule; the example shows its keys and item only."""
+        return RowCheck(column, problem, bad, value=count, show_value=False, unit="items")
+
     checks = [
-        RowCheck(
+        items_where(
             probabilities,
             "outside [0, 1] in some class (a null, NaN or out-of-range probability)",
             pl.col(_BAD_P) > 0,
-            value=_BAD_P,
-            show_value=False,
-            unit="items",
+            _BAD_P,
         ),
-        RowCheck(
+        items_where(
             label,
             "not boolean in some class (a null label)",
             pl.col(_NULL_LABELS) > 0,
-            value=_NULL_LABELS,
-            show_value=False,
-            unit="items",
+            _NULL_LABELS,
         ),
-        RowCheck(
+        items_where(
             probabilities,
             "short of classes (fewer class probabilities than other items of their group)",
             ragged,
-            value=_CLASSES,
-            show_value=False,
-            unit="items",
+            _CLASSES,
         ),
     ]
     if not layout.multilabel:
@@ -473,13 +472,11 @@ def _item_checks(
                 f"{layout.tolerance:g}; pass renormalize=True to divide by the sum)"
             )
         checks += [
-            RowCheck(
+            items_where(
                 label,
                 "labelled with no class (a label that names no class)",
                 pl.col(_BAD_LABEL),
-                value=_BAD_LABEL,
-                show_value=False,
-                unit="items",
+                _BAD_LABEL,
             ),
             RowCheck(
                 probabilities,
@@ -488,13 +485,11 @@ def _item_checks(
                 value=_SUM,
                 unit="items",
             ),
-            RowCheck(
+            items_where(
                 label,
                 "not labelled once (exactly one label is needed, not none or several)",
                 (pl.col(_LABELS) != 1) & ~pl.col(_BAD_LABEL),
-                value=_LABELS,
-                show_value=False,
-                unit="items",
+                _LABELS,
             ),
         ]
     schema = rows.collect_schema()

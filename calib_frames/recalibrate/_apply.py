@@ -38,6 +38,7 @@ __all__ = [
     "join_params",
     "labelled",
     "param",
+    "with_mapped",
 ]
 
 IN_SAMPLE_PARAM = working("in_sample")
@@ -246,3 +247,32 @@ def labelled(
         label = label | again.fill_null(False)
     labelled = rows.with_columns(label.alias("in_sample")).drop(*drop, IN_SAMPLE_PARAM)
     return labelled.drop(FINGERPRINT_PARAM, strict=False)
+
+
+def with_mapped(
+    applied: ApplyInput,
+    value: pl.Expr,
+    params: Sequence[str],
+    *,
+    output: str,
+    split: str | None,
+    fit_value: object,
+    source: str,
+    within: Sequence[str] = (),
+) -> pl.LazyFrame:
+    """The rows with ``value``, an expression of the joined ``params``, as ``output``.
+
+    The parameter columns are joined on the keys and ``within`` (a bin column that both
+    the rows and the parameters hold; :func:`join_params`, under their :func:`param`
+    names), the rows labelled in-sample (:func:`labelled`; the fit rows found again by
+    the fingerprint of ``source``) and the joined columns dropped.
+    """
+    on = [*applied.keys, *within]
+    joined = join_params(applied.predictions, applied.params, on, params)
+    return labelled(
+        joined.with_columns(value.alias(output)),
+        split,
+        fit_value,
+        again=fit_rows_again(applied, source),
+        drop=[*within, *(param(name) for name in params)],
+    )

@@ -22,6 +22,7 @@ there; ``Binning.like_netcal`` reproduces its fit. netcal also clips confidences
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import polars as pl
 
@@ -33,10 +34,8 @@ from calib_frames.recalibrate._apply import (
     APPLIED,
     ApplyInput,
     apply_input,
-    fit_rows_again,
-    join_params,
-    labelled,
     param,
+    with_mapped,
 )
 from calib_frames.recalibrate.splits import SCHEME, fit_scheme
 from calib_frames.schema import HISTOGRAM
@@ -203,17 +202,13 @@ def apply_histogram(
     low, high = binning.range
     p = pl.col(confidence).cast(pl.Float64)
     bin_key = pl.when(p.is_between(low, high)).then(binning.assign(p)).alias(param("bin"))
-    right = applied.params.rename({"bin": param("bin")})
-    keys = [*applied.keys, param("bin")]
-    joined = join_params(applied.predictions.with_columns(bin_key), right, keys, ["value"])
-    value = pl.col(param("value")).alias(output)
-    result = labelled(
-        joined.with_columns(value),
-        split,
-        fit_value,
-        again=fit_rows_again(applied, confidence),
-        drop=[param("bin"), param("value")],
+    binned = replace(
+        applied,
+        predictions=applied.predictions.with_columns(bin_key),
+        params=applied.params.rename({"bin": param("bin")}),
     )
+    result = with_mapped(binned, pl.col(param("value")), ["value"], output=output, split=split,
+                         fit_value=fit_value, source=confidence, within=[param("bin")])  # fmt: skip
     return return_like(predictions, result)
 
 

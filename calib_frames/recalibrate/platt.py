@@ -36,10 +36,8 @@ from calib_frames.recalibrate._apply import (
     APPLIED,
     ApplyInput,
     apply_input,
-    fit_rows_again,
-    join_params,
-    labelled,
     param,
+    with_mapped,
 )
 from calib_frames.recalibrate.splits import SCHEME, fit_scheme
 from calib_frames.schema import PLATT
@@ -356,12 +354,6 @@ def apply_platt(
     p = pl.col(confidence).cast(pl.Float64)
     eta = pl.col(param("slope")) * _core.logit_expr(p, eps) + pl.col(param("intercept"))
     value = pl.when(p.is_between(0.0, 1.0)).then(_core.sigmoid_expr(eta))
-    joined = join_params(applied.predictions, applied.params, applied.keys, ["slope", "intercept"])
-    result = labelled(
-        joined.with_columns(value.alias(output)),
-        split,
-        fit_value,
-        again=fit_rows_again(applied, confidence),
-        drop=[param("slope"), param("intercept")],
-    )
+    result = with_mapped(applied, value, ["slope", "intercept"], output=output, split=split,
+                         fit_value=fit_value, source=confidence)  # fmt: skip
     return return_like(predictions, result)

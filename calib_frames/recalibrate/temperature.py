@@ -58,10 +58,8 @@ from calib_frames.recalibrate._apply import (
     APPLIED,
     ApplyInput,
     apply_input,
-    fit_rows_again,
-    join_params,
-    labelled,
     param,
+    with_mapped,
 )
 from calib_frames.recalibrate.splits import SCHEME, fit_scheme
 from calib_frames.schema import TEMPERATURE
@@ -631,15 +629,9 @@ def apply_temperature(
         within = [*(applied.keys if by is None else group_keys(by)), question]
         shifted = (scaled - scaled.max().over(within)).exp()
         value = shifted / shifted.sum().over(within)
-    joined = join_params(applied.predictions, applied.params, applied.keys, ["temperature"])
-    again = fit_rows_again(applied, confidence if kind == "confidence" else loglik)
-    result = labelled(
-        joined.with_columns(value.alias(output)),
-        split,
-        fit_value,
-        again=again,
-        drop=[param("temperature")],
-    )
+    source = confidence if kind == "confidence" else loglik
+    result = with_mapped(applied, value, ["temperature"], output=output, split=split,
+                         fit_value=fit_value, source=source)  # fmt: skip
     return return_like(predictions, result)
 
 

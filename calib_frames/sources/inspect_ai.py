@@ -96,6 +96,9 @@ __all__ = [
 KEYS = ("model", "task", "run", "scorer")
 """The group keys of the frames read from inspect logs (``run`` is ``eval.created``)."""
 
+_LOG_COLUMNS = ("model", "task", "run", "log", "complete")
+"""The columns naming the log a sample row comes from, and whether that log is complete."""
+
 EXPANSION_LIMIT = 1000
 """The most an ``.eval`` archive's members may decompress to in all, in times its size."""
 
@@ -565,11 +568,7 @@ def _rows(base: pl.LazyFrame, scored: pl.LazyFrame) -> pl.LazyFrame:
         .join(letters.select(_ROW, pl.col("logprob").alias("letter_logprob")), on=_ROW, how="left")
         .join(alternatives, on=_ROW, how="left")
         .select(
-            "model",
-            "task",
-            "run",
-            "log",
-            "complete",
+            *_LOG_COLUMNS,
             _ROW,
             "sample",
             "epoch",
@@ -584,11 +583,7 @@ def _rows(base: pl.LazyFrame, scored: pl.LazyFrame) -> pl.LazyFrame:
     return (
         scored.join(confident, on=_ROW, how="inner")
         .select(
-            "model",
-            "task",
-            "run",
-            "log",
-            "complete",
+            *_LOG_COLUMNS,
             "scorer",
             "sample",
             "epoch",

@@ -66,9 +66,11 @@ from calib_frames.exceptions import ReadError, TableError
 from calib_frames.sources.paths import PathsLike, expand_paths, files_under
 from calib_frames.sources.read_errors import (
     BOM_PROBLEM,
+    first_bad_object,
     guarded_scan,
     refuse_records,
     refuse_repeats,
+    short,
 )
 from calib_frames.validation import working
 
@@ -330,18 +332,8 @@ def _locate_sample(file: Path, error: BaseException) -> ReadError:
     with file.open("rb") as handle:
         if handle.read(len(codecs.BOM_UTF8)) == codecs.BOM_UTF8:
             return ReadError(f"{file}, line 1: {BOM_PROBLEM}")
-    for number, line in enumerate(file.read_bytes().splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError) as bad:
-            return ReadError(f"{file}, line {number}: malformed record ({bad})")
-        if not isinstance(record, dict):
-            return ReadError(f"{file}, line {number}: a sample must be a JSON object")
-    first = str(error).strip().splitlines()
-    reason = first[0] if first else type(error).__name__
-    return ReadError(f"{file}: not an lm-eval samples file ({reason})")
+    bad = first_bad_object(file, what="a sample")
+    return bad or ReadError(f"{file}: not an lm-eval samples file ({short(error)})")
 
 
 def _line_of(file: Path, record: int) -> int:

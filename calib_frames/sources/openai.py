@@ -31,7 +31,7 @@ import polars as pl
 from calib_frames.arguments import Integer, check_arguments
 from calib_frames.exceptions import ReadError, TableError
 from calib_frames.sources.paths import PathsLike, expand_paths
-from calib_frames.sources.read_errors import guarded_scan, refuse_records
+from calib_frames.sources.read_errors import first_bad_object, guarded_scan, refuse_records
 from calib_frames.sources.text import clean_text
 from calib_frames.validation import RowCheck, as_lazy, check_rows, working
 
@@ -108,20 +108,17 @@ def _first_record(file: Path) -> tuple[str, Any]:
 
 
 def _locate(file: Path, error: BaseException) -> ReadError:
-    for number, line in enumerate(file.read_bytes().splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError) as bad:
-            return ReadError(f"{file}, line {number}: malformed record ({bad})")
-        if not isinstance(record, dict):
-            return ReadError(f"{file}, line {number}: a response must be a JSON object")
+    def check(number: int, line: bytes, record: dict[str, Any]) -> ReadError | None:
         try:
             pl.read_ndjson(line, schema=_BATCH if "response" in record else _RESPONSE)
         except pl.exceptions.PolarsError as wrong:
             reason = str(wrong).strip().splitlines()[0]
             return ReadError(f"{file}, line {number}: not a chat completion response ({reason})")
+        return None
+
+    bad = first_bad_object(file, what="a response", check=check)
+    if bad is not None:
+        return bad
     lines = str(error).strip().splitlines()
     return ReadError(f"{file}: cannot read responses ({lines[0] if lines else error!r})")
 

@@ -64,6 +64,7 @@ question, in memory (polars group_by / window expressions, no row loops).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import polars as pl
@@ -386,24 +387,16 @@ def _question_stats(
     return with_top.group_by(group).agg(aggs)
 
 
-def _question_checks(
-    *,
-    question: str,
-    option: str,
-    loglik: str,
-    is_gold: str | None,
-    gold: str | None,
-    lengths: dict[str, str],
-    scorings: list[str],
-    per_option: bool,
-) -> tuple[list[RowCheck], list[str]]:
+def _question_checks(stacked: _Stacked, *, per_option: bool) -> tuple[list[RowCheck], list[str]]:
     """The row checks of the options frame and the working columns they read (to drop).
 
     On the per-question frame (``per_option=False``) the option-row flags count the bad
     option rows of each question (out of the ``options`` total); on the long frame every
     flag marks an option row, the question-level ones as rows "of questions without …".
     """
-    length_names = ", ".join(lengths[SCORINGS[s] or ""] for s in scorings[1:])
+    question, option, loglik = stacked.question, stacked.option, stacked.loglik
+    is_gold, gold, lengths = stacked.is_gold, stacked.gold, stacked.lengths
+    length_names = ", ".join(lengths[SCORINGS[s] or ""] for s in stacked.scorings[1:])
     counted: pl.Expr | None = None if per_option else pl.col("options").sum()
 
     def option_rows(flag: str, column: str, problem: str, value: str | None = None) -> RowCheck:
@@ -445,6 +438,44 @@ def _question_checks(
         checks.append(questions(_GOLD_VARIES, gold, _GOLD_VARIES_TEXT))
         flags.append(_GOLD_VARIES)
     return checks, flags
+
+
+@dataclass(frozen=True)
+class _Stacked:
+    """The scored option rows of an options frame (:func:`_prepare`) and the columns named."""
+
+    rows: pl.LazyFrame
+    keys: list[str]
+    group: list[str]  # keys…, scoring, question
+    question: str
+    option: str
+    loglik: str
+    is_gold: str | None
+    gold: str | None
+    lengths: dict[str, str]
+    scorings: list[str]
+
+
+def _stack(
+    options: Frame,
+    *,
+    by: str | Sequence[str] | None,
+    normalize: str | Sequence[str] | None,
+    question: str,
+    option: str,
+    loglik: str,
+    is_gold: str | None,
+    gold: str | None,
+    lengths: dict[str, str],
+) -> _Stacked:
+    """The preamble of :func:`choice_predictions` and :func:`option_probabilities`."""
+    keys: list[str] = group_keys(by)
+    scorings = _scorings(normalize)
+    columns = {"question": question, "option": option, "loglik": loglik}
+    rows = _prepare(as_lazy(options), keys=keys, **columns, is_gold=is_gold, gold=gold,
+                    scorings=scorings, lengths=lengths)  # fmt: skip
+    return _Stacked(rows, keys, [*keys, "scoring", question], **columns, is_gold=is_gold,
+                    gold=gold, lengths=lengths, scorings=scorings)  # fmt: skip
 
 
 @check_arguments(normalize=NORMALIZE, no_gold=Options.of(NoGold))
@@ -533,23 +564,21 @@ def choice_predictions(
     │ 2        ┆ 1          ┆ false   ┆ 0.8808     │
     └──────────┴────────────┴─────────┴────────────┘
     """
-    keys: list[str] = group_keys(by)
-    scorings = _scorings(normalize)
-    lengths = {"chars": chars, "bytes": bytes, "tokens": tokens}
-    stacked = _prepare(
-        as_lazy(options),
-        keys=keys,
+    stacked = _stack(
+        options,
+        by=by,
+        normalize=normalize,
         question=question,
         option=option,
         loglik=loglik,
         is_gold=is_gold,
         gold=gold,
-        scorings=scorings,
-        lengths=lengths,
+        lengths={"chars": chars, "bytes": bytes, "tokens": tokens},
     )
-    group: list[str] = [*keys, "scoring", question]
+    keys: list[str] = stacked.keys
+    group: list[str] = stacked.group
     per_question = (
-        _question_stats(stacked, group=group, option=option, gold=gold)
+        _question_stats(stacked.rows, group=group, option=option, gold=gold)
         .select(
             *group,
             "options",
@@ -570,16 +599,7 @@ def choice_predictions(
     )
     if no_gold == "drop":
         per_question = per_question.filter(pl.col("gold_options") > 0)
-    checks, flags = _question_checks(
-        question=question,
-        option=option,
-        loglik=loglik,
-        is_gold=is_gold,
-        gold=gold,
-        lengths=lengths,
-        scorings=scorings,
-        per_option=False,
-    )
+    checks, flags = _question_checks(stacked, per_option=False)
     checked = check_rows(per_question, checks, keys=group, scope=_RAW, drop=flags)
     out = checked.with_columns(
         pl.col("scoring").cast(pl.String), pl.col("log_confidence").exp().alias("confidence")
@@ -655,29 +675,27 @@ def option_probabilities(
     │ B      ┆ 0.5         ┆ true      ┆ false         │
     └────────┴─────────────┴───────────┴───────────────┘
     """
-    keys: list[str] = group_keys(by)
-    scorings = _scorings(normalize)
-    lengths = {"chars": chars, "bytes": bytes, "tokens": tokens}
-    stacked = _prepare(
-        as_lazy(options),
-        keys=keys,
+    stacked = _stack(
+        options,
+        by=by,
+        normalize=normalize,
         question=question,
         option=option,
         loglik=loglik,
         is_gold=is_gold,
         gold=gold,
-        scorings=scorings,
-        lengths=lengths,
+        lengths={"chars": chars, "bytes": bytes, "tokens": tokens},
     )
-    group: list[str] = [*keys, "scoring", question]
-    stats = _question_stats(stacked, group=group, option=option, gold=gold)
+    keys: list[str] = stacked.keys
+    group: list[str] = stacked.group
+    stats = _question_stats(stacked.rows, group=group, option=option, gold=gold)
     question_flags: list[str | pl.Expr] = [
         (pl.col(_DUP) > 0).alias(_DUP),
         _ALL_INF,
         ((pl.col("gold_options") == 0) & pl.lit(no_gold == "raise")).alias(_NO_GOLD),
         *([_GOLD_VARIES] if gold is not None else []),
     ]
-    joined = stacked.join(
+    joined = stacked.rows.join(
         stats.select(*group, _TOP, _LOGZ, _PICK, "gold_options", *question_flags),
         on=group,
         how="left",
@@ -703,16 +721,7 @@ def option_probabilities(
     if no_gold == "drop":
         long = long.filter(pl.col(_GOLD_COUNT) > 0)
     long = long.sort([*group, option])
-    checks, flags = _question_checks(
-        question=question,
-        option=option,
-        loglik=loglik,
-        is_gold=is_gold,
-        gold=gold,
-        lengths=lengths,
-        scorings=scorings,
-        per_option=True,
-    )
+    checks, flags = _question_checks(stacked, per_option=True)
     checked = check_rows(long, checks, keys=[*group, option], scope=_RAW, drop=flags)
     out = checked.with_columns(
         pl.col("scoring").cast(pl.String), pl.col("log_probability").exp().alias("probability")

@@ -8,6 +8,8 @@
   from two files, a copy of the logs, a sample stored twice), naming both places;
   :func:`refuse_copies` two files with the same bytes (a copy whose path gives it other
   keys), naming both.
+* :func:`first_bad_object` names the first line of a JSON-lines file that is not a JSON
+  object (or that a reader's own check refuses), on the error path of the JSONL readers.
 * :func:`locate_bad_record` names the first malformed record of a CSV/TSV/JSONL file by bisecting it
   with polars' own parser (native speed, on the error path only); :func:`bad_lines`
   lists every one (for the readers that skip them).
@@ -35,6 +37,7 @@ from calib_frames.sources.paths import Format
 __all__ = [
     "BOM_PROBLEM",
     "bad_lines",
+    "first_bad_object",
     "guarded_scan",
     "locate_bad_record",
     "parse_lines",
@@ -91,6 +94,31 @@ def bad_lines(
     return bad + bad_lines(
         fmt, header, lines[half:], first + half, schema, stop_at_first=stop_at_first
     )
+
+
+def first_bad_object(
+    file: Path,
+    *,
+    what: str,
+    check: Callable[[int, bytes, dict[str, Any]], ReadError | None] | None = None,
+) -> ReadError | None:
+    """The error of the first line of a JSON-lines ``file`` that is not a JSON object.
+
+    ``what`` names a record (``"a sample"``); ``check(number, line, record)`` may refuse a
+    record that is an object. Blank lines are skipped; ``None`` if every line passes.
+    """
+    for number, line in enumerate(file.read_bytes().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError) as bad:
+            return ReadError(f"{file}, line {number}: malformed record ({bad})")
+        if not isinstance(record, dict):
+            return ReadError(f"{file}, line {number}: {what} must be a JSON object")
+        if check is not None and (refused := check(number, line, record)) is not None:
+            return refused
+    return None
 
 
 def split_lines(file: Path, fmt: Format) -> tuple[bytes | None, list[bytes], int]:
