@@ -36,7 +36,6 @@ __all__ = [
     "attach",
     "group_rows",
     "grouped",
-    "prediction_checks",
     "prediction_frame",
     "require_prediction_columns",
 ]

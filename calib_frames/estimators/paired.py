@@ -95,7 +95,7 @@ import polars as pl
 
 from calib_frames.arguments import RESAMPLING, Options, check_arguments
 from calib_frames.binning import BINS, BinsLike, as_binning
-from calib_frames.estimators._groups import prediction_checks, require_prediction_columns
+from calib_frames.estimators._groups import require_prediction_columns
 from calib_frames.estimators.multiple_testing import adjust_p_values
 from calib_frames.exceptions import ArgumentError
 from calib_frames.validation import (
@@ -105,6 +105,7 @@ from calib_frames.validation import (
     check_memory,
     check_rows,
     group_keys,
+    prediction_checks,
     return_like,
     working,
 )

@@ -381,7 +381,10 @@ def test_blocks_of_groups_give_what_one_block_gives(monkeypatch: pytest.MonkeyPa
     whole = noise_floor_from_bin_statistics(stats, min_count=1)
     monkeypatch.setattr(null_ece, "_BLOCK_CELLS", 4 * 10 * (null_ece.GRID_CELLS + 1))
     blocks = noise_floor_from_bin_statistics(stats, min_count=1)
-    assert_frame_equal(whole, blocks, check_exact=True)
+    # the observed ECE is a grouped polars sum each call: its last bit may differ between
+    # calls (1 in 3 runs did), whatever the blocks; the null's columns must agree beyond it
+    assert_frame_equal(whole, blocks, check_exact=False, rel_tol=1e-12, abs_tol=1e-15)
+    assert whole["verdict"].to_list() == blocks["verdict"].to_list()
 
 
 def test_binomial_probabilities_are_scipy_stats() -> None:
