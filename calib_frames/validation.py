@@ -57,6 +57,7 @@ __all__ = [
     "check_replicates",
     "check_rows",
     "check_seed",
+    "check_tokens_named",
     "count_bad_rows",
     "describe_problem",
     "divide",
@@ -690,6 +691,34 @@ def check_level(level: object, *, name: str = "level") -> float:
     """
     LEVEL.check(level, name)
     return float(level)  # type: ignore[arg-type]
+
+
+def check_tokens_named(schema: Mapping[str, object], tokens: object, keys: Sequence[str]) -> None:
+    """Refuse ``tokens=None`` where the frame has a ``tokens`` column that is not a key.
+
+    A column named ``tokens`` may be per-row token counts (sequence rows) or something
+    else: the caller says which, rather than calib_frames guessing (one rule for every
+    reader of token rows).
+
+    Raises
+    ------
+    ArgumentError
+        ``tokens`` is None and ``"tokens"`` is a column but not one of ``keys``.
+
+    Examples
+    --------
+    >>> check_tokens_named({"nll": 1, "tokens": 2}, None, [])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    calib_frames.exceptions.ArgumentError: the frame has a column 'tokens' but tokens= was ...
+    >>> check_tokens_named({"nll": 1, "tokens": 2}, None, ["tokens"])  # a key, not counts
+    """
+    if tokens is None and "tokens" in schema and "tokens" not in keys:
+        raise ArgumentError(
+            "the frame has a column 'tokens' but tokens= was not given: pass "
+            "tokens='tokens' if each row is a sequence with that many tokens, or "
+            "tokens=1 if each row is one token"
+        )
 
 
 def check_memory(units: int, bytes_per_unit: int, what: str) -> None:

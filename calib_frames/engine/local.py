@@ -22,10 +22,11 @@ import polars as pl
 
 from calib_frames.arguments import TOKENS
 from calib_frames.binning import Binning, BinsLike, as_binning
-from calib_frames.exceptions import ArgumentError, TableError
+from calib_frames.exceptions import TableError
 from calib_frames.schema import BIN_STATISTICS, CELLS, METRICS, PERPLEXITY
 from calib_frames.validation import (
     RowCheck,
+    check_tokens_named,
     count_bad_rows,
     group_keys,
     integral_check,
@@ -371,12 +372,7 @@ class TokenPass:
         """
         TOKENS.check(tokens, "tokens")
         keys = group_keys(by)
-        if tokens is None and "tokens" in schema and "tokens" not in keys:
-            raise ArgumentError(
-                "the frame has a column 'tokens' but tokens= was not given: pass "
-                "tokens='tokens' if each row is a sequence with that many tokens, or "
-                "tokens=1 if each row is one token"
-            )
+        check_tokens_named(schema, tokens, keys)
         count_column = tokens if isinstance(tokens, str) else None
         roles = {"nll": nll, "tokens": count_column, "bytes": bytes, "words": words}
         columns = {role: name for role, name in roles.items() if name is not None}

@@ -44,13 +44,14 @@ from calib_frames.arguments import (
     TOKENS,
     check_arguments,
 )
-from calib_frames.exceptions import ArgumentError, TableError
+from calib_frames.exceptions import TableError
 from calib_frames.schema import NLL_MOMENTS
 from calib_frames.validation import (
     Frame,
     RowCheck,
     as_lazy,
     check_memory,
+    check_tokens_named,
     first_offending_row,
     group_keys,
     not_true,
@@ -132,11 +133,7 @@ def nll_moment_sums(
     source = as_lazy(losses)
     schema = source.collect_schema()
     keys: list[str] = group_keys(by)
-    if tokens is None and "tokens" in schema:
-        raise ArgumentError(
-            "the frame has a 'tokens' column: pass tokens='tokens' (document rows) or "
-            "tokens=1 (one token per row)"
-        )
+    check_tokens_named(schema, tokens, keys)
     column_tokens = tokens if isinstance(tokens, str) else None
     roles = {"nll": nll, "tokens": column_tokens, "bytes": bytes, "cluster": cluster}
     named = {role: column for role, column in roles.items() if column is not None}

@@ -99,3 +99,19 @@ def test_moment_sums_are_additive_and_required(documents: pl.DataFrame) -> None:
     assert ci.columns[0] == "g" and "bits_per_byte_ci_high" in ci.columns
     with pytest.raises(TableError, match="nll_sq_sum"):
         perplexity_intervals_from_nll_sums(point)
+
+
+def test_a_tokens_column_without_tokens_is_one_rule_for_both_passes() -> None:
+    """The perplexity pass and the moment sums refused an unnamed 'tokens' column in two
+    wordings (issue 28.3); a 'tokens' key is no count column."""
+    losses = pl.DataFrame({"nll": [2.0, 3.0], "tokens": [4, 5]})
+    refusals = []
+    for call in (cf.perplexity, nll_moment_sums):
+        with pytest.raises(ArgumentError, match="tokens= was not given") as caught:
+            call(losses)
+        refusals.append(str(caught.value))
+    assert refusals[0] == refusals[1]
+    keyed = losses.with_columns(pl.col("tokens").cast(pl.String))  # a key, not counts
+    assert cf.perplexity(keyed, by="tokens")["nll_count"].to_list() == [1, 1]
+    with pytest.raises(TableError, match="clash with output columns"):  # its own output
+        nll_moment_sums(keyed, by="tokens")
