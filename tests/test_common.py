@@ -85,16 +85,7 @@ def takes_a_table(function: Callable[..., Any]) -> bool:
 # What a function does not do yet (a careless input it leaves to polars, a docstring
 # section it lacks): each case fails while it stands (strict), so mending the function
 # means deleting its line here.
-NOT_YET: dict[tuple[str, str], str] = {
-    **{
-        (test, "sources.latest_runs"): "latest_runs checks neither its frame, columns nor by="
-        for test in ("not_a_frame", "missing_column", "malformed_by", "unknown_by")
-    },
-    ("docstring", "sources.latest_runs"): "latest_runs raises nothing of its own: no Raises",
-    ("unknown_by", "recalibrate.apply_temperature"): (
-        "apply_temperature(kind='options') leaves an unknown by= column to polars"
-    ),
-}
+NOT_YET: dict[tuple[str, str], str] = {}
 
 
 def cases(test: str, names: Iterable[str]) -> list[Any]:

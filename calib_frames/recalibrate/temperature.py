@@ -63,7 +63,7 @@ from calib_frames.recalibrate._apply import (
 )
 from calib_frames.recalibrate.splits import SCHEME, fit_scheme
 from calib_frames.schema import TEMPERATURE
-from calib_frames.validation import Frame, group_keys, return_like
+from calib_frames.validation import Frame, as_lazy, group_keys, require_columns, return_like
 
 __all__ = ["apply_temperature", "fit_temperature"]
 
@@ -603,6 +603,8 @@ def apply_temperature(
     [0.75, 0.5]
     """
     eps = float(epsilon)
+    if kind == "options" and by is not None:  # the softmax's groups, beside the parameters'
+        require_columns(as_lazy(predictions).collect_schema(), {}, keys=group_keys(by))
     columns = (
         {"confidence": confidence}
         if kind == "confidence"

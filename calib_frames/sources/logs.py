@@ -61,7 +61,7 @@ from calib_frames.sources.paths import (
     is_glob,
     path_items,
 )
-from calib_frames.validation import Frame
+from calib_frames.validation import Frame, as_lazy, group_keys, require_columns, return_like
 
 __all__ = [
     "LOG_FORMATS",
@@ -381,6 +381,13 @@ def latest_runs(
     DataFrame or LazyFrame
         The rows whose run is the latest (complete) one of their group.
 
+    Raises
+    ------
+    ArgumentError
+        ``frame`` is not a polars frame, or ``by`` is not a list of column names.
+    TableError
+        A ``by``, ``run`` or ``complete`` column is missing.
+
     Examples
     --------
     >>> import polars as pl
@@ -393,11 +400,16 @@ def latest_runs(
     >>> latest_runs(runs, complete="complete")["run"].to_list()
     ['2026-01', '2026-01']
     """
+    lazy = as_lazy(frame)
+    keys = group_keys(list(by) if isinstance(by, tuple) else by)
+    roles = {"run": run, **({"complete": complete} if complete is not None else {})}
+    require_columns(lazy.collect_schema(), roles, keys=keys)
     latest = pl.col(run).max()
     if complete is not None:
         done = pl.col(complete)
         latest = pl.when(done.any()).then(pl.col(run).filter(done).max()).otherwise(latest)
-    return frame.filter(pl.col(run) == latest.over(list(by)))
+    kept = lazy.filter(pl.col(run) == (latest.over(keys) if keys else latest))
+    return return_like(frame, kept)
 
 
 def _kept_over_later(rows: pl.LazyFrame, record: LogFormat) -> list[str]:
