@@ -15,6 +15,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from conftest import S3Server
+from factories import assert_frames_close
 
 import calib_frames as cf
 from calib_frames.cli import main
@@ -98,7 +99,8 @@ def test_statistics_round_trip_through_object_storage(s3_server: S3Server) -> No
     cf.storage.merge_statistics_files([f"{folder}/*.parquet"], merged, storage_options=options)
     again = cf.read_statistics(merged, storage_options=options)
     assert again.batch_order == stored.batch_order
-    assert again.merged().equals(stored.merged())
+    # the same sums added in another order: equal to the last bits
+    assert_frames_close(again.merged(), stored.merged(), rel=1e-13, abs=1e-13)
 
 
 def test_the_command_line_reads_and_writes_objects_with_environment_credentials(
