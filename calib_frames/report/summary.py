@@ -20,10 +20,20 @@ RANK = "rank"
 AMONG_BEST = "indistinguishable_from_best"
 """A leaderboard's column marking the models indistinguishable from the best (Boolean)."""
 NO_WEIGHT = "no weight"
+NAMES_SHOWN = 5
+"""Most models the summary names on one line; the rest are counted (the leaderboard lists them)."""
 
 
 def _number(value: object, spec: str = ".3f") -> str:
     return "n/a" if not isinstance(value, int | float) else format(value, spec)
+
+
+def _names(names: list[object]) -> str:
+    """The names, in order, up to :data:`NAMES_SHOWN`; beyond, the first and a count."""
+    shown = ", ".join(str(v) for v in names[:NAMES_SHOWN])
+    if len(names) <= NAMES_SHOWN:
+        return shown
+    return f"{len(names):,} models: {shown} and {len(names) - NAMES_SHOWN:,} more (leaderboard)"
 
 
 def _interval(row: dict[str, object], column: str) -> str:
@@ -84,7 +94,8 @@ def summary_lines(
       interval, mean over tasks, on how many tasks it is beyond noise), or without one
       the groups of lowest and highest ECE;
     * ``indistinguishable from the best``: the models the leaderboard marks
-      (:data:`AMONG_BEST`), when it does;
+      (:data:`AMONG_BEST`), when it does (beyond :data:`NAMES_SHOWN`, how many and the
+      first of them);
     * ``beyond noise``: how many groups have an ECE beyond the noise of a calibrated
       model (``ece_beyond_noise``), said to be after the table's correction when it has
       ``ece_p_adjusted``, with their directions (``ece_direction``, else the verdict's
@@ -142,9 +153,7 @@ def summary_lines(
             lines.append(("worst", _model_line(rows.row(-1, named=True), model)))
         if AMONG_BEST in leaderboard.columns:
             tied = leaderboard.filter(pl.col(AMONG_BEST).fill_null(False)).get_column(model)
-            lines.append(
-                ("indistinguishable from the best", ", ".join(str(v) for v in tied.to_list()))
-            )
+            lines.append(("indistinguishable from the best", _names(tied.to_list())))
     elif "ece" in counted.columns and keys and counted.height > 1:
         ranked = counted.filter(pl.col("ece").is_not_null()).sort("ece", nulls_last=True)
         for label, row in (("lowest ECE", 0), ("highest ECE", -1)):

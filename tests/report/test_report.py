@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -437,3 +438,32 @@ def _color_domains(spec: Any) -> list[list[Any]]:
     if isinstance(spec, list):
         return [d for value in spec for d in _color_domains(value)]
     return []
+
+
+def test_many_models_tied_with_the_best_are_counted_not_listed() -> None:
+    """At 2,000 checkpoints of 120 predictions a group, 1,500 models were named on one
+    summary line (stdout and the page's first screen)."""
+    from calib_frames.report.summary import AMONG_BEST, NAMES_SHOWN, summary_lines
+
+    rng = np.random.default_rng(3)
+    models = [f"acme-7b-checkpoint-{step:06d}" for step in range(0, 240_000, 12_000)]
+    preds = pl.DataFrame(
+        {
+            "model": np.repeat(models, 60),
+            "task": "t",
+            "confidence": rng.uniform(0.5, 1.0, 60 * len(models)),
+        }
+    ).with_columns(correct=pl.Series(rng.random(60 * len(models))) < pl.col("confidence"))
+    tables = cf.comparison.report_tables(
+        cf.bin_statistics(preds, by=["model", "task"]), model="model", replicates=20
+    )
+    assert tables.leaderboard is not None
+    tied = tables.leaderboard.filter(AMONG_BEST)["model"].to_list()
+    assert len(tied) > NAMES_SHOWN  # equal models of 60 predictions: many are
+    line = dict(summary_lines(tables.comparison, tables.leaderboard))[
+        "indistinguishable from the best"
+    ]
+    rest = len(tied) - NAMES_SHOWN
+    assert (
+        line == f"{len(tied)} models: {', '.join(tied[:NAMES_SHOWN])} and {rest} more (leaderboard)"
+    )
