@@ -42,6 +42,7 @@ from calib_frames.exceptions import ArgumentError, DataError, TableError
 __all__ = [
     "CORRECTION",
     "CORRECTIONS",
+    "LARGEST_COUNT",
     "MEMORY_LIMIT",
     "RESERVED_PREFIX",
     "Correction",
@@ -50,7 +51,6 @@ __all__ = [
     "RowCheck",
     "as_expr",
     "as_lazy",
-    "check_correction",
     "check_integer",
     "check_level",
     "check_memory",
@@ -642,36 +642,10 @@ CORRECTIONS: tuple[Correction, ...] = ("bh", "holm", "none")
 CORRECTION = Options(*CORRECTIONS)
 """``correction=`` of a table's tests (``@check_arguments(correction=CORRECTION)``)."""
 
-
-def check_correction(correction: object) -> Correction:
-    """``correction`` if it is one of :data:`CORRECTIONS`, else an ArgumentError.
-
-    Parameters
-    ----------
-    correction
-        The value given to ``correction=`` (``--correction``).
-
-    Returns
-    -------
-    str
-        The correction, ``"bh"``, ``"holm"`` or ``"none"``.
-
-    Raises
-    ------
-    ArgumentError
-        For any other value.
-
-    Examples
-    --------
-    >>> check_correction("holm")
-    'holm'
-    >>> check_correction("fdr")
-    Traceback (most recent call last):
-    ...
-    calib_frames.exceptions.ArgumentError: correction= takes 'bh', 'holm' or 'none', got 'fdr'
-    """
-    CORRECTION.check(correction, "correction")
-    return cast(Correction, correction)
+LARGEST_COUNT = 2.0**53
+"""The largest total weight a resampling draws as whole predictions (weights are
+frequencies; past 2**53 a float no longer holds every whole number, nor numpy's int64
+multinomial the count)."""
 
 
 def check_level(level: object, *, name: str = "level") -> float:

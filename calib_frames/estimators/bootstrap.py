@@ -119,6 +119,7 @@ from calib_frames.metrics.calibration import metrics_from_bin_statistics
 from calib_frames.schema import BIN_STATISTICS
 from calib_frames.stats import bin_statistics
 from calib_frames.validation import (
+    LARGEST_COUNT,
     Frame,
     RowCheck,
     as_lazy,
@@ -169,7 +170,6 @@ _ROW = working("row")
 _DRAWN_ROWS = working("drawn_rows")
 _BOOT_W = working("boot_w")
 _COPY = working("copy")
-_MOST_DRAWS = 2.0**53  # the largest total weight drawn as whole predictions
 _POISSON_TAIL = 16  # P(Poisson(1) > 16) < 1e-14
 
 
@@ -337,7 +337,7 @@ def _draw(frame: pl.DataFrame, *, keys: list[str], replicates: int, seed: int) -
     # the group's drawn total m = round(N) (without weights: its rows exactly)
     w1, w0 = col("weight_correct"), col("weight_wrong")
     total = (w1 + w0).sum(axis=2, keepdims=True)
-    huge = total[:, 0, 0] > _MOST_DRAWS
+    huge = total[:, 0, 0] > LARGEST_COUNT
     if huge.any():  # numpy's multinomial counts in int64; a frequency past 2**53 is no count
         first = int(np.flatnonzero(huge)[0])
         example = dict(zip(keys, frame.select(keys).row(first * bins), strict=True))

@@ -21,8 +21,8 @@ A null p-value is "not tested": it gets a null adjusted value and does not count
 
 The tables that test every group of a table at once (the ECE noise floor of
 :func:`~calib_frames.compare`, :func:`~calib_frames.leaderboard`, the report) take
-``correction=`` (:data:`calib_frames.validation.CORRECTIONS`, checked by
-:func:`~calib_frames.validation.check_correction`): ``"bh"`` by default, ``"holm"``, or
+``correction=`` (:data:`calib_frames.validation.CORRECTIONS`, declared as
+:data:`~calib_frames.validation.CORRECTION`): ``"bh"`` by default, ``"holm"``, or
 ``"none"`` (the raw p-values decide).
 """
 

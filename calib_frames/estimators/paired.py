@@ -99,6 +99,7 @@ from calib_frames.estimators._groups import require_prediction_columns
 from calib_frames.estimators.multiple_testing import adjust_p_values
 from calib_frames.exceptions import ArgumentError
 from calib_frames.validation import (
+    LARGEST_COUNT,
     Frame,
     RowCheck,
     as_lazy,
@@ -271,7 +272,7 @@ def paired_comparison(
                 weight,
                 "in a group where one model's weights add up to more than 2**53 (weights "
                 "are frequencies: the bootstrap draws that many items)",
-                pl.col(weight).cast(pl.Float64).sum().over([*keys, model]) > 2.0**53,
+                pl.col(weight).cast(pl.Float64).sum().over([*keys, model]) > LARGEST_COUNT,
                 show_value=False,
             )
         )
